@@ -1,0 +1,57 @@
+# Hostfleet. `make help` lists the targets.
+SHELL := /usr/bin/env bash
+.SHELLFLAGS := -eu -o pipefail -c
+.DEFAULT_GOAL := help
+
+export HOSTFLEET_CACHE ?= $(HOME)/.cache/hostfleet
+TOOLS := hack/tools.sh
+CONTROLLER_GEN = $(shell $(TOOLS) --print-bin controller-gen)
+STATICCHECK = $(shell $(TOOLS) --print-bin staticcheck)
+BIN := bin
+GO_TEST_FLAGS ?= -count=1 -timeout 20m
+
+.PHONY: help
+help: ## List the targets.
+	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
+
+.PHONY: tools
+tools: ## Build every tool the tests need into $(HOSTFLEET_CACHE) (minutes the first time, seconds after).
+	$(TOOLS) envtest baremetal-operator controller-gen staticcheck
+
+.PHONY: build
+build: ## Build the binaries into bin/.
+	CGO_ENABLED=0 go build -trimpath -o $(BIN)/ ./agent/cmd/...
+
+.PHONY: generate
+generate: ## Generate deepcopy code.
+	$(TOOLS) controller-gen
+	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths=./hub/api/...
+
+.PHONY: manifests
+manifests: ## Generate our CRDs and vendor the upstream metal3 and OCM CRDs into manifests/crds.
+	$(TOOLS) controller-gen
+	$(CONTROLLER_GEN) crd paths=./hub/api/... output:crd:artifacts:config=manifests/crds/hostfleet
+	hack/vendor-crds.sh
+
+.PHONY: verify
+verify: generate manifests ## Fail when generated files or go.mod are stale.
+	go mod tidy
+	@if [[ -n "$$(git status --porcelain -- go.mod go.sum hub/api manifests)" ]]; then \
+		git status --porcelain -- go.mod go.sum hub/api manifests; git --no-pager diff --stat -- go.mod go.sum hub/api manifests; \
+		echo "generated files are stale: run 'make generate manifests' and 'go mod tidy', and commit the result"; exit 1; fi
+	@echo "verify: generated files are up to date"
+
+.PHONY: lint
+lint: ## go vet and staticcheck.
+	$(TOOLS) staticcheck
+	go vet ./...
+	$(STATICCHECK) ./...
+
+.PHONY: test
+test: verify lint tools ## Everything CI runs: verify, lint, unit and integration tests on real control planes.
+	KUBEBUILDER_ASSETS="$$($(TOOLS) --print-assets)" HOSTFLEET_BMO="$$($(TOOLS) --print-bmo)" \
+		go test $(GO_TEST_FLAGS) ./...
+
+.PHONY: clean
+clean: ## Remove bin/ (the tool cache stays; delete $(HOSTFLEET_CACHE) to rebuild it).
+	rm -rf $(BIN)

@@ -1,0 +1,77 @@
+package app
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/util/validation"
+)
+
+// Options are the agent's flags.
+type Options struct {
+	// HubKubeconfig reaches the hub (the add-on's hub identity).
+	HubKubeconfig string
+	// ManagedKubeconfig reaches the managed (infrastructure) cluster. Empty
+	// means the in-cluster configuration, or $KUBECONFIG.
+	ManagedKubeconfig string
+	// ClusterName is the managed cluster's name on the hub.
+	ClusterName string
+	// HubName identifies the hub on the hosts the agent binds.
+	HubName string
+	// Concurrency is the number of claims reconciled at once.
+	Concurrency int
+	// RetryAfter is how often a claim with no host is looked at again.
+	RetryAfter time.Duration
+	// MetricsAddr and HealthAddr are listen addresses; "0" disables.
+	MetricsAddr string
+	HealthAddr  string
+}
+
+// NewOptions returns the defaults, which work on a laptop.
+func NewOptions() *Options {
+	return &Options{
+		HubName:     "hub",
+		Concurrency: 4,
+		RetryAfter:  30 * time.Second,
+		MetricsAddr: "0",
+		HealthAddr:  "0",
+	}
+}
+
+// AddFlags registers the options on fs.
+func (o *Options) AddFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&o.HubKubeconfig, "hub-kubeconfig", o.HubKubeconfig, "kubeconfig of the hub (required)")
+	fs.StringVar(&o.ManagedKubeconfig, "managed-kubeconfig", o.ManagedKubeconfig,
+		"kubeconfig of the managed cluster; empty means in-cluster config or $KUBECONFIG")
+	fs.StringVar(&o.ClusterName, "cluster-name", o.ClusterName, "name of the managed cluster on the hub (required)")
+	fs.StringVar(&o.HubName, "hub-name", o.HubName, "name of the hub, written on bound hosts")
+	fs.IntVar(&o.Concurrency, "concurrency", o.Concurrency, "claims reconciled at once")
+	fs.DurationVar(&o.RetryAfter, "retry-after", o.RetryAfter, "how often a claim waiting for a host is looked at again")
+	fs.StringVar(&o.MetricsAddr, "metrics-bind-address", o.MetricsAddr, "metrics listen address; 0 disables")
+	fs.StringVar(&o.HealthAddr, "health-probe-bind-address", o.HealthAddr, "healthz/readyz listen address; 0 disables")
+}
+
+// Validate says everything that is wrong with the options.
+func (o *Options) Validate() []error {
+	var errs []error
+	if o.HubKubeconfig == "" {
+		errs = append(errs, errors.New("--hub-kubeconfig is required: the kubeconfig of the hub"))
+	}
+	if o.ClusterName == "" {
+		errs = append(errs, errors.New("--cluster-name is required: the managed cluster's name on the hub"))
+	} else if msgs := validation.IsDNS1123Label(o.ClusterName); len(msgs) > 0 {
+		errs = append(errs, fmt.Errorf("--cluster-name %q: %v", o.ClusterName, msgs))
+	}
+	if msgs := validation.IsValidLabelValue(o.HubName); o.HubName == "" || len(msgs) > 0 {
+		errs = append(errs, fmt.Errorf("--hub-name %q must be a non-empty label value: %v", o.HubName, msgs))
+	}
+	if o.Concurrency < 1 {
+		errs = append(errs, fmt.Errorf("--concurrency %d must be at least 1", o.Concurrency))
+	}
+	if o.RetryAfter < time.Second {
+		errs = append(errs, fmt.Errorf("--retry-after %s must be at least 1s", o.RetryAfter))
+	}
+	return errs
+}

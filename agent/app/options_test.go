@@ -1,0 +1,37 @@
+package app
+
+import (
+	"testing"
+
+	. "github.com/onsi/gomega"
+	"github.com/spf13/pflag"
+)
+
+func TestOptions(t *testing.T) {
+	tests := []struct {
+		name    string
+		args    []string
+		wantErr []string
+	}{
+		{name: "minimal", args: []string{"--hub-kubeconfig=/h", "--cluster-name=infra-1"}},
+		{name: "missing both", args: nil, wantErr: []string{"--hub-kubeconfig is required", "--cluster-name is required"}},
+		{name: "bad cluster", args: []string{"--hub-kubeconfig=/h", "--cluster-name=Infra_1"}, wantErr: []string{`--cluster-name "Infra_1"`}},
+		{name: "bad concurrency", args: []string{"--hub-kubeconfig=/h", "--cluster-name=a", "--concurrency=0"}, wantErr: []string{"--concurrency 0"}},
+		{name: "bad retry", args: []string{"--hub-kubeconfig=/h", "--cluster-name=a", "--retry-after=1ms"}, wantErr: []string{"--retry-after 1ms"}},
+		{name: "bad hub name", args: []string{"--hub-kubeconfig=/h", "--cluster-name=a", "--hub-name="}, wantErr: []string{"--hub-name"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			o := NewOptions()
+			fs := pflag.NewFlagSet("t", pflag.ContinueOnError)
+			o.AddFlags(fs)
+			g.Expect(fs.Parse(tt.args)).To(Succeed())
+			errs := o.Validate()
+			g.Expect(errs).To(HaveLen(len(tt.wantErr)))
+			for i, want := range tt.wantErr {
+				g.Expect(errs[i].Error()).To(ContainSubstring(want))
+			}
+		})
+	}
+}

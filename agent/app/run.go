@@ -1,0 +1,119 @@
+package app
+
+import (
+	"context"
+	"fmt"
+
+	metal3api "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/selection"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/cluster"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/hostfleet/hostfleet/agent/claim"
+	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
+)
+
+// Scheme is the agent's scheme on both clusters.
+func Scheme() *runtime.Scheme {
+	s := runtime.NewScheme()
+	utilruntime.Must(clientgoscheme.AddToScheme(s))
+	utilruntime.Must(metal3api.AddToScheme(s))
+	utilruntime.Must(hostfleetv1alpha1.AddToScheme(s))
+	return s
+}
+
+// ClaimSelector selects the hub claims an agent serves: placed on its cluster
+// and not forwarded.
+func ClaimSelector(clusterName string) labels.Selector {
+	onCluster, _ := labels.NewRequirement(hostfleetv1alpha1.LabelCluster, selection.Equals, []string{clusterName})
+	notRemote, _ := labels.NewRequirement(hostfleetv1alpha1.LabelKind, selection.NotEquals, []string{hostfleetv1alpha1.KindRemote})
+	return labels.NewSelector().Add(*onCluster, *notRemote)
+}
+
+// Run runs the agent until ctx is done. The options must be valid.
+func Run(ctx context.Context, o *Options) error {
+	hubCfg, err := clientcmd.BuildConfigFromFlags("", o.HubKubeconfig)
+	if err != nil {
+		return fmt.Errorf("hub kubeconfig %s: %w", o.HubKubeconfig, err)
+	}
+	managedCfg, err := managedConfig(o.ManagedKubeconfig)
+	if err != nil {
+		return err
+	}
+	mgr, _, err := NewManager(hubCfg, managedCfg, o)
+	if err != nil {
+		return err
+	}
+	return mgr.Start(ctx)
+}
+
+func managedConfig(path string) (*rest.Config, error) {
+	if path != "" {
+		cfg, err := clientcmd.BuildConfigFromFlags("", path)
+		if err != nil {
+			return nil, fmt.Errorf("managed kubeconfig %s: %w", path, err)
+		}
+		return cfg, nil
+	}
+	cfg, err := ctrl.GetConfig()
+	if err != nil {
+		return nil, fmt.Errorf("managed cluster config (in-cluster or $KUBECONFIG): %w", err)
+	}
+	return cfg, nil
+}
+
+// NewManager builds the agent's manager on the hub, with the managed cluster
+// added to it and the controllers set up. Tests call it to run an agent
+// in-process against real planes.
+func NewManager(hubCfg, managedCfg *rest.Config, o *Options) (ctrl.Manager, cluster.Cluster, error) {
+	scheme := Scheme()
+	mgr, err := ctrl.NewManager(hubCfg, ctrl.Options{
+		Scheme:                 scheme,
+		Metrics:                metricsserver.Options{BindAddress: o.MetricsAddr},
+		HealthProbeBindAddress: o.HealthAddr,
+		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
+			// Only the claims placed on this cluster, filtered by the server.
+			&metal3api.HostClaim{}: {Label: ClaimSelector(o.ClusterName)},
+		}},
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("hub manager: %w", err)
+	}
+	managed, err := cluster.New(managedCfg, func(co *cluster.Options) { co.Scheme = scheme })
+	if err != nil {
+		return nil, nil, fmt.Errorf("managed cluster: %w", err)
+	}
+	if err := mgr.Add(managed); err != nil {
+		return nil, nil, err
+	}
+	if err := (&claim.Reconciler{
+		Hub:         mgr.GetClient(),
+		HubReader:   mgr.GetAPIReader(),
+		Managed:     managed.GetClient(),
+		Recorder:    mgr.GetEventRecorder("hostfleet-agent"),
+		HubName:     o.HubName,
+		ClusterName: o.ClusterName,
+		RetryAfter:  o.RetryAfter,
+	}).SetupWithManager(mgr, managed, o.Concurrency); err != nil {
+		return nil, nil, fmt.Errorf("claim controller: %w", err)
+	}
+	if o.HealthAddr != "0" && o.HealthAddr != "" {
+		if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
+			return nil, nil, err
+		}
+		if err := mgr.AddReadyzCheck("ping", healthz.Ping); err != nil {
+			return nil, nil, err
+		}
+	}
+	return mgr, managed, nil
+}

@@ -1,0 +1,289 @@
+package binder
+
+import (
+	"fmt"
+	"hash/fnv"
+	"regexp"
+	"sort"
+	"strings"
+
+	metal3api "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
+	"k8s.io/apimachinery/pkg/util/sets"
+
+	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
+)
+
+// FailureDomainLabel is the BareMetalHost label that places a host in a
+// failure domain, as in CAPM3 and the upstream HostClaim controller.
+const FailureDomainLabel = "infrastructure.cluster.x-k8s.io/failure-domain"
+
+// Input is everything Decide looks at.
+type Input struct {
+	// Hub names the hub the claim lives on (the hostfleet.io/hub annotation).
+	Hub string
+	// Claim is the hub claim.
+	Claim *metal3api.HostClaim
+	// NamespaceLabels are the labels of the claim's namespace on the hub.
+	NamespaceLabels map[string]string
+	// Policies are the HostDeployPolicies of the infrastructure cluster.
+	Policies []metal3api.HostDeployPolicy
+	// Hosts are the BareMetalHosts of the infrastructure cluster that could
+	// matter: the ones held by this claim and the candidates.
+	Hosts []metal3api.BareMetalHost
+}
+
+// Action is what the controller must do.
+type Action int
+
+const (
+	// Wait: nothing can be bound now; Reason and Message say why.
+	Wait Action = iota
+	// Keep: the claim already holds Host.
+	Keep
+	// Bind: write the claim's consumerRef on Host.
+	Bind
+)
+
+func (a Action) String() string {
+	switch a {
+	case Keep:
+		return "Keep"
+	case Bind:
+		return "Bind"
+	default:
+		return "Wait"
+	}
+}
+
+// Decision is Decide's answer.
+type Decision struct {
+	Action Action
+	// Host is the held or chosen host (Keep, Bind).
+	Host *metal3api.BareMetalHost
+	// Reason is a stable CamelCase reason for the Associated condition when
+	// Action is Wait.
+	Reason string
+	// Message tells the tenant what is wrong and what to do.
+	Message string
+}
+
+// Decide returns what to do for a claim that is not being deleted.
+func Decide(in Input) Decision {
+	if h := heldHost(in); h != nil {
+		return Decision{Action: Keep, Host: h}
+	}
+	sel, err := Selector(in.Claim.Spec.HostSelector)
+	if err != nil {
+		return Decision{Action: Wait, Reason: hostfleetv1alpha1.ReasonInvalidSelector,
+			Message: fmt.Sprintf("spec.hostSelector is invalid: %v; fix the claim's hostSelector", err)}
+	}
+	admitted, err := AdmittedNamespaces(in.Policies, in.Claim.Namespace, in.NamespaceLabels, in.Claim.Spec.HostSelector.InNamespace)
+	if err != nil {
+		return Decision{Action: Wait, Reason: hostfleetv1alpha1.ReasonNoDeployPolicy,
+			Message: fmt.Sprintf("cannot evaluate HostDeployPolicies: %v; the cluster administrator must fix the policy", err)}
+	}
+	if admitted.Len() == 0 {
+		where := "any namespace"
+		if ns := in.Claim.Spec.HostSelector.InNamespace; ns != "" {
+			where = "namespace " + ns
+		}
+		return Decision{Action: Wait, Reason: hostfleetv1alpha1.ReasonNoDeployPolicy,
+			Message: fmt.Sprintf("no HostDeployPolicy in %s admits claims from namespace %s; ask the cluster administrator to admit it", where, in.Claim.Namespace)}
+	}
+	var free []*metal3api.BareMetalHost
+	for i := range in.Hosts {
+		h := &in.Hosts[i]
+		if admitted.Has(h.Namespace) && sel.Matches(labels.Set(h.Labels)) && Free(h) {
+			free = append(free, h)
+		}
+	}
+	if len(free) == 0 {
+		return Decision{Action: Wait, Reason: hostfleetv1alpha1.ReasonNoHostAvailable,
+			Message: fmt.Sprintf("no free BareMetalHost matches hostSelector %s in admitted namespaces %s; "+
+				"the claim binds as soon as one is available, or relax the selector", describe(sel), strings.Join(sets.List(admitted), ",")),
+		}
+	}
+	return Decision{Action: Bind, Host: pick(in.Claim, free)}
+}
+
+// heldHost is the host whose consumerRef names the claim, if any. A host
+// naming the claim but another UID belonged to an earlier claim of the same
+// name and is not this claim's.
+func heldHost(in Input) *metal3api.BareMetalHost {
+	for i := range in.Hosts {
+		if HeldBy(&in.Hosts[i], in.Hub, in.Claim) {
+			return &in.Hosts[i]
+		}
+	}
+	return nil
+}
+
+// HeldBy reports whether the host's consumerRef names this hub claim.
+func HeldBy(h *metal3api.BareMetalHost, hub string, claim *metal3api.HostClaim) bool {
+	ref := h.Spec.ConsumerRef
+	if !IsHubConsumer(ref) || ref.Namespace != claim.Namespace || ref.Name != claim.Name {
+		return false
+	}
+	a := h.Annotations
+	return a[hostfleetv1alpha1.AnnotationHub] == hub && a[hostfleetv1alpha1.AnnotationClaimUID] == string(claim.UID)
+}
+
+// IsHubConsumer reports whether a consumerRef names a hub claim (rather than a
+// local metal3.io HostClaim, a Metal3Machine, ...).
+func IsHubConsumer(ref *corev1.ObjectReference) bool {
+	return ref != nil && ref.Kind == hostfleetv1alpha1.ConsumerKind && ref.APIVersion == hostfleetv1alpha1.GroupVersion.String()
+}
+
+// ConsumerRef is the consumerRef written on a host bound to a hub claim.
+func ConsumerRef(claim *metal3api.HostClaim) *corev1.ObjectReference {
+	return &corev1.ObjectReference{
+		APIVersion: hostfleetv1alpha1.GroupVersion.String(),
+		Kind:       hostfleetv1alpha1.ConsumerKind,
+		Namespace:  claim.Namespace,
+		Name:       claim.Name,
+	}
+}
+
+// Free reports whether a host can be bound now.
+func Free(h *metal3api.BareMetalHost) bool {
+	if h.Spec.ConsumerRef != nil || h.DeletionTimestamp != nil || h.Status.ErrorMessage != "" {
+		return false
+	}
+	if _, paused := h.Annotations[metal3api.PausedAnnotation]; paused {
+		return false
+	}
+	switch h.Status.Provisioning.State {
+	case metal3api.StateAvailable, metal3api.StateReady:
+		return true
+	}
+	return false
+}
+
+// Selector turns a claim's hostSelector into a label selector. Operators
+// are matched case-insensitively, as upstream does ("In", "in").
+func Selector(hs metal3api.HostSelector) (labels.Selector, error) {
+	sel := labels.NewSelector()
+	keys := make([]string, 0, len(hs.MatchLabels))
+	for k := range hs.MatchLabels {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		r, err := labels.NewRequirement(k, selection.Equals, []string{hs.MatchLabels[k]})
+		if err != nil {
+			return nil, fmt.Errorf("matchLabels %s: %w", k, err)
+		}
+		sel = sel.Add(*r)
+	}
+	for _, e := range hs.MatchExpressions {
+		op := selection.Operator(strings.ToLower(string(e.Operator)))
+		switch op {
+		case "doesnotexist":
+			op = selection.DoesNotExist
+		case "notin":
+			op = selection.NotIn
+		}
+		r, err := labels.NewRequirement(e.Key, op, e.Values)
+		if err != nil {
+			return nil, fmt.Errorf("matchExpressions %s %s: %w", e.Key, e.Operator, err)
+		}
+		sel = sel.Add(*r)
+	}
+	return sel, nil
+}
+
+// AdmittedNamespaces are the infrastructure namespaces whose hosts a claim from
+// claimNS (with nsLabels on the hub) may bind: those holding a HostDeployPolicy
+// that admits it. With inNamespace set, only that namespace is considered.
+func AdmittedNamespaces(policies []metal3api.HostDeployPolicy, claimNS string, nsLabels map[string]string, inNamespace string) (sets.Set[string], error) {
+	out := sets.New[string]()
+	for i := range policies {
+		p := &policies[i]
+		if inNamespace != "" && p.Namespace != inNamespace {
+			continue
+		}
+		if out.Has(p.Namespace) {
+			continue
+		}
+		ok, err := Admits(p, claimNS, nsLabels)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			out.Insert(p.Namespace)
+		}
+	}
+	return out, nil
+}
+
+// Admits reports whether one HostDeployPolicy admits claims from a namespace.
+// A policy without hostClaimNamespaces admits nothing, as upstream.
+func Admits(p *metal3api.HostDeployPolicy, ns string, nsLabels map[string]string) (bool, error) {
+	c := p.Spec.HostClaimNamespaces
+	if c == nil {
+		return false, nil
+	}
+	if c.Names != nil && !contains(c.Names, ns) {
+		return false, nil
+	}
+	if c.NameMatches != "" {
+		re, err := regexp.Compile(c.NameMatches)
+		if err != nil {
+			return false, fmt.Errorf("HostDeployPolicy %s/%s: nameMatches %q: %w", p.Namespace, p.Name, c.NameMatches, err)
+		}
+		if !re.MatchString(ns) {
+			return false, nil
+		}
+	}
+	for _, l := range c.HasLabels {
+		v, ok := nsLabels[l.Name]
+		if !ok || (l.Value != "" && v != l.Value) {
+			return false, nil
+		}
+	}
+	return true, nil
+}
+
+// pick chooses among free hosts: those in the claim's failure domain if any,
+// then one by a hash of the claim's UID over the hosts sorted by name.
+func pick(claim *metal3api.HostClaim, free []*metal3api.BareMetalHost) *metal3api.BareMetalHost {
+	if fd := claim.Spec.FailureDomain; fd != "" {
+		var in []*metal3api.BareMetalHost
+		for _, h := range free {
+			if h.Labels[FailureDomainLabel] == fd {
+				in = append(in, h)
+			}
+		}
+		if len(in) > 0 {
+			free = in
+		}
+	}
+	sort.Slice(free, func(i, j int) bool {
+		if free[i].Namespace != free[j].Namespace {
+			return free[i].Namespace < free[j].Namespace
+		}
+		return free[i].Name < free[j].Name
+	})
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(claim.UID))
+	return free[int(h.Sum32()%uint32(len(free)))]
+}
+
+func describe(sel labels.Selector) string {
+	if sel.Empty() {
+		return "(any)"
+	}
+	return "{" + sel.String() + "}"
+}
+
+func contains(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}

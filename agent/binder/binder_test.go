@@ -1,0 +1,243 @@
+package binder
+
+import (
+	"testing"
+
+	metal3api "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
+)
+
+const hub = "hub"
+
+func claim(mut ...func(*metal3api.HostClaim)) *metal3api.HostClaim {
+	c := &metal3api.HostClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant-a", Name: "c1", UID: types.UID("uid-1")}}
+	for _, m := range mut {
+		m(c)
+	}
+	return c
+}
+
+func host(ns, name string, mut ...func(*metal3api.BareMetalHost)) metal3api.BareMetalHost {
+	h := metal3api.BareMetalHost{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{}, Annotations: map[string]string{}}}
+	h.Status.Provisioning.State = metal3api.StateAvailable
+	for _, m := range mut {
+		m(&h)
+	}
+	return h
+}
+
+func policy(ns string, c *metal3api.HostClaimNamespaces) metal3api.HostDeployPolicy {
+	return metal3api.HostDeployPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "p"}, Spec: metal3api.HostDeployPolicySpec{HostClaimNamespaces: c}}
+}
+
+func heldBy(c *metal3api.HostClaim) func(*metal3api.BareMetalHost) {
+	return func(h *metal3api.BareMetalHost) {
+		h.Spec.ConsumerRef = ConsumerRef(c)
+		h.Annotations[hostfleetv1alpha1.AnnotationHub] = hub
+		h.Annotations[hostfleetv1alpha1.AnnotationClaimUID] = string(c.UID)
+		h.Status.Provisioning.State = metal3api.StateProvisioned
+	}
+}
+
+func label(k, v string) func(*metal3api.BareMetalHost) {
+	return func(h *metal3api.BareMetalHost) { h.Labels[k] = v }
+}
+
+func state(s metal3api.ProvisioningState) func(*metal3api.BareMetalHost) {
+	return func(h *metal3api.BareMetalHost) { h.Status.Provisioning.State = s }
+}
+
+var admitAll = []metal3api.HostDeployPolicy{policy("hosts", &metal3api.HostClaimNamespaces{NameMatches: ".*"})}
+
+func TestDecide(t *testing.T) {
+	other := claim(func(c *metal3api.HostClaim) { c.Name = "other"; c.UID = "uid-other" })
+	sameNameOldUID := claim(func(c *metal3api.HostClaim) { c.UID = "uid-old" })
+	now := metav1.Now()
+
+	tests := []struct {
+		name       string
+		claim      *metal3api.HostClaim
+		nsLabels   map[string]string
+		policies   []metal3api.HostDeployPolicy
+		hosts      []metal3api.BareMetalHost
+		wantAction Action
+		wantHost   string
+		wantReason string
+	}{
+		{
+			name: "binds the only free host", claim: claim(), policies: admitAll,
+			hosts:      []metal3api.BareMetalHost{host("hosts", "h1")},
+			wantAction: Bind, wantHost: "h1",
+		},
+		{
+			name: "ready is as good as available", claim: claim(), policies: admitAll,
+			hosts:      []metal3api.BareMetalHost{host("hosts", "h1", state(metal3api.StateReady))},
+			wantAction: Bind, wantHost: "h1",
+		},
+		{
+			name: "keeps the host it already holds, whatever else is free", claim: claim(), policies: admitAll,
+			hosts:      []metal3api.BareMetalHost{host("hosts", "free"), host("hosts", "mine", heldBy(claim()))},
+			wantAction: Keep, wantHost: "mine",
+		},
+		{
+			name: "keeps its host even if the policy no longer admits it", claim: claim(), policies: nil,
+			hosts:      []metal3api.BareMetalHost{host("hosts", "mine", heldBy(claim()))},
+			wantAction: Keep, wantHost: "mine",
+		},
+		{
+			name: "a host held by an earlier claim of the same name is not this claim's", claim: claim(), policies: admitAll,
+			hosts:      []metal3api.BareMetalHost{host("hosts", "old", heldBy(sameNameOldUID))},
+			wantAction: Wait, wantReason: hostfleetv1alpha1.ReasonNoHostAvailable,
+		},
+		{
+			name: "skips hosts with a consumer, in error, paused, deleting or not available", claim: claim(), policies: admitAll,
+			hosts: []metal3api.BareMetalHost{
+				host("hosts", "a-taken", heldBy(other)),
+				host("hosts", "b-local", func(h *metal3api.BareMetalHost) {
+					h.Spec.ConsumerRef = &corev1.ObjectReference{APIVersion: "metal3.io/v1alpha1", Kind: "HostClaim", Namespace: "x", Name: "y"}
+				}),
+				host("hosts", "c-error", func(h *metal3api.BareMetalHost) { h.Status.ErrorMessage = "boom" }),
+				host("hosts", "d-paused", func(h *metal3api.BareMetalHost) { h.Annotations[metal3api.PausedAnnotation] = "" }),
+				host("hosts", "e-deleting", func(h *metal3api.BareMetalHost) { h.DeletionTimestamp = &now }),
+				host("hosts", "f-inspecting", state(metal3api.StateInspecting)),
+				host("hosts", "g-provisioned", state(metal3api.StateProvisioned)),
+				host("hosts", "z-free"),
+			},
+			wantAction: Bind, wantHost: "z-free",
+		},
+		{
+			name: "no policy means no host", claim: claim(), policies: nil,
+			hosts:      []metal3api.BareMetalHost{host("hosts", "h1")},
+			wantAction: Wait, wantReason: hostfleetv1alpha1.ReasonNoDeployPolicy,
+		},
+		{
+			name: "a policy without hostClaimNamespaces admits nothing", claim: claim(),
+			policies:   []metal3api.HostDeployPolicy{policy("hosts", nil)},
+			hosts:      []metal3api.BareMetalHost{host("hosts", "h1")},
+			wantAction: Wait, wantReason: hostfleetv1alpha1.ReasonNoDeployPolicy,
+		},
+		{
+			name: "policy names", claim: claim(),
+			policies:   []metal3api.HostDeployPolicy{policy("hosts", &metal3api.HostClaimNamespaces{Names: []string{"tenant-b"}}), policy("more", &metal3api.HostClaimNamespaces{Names: []string{"tenant-a"}})},
+			hosts:      []metal3api.BareMetalHost{host("hosts", "h1"), host("more", "h2")},
+			wantAction: Bind, wantHost: "h2",
+		},
+		{
+			name: "policy hasLabels are read on the claim's hub namespace", claim: claim(),
+			nsLabels: map[string]string{"hostfleet.io/tenant": "a", "tier": "gold"},
+			policies: []metal3api.HostDeployPolicy{
+				policy("silver", &metal3api.HostClaimNamespaces{HasLabels: []metal3api.NameValuePair{{Name: "tier", Value: "silver"}}}),
+				policy("gold", &metal3api.HostClaimNamespaces{HasLabels: []metal3api.NameValuePair{{Name: "tier", Value: "gold"}, {Name: "hostfleet.io/tenant"}}}),
+			},
+			hosts:      []metal3api.BareMetalHost{host("silver", "s1"), host("gold", "g1")},
+			wantAction: Bind, wantHost: "g1",
+		},
+		{
+			name: "a bad nameMatches is reported, not ignored", claim: claim(),
+			policies:   []metal3api.HostDeployPolicy{policy("hosts", &metal3api.HostClaimNamespaces{NameMatches: "("})},
+			hosts:      []metal3api.BareMetalHost{host("hosts", "h1")},
+			wantAction: Wait, wantReason: hostfleetv1alpha1.ReasonNoDeployPolicy,
+		},
+		{
+			name: "inNamespace restricts the policies considered",
+			claim: claim(func(c *metal3api.HostClaim) { c.Spec.HostSelector.InNamespace = "more" }),
+			policies: []metal3api.HostDeployPolicy{
+				policy("hosts", &metal3api.HostClaimNamespaces{NameMatches: ".*"}),
+				policy("more", &metal3api.HostClaimNamespaces{NameMatches: ".*"}),
+			},
+			hosts:      []metal3api.BareMetalHost{host("hosts", "a"), host("more", "b")},
+			wantAction: Bind, wantHost: "b",
+		},
+		{
+			name: "matchLabels and matchExpressions, operators in any case",
+			claim: claim(func(c *metal3api.HostClaim) {
+				c.Spec.HostSelector.MatchLabels = map[string]string{"gpu": "yes"}
+				c.Spec.HostSelector.MatchExpressions = []metal3api.HostSelectorRequirement{
+					{Key: "size", Operator: "In", Values: []string{"l", "xl"}},
+					{Key: "broken", Operator: "DoesNotExist"},
+				}
+			}),
+			policies: admitAll,
+			hosts: []metal3api.BareMetalHost{
+				host("hosts", "a", label("gpu", "no"), label("size", "l")),
+				host("hosts", "b", label("gpu", "yes"), label("size", "s")),
+				host("hosts", "c", label("gpu", "yes"), label("size", "xl"), label("broken", "")),
+				host("hosts", "d", label("gpu", "yes"), label("size", "xl")),
+			},
+			wantAction: Bind, wantHost: "d",
+		},
+		{
+			name: "an invalid selector is reported",
+			claim: claim(func(c *metal3api.HostClaim) {
+				c.Spec.HostSelector.MatchExpressions = []metal3api.HostSelectorRequirement{{Key: "a", Operator: "Near"}}
+			}),
+			policies: admitAll, hosts: []metal3api.BareMetalHost{host("hosts", "h1")},
+			wantAction: Wait, wantReason: hostfleetv1alpha1.ReasonInvalidSelector,
+		},
+		{
+			name:     "failure domain is preferred",
+			claim:    claim(func(c *metal3api.HostClaim) { c.Spec.FailureDomain = "rack-2" }),
+			policies: admitAll,
+			hosts: []metal3api.BareMetalHost{
+				host("hosts", "a", label(FailureDomainLabel, "rack-1")),
+				host("hosts", "b", label(FailureDomainLabel, "rack-2")),
+				host("hosts", "c"),
+			},
+			wantAction: Bind, wantHost: "b",
+		},
+		{
+			name:       "failure domain is only a preference",
+			claim:      claim(func(c *metal3api.HostClaim) { c.Spec.FailureDomain = "rack-9" }),
+			policies:   admitAll,
+			hosts:      []metal3api.BareMetalHost{host("hosts", "a", label(FailureDomainLabel, "rack-1"))},
+			wantAction: Bind, wantHost: "a",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			d := Decide(Input{Hub: hub, Claim: tt.claim, NamespaceLabels: tt.nsLabels, Policies: tt.policies, Hosts: tt.hosts})
+			g.Expect(d.Action).To(Equal(tt.wantAction), d.Message)
+			if tt.wantHost != "" {
+				g.Expect(d.Host).NotTo(BeNil())
+				g.Expect(d.Host.Name).To(Equal(tt.wantHost))
+			}
+			g.Expect(d.Reason).To(Equal(tt.wantReason))
+			if tt.wantAction == Wait {
+				g.Expect(d.Message).NotTo(BeEmpty())
+			}
+		})
+	}
+}
+
+func TestPickIsDeterministicAndSpreads(t *testing.T) {
+	g := NewWithT(t)
+	var hosts []metal3api.BareMetalHost
+	for _, n := range []string{"h1", "h2", "h3", "h4"} {
+		hosts = append(hosts, host("hosts", n))
+	}
+	chosen := map[string]int{}
+	for i := 0; i < 40; i++ {
+		c := claim(func(c *metal3api.HostClaim) { c.UID = types.UID("uid-" + string(rune('a'+i))) })
+		first := Decide(Input{Hub: hub, Claim: c, Policies: admitAll, Hosts: hosts})
+		again := Decide(Input{Hub: hub, Claim: c, Policies: admitAll, Hosts: hosts})
+		g.Expect(again.Host.Name).To(Equal(first.Host.Name), "same claim, same inputs, same host")
+		chosen[first.Host.Name]++
+	}
+	g.Expect(chosen).To(HaveLen(4), "40 claims should not all pick the same few of 4 hosts: %v", chosen)
+}
+
+func TestHeldByChecksHubAndKind(t *testing.T) {
+	g := NewWithT(t)
+	c := claim()
+	h := host("hosts", "h", heldBy(c))
+	g.Expect(HeldBy(&h, hub, c)).To(BeTrue())
+	g.Expect(HeldBy(&h, "another-hub", c)).To(BeFalse())
+	h.Spec.ConsumerRef.APIVersion = "metal3.io/v1alpha1"
+	g.Expect(HeldBy(&h, hub, c)).To(BeFalse(), "a local metal3.io claim of the same name is not the hub claim")
+}

@@ -1,0 +1,127 @@
+package planes
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+	"time"
+)
+
+// Process is a program the fleet started against a plane; its output goes to
+// a log file in the fleet's directory.
+type Process struct {
+	Name string
+	Log  string
+
+	cmd  *exec.Cmd
+	done chan struct{}
+	err  error
+}
+
+// Run starts a program with KUBECONFIG pointing at the named plane. It is
+// stopped by Fleet.Stop (or Process.Stop), and killed if the test process dies.
+func (f *Fleet) Run(name, plane, bin string, args []string, env ...string) (*Process, error) {
+	p := f.planes[plane]
+	if p == nil {
+		return nil, fmt.Errorf("run %s: no plane %q", name, plane)
+	}
+	logPath := filepath.Join(f.Dir, name+".log")
+	logFile, err := os.Create(logPath)
+	if err != nil {
+		return nil, fmt.Errorf("run %s: %w", name, err)
+	}
+	cmd := exec.Command(bin, args...)
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+p.Kubeconfig)
+	cmd.Env = append(cmd.Env, env...)
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		_ = logFile.Close()
+		return nil, fmt.Errorf("run %s: start %s: %w", name, bin, err)
+	}
+	proc := &Process{Name: name, Log: logPath, cmd: cmd, done: make(chan struct{})}
+	go func() {
+		proc.err = cmd.Wait()
+		_ = logFile.Close()
+		close(proc.done)
+	}()
+	f.mu.Lock()
+	f.procs = append(f.procs, proc)
+	f.mu.Unlock()
+	return proc, nil
+}
+
+// Exited reports whether the process has ended.
+func (p *Process) Exited() bool {
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// Stop sends SIGTERM, waits up to ten seconds, then kills. A process that
+// was stopped is not an error.
+func (p *Process) Stop() error {
+	if p.Exited() {
+		return nil
+	}
+	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGTERM)
+	select {
+	case <-p.done:
+		return nil
+	case <-time.After(10 * time.Second):
+	}
+	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+	<-p.done
+	return nil
+}
+
+// Wait blocks until the process ends or ctx is done.
+func (p *Process) Wait(ctx context.Context) error {
+	select {
+	case <-p.done:
+		var exitErr *exec.ExitError
+		if errors.As(p.err, &exitErr) {
+			return fmt.Errorf("%s: %w", p.Name, p.err)
+		}
+		return p.err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// BMOPath is the baremetal-operator binary: $HOSTFLEET_BMO.
+func BMOPath() (string, error) {
+	bin := os.Getenv("HOSTFLEET_BMO")
+	if bin == "" {
+		return "", errors.New("HOSTFLEET_BMO is not set; run `make test`, or " +
+			"`export HOSTFLEET_BMO=$(hack/tools.sh --print-bmo)` after `hack/tools.sh baremetal-operator`")
+	}
+	if _, err := os.Stat(bin); err != nil {
+		return "", fmt.Errorf("baremetal-operator: %w (build it with `hack/tools.sh baremetal-operator`)", err)
+	}
+	return bin, nil
+}
+
+// StartBMO runs the real baremetal-operator in test mode (its fixture
+// provisioner, no Ironic) against the named plane. It moves BareMetalHosts
+// through registering, inspecting, available (with HardwareData),
+// provisioning and provisioned in seconds.
+func (f *Fleet) StartBMO(plane string) (*Process, error) {
+	bin, err := BMOPath()
+	if err != nil {
+		return nil, err
+	}
+	return f.Run("baremetal-operator-"+plane, plane, bin, []string{
+		"-test-mode",
+		"-webhook-port", "0",
+		"-metrics-addr", "0",
+		"-health-addr", "127.0.0.1:0",
+	})
+}

@@ -1,0 +1,60 @@
+package planes
+
+import (
+	"context"
+	"os"
+	"strings"
+	"testing"
+	"time"
+)
+
+// ForTest starts the named planes for a test and stops them, and every process
+// started against them, when the test ends. When the test fails, the tail of
+// every process log is printed.
+func ForTest(t testing.TB, names ...string) *Fleet {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	start := time.Now()
+	f, err := Start(ctx, Options{Dir: t.TempDir()}, names...)
+	if err != nil {
+		t.Fatalf("start planes %v: %v", names, err)
+	}
+	t.Logf("started planes %v in %s", names, time.Since(start).Round(10*time.Millisecond))
+	t.Cleanup(func() {
+		if t.Failed() {
+			f.dumpLogs(t)
+		}
+		if err := f.Stop(); err != nil {
+			t.Errorf("stop planes: %v", err)
+		}
+	})
+	return f
+}
+
+// StartBMOForTest is StartBMO that fails the test on error.
+func (f *Fleet) StartBMOForTest(t testing.TB, plane string) *Process {
+	t.Helper()
+	p, err := f.StartBMO(plane)
+	if err != nil {
+		t.Fatalf("start baremetal-operator on %s: %v", plane, err)
+	}
+	return p
+}
+
+func (f *Fleet) dumpLogs(t testing.TB) {
+	f.mu.Lock()
+	procs := append([]*Process(nil), f.procs...)
+	f.mu.Unlock()
+	for _, p := range procs {
+		data, err := os.ReadFile(p.Log)
+		if err != nil {
+			continue
+		}
+		lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
+		if len(lines) > 60 {
+			lines = lines[len(lines)-60:]
+		}
+		t.Logf("--- last lines of %s (%s) ---\n%s", p.Name, p.Log, strings.Join(lines, "\n"))
+	}
+}

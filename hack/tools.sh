@@ -1,0 +1,148 @@
+#!/usr/bin/env bash
+# tools.sh builds, from the Go module proxy only, the binaries the tests and the
+# demo need, into a cache outside the repository:
+#
+#   $HOSTFLEET_CACHE/<tool>-<version>/bin/<binary>
+#
+# Each tool is built in its own throw-away wrapper module (their Kubernetes
+# versions differ). A tool whose binary is already in the cache is skipped, so a
+# second run takes seconds.
+#
+# usage: hack/tools.sh [kube-apiserver|etcd|baremetal-operator|controller-gen|staticcheck|all]...
+#        hack/tools.sh --print-assets   # the KUBEBUILDER_ASSETS directory
+set -euo pipefail
+
+CACHE="${HOSTFLEET_CACHE:-${HOME}/.cache/hostfleet}"
+KUBE_VERSION="${KUBE_VERSION:-v1.35.4}"          # k8s.io/kubernetes
+KUBE_STAGING_VERSION="v0${KUBE_VERSION#v1}"       # its published staging modules
+ETCD_VERSION="${ETCD_VERSION:-v3.6.16}"
+BMO_VERSION="${BMO_VERSION:-v0.13.2}"
+BMO_HWUTILS_VERSION="v0.5.1"
+IRSO_API_VERSION="v0.8.0"
+CONTROLLER_GEN_VERSION="${CONTROLLER_GEN_VERSION:-v0.20.1}"
+STATICCHECK_VERSION="${STATICCHECK_VERSION:-v0.7.0}"
+
+log() { printf '[tools] %s\n' "$*" >&2; }
+
+# assets is the envtest binary directory (kube-apiserver and etcd side by side).
+assets() { echo "${CACHE}/envtest-${KUBE_VERSION}-etcd-${ETCD_VERSION}"; }
+
+# wrapper <dir> <module> writes a fresh wrapper module in dir.
+wrapper() {
+	local dir=$1 mod=$2
+	rm -rf "${dir}"
+	mkdir -p "${dir}"
+	printf 'module %s\n\ngo 1.25\n' "${mod}" >"${dir}/go.mod"
+}
+
+build_kube_apiserver() {
+	local out
+	out="${CACHE}/kube-apiserver-${KUBE_VERSION}/bin/kube-apiserver"
+	if [[ -x ${out} ]]; then log "kube-apiserver ${KUBE_VERSION}: cached at ${out}"; return; fi
+	local src="${CACHE}/src/kube-apiserver-${KUBE_VERSION}"
+	log "kube-apiserver ${KUBE_VERSION}: building in ${src} (about 7 minutes on 2 cores)"
+	wrapper "${src}" hostfleet.tools/kube-apiserver
+	(
+		cd "${src}"
+		# Map every staging module k8s.io/kubernetes replaces locally to its
+		# published version.
+		local gomod
+		gomod=$(go mod download -json "k8s.io/kubernetes@${KUBE_VERSION}" | sed -n 's/.*"GoMod": "\(.*\)".*/\1/p')
+		{
+			echo "require k8s.io/kubernetes ${KUBE_VERSION}"
+			echo "replace ("
+			grep -E '^\s*k8s\.io/[a-z0-9-]+ => \./staging/' "${gomod}" | awk -v v="${KUBE_STAGING_VERSION}" '{print "\t" $1 " => " $1 " " v}'
+			echo ")"
+		} >>go.mod
+		go mod download k8s.io/kubernetes
+		go get "k8s.io/kubernetes/cmd/kube-apiserver@${KUBE_VERSION}"
+		CGO_ENABLED=0 go build -trimpath -ldflags '-s -w' -o "${out}" k8s.io/kubernetes/cmd/kube-apiserver
+	)
+	log "kube-apiserver ${KUBE_VERSION}: built ${out}"
+}
+
+build_etcd() {
+	local out="${CACHE}/etcd-${ETCD_VERSION}/bin/etcd"
+	if [[ -x ${out} ]]; then log "etcd ${ETCD_VERSION}: cached at ${out}"; return; fi
+	local src="${CACHE}/src/etcd-${ETCD_VERSION}"
+	log "etcd ${ETCD_VERSION}: building in ${src} (about 30 s)"
+	wrapper "${src}" hostfleet.tools/etcd
+	(
+		cd "${src}"
+		cat >>go.mod <<MOD
+require (
+	go.etcd.io/etcd/server/v3 ${ETCD_VERSION}
+	go.etcd.io/etcd/api/v3 ${ETCD_VERSION}
+	go.etcd.io/etcd/client/pkg/v3 ${ETCD_VERSION}
+	go.etcd.io/etcd/client/v3 ${ETCD_VERSION}
+	go.etcd.io/etcd/pkg/v3 ${ETCD_VERSION}
+)
+MOD
+		go get "go.etcd.io/etcd/server/v3@${ETCD_VERSION}"
+		CGO_ENABLED=0 go build -trimpath -ldflags '-s -w' -o "${out}" go.etcd.io/etcd/server/v3
+	)
+	log "etcd ${ETCD_VERSION}: built ${out}"
+}
+
+build_bmo() {
+	local out="${CACHE}/baremetal-operator-${BMO_VERSION}/bin/baremetal-operator"
+	if [[ -x ${out} ]]; then log "baremetal-operator ${BMO_VERSION}: cached at ${out}"; return; fi
+	local src="${CACHE}/src/baremetal-operator-${BMO_VERSION}"
+	log "baremetal-operator ${BMO_VERSION}: building in ${src} (about 2 minutes)"
+	wrapper "${src}" hostfleet.tools/baremetal-operator
+	(
+		cd "${src}"
+		cat >>go.mod <<MOD
+require (
+	github.com/metal3-io/baremetal-operator ${BMO_VERSION}
+	github.com/metal3-io/baremetal-operator/apis ${BMO_VERSION}
+	github.com/metal3-io/baremetal-operator/pkg/hardwareutils ${BMO_HWUTILS_VERSION}
+)
+
+replace github.com/metal3-io/ironic-standalone-operator/api => github.com/metal3-io/ironic-standalone-operator/api ${IRSO_API_VERSION}
+MOD
+		export GONOSUMDB="github.com/metal3-io/ironic-standalone-operator"
+		go get "github.com/metal3-io/baremetal-operator@${BMO_VERSION}"
+		CGO_ENABLED=0 go build -trimpath -ldflags '-s -w' -o "${out}" github.com/metal3-io/baremetal-operator
+	)
+	log "baremetal-operator ${BMO_VERSION}: built ${out}"
+}
+
+# go_install <name> <package> <version>: a plain `go install` into the cache.
+go_install() {
+	local name=$1 pkg=$2 version=$3
+	local dir="${CACHE}/${name}-${version}/bin"
+	if [[ -x ${dir}/${name} ]]; then log "${name} ${version}: cached at ${dir}/${name}"; return; fi
+	log "${name} ${version}: go install ${pkg}@${version}"
+	GOBIN="${dir}" go install "${pkg}@${version}"
+	log "${name} ${version}: built ${dir}/${name}"
+}
+
+# link_assets puts kube-apiserver and etcd in one directory for KUBEBUILDER_ASSETS.
+link_assets() {
+	local dir
+	dir=$(assets)
+	mkdir -p "${dir}"
+	ln -sf "${CACHE}/kube-apiserver-${KUBE_VERSION}/bin/kube-apiserver" "${dir}/kube-apiserver"
+	ln -sf "${CACHE}/etcd-${ETCD_VERSION}/bin/etcd" "${dir}/etcd"
+}
+
+case "${1:-all}" in
+--print-assets) assets; exit 0 ;;
+--print-bmo) echo "${CACHE}/baremetal-operator-${BMO_VERSION}/bin/baremetal-operator"; exit 0 ;;
+--print-bin) echo "${CACHE}/${2}-$(eval echo "\${$(echo "${2}" | tr 'a-z-' 'A-Z_')_VERSION}")/bin/${2}"; exit 0 ;;
+esac
+
+tools=("$@")
+[[ ${#tools[@]} -eq 0 || ${tools[0]} == all ]] && tools=(etcd kube-apiserver baremetal-operator controller-gen staticcheck)
+for t in "${tools[@]}"; do
+	case "${t}" in
+	kube-apiserver) build_kube_apiserver; [[ -x ${CACHE}/etcd-${ETCD_VERSION}/bin/etcd ]] && link_assets ;;
+	etcd) build_etcd; [[ -x ${CACHE}/kube-apiserver-${KUBE_VERSION}/bin/kube-apiserver ]] && link_assets ;;
+	envtest) build_etcd; build_kube_apiserver; link_assets ;;
+	baremetal-operator) build_bmo ;;
+	controller-gen) go_install controller-gen sigs.k8s.io/controller-tools/cmd/controller-gen "${CONTROLLER_GEN_VERSION}" ;;
+	staticcheck) go_install staticcheck honnef.co/go/tools/cmd/staticcheck "${STATICCHECK_VERSION}" ;;
+	*) log "unknown tool ${t}"; exit 2 ;;
+	esac
+done

@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# vendor-crds.sh copies the upstream CRDs Hostfleet installs and tests against
+# into manifests/crds/, from the exact module versions the project pins:
+#
+#   metal3: github.com/metal3-io/baremetal-operator config/base/crds/bases, from
+#           the release that matches the pinned apis module
+#   ocm:    open-cluster-management.io/api, the version in go.mod
+#
+# The files are copied byte for byte, with a header naming their source, and
+# checked in; `make verify` fails when they differ from what this script makes.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+BMO_VERSION=$(go list -m -f '{{.Version}}' github.com/metal3-io/baremetal-operator/apis)
+OCM_API_DIR=$(go list -m -f '{{.Dir}}' open-cluster-management.io/api)
+OCM_API_VERSION=$(go list -m -f '{{.Version}}' open-cluster-management.io/api)
+BMO_DIR=$(go mod download -json "github.com/metal3-io/baremetal-operator@${BMO_VERSION}" | sed -n 's/.*"Dir": "\(.*\)".*/\1/p')
+
+copy() { # copy <src> <dst> <origin>
+	{
+		echo "# Vendored from $3 by hack/vendor-crds.sh; do not edit."
+		cat "$1"
+	} >"$2"
+}
+
+rm -rf manifests/crds/metal3 manifests/crds/ocm
+mkdir -p manifests/crds/metal3 manifests/crds/ocm
+
+for f in "${BMO_DIR}"/config/base/crds/bases/*.yaml; do
+	copy "$f" "manifests/crds/metal3/$(basename "$f")" "github.com/metal3-io/baremetal-operator@${BMO_VERSION}"
+done
+
+for f in \
+	cluster/v1/0000_00_clusters.open-cluster-management.io_managedclusters.crd.yaml \
+	cluster/v1beta2/0000_00_clusters.open-cluster-management.io_managedclustersets.crd.yaml \
+	cluster/v1beta2/0000_01_clusters.open-cluster-management.io_managedclustersetbindings.crd.yaml \
+	cluster/v1beta1/0000_02_clusters.open-cluster-management.io_placements.crd.yaml \
+	cluster/v1beta1/0000_03_clusters.open-cluster-management.io_placementdecisions.crd.yaml \
+	work/v1/0000_00_work.open-cluster-management.io_manifestworks.crd.yaml \
+	addon/v1beta1/0000_00_addon.open-cluster-management.io_clustermanagementaddons.crd.yaml \
+	addon/v1beta1/0000_01_addon.open-cluster-management.io_managedclusteraddons.crd.yaml \
+	addon/v1beta1/0000_02_addon.open-cluster-management.io_addondeploymentconfigs.crd.yaml \
+	addon/v1alpha1/0000_03_addon.open-cluster-management.io_addontemplates.crd.yaml; do
+	copy "${OCM_API_DIR}/${f}" "manifests/crds/ocm/$(basename "${f}" .crd.yaml | sed 's/^0000_0[0-9]_//').yaml" "open-cluster-management.io/api@${OCM_API_VERSION}"
+done
+echo "[vendor-crds] metal3 ${BMO_VERSION}: $(ls manifests/crds/metal3 | wc -l) CRDs; ocm ${OCM_API_VERSION}: $(ls manifests/crds/ocm | wc -l) CRDs"

@@ -1,0 +1,129 @@
+package v1alpha1
+
+import (
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// TenantSpec is what a hub administrator registers for a consumer of hosts.
+type TenantSpec struct {
+	// Namespaces are the hub namespaces that belong to the tenant. The tenant
+	// controller creates them and labels them hostfleet.io/tenant=<name>; the
+	// tenant's HostClaims and their secrets live there. Empty means one
+	// namespace named "tenant-<name>".
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=32
+	// +kubebuilder:validation:items:MaxLength=63
+	// +kubebuilder:validation:items:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	Namespaces []string `json:"namespaces,omitempty"`
+
+	// Admins are the users, groups and service accounts that manage the
+	// tenant's claims: they may edit HostClaims and Secrets and view
+	// HardwareData in the tenant's namespaces, and nothing else.
+	// +optional
+	// +listType=atomic
+	Admins []rbacv1.Subject `json:"admins,omitempty"`
+
+	// ClusterSet is the OCM ManagedClusterSet whose clusters serve the tenant.
+	// The tenant controller binds it into each tenant namespace.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	ClusterSet string `json:"clusterSet"`
+
+	// LabelSyncPrefixes are the BareMetalHost label prefixes (the part of a
+	// label key before "/") that the tenant sees: labels under them are copied
+	// from a bound host to its claim and on to the workload cluster's Node.
+	// The Kubernetes prefixes kubernetes.io, k8s.io, kubelet.kubernetes.io and
+	// beta.kubernetes.io are refused; other sub-domains of kubernetes.io are
+	// allowed.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=16
+	// +kubebuilder:validation:items:MaxLength=253
+	// +kubebuilder:validation:items:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
+	// +kubebuilder:validation:XValidation:rule="self.all(p, !(p in ['kubernetes.io', 'k8s.io', 'kubelet.kubernetes.io', 'beta.kubernetes.io']))",message="kubernetes.io, k8s.io, kubelet.kubernetes.io and beta.kubernetes.io are reserved for Kubernetes; use your own prefix (sub-domains such as example.kubernetes.io are allowed)"
+	LabelSyncPrefixes []string `json:"labelSyncPrefixes,omitempty"`
+
+	// MaxClaims caps the number of HostClaims in each of the tenant's
+	// namespaces. It is enforced at admission with a ResourceQuota. Unset
+	// means no cap.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	MaxClaims *int32 `json:"maxClaims,omitempty"`
+}
+
+// TenantStatus is what the tenant controller observed and made.
+type TenantStatus struct {
+	// ObservedGeneration is the generation of the spec this status describes.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// Conditions: Ready says whether the namespaces, RBAC and cluster set
+	// binding exist; its message says what is missing or wrong.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// Namespaces are the tenant namespaces that exist now.
+	// +optional
+	// +listType=set
+	Namespaces []string `json:"namespaces,omitempty"`
+
+	// Clusters are the managed clusters currently in the tenant's cluster
+	// set. Admission policies read them (the Tenant is their parameter).
+	// +optional
+	// +listType=set
+	Clusters []string `json:"clusters,omitempty"`
+
+	// Claims is the number of HostClaims in the tenant's namespaces.
+	// +optional
+	Claims int32 `json:"claims,omitempty"`
+
+	// ReadyClaims is the number of those claims whose Ready condition is True.
+	// +optional
+	ReadyClaims int32 `json:"readyClaims,omitempty"`
+}
+
+// Tenant registers a consumer of hosts on the hub: its namespaces, its
+// administrators, the clusters that serve it and the host labels it sees.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:scope=Cluster,categories=hostfleet
+// +kubebuilder:printcolumn:name="ClusterSet",type=string,JSONPath=`.spec.clusterSet`
+// +kubebuilder:printcolumn:name="MaxClaims",type=integer,JSONPath=`.spec.maxClaims`
+// +kubebuilder:printcolumn:name="Claims",type=integer,JSONPath=`.status.claims`
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type Tenant struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   TenantSpec   `json:"spec"`
+	Status TenantStatus `json:"status,omitempty"`
+}
+
+// DefaultNamespaces is the namespaces of the tenant: spec.namespaces, or
+// "tenant-<name>" when that is empty.
+func (t *Tenant) DefaultNamespaces() []string {
+	if len(t.Spec.Namespaces) > 0 {
+		return t.Spec.Namespaces
+	}
+	return []string{"tenant-" + t.Name}
+}
+
+// TenantList is a list of Tenants.
+//
+// +kubebuilder:object:root=true
+type TenantList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []Tenant `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&Tenant{}, &TenantList{})
+}
