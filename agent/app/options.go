@@ -27,6 +27,10 @@ type Options struct {
 	// MetricsAddr and HealthAddr are listen addresses; "0" disables.
 	MetricsAddr string
 	HealthAddr  string
+
+	// InProcess allows several agents in one process (tests); it is not a
+	// flag. Their controllers then share metric names.
+	InProcess bool
 }
 
 // NewOptions returns the defaults, which work on a laptop.

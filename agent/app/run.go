@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
+	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
@@ -81,6 +82,7 @@ func NewManager(hubCfg, managedCfg *rest.Config, o *Options) (ctrl.Manager, clus
 		Scheme:                 scheme,
 		Metrics:                metricsserver.Options{BindAddress: o.MetricsAddr},
 		HealthProbeBindAddress: o.HealthAddr,
+		Controller:             config.Controller{SkipNameValidation: &o.InProcess},
 		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
 			// Only the claims placed on this cluster, filtered by the server.
 			&metal3api.HostClaim{}: {Label: ClaimSelector(o.ClusterName)},
