@@ -24,6 +24,9 @@ type Options struct {
 	Concurrency int
 	// RetryAfter is how often a claim with no host is looked at again.
 	RetryAfter time.Duration
+	// QPS and Burst limit each client (hub, managed) on the client side.
+	QPS   float32
+	Burst int
 	// MetricsAddr and HealthAddr are listen addresses; "0" disables.
 	MetricsAddr string
 	HealthAddr  string
@@ -39,6 +42,8 @@ func NewOptions() *Options {
 		HubName:     "hub",
 		Concurrency: 4,
 		RetryAfter:  30 * time.Second,
+		QPS:         50,
+		Burst:       100,
 		MetricsAddr: "0",
 		HealthAddr:  "0",
 	}
@@ -53,6 +58,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.HubName, "hub-name", o.HubName, "name of the hub, written on bound hosts")
 	fs.IntVar(&o.Concurrency, "concurrency", o.Concurrency, "claims reconciled at once")
 	fs.DurationVar(&o.RetryAfter, "retry-after", o.RetryAfter, "how often a claim waiting for a host is looked at again")
+	fs.Float32Var(&o.QPS, "kube-api-qps", o.QPS, "client-side queries per second to each API server")
+	fs.IntVar(&o.Burst, "kube-api-burst", o.Burst, "client-side burst to each API server")
 	fs.StringVar(&o.MetricsAddr, "metrics-bind-address", o.MetricsAddr, "metrics listen address; 0 disables")
 	fs.StringVar(&o.HealthAddr, "health-probe-bind-address", o.HealthAddr, "healthz/readyz listen address; 0 disables")
 }
@@ -76,6 +83,9 @@ func (o *Options) Validate() []error {
 	}
 	if o.RetryAfter < time.Second {
 		errs = append(errs, fmt.Errorf("--retry-after %s must be at least 1s", o.RetryAfter))
+	}
+	if o.QPS <= 0 || o.Burst < 1 {
+		errs = append(errs, fmt.Errorf("--kube-api-qps %v and --kube-api-burst %d must be positive", o.QPS, o.Burst))
 	}
 	return errs
 }

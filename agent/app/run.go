@@ -51,6 +51,9 @@ func Run(ctx context.Context, o *Options) error {
 	if err != nil {
 		return err
 	}
+	for _, cfg := range []*rest.Config{hubCfg, managedCfg} {
+		cfg.QPS, cfg.Burst = o.QPS, o.Burst
+	}
 	mgr, _, err := NewManager(hubCfg, managedCfg, o)
 	if err != nil {
 		return err

@@ -144,7 +144,7 @@ func TestDecide(t *testing.T) {
 			wantAction: Wait, wantReason: hostfleetv1alpha1.ReasonNoDeployPolicy,
 		},
 		{
-			name: "inNamespace restricts the policies considered",
+			name:  "inNamespace restricts the policies considered",
 			claim: claim(func(c *metal3api.HostClaim) { c.Spec.HostSelector.InNamespace = "more" }),
 			policies: []metal3api.HostDeployPolicy{
 				policy("hosts", &metal3api.HostClaimNamespaces{NameMatches: ".*"}),

@@ -25,9 +25,11 @@ func ForTest(t testing.TB, names ...string) *Fleet {
 		if t.Failed() {
 			f.dumpLogs(t)
 		}
+		stop := time.Now()
 		if err := f.Stop(); err != nil {
 			t.Errorf("stop planes: %v", err)
 		}
+		t.Logf("stopped planes %v in %s", names, time.Since(stop).Round(10*time.Millisecond))
 	})
 	return f
 }

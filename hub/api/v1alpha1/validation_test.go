@@ -1,0 +1,84 @@
+package v1alpha1_test
+
+import (
+	"context"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/hostfleet/hostfleet/e2e/planes"
+	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
+	"github.com/hostfleet/hostfleet/manifests"
+)
+
+// TestValidation exercises the CRDs' schema and CEL rules on a real API server.
+func TestValidation(t *testing.T) {
+	ctx := context.Background()
+	f, err := planes.Start(ctx, planes.Options{Dir: t.TempDir(), CRDSets: []string{manifests.Hostfleet}}, "hub")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = f.Stop() })
+	c := f.Plane("hub").Client
+
+	tenant := func(name string, mut func(*hostfleetv1alpha1.TenantSpec)) *hostfleetv1alpha1.Tenant {
+		tn := &hostfleetv1alpha1.Tenant{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: hostfleetv1alpha1.TenantSpec{ClusterSet: "lab"}}
+		mut(&tn.Spec)
+		return tn
+	}
+	tests := []struct {
+		name    string
+		obj     *hostfleetv1alpha1.Tenant
+		wantErr string
+	}{
+		{name: "minimal", obj: tenant("a", func(*hostfleetv1alpha1.TenantSpec) {})},
+		{name: "allowed prefixes", obj: tenant("b", func(s *hostfleetv1alpha1.TenantSpec) {
+			s.LabelSyncPrefixes = []string{"example.com", "topology.kubernetes.io", "my.kubernetes.io"}
+		})},
+		{name: "kubernetes.io is reserved", obj: tenant("c", func(s *hostfleetv1alpha1.TenantSpec) {
+			s.LabelSyncPrefixes = []string{"example.com", "kubernetes.io"}
+		}), wantErr: "reserved for Kubernetes"},
+		{name: "kubelet.kubernetes.io is reserved", obj: tenant("d", func(s *hostfleetv1alpha1.TenantSpec) {
+			s.LabelSyncPrefixes = []string{"kubelet.kubernetes.io"}
+		}), wantErr: "reserved for Kubernetes"},
+		{name: "a prefix is a DNS subdomain", obj: tenant("e", func(s *hostfleetv1alpha1.TenantSpec) {
+			s.LabelSyncPrefixes = []string{"Example.com/x"}
+		}), wantErr: "labelSyncPrefixes[0]"},
+		{name: "clusterSet is required", obj: tenant("f", func(s *hostfleetv1alpha1.TenantSpec) { s.ClusterSet = "" }),
+			wantErr: "spec.clusterSet"},
+		{name: "negative maxClaims", obj: tenant("g", func(s *hostfleetv1alpha1.TenantSpec) { s.MaxClaims = ptr.To[int32](-1) }),
+			wantErr: "spec.maxClaims"},
+		{name: "bad namespace name", obj: tenant("h", func(s *hostfleetv1alpha1.TenantSpec) { s.Namespaces = []string{"Tenant_A"} }),
+			wantErr: "spec.namespaces[0]"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			err := c.Create(ctx, tt.obj)
+			if tt.wantErr == "" {
+				g.Expect(err).NotTo(HaveOccurred())
+				return
+			}
+			g.Expect(err).To(MatchError(ContainSubstring(tt.wantErr)))
+		})
+	}
+
+	t.Run("inventory clusterName is immutable", func(t *testing.T) {
+		g := NewWithT(t)
+		inv := &hostfleetv1alpha1.HostInventory{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "infra-1"},
+			Spec:       hostfleetv1alpha1.HostInventorySpec{ClusterName: "infra-1"},
+		}
+		g.Expect(c.Create(ctx, inv)).To(Succeed())
+		inv.Spec.ClusterName = "infra-2"
+		g.Expect(c.Update(ctx, inv)).To(MatchError(ContainSubstring("clusterName is immutable")))
+	})
+
+	t.Run("default namespaces", func(t *testing.T) {
+		g := NewWithT(t)
+		g.Expect(tenant("z", func(*hostfleetv1alpha1.TenantSpec) {}).DefaultNamespaces()).To(Equal([]string{"tenant-z"}))
+		g.Expect(tenant("z", func(s *hostfleetv1alpha1.TenantSpec) { s.Namespaces = []string{"x"} }).DefaultNamespaces()).To(Equal([]string{"x"}))
+	})
+}
