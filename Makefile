@@ -42,8 +42,9 @@ verify: generate manifests ## Fail when generated files or go.mod are stale.
 	@echo "verify: generated files are up to date"
 
 .PHONY: lint
-lint: ## go vet and staticcheck.
+lint: ## gofmt, go vet and staticcheck.
 	$(TOOLS) staticcheck
+	@if [[ -n "$$(gofmt -l .)" ]]; then gofmt -l .; echo "run gofmt -w on the files above"; exit 1; fi
 	go vet ./...
 	$(STATICCHECK) ./...
 
