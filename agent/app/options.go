@@ -24,6 +24,8 @@ type Options struct {
 	Concurrency int
 	// RetryAfter is how often a claim with no host is looked at again.
 	RetryAfter time.Duration
+	// Resync is how often a bound claim is looked at again.
+	Resync time.Duration
 	// QPS and Burst limit each client (hub, managed) on the client side.
 	QPS   float32
 	Burst int
@@ -42,6 +44,7 @@ func NewOptions() *Options {
 		HubName:     "hub",
 		Concurrency: 4,
 		RetryAfter:  30 * time.Second,
+		Resync:      time.Minute,
 		QPS:         50,
 		Burst:       100,
 		MetricsAddr: "0",
@@ -58,6 +61,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.HubName, "hub-name", o.HubName, "name of the hub, written on bound hosts")
 	fs.IntVar(&o.Concurrency, "concurrency", o.Concurrency, "claims reconciled at once")
 	fs.DurationVar(&o.RetryAfter, "retry-after", o.RetryAfter, "how often a claim waiting for a host is looked at again")
+	fs.DurationVar(&o.Resync, "resync", o.Resync, "how often a bound claim is looked at again (picks up changed hub secrets)")
 	fs.Float32Var(&o.QPS, "kube-api-qps", o.QPS, "client-side queries per second to each API server")
 	fs.IntVar(&o.Burst, "kube-api-burst", o.Burst, "client-side burst to each API server")
 	fs.StringVar(&o.MetricsAddr, "metrics-bind-address", o.MetricsAddr, "metrics listen address; 0 disables")
@@ -83,6 +87,9 @@ func (o *Options) Validate() []error {
 	}
 	if o.RetryAfter < time.Second {
 		errs = append(errs, fmt.Errorf("--retry-after %s must be at least 1s", o.RetryAfter))
+	}
+	if o.Resync < time.Second {
+		errs = append(errs, fmt.Errorf("--resync %s must be at least 1s", o.Resync))
 	}
 	if o.QPS <= 0 || o.Burst < 1 {
 		errs = append(errs, fmt.Errorf("--kube-api-qps %v and --kube-api-burst %d must be positive", o.QPS, o.Burst))

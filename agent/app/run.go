@@ -102,13 +102,15 @@ func NewManager(hubCfg, managedCfg *rest.Config, o *Options) (ctrl.Manager, clus
 		return nil, nil, err
 	}
 	if err := (&claim.Reconciler{
-		Hub:         mgr.GetClient(),
-		HubReader:   mgr.GetAPIReader(),
-		Managed:     managed.GetClient(),
-		Recorder:    mgr.GetEventRecorder("hostfleet-agent"),
-		HubName:     o.HubName,
-		ClusterName: o.ClusterName,
-		RetryAfter:  o.RetryAfter,
+		Hub:           mgr.GetClient(),
+		HubReader:     mgr.GetAPIReader(),
+		Managed:       managed.GetClient(),
+		ManagedReader: managed.GetAPIReader(),
+		Resync:        o.Resync,
+		Recorder:      mgr.GetEventRecorder("hostfleet-agent"),
+		HubName:       o.HubName,
+		ClusterName:   o.ClusterName,
+		RetryAfter:    o.RetryAfter,
 	}).SetupWithManager(mgr, managed, o.Concurrency); err != nil {
 		return nil, nil, fmt.Errorf("claim controller: %w", err)
 	}

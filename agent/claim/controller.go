@@ -23,6 +23,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/hostfleet/hostfleet/agent/binder"
+	"github.com/hostfleet/hostfleet/agent/hostspec"
+	"github.com/hostfleet/hostfleet/agent/reflector"
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
 )
 
@@ -48,6 +50,12 @@ type Reconciler struct {
 	// RetryAfter is how long a claim with no host waits before it is looked at
 	// again (host and policy events also wake it).
 	RetryAfter time.Duration
+	// Resync is how often a bound claim is looked at again, to pick up
+	// changes of its hub secrets (which the agent reads but does not watch).
+	Resync time.Duration
+	// ManagedReader reads, uncached, objects the agent must not cache on the
+	// managed cluster (Secrets: caching them would hold every BMC password).
+	ManagedReader client.Reader
 }
 
 // SetupWithManager wires the controller: claims from the manager's (hub) cache,
@@ -120,7 +128,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, nil
 	}
 	if !c.DeletionTimestamp.IsZero() {
-		return ctrl.Result{}, r.release(ctx, c)
+		return r.release(ctx, c)
 	}
 	if !controllerutil.ContainsFinalizer(c, hostfleetv1alpha1.AgentFinalizer) {
 		orig := c.DeepCopy()
@@ -144,21 +152,30 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 				// Someone else changed the host first (possibly another claim
 				// bound it). Decide again from fresher data.
 				log.Info("host changed while binding; trying again", "host", d.Host.Name)
-				return ctrl.Result{RequeueAfter: time.Second}, r.setStatus(ctx, c, nil, metav1.ConditionFalse,
-					hostfleetv1alpha1.ReasonBindConflict, fmt.Sprintf("host %s/%s was taken while binding; choosing again", d.Host.Namespace, d.Host.Name))
+				return ctrl.Result{RequeueAfter: time.Second}, r.setStatus(ctx, c, nil, associatedCondition(c, metav1.ConditionFalse,
+					hostfleetv1alpha1.ReasonBindConflict, fmt.Sprintf("host %s/%s was taken while binding; choosing again", d.Host.Namespace, d.Host.Name)), nil)
 			}
 			return ctrl.Result{}, err
 		}
 		r.Recorder.Eventf(c, nil, corev1.EventTypeNormal, hostfleetv1alpha1.ReasonHostAssociated, "Bind",
 			"bound to BareMetalHost %s/%s on cluster %s", d.Host.Namespace, d.Host.Name, r.ClusterName)
 		log.Info("bound", "host", d.Host.Namespace+"/"+d.Host.Name)
-		return ctrl.Result{}, r.setStatus(ctx, c, d.Host, metav1.ConditionTrue, hostfleetv1alpha1.ReasonHostAssociated,
-			fmt.Sprintf("bound to BareMetalHost %s/%s on cluster %s", d.Host.Namespace, d.Host.Name, r.ClusterName))
+		fallthrough
 	case binder.Keep:
-		return ctrl.Result{}, r.setStatus(ctx, c, d.Host, metav1.ConditionTrue, hostfleetv1alpha1.ReasonHostAssociated,
+		sync, err := r.syncHost(ctx, c, d.Host)
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		assoc := associatedCondition(c, metav1.ConditionTrue, hostfleetv1alpha1.ReasonHostAssociated,
 			fmt.Sprintf("bound to BareMetalHost %s/%s on cluster %s", d.Host.Namespace, d.Host.Name, r.ClusterName))
+		if err := r.setStatus(ctx, c, d.Host, assoc, reflector.Conditions(c, d.Host, sync)); err != nil {
+			return ctrl.Result{}, err
+		}
+		// Hub secrets are read, not watched: look again now and then.
+		return ctrl.Result{RequeueAfter: r.Resync}, nil
 	default:
-		return ctrl.Result{RequeueAfter: r.RetryAfter}, r.setStatus(ctx, c, nil, metav1.ConditionFalse, d.Reason, d.Message)
+		assoc := associatedCondition(c, metav1.ConditionFalse, d.Reason, d.Message)
+		return ctrl.Result{RequeueAfter: r.RetryAfter}, r.setStatus(ctx, c, nil, assoc, nil)
 	}
 }
 
@@ -195,52 +212,81 @@ func (r *Reconciler) bind(ctx context.Context, c *metal3api.HostClaim, h *metal3
 	return nil
 }
 
-// release frees every host the claim holds, then removes the finalizer.
-func (r *Reconciler) release(ctx context.Context, c *metal3api.HostClaim) error {
+// release frees every host the claim holds: it powers the host off and
+// removes the image (baremetal-operator deprovisions), waits until the host has
+// settled, then clears the consumerRef and deletes the secret copies. Only then
+// does the finalizer go.
+func (r *Reconciler) release(ctx context.Context, c *metal3api.HostClaim) (ctrl.Result, error) {
 	if !controllerutil.ContainsFinalizer(c, hostfleetv1alpha1.AgentFinalizer) {
-		return nil
+		return ctrl.Result{}, nil
 	}
 	var hosts metal3api.BareMetalHostList
 	if err := r.Managed.List(ctx, &hosts, client.MatchingFields{consumerIndex: c.Namespace + "/" + c.Name}); err != nil {
-		return fmt.Errorf("list hosts of %s/%s: %w", c.Namespace, c.Name, err)
+		return ctrl.Result{}, fmt.Errorf("list hosts of %s/%s: %w", c.Namespace, c.Name, err)
 	}
 	for i := range hosts.Items {
 		h := &hosts.Items[i]
 		if !binder.HeldBy(h, r.HubName, c) {
 			continue
 		}
+		if err := r.Managed.Apply(ctx, client.ApplyConfigurationFromUnstructured(hostspec.Released(h)),
+			client.FieldOwner(hostspec.FieldManager), client.ForceOwnership); err != nil {
+			return ctrl.Result{}, fmt.Errorf("deprovision host %s/%s of %s/%s: %w", h.Namespace, h.Name, c.Namespace, c.Name, err)
+		}
+		if !hostspec.Settled(h) {
+			// The host's status changes wake this claim up again.
+			if err := r.setStatus(ctx, c, h, associatedCondition(c, metav1.ConditionTrue, hostfleetv1alpha1.ReasonReleasing,
+				fmt.Sprintf("releasing BareMetalHost %s/%s: waiting for it to deprovision (%s)", h.Namespace, h.Name, h.Status.Provisioning.State)),
+				reflector.Conditions(c, h, reflector.Sync{OK: true})); err != nil {
+				return ctrl.Result{}, err
+			}
+			return ctrl.Result{RequeueAfter: r.RetryAfter}, nil
+		}
 		orig := h.DeepCopy()
 		h.Spec.ConsumerRef = nil
 		delete(h.Annotations, hostfleetv1alpha1.AnnotationHub)
 		delete(h.Annotations, hostfleetv1alpha1.AnnotationClaimUID)
 		if err := r.Managed.Patch(ctx, h, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
-			return fmt.Errorf("release host %s/%s of %s/%s: %w", h.Namespace, h.Name, c.Namespace, c.Name, err)
+			return ctrl.Result{}, fmt.Errorf("release host %s/%s of %s/%s: %w", h.Namespace, h.Name, c.Namespace, c.Name, err)
 		}
 		r.Recorder.Eventf(c, nil, corev1.EventTypeNormal, hostfleetv1alpha1.ReasonReleasing, "Release",
 			"released BareMetalHost %s/%s on cluster %s", h.Namespace, h.Name, r.ClusterName)
 		ctrl.LoggerFrom(ctx).Info("released", "host", h.Namespace+"/"+h.Name)
 	}
+	if err := r.deleteCopies(ctx, c, nil); err != nil {
+		return ctrl.Result{}, err
+	}
 	orig := c.DeepCopy()
 	controllerutil.RemoveFinalizer(c, hostfleetv1alpha1.AgentFinalizer)
 	if err := r.Hub.Patch(ctx, c, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
-		return fmt.Errorf("remove finalizer from %s/%s: %w", c.Namespace, c.Name, err)
+		return ctrl.Result{}, fmt.Errorf("remove finalizer from %s/%s: %w", c.Namespace, c.Name, err)
 	}
-	return nil
+	return ctrl.Result{}, nil
 }
 
-// setStatus writes status.bareMetalHost and the Associated condition, and
-// only when they change.
-func (r *Reconciler) setStatus(ctx context.Context, c *metal3api.HostClaim, h *metal3api.BareMetalHost, status metav1.ConditionStatus, reason, msg string) error {
+func associatedCondition(c *metal3api.HostClaim, status metav1.ConditionStatus, reason, msg string) metav1.Condition {
+	return metav1.Condition{Type: hostfleetv1alpha1.ConditionAssociated, Status: status, Reason: reason, Message: msg,
+		ObservedGeneration: c.Generation}
+}
+
+// setStatus writes status.bareMetalHost, poweredOn and the conditions, and
+// only when something changed: one status write per change, not per
+// reconcile.
+func (r *Reconciler) setStatus(ctx context.Context, c *metal3api.HostClaim, h *metal3api.BareMetalHost, assoc metav1.Condition, conds []metav1.Condition) error {
 	orig := c.DeepCopy()
+	c.Status.BareMetalHost = nil
+	c.Status.PoweredOn = false
 	if h != nil {
 		c.Status.BareMetalHost = &metal3api.ObjectReference{Namespace: h.Namespace, Name: h.Name}
-	} else {
-		c.Status.BareMetalHost = nil
+		c.Status.PoweredOn = h.Status.PoweredOn
 	}
-	meta.SetStatusCondition(&c.Status.Conditions, metav1.Condition{
-		Type: hostfleetv1alpha1.ConditionAssociated, Status: status, Reason: reason, Message: msg,
-		ObservedGeneration: c.Generation,
-	})
+	meta.SetStatusCondition(&c.Status.Conditions, assoc)
+	if conds == nil {
+		conds = reflector.Conditions(c, nil, reflector.Sync{})
+	}
+	for _, cond := range conds {
+		meta.SetStatusCondition(&c.Status.Conditions, cond)
+	}
 	if equalStatus(orig.Status, c.Status) {
 		return nil
 	}
@@ -253,7 +299,7 @@ func (r *Reconciler) setStatus(ctx context.Context, c *metal3api.HostClaim, h *m
 }
 
 func equalStatus(a, b metal3api.HostClaimStatus) bool {
-	if (a.BareMetalHost == nil) != (b.BareMetalHost == nil) {
+	if (a.BareMetalHost == nil) != (b.BareMetalHost == nil) || a.PoweredOn != b.PoweredOn {
 		return false
 	}
 	if a.BareMetalHost != nil && *a.BareMetalHost != *b.BareMetalHost {

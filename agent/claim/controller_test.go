@@ -31,6 +31,7 @@ func startAgent(t *testing.T, f *planes.Fleet, cluster string, concurrency int) 
 	o.ClusterName = cluster
 	o.Concurrency = concurrency
 	o.RetryAfter = 2 * time.Second
+	o.Resync = 2 * time.Second
 	o.InProcess = true
 	mgr, _, err := app.NewManager(f.Plane("hub").Config, f.Plane(cluster).Config, o)
 	if err != nil {

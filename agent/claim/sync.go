@@ -1,0 +1,95 @@
+package claim
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	metal3api "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/hostfleet/hostfleet/agent/hostspec"
+	"github.com/hostfleet/hostfleet/agent/reflector"
+)
+
+// syncHost copies the claim's secrets next to the host and applies the host
+// spec fields the agent owns. A problem the tenant must fix (a missing secret,
+// a reference to another namespace) is returned as a failed Sync, not an error;
+// nothing is written on the host until it is fixed, so a host never deploys
+// with half of its configuration.
+func (r *Reconciler) syncHost(ctx context.Context, c *metal3api.HostClaim, h *metal3api.BareMetalHost) (reflector.Sync, error) {
+	refs, err := hostspec.SecretRefs(c)
+	var refErr *hostspec.RefError
+	if errors.As(err, &refErr) {
+		return reflector.Sync{Reason: refErr.Role.SyncFailureReason(), Message: refErr.Msg}, nil
+	}
+	keep := sets.New[string]()
+	for _, ref := range refs {
+		hubSecret := &corev1.Secret{}
+		if err := r.HubReader.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: ref.Name}, hubSecret); err != nil {
+			if apierrors.IsNotFound(err) {
+				return reflector.Sync{Reason: ref.Role.SyncFailureReason(), Message: fmt.Sprintf(
+					"secret %s/%s named by spec.%s does not exist; create it", c.Namespace, ref.Name, ref.Role.Field())}, nil
+			}
+			return reflector.Sync{}, fmt.Errorf("get hub secret %s/%s: %w", c.Namespace, ref.Name, err)
+		}
+		cp, err := toApply(hostspec.SecretCopy(c, ref, hubSecret, h.Namespace))
+		if err != nil {
+			return reflector.Sync{}, err
+		}
+		if err := r.Managed.Apply(ctx, client.ApplyConfigurationFromUnstructured(cp),
+			client.FieldOwner(hostspec.FieldManager), client.ForceOwnership); err != nil {
+			if apierrors.IsRequestEntityTooLargeError(err) || apierrors.IsInvalid(err) {
+				return reflector.Sync{Reason: ref.Role.SyncFailureReason(), Message: fmt.Sprintf(
+					"secret %s/%s named by spec.%s cannot be copied to the host: %v; make it smaller", c.Namespace, ref.Name, ref.Role.Field(), apierrors.ReasonForError(err))}, nil
+			}
+			return reflector.Sync{}, fmt.Errorf("copy secret %s/%s to %s/%s: %w", c.Namespace, ref.Name, h.Namespace, ref.Copy, err)
+		}
+		keep.Insert(ref.Copy)
+	}
+	if err := r.deleteCopies(ctx, c, keep); err != nil {
+		return reflector.Sync{}, err
+	}
+	if err := r.Managed.Apply(ctx, client.ApplyConfigurationFromUnstructured(hostspec.Bound(c, h, refs)),
+		client.FieldOwner(hostspec.FieldManager), client.ForceOwnership); err != nil {
+		if apierrors.IsInvalid(err) {
+			return reflector.Sync{Reason: metal3api.BareMetalHostNotSynchronizedReason, Message: fmt.Sprintf(
+				"the host refused the claim's settings: %v; fix spec.image or spec.customDeploy", err)}, nil
+		}
+		return reflector.Sync{}, fmt.Errorf("apply host %s/%s for %s/%s: %w", h.Namespace, h.Name, c.Namespace, c.Name, err)
+	}
+	return reflector.Sync{OK: true}, nil
+}
+
+// deleteCopies deletes the claim's secret copies, except those named in keep.
+func (r *Reconciler) deleteCopies(ctx context.Context, c *metal3api.HostClaim, keep sets.Set[string]) error {
+	var copies corev1.SecretList
+	if err := r.ManagedReader.List(ctx, &copies, client.MatchingLabels{hostspec.LabelClaimUID: string(c.UID)}); err != nil {
+		return fmt.Errorf("list secret copies of %s/%s: %w", c.Namespace, c.Name, err)
+	}
+	for i := range copies.Items {
+		s := &copies.Items[i]
+		if keep.Has(s.Name) {
+			continue
+		}
+		if err := r.Managed.Delete(ctx, s); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("delete secret copy %s/%s: %w", s.Namespace, s.Name, err)
+		}
+	}
+	return nil
+}
+
+func toApply(obj runtime.Object) (*unstructured.Unstructured, error) {
+	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+	if err != nil {
+		return nil, err
+	}
+	u := &unstructured.Unstructured{Object: m}
+	unstructured.RemoveNestedField(u.Object, "metadata", "creationTimestamp")
+	return u, nil
+}

@@ -1,0 +1,88 @@
+package main_test
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	metal3api "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/hostfleet/hostfleet/e2e/planes"
+	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
+)
+
+func buildAgent(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "hostfleet-agent")
+	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+func TestFlagsAreValidated(t *testing.T) {
+	g := NewWithT(t)
+	out, err := exec.Command(buildAgent(t), "--cluster-name=Bad_Name").CombinedOutput()
+	var exitErr *exec.ExitError
+	g.Expect(err).To(BeAssignableToTypeOf(exitErr))
+	g.Expect(err.(*exec.ExitError).ExitCode()).To(Equal(2))
+	g.Expect(string(out)).To(ContainSubstring("--hub-kubeconfig is required"))
+	g.Expect(string(out)).To(ContainSubstring(`--cluster-name "Bad_Name"`))
+}
+
+// TestBinaryBindsClaim runs the agent binary as a process with its two
+// kubeconfigs and sees it bind a hub claim to a host on infra-1.
+func TestBinaryBindsClaim(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	bin := buildAgent(t)
+	f := planes.ForTest(t, "hub", "infra-1")
+	hub, infra := f.Plane("hub").Client, f.Plane("infra-1").Client
+
+	g.Expect(hub.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "tenant-a"}})).To(Succeed())
+	for _, o := range []client.Object{
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "hosts"}},
+		&metal3api.HostDeployPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: "hosts", Name: "all"},
+			Spec: metal3api.HostDeployPolicySpec{HostClaimNamespaces: &metal3api.HostClaimNamespaces{NameMatches: ".*"}}},
+	} {
+		g.Expect(infra.Create(ctx, o)).To(Succeed())
+	}
+	h := &metal3api.BareMetalHost{ObjectMeta: metav1.ObjectMeta{Namespace: "hosts", Name: "h0"},
+		Spec: metal3api.BareMetalHostSpec{BMC: metal3api.BMCDetails{Address: "ipmi://127.0.0.1:6230", CredentialsName: "bmc"}}}
+	g.Expect(infra.Create(ctx, h)).To(Succeed())
+	h.Status.Provisioning.State = metal3api.StateAvailable
+	h.Status.OperationalStatus = metal3api.OperationalStatusOK
+	g.Expect(infra.Status().Update(ctx, h)).To(Succeed())
+
+	proc, err := f.Run("hostfleet-agent-infra-1", "infra-1", bin, []string{
+		"--hub-kubeconfig=" + f.Plane("hub").Kubeconfig,
+		"--managed-kubeconfig=" + f.Plane("infra-1").Kubeconfig,
+		"--cluster-name=infra-1",
+		"--health-probe-bind-address=127.0.0.1:0",
+	})
+	g.Expect(err).NotTo(HaveOccurred())
+
+	c := &metal3api.HostClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant-a", Name: "c",
+		Labels: map[string]string{hostfleetv1alpha1.LabelCluster: "infra-1"}}}
+	g.Expect(hub.Create(ctx, c)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		g.Expect(proc.Exited()).To(BeFalse(), "agent exited; see %s", proc.Log)
+		g.Expect(hub.Get(ctx, client.ObjectKeyFromObject(c), c)).To(Succeed())
+		g.Expect(c.Status.BareMetalHost).To(Equal(&metal3api.ObjectReference{Namespace: "hosts", Name: "h0"}))
+	}).WithTimeout(30 * time.Second).Should(Succeed())
+
+	// SIGTERM stops it cleanly.
+	g.Expect(proc.Stop()).To(Succeed())
+	g.Expect(proc.Wait(ctx)).To(Succeed())
+	log, _ := os.ReadFile(proc.Log)
+	g.Expect(strings.Contains(string(log), "bound")).To(BeTrue(), "the agent logs the binding")
+}

@@ -1,0 +1,187 @@
+package hostspec
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+
+	metal3api "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+// FieldManager owns the fields the agent writes with server-side apply.
+const FieldManager = "hostfleet-agent"
+
+// Labels on the secret copies in the host's namespace.
+const (
+	LabelClaimNamespace = "hostfleet.io/claim-namespace"
+	LabelClaimName      = "hostfleet.io/claim-name"
+	LabelClaimUID       = "hostfleet.io/claim-uid"
+	LabelSecretRole     = "hostfleet.io/secret-role"
+)
+
+// Role is which of the claim's secrets a copy holds.
+type Role string
+
+const (
+	UserData    Role = "userdata"
+	NetworkData Role = "networkdata"
+	MetaData    Role = "metadata"
+)
+
+// SyncFailureReason is the Synchronized condition reason, as upstream, when
+// the secret of a role cannot be copied.
+func (r Role) SyncFailureReason() string {
+	switch r {
+	case UserData:
+		return metal3api.BadUserDataSecretReason
+	case NetworkData:
+		return metal3api.BadNetworkDataSecretReason
+	default:
+		return metal3api.BadMetaDataSecretReason
+	}
+}
+
+// Field is the claim and host spec field of a role.
+func (r Role) Field() string {
+	switch r {
+	case UserData:
+		return "userData"
+	case NetworkData:
+		return "networkData"
+	default:
+		return "metaData"
+	}
+}
+
+// SecretRef is one secret a claim references.
+type SecretRef struct {
+	Role Role
+	// Name of the secret in the claim's hub namespace.
+	Name string
+	// Copy is the name of its copy in the host's namespace.
+	Copy string
+}
+
+// RefError is a secret reference that cannot be honoured; its message says
+// what to fix.
+type RefError struct {
+	Role Role
+	Msg  string
+}
+
+func (e *RefError) Error() string { return e.Msg }
+
+// SecretRefs lists the secrets a claim references. A reference to another
+// namespace is refused: a tenant may only hand over its own secrets.
+func SecretRefs(c *metal3api.HostClaim) ([]SecretRef, error) {
+	var out []SecretRef
+	for _, r := range []struct {
+		role Role
+		ref  *corev1.SecretReference
+	}{{UserData, c.Spec.UserData}, {NetworkData, c.Spec.NetworkData}, {MetaData, c.Spec.MetaData}} {
+		if r.ref == nil || r.ref.Name == "" {
+			continue
+		}
+		if r.ref.Namespace != "" && r.ref.Namespace != c.Namespace {
+			return nil, &RefError{Role: r.role, Msg: fmt.Sprintf(
+				"spec.%s names secret %s/%s: secrets must be in the claim's namespace %s; remove the namespace or copy the secret there",
+				r.role.Field(), r.ref.Namespace, r.ref.Name, c.Namespace)}
+		}
+		out = append(out, SecretRef{Role: r.role, Name: r.ref.Name, Copy: CopyName(c, r.role)})
+	}
+	return out, nil
+}
+
+// CopyName is the deterministic name of the copy of a claim's secret: the same
+// claim always gets the same name, different claims (even of the same name in
+// another namespace, or recreated) never share one.
+func CopyName(c *metal3api.HostClaim, role Role) string {
+	sum := sha256.Sum256([]byte(c.Namespace + "/" + c.Name + "/" + string(c.UID)))
+	return "hostfleet-" + hex.EncodeToString(sum[:])[:16] + "-" + string(role)
+}
+
+// ClaimLabels identify the objects the agent made for a claim.
+func ClaimLabels(c *metal3api.HostClaim) map[string]string {
+	return map[string]string{
+		LabelClaimNamespace: c.Namespace,
+		LabelClaimName:      c.Name,
+		LabelClaimUID:       string(c.UID),
+	}
+}
+
+// SecretCopy is the copy of a hub secret in the host's namespace: same type
+// and data, labelled with the claim's identity.
+func SecretCopy(c *metal3api.HostClaim, ref SecretRef, hubSecret *corev1.Secret, hostNamespace string) *corev1.Secret {
+	labels := ClaimLabels(c)
+	labels[LabelSecretRole] = string(ref.Role)
+	return &corev1.Secret{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: hostNamespace, Name: ref.Copy, Labels: labels},
+		Type:       hubSecret.Type,
+		Data:       hubSecret.Data,
+	}
+}
+
+// Bound is the apply object for a host bound to a claim: online follows
+// poweredOn; image, customDeploy and the secret references follow the claim.
+// Fields left out are released by the field manager (and so removed unless
+// someone else owns them).
+func Bound(c *metal3api.HostClaim, h *metal3api.BareMetalHost, refs []SecretRef) *unstructured.Unstructured {
+	spec := map[string]interface{}{"online": c.Spec.PoweredOn}
+	if img := c.Spec.Image; img != nil {
+		m := map[string]interface{}{"url": img.URL}
+		if img.Checksum != "" {
+			m["checksum"] = img.Checksum
+		}
+		if img.ChecksumType != "" {
+			m["checksumType"] = string(img.ChecksumType)
+		}
+		if img.DiskFormat != nil {
+			m["format"] = *img.DiskFormat
+		}
+		spec["image"] = m
+	}
+	if cd := c.Spec.CustomDeploy; cd != nil {
+		spec["customDeploy"] = map[string]interface{}{"method": cd.Method}
+	}
+	for _, r := range refs {
+		spec[r.Role.Field()] = map[string]interface{}{"name": r.Copy, "namespace": h.Namespace}
+	}
+	return applyObject(h, spec)
+}
+
+// Released is the apply object for a host being released: powered off, with
+// no image, deploy method or secrets, which makes baremetal-operator
+// deprovision it.
+func Released(h *metal3api.BareMetalHost) *unstructured.Unstructured {
+	return applyObject(h, map[string]interface{}{"online": false})
+}
+
+func applyObject(h *metal3api.BareMetalHost, spec map[string]interface{}) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{Object: map[string]interface{}{
+		"apiVersion": metal3api.GroupVersion.String(),
+		"kind":       "BareMetalHost",
+		"metadata":   map[string]interface{}{"name": h.Name, "namespace": h.Namespace},
+		"spec":       spec,
+	}}
+	return u
+}
+
+// HasWorkload reports whether the claim asks for something to be deployed.
+func HasWorkload(c *metal3api.HostClaim) bool {
+	return c.Spec.Image != nil || c.Spec.CustomDeploy != nil
+}
+
+// Settled reports whether a released host has finished deprovisioning and can
+// be handed to another claim.
+func Settled(h *metal3api.BareMetalHost) bool {
+	switch h.Status.Provisioning.State {
+	case metal3api.StateProvisioning, metal3api.StateProvisioned, metal3api.StateDeprovisioning,
+		metal3api.StateExternallyProvisioned, metal3api.StatePreparing:
+		return false
+	}
+	return h.Spec.Image == nil && h.Spec.CustomDeploy == nil
+}
