@@ -76,6 +76,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, managed cluster.Cluster,
 		For(&metal3api.HostClaim{}).
 		WatchesRawSource(source.Kind(managed.GetCache(), &metal3api.BareMetalHost{},
 			handler.TypedEnqueueRequestsFromMapFunc(r.claimsForHost))).
+		WatchesRawSource(source.Kind(managed.GetCache(), &metal3api.HardwareData{},
+			handler.TypedEnqueueRequestsFromMapFunc(r.claimsForHardware))).
 		WatchesRawSource(source.Kind(managed.GetCache(), &metal3api.HostDeployPolicy{},
 			handler.TypedEnqueueRequestsFromMapFunc(func(ctx context.Context, _ *metal3api.HostDeployPolicy) []reconcile.Request {
 				return r.waitingClaims(ctx)
@@ -97,6 +99,19 @@ func (r *Reconciler) claimsForHost(ctx context.Context, h *metal3api.BareMetalHo
 		return r.waitingClaims(ctx)
 	}
 	return nil
+}
+
+// claimsForHardware maps a HardwareData event to the claim holding the host of
+// the same name.
+func (r *Reconciler) claimsForHardware(ctx context.Context, hw *metal3api.HardwareData) []reconcile.Request {
+	h := &metal3api.BareMetalHost{}
+	if err := r.Managed.Get(ctx, client.ObjectKeyFromObject(hw), h); err != nil {
+		return nil
+	}
+	if !binder.IsHubConsumer(h.Spec.ConsumerRef) {
+		return nil
+	}
+	return r.claimsForHost(ctx, h)
 }
 
 func (r *Reconciler) waitingClaims(ctx context.Context) []reconcile.Request {
@@ -152,7 +167,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 				// Someone else changed the host first (possibly another claim
 				// bound it). Decide again from fresher data.
 				log.Info("host changed while binding; trying again", "host", d.Host.Name)
-				return ctrl.Result{RequeueAfter: time.Second}, r.setStatus(ctx, c, nil, associatedCondition(c, metav1.ConditionFalse,
+				return ctrl.Result{RequeueAfter: time.Second}, r.setStatus(ctx, c, nil, nil, associatedCondition(c, metav1.ConditionFalse,
 					hostfleetv1alpha1.ReasonBindConflict, fmt.Sprintf("host %s/%s was taken while binding; choosing again", d.Host.Namespace, d.Host.Name)), nil)
 			}
 			return ctrl.Result{}, err
@@ -166,16 +181,33 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		if err != nil {
 			return ctrl.Result{}, err
 		}
+		if err := r.forwardReboot(ctx, c, d.Host); err != nil {
+			return ctrl.Result{}, err
+		}
+		prefixes, err := r.tenantPrefixes(ctx, in.NamespaceLabels)
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		if err := r.syncLabels(ctx, c, d.Host, prefixes); err != nil {
+			return ctrl.Result{}, err
+		}
+		hw, err := r.syncHardware(ctx, c, d.Host)
+		if err != nil {
+			return ctrl.Result{}, err
+		}
 		assoc := associatedCondition(c, metav1.ConditionTrue, hostfleetv1alpha1.ReasonHostAssociated,
 			fmt.Sprintf("bound to BareMetalHost %s/%s on cluster %s", d.Host.Namespace, d.Host.Name, r.ClusterName))
-		if err := r.setStatus(ctx, c, d.Host, assoc, reflector.Conditions(c, d.Host, sync)); err != nil {
+		if err := r.setStatus(ctx, c, d.Host, hw, assoc, reflector.Conditions(c, d.Host, sync)); err != nil {
 			return ctrl.Result{}, err
 		}
 		// Hub secrets are read, not watched: look again now and then.
 		return ctrl.Result{RequeueAfter: r.Resync}, nil
 	default:
+		if err := r.syncLabels(ctx, c, nil, nil); err != nil {
+			return ctrl.Result{}, err
+		}
 		assoc := associatedCondition(c, metav1.ConditionFalse, d.Reason, d.Message)
-		return ctrl.Result{RequeueAfter: r.RetryAfter}, r.setStatus(ctx, c, nil, assoc, nil)
+		return ctrl.Result{RequeueAfter: r.RetryAfter}, r.setStatus(ctx, c, nil, nil, assoc, nil)
 	}
 }
 
@@ -235,7 +267,7 @@ func (r *Reconciler) release(ctx context.Context, c *metal3api.HostClaim) (ctrl.
 		}
 		if !hostspec.Settled(h) {
 			// The host's status changes wake this claim up again.
-			if err := r.setStatus(ctx, c, h, associatedCondition(c, metav1.ConditionTrue, hostfleetv1alpha1.ReasonReleasing,
+			if err := r.setStatus(ctx, c, h, c.Status.HardwareData, associatedCondition(c, metav1.ConditionTrue, hostfleetv1alpha1.ReasonReleasing,
 				fmt.Sprintf("releasing BareMetalHost %s/%s: waiting for it to deprovision (%s)", h.Namespace, h.Name, h.Status.Provisioning.State)),
 				reflector.Conditions(c, h, reflector.Sync{OK: true})); err != nil {
 				return ctrl.Result{}, err
@@ -256,6 +288,9 @@ func (r *Reconciler) release(ctx context.Context, c *metal3api.HostClaim) (ctrl.
 	if err := r.deleteCopies(ctx, c, nil); err != nil {
 		return ctrl.Result{}, err
 	}
+	if err := r.deleteHardwareCopy(ctx, c); err != nil {
+		return ctrl.Result{}, err
+	}
 	orig := c.DeepCopy()
 	controllerutil.RemoveFinalizer(c, hostfleetv1alpha1.AgentFinalizer)
 	if err := r.Hub.Patch(ctx, c, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
@@ -269,13 +304,15 @@ func associatedCondition(c *metal3api.HostClaim, status metav1.ConditionStatus, 
 		ObservedGeneration: c.Generation}
 }
 
-// setStatus writes status.bareMetalHost, poweredOn and the conditions, and
+// setStatus writes status.bareMetalHost, hardwareData, poweredOn and the conditions, and
 // only when something changed: one status write per change, not per
 // reconcile.
-func (r *Reconciler) setStatus(ctx context.Context, c *metal3api.HostClaim, h *metal3api.BareMetalHost, assoc metav1.Condition, conds []metav1.Condition) error {
+func (r *Reconciler) setStatus(ctx context.Context, c *metal3api.HostClaim, h *metal3api.BareMetalHost, hw *metal3api.ObjectReference,
+	assoc metav1.Condition, conds []metav1.Condition) error {
 	orig := c.DeepCopy()
 	c.Status.BareMetalHost = nil
 	c.Status.PoweredOn = false
+	c.Status.HardwareData = hw
 	if h != nil {
 		c.Status.BareMetalHost = &metal3api.ObjectReference{Namespace: h.Namespace, Name: h.Name}
 		c.Status.PoweredOn = h.Status.PoweredOn
@@ -302,6 +339,9 @@ func equalStatus(a, b metal3api.HostClaimStatus) bool {
 	if (a.BareMetalHost == nil) != (b.BareMetalHost == nil) || a.PoweredOn != b.PoweredOn {
 		return false
 	}
+	if !equalRef(a.HardwareData, b.HardwareData) {
+		return false
+	}
 	if a.BareMetalHost != nil && *a.BareMetalHost != *b.BareMetalHost {
 		return false
 	}
@@ -315,4 +355,11 @@ func equalStatus(a, b metal3api.HostClaimStatus) bool {
 		}
 	}
 	return true
+}
+
+func equalRef(a, b *metal3api.ObjectReference) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return *a == *b
 }

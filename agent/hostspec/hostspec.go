@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"strings"
 
 	metal3api "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
@@ -150,7 +151,37 @@ func Bound(c *metal3api.HostClaim, h *metal3api.BareMetalHost, refs []SecretRef)
 	for _, r := range refs {
 		spec[r.Role.Field()] = map[string]interface{}{"name": r.Copy, "namespace": h.Namespace}
 	}
-	return applyObject(h, spec)
+	u := applyObject(h, spec)
+	if ann := PersistentReboots(c); len(ann) > 0 {
+		m := map[string]interface{}{}
+		for k, v := range ann {
+			m[k] = v
+		}
+		u.Object["metadata"].(map[string]interface{})["annotations"] = m
+	}
+	return u
+}
+
+// PersistentReboots are the claim's reboot.metal3.io/<key> annotations. Each
+// keeps the host powered off (upstream semantics) until the key disappears
+// from the claim; the agent applies them as owned fields, so removing one from
+// the claim removes it from the host.
+func PersistentReboots(c *metal3api.HostClaim) map[string]string {
+	out := map[string]string{}
+	for k, v := range c.Annotations {
+		if strings.HasPrefix(k, metal3api.RebootAnnotationPrefix+"/") {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// OneShotReboot is the claim's reboot.metal3.io annotation: a single reboot
+// request, handed to the host once (baremetal-operator removes it from the
+// host when done) and then removed from the claim.
+func OneShotReboot(c *metal3api.HostClaim) (string, bool) {
+	v, ok := c.Annotations[metal3api.RebootAnnotationPrefix]
+	return v, ok
 }
 
 // Released is the apply object for a host being released: powered off, with

@@ -107,3 +107,24 @@ func TestSettled(t *testing.T) {
 	h.Spec.Image = &metal3api.Image{URL: "x"}
 	NewWithT(t).Expect(Settled(h)).To(BeFalse(), "an image still set will be provisioned")
 }
+
+func TestReboots(t *testing.T) {
+	g := NewWithT(t)
+	c := claim()
+	c.Annotations = map[string]string{
+		"reboot.metal3.io":        `{"mode":"hard"}`,
+		"reboot.metal3.io/maint":  "",
+		"reboot.metal3.io/remedy": `{"mode":"soft"}`,
+		"other.io/x":              "y",
+	}
+	v, ok := OneShotReboot(c)
+	g.Expect(ok).To(BeTrue())
+	g.Expect(v).To(Equal(`{"mode":"hard"}`))
+	g.Expect(PersistentReboots(c)).To(Equal(map[string]string{"reboot.metal3.io/maint": "", "reboot.metal3.io/remedy": `{"mode":"soft"}`}))
+	u := Bound(c, host, nil)
+	g.Expect(u.GetAnnotations()).To(Equal(map[string]string{"reboot.metal3.io/maint": "", "reboot.metal3.io/remedy": `{"mode":"soft"}`}),
+		"the one-shot reboot is not an owned field")
+	delete(c.Annotations, "reboot.metal3.io/maint")
+	delete(c.Annotations, "reboot.metal3.io/remedy")
+	g.Expect(Bound(c, host, nil).GetAnnotations()).To(BeEmpty())
+}

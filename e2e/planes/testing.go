@@ -3,6 +3,7 @@ package planes
 import (
 	"context"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -54,9 +55,18 @@ func (f *Fleet) dumpLogs(t testing.TB) {
 			continue
 		}
 		lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
-		if len(lines) > 60 {
-			lines = lines[len(lines)-60:]
+		if n := logLines(); len(lines) > n {
+			lines = lines[len(lines)-n:]
 		}
 		t.Logf("--- last lines of %s (%s) ---\n%s", p.Name, p.Log, strings.Join(lines, "\n"))
 	}
+}
+
+// logLines is how many lines of each process log a failed test prints:
+// $HOSTFLEET_TEST_LOG_LINES, or 60.
+func logLines() int {
+	if n, err := strconv.Atoi(os.Getenv("HOSTFLEET_TEST_LOG_LINES")); err == nil && n > 0 {
+		return n
+	}
+	return 60
 }

@@ -37,13 +37,14 @@ type TenantSpec struct {
 	// from a bound host to its claim and on to the workload cluster's Node.
 	// The Kubernetes prefixes kubernetes.io, k8s.io, kubelet.kubernetes.io and
 	// beta.kubernetes.io are refused; other sub-domains of kubernetes.io are
-	// allowed.
+	// allowed. hostfleet.io and its sub-domains are refused.
 	// +optional
 	// +listType=set
 	// +kubebuilder:validation:MaxItems=16
 	// +kubebuilder:validation:items:MaxLength=253
 	// +kubebuilder:validation:items:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
 	// +kubebuilder:validation:XValidation:rule="self.all(p, !(p in ['kubernetes.io', 'k8s.io', 'kubelet.kubernetes.io', 'beta.kubernetes.io']))",message="kubernetes.io, k8s.io, kubelet.kubernetes.io and beta.kubernetes.io are reserved for Kubernetes; use your own prefix (sub-domains such as example.kubernetes.io are allowed)"
+	// +kubebuilder:validation:XValidation:rule="self.all(p, p != 'hostfleet.io' && !p.endsWith('.hostfleet.io'))",message="hostfleet.io and its sub-domains are Hostfleet's own labels and cannot be synced from hosts"
 	LabelSyncPrefixes []string `json:"labelSyncPrefixes,omitempty"`
 
 	// MaxClaims caps the number of HostClaims in each of the tenant's

@@ -43,6 +43,9 @@ func TestValidation(t *testing.T) {
 		{name: "kubelet.kubernetes.io is reserved", obj: tenant("d", func(s *hostfleetv1alpha1.TenantSpec) {
 			s.LabelSyncPrefixes = []string{"kubelet.kubernetes.io"}
 		}), wantErr: "reserved for Kubernetes"},
+		{name: "hostfleet.io is refused", obj: tenant("i", func(s *hostfleetv1alpha1.TenantSpec) {
+			s.LabelSyncPrefixes = []string{"sub.hostfleet.io"}
+		}), wantErr: "Hostfleet's own labels"},
 		{name: "a prefix is a DNS subdomain", obj: tenant("e", func(s *hostfleetv1alpha1.TenantSpec) {
 			s.LabelSyncPrefixes = []string{"Example.com/x"}
 		}), wantErr: "labelSyncPrefixes[0]"},
