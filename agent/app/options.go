@@ -26,6 +26,8 @@ type Options struct {
 	RetryAfter time.Duration
 	// Resync is how often a bound claim is looked at again.
 	Resync time.Duration
+	// InventoryInterval bounds how often the HostInventory is written.
+	InventoryInterval time.Duration
 	// QPS and Burst limit each client (hub, managed) on the client side.
 	QPS   float32
 	Burst int
@@ -41,14 +43,15 @@ type Options struct {
 // NewOptions returns the defaults, which work on a laptop.
 func NewOptions() *Options {
 	return &Options{
-		HubName:     "hub",
-		Concurrency: 4,
-		RetryAfter:  30 * time.Second,
-		Resync:      time.Minute,
-		QPS:         50,
-		Burst:       100,
-		MetricsAddr: "0",
-		HealthAddr:  "0",
+		HubName:           "hub",
+		Concurrency:       4,
+		RetryAfter:        30 * time.Second,
+		Resync:            time.Minute,
+		InventoryInterval: 10 * time.Second,
+		QPS:               50,
+		Burst:             100,
+		MetricsAddr:       "0",
+		HealthAddr:        "0",
 	}
 }
 
@@ -62,6 +65,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.Concurrency, "concurrency", o.Concurrency, "claims reconciled at once")
 	fs.DurationVar(&o.RetryAfter, "retry-after", o.RetryAfter, "how often a claim waiting for a host is looked at again")
 	fs.DurationVar(&o.Resync, "resync", o.Resync, "how often a bound claim is looked at again (picks up changed hub secrets)")
+	fs.DurationVar(&o.InventoryInterval, "inventory-interval", o.InventoryInterval,
+		"the HostInventory on the hub is recomputed and, if it changed, written at most this often")
 	fs.Float32Var(&o.QPS, "kube-api-qps", o.QPS, "client-side queries per second to each API server")
 	fs.IntVar(&o.Burst, "kube-api-burst", o.Burst, "client-side burst to each API server")
 	fs.StringVar(&o.MetricsAddr, "metrics-bind-address", o.MetricsAddr, "metrics listen address; 0 disables")
@@ -90,6 +95,9 @@ func (o *Options) Validate() []error {
 	}
 	if o.Resync < time.Second {
 		errs = append(errs, fmt.Errorf("--resync %s must be at least 1s", o.Resync))
+	}
+	if o.InventoryInterval < time.Second {
+		errs = append(errs, fmt.Errorf("--inventory-interval %s must be at least 1s", o.InventoryInterval))
 	}
 	if o.QPS <= 0 || o.Burst < 1 {
 		errs = append(errs, fmt.Errorf("--kube-api-qps %v and --kube-api-burst %d must be positive", o.QPS, o.Burst))

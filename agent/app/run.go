@@ -21,6 +21,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/hostfleet/hostfleet/agent/claim"
+	"github.com/hostfleet/hostfleet/agent/inventory"
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
 )
 
@@ -54,11 +55,11 @@ func Run(ctx context.Context, o *Options) error {
 	for _, cfg := range []*rest.Config{hubCfg, managedCfg} {
 		cfg.QPS, cfg.Burst = o.QPS, o.Burst
 	}
-	mgr, _, err := NewManager(hubCfg, managedCfg, o)
+	a, err := New(hubCfg, managedCfg, o)
 	if err != nil {
 		return err
 	}
-	return mgr.Start(ctx)
+	return a.Manager.Start(ctx)
 }
 
 func managedConfig(path string) (*rest.Config, error) {
@@ -76,10 +77,20 @@ func managedConfig(path string) (*rest.Config, error) {
 	return cfg, nil
 }
 
-// NewManager builds the agent's manager on the hub, with the managed cluster
-// added to it and the controllers set up. Tests call it to run an agent
-// in-process against real planes.
-func NewManager(hubCfg, managedCfg *rest.Config, o *Options) (ctrl.Manager, cluster.Cluster, error) {
+// Agent is a wired agent, ready to Start.
+type Agent struct {
+	// Manager runs on the hub; Managed is the infrastructure cluster, added
+	// to it.
+	Manager ctrl.Manager
+	Managed cluster.Cluster
+	// Inventory publishes the cluster's HostInventory.
+	Inventory *inventory.Writer
+}
+
+// New builds the agent's manager on the hub, with the managed cluster added to
+// it and the controllers set up. Tests call it to run an agent in-process
+// against real planes.
+func New(hubCfg, managedCfg *rest.Config, o *Options) (*Agent, error) {
 	scheme := Scheme()
 	mgr, err := ctrl.NewManager(hubCfg, ctrl.Options{
 		Scheme:                 scheme,
@@ -92,14 +103,14 @@ func NewManager(hubCfg, managedCfg *rest.Config, o *Options) (ctrl.Manager, clus
 		}},
 	})
 	if err != nil {
-		return nil, nil, fmt.Errorf("hub manager: %w", err)
+		return nil, fmt.Errorf("hub manager: %w", err)
 	}
 	managed, err := cluster.New(managedCfg, func(co *cluster.Options) { co.Scheme = scheme })
 	if err != nil {
-		return nil, nil, fmt.Errorf("managed cluster: %w", err)
+		return nil, fmt.Errorf("managed cluster: %w", err)
 	}
 	if err := mgr.Add(managed); err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	if err := (&claim.Reconciler{
 		Hub:           mgr.GetClient(),
@@ -112,15 +123,22 @@ func NewManager(hubCfg, managedCfg *rest.Config, o *Options) (ctrl.Manager, clus
 		ClusterName:   o.ClusterName,
 		RetryAfter:    o.RetryAfter,
 	}).SetupWithManager(mgr, managed, o.Concurrency); err != nil {
-		return nil, nil, fmt.Errorf("claim controller: %w", err)
+		return nil, fmt.Errorf("claim controller: %w", err)
 	}
 	if o.HealthAddr != "0" && o.HealthAddr != "" {
 		if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 		if err := mgr.AddReadyzCheck("ping", healthz.Ping); err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 	}
-	return mgr, managed, nil
+	inv := &inventory.Writer{
+		Hub: mgr.GetClient(), HubReader: mgr.GetAPIReader(), Managed: managed.GetClient(),
+		ClusterName: o.ClusterName, Interval: o.InventoryInterval,
+	}
+	if err := mgr.Add(inv); err != nil {
+		return nil, err
+	}
+	return &Agent{Manager: mgr, Managed: managed, Inventory: inv}, nil
 }

@@ -33,6 +33,10 @@ type Input struct {
 	// Hosts are the BareMetalHosts of the infrastructure cluster that could
 	// matter: the ones held by this claim and the candidates.
 	Hosts []metal3api.BareMetalHost
+	// Reserved is the host the claim's status names (status.bareMetalHost):
+	// the agent writes it, with the claim's resourceVersion, before it binds
+	// the host, so that a claim never has two bindings in flight.
+	Reserved *metal3api.ObjectReference
 }
 
 // Action is what the controller must do.
@@ -43,8 +47,11 @@ const (
 	Wait Action = iota
 	// Keep: the claim already holds Host.
 	Keep
-	// Bind: write the claim's consumerRef on Host.
+	// Bind: write the claim's consumerRef on Host, the claim's reserved host.
 	Bind
+	// Reserve: name Host in the claim's status (with the claim's
+	// resourceVersion), then bind it.
+	Reserve
 )
 
 func (a Action) String() string {
@@ -53,6 +60,8 @@ func (a Action) String() string {
 		return "Keep"
 	case Bind:
 		return "Bind"
+	case Reserve:
+		return "Reserve"
 	default:
 		return "Wait"
 	}
@@ -68,13 +77,46 @@ type Decision struct {
 	Reason string
 	// Message tells the tenant what is wrong and what to do.
 	Message string
+	// Strays are hosts that name the claim in their consumerRef but are not
+	// the one it keeps or reserves: left over from a binding that lost a
+	// race. They were never given the claim's spec and must be unbound.
+	Strays []*metal3api.BareMetalHost
 }
 
 // Decide returns what to do for a claim that is not being deleted.
+//
+// The claim's reservation (status.bareMetalHost) is the only host it may hold:
+// a host naming the claim is kept if it is the reservation (or if there is no
+// reservation yet, for claims bound before reservations existed); any other is
+// a stray. Otherwise the reserved host is bound if it is still free and
+// eligible, or a new host is chosen to be reserved.
 func Decide(in Input) Decision {
-	if h := heldHost(in); h != nil {
-		return Decision{Action: Keep, Host: h}
+	held := heldHosts(in)
+	var strays []*metal3api.BareMetalHost
+	if len(held) > 0 {
+		keep := -1
+		for i, h := range held {
+			if in.Reserved == nil || isRef(in.Reserved, h) {
+				keep = i
+				break
+			}
+		}
+		if keep >= 0 {
+			for i, h := range held {
+				if i != keep {
+					strays = append(strays, h)
+				}
+			}
+			return Decision{Action: Keep, Host: held[keep], Strays: strays}
+		}
+		strays = held
 	}
+	d := choose(in)
+	d.Strays = strays
+	return d
+}
+
+func choose(in Input) Decision {
 	sel, err := Selector(in.Claim.Spec.HostSelector)
 	if err != nil {
 		return Decision{Action: Wait, Reason: hostfleetv1alpha1.ReasonInvalidSelector,
@@ -97,6 +139,9 @@ func Decide(in Input) Decision {
 	for i := range in.Hosts {
 		h := &in.Hosts[i]
 		if admitted.Has(h.Namespace) && sel.Matches(labels.Set(h.Labels)) && Free(h) {
+			if isRef(in.Reserved, h) {
+				return Decision{Action: Bind, Host: h}
+			}
 			free = append(free, h)
 		}
 	}
@@ -106,19 +151,41 @@ func Decide(in Input) Decision {
 				"the claim binds as soon as one is available, or relax the selector", describe(sel), strings.Join(sets.List(admitted), ",")),
 		}
 	}
-	return Decision{Action: Bind, Host: pick(in.Claim, free)}
+	return Decision{Action: Reserve, Host: pick(in.Claim, free)}
 }
 
-// heldHost is the host whose consumerRef names the claim, if any. A host
+// Eligible reports whether a host could be bound to the claim now: free,
+// admitted for the claim's namespace and matching its selector.
+func Eligible(in Input, h *metal3api.BareMetalHost) bool {
+	if !Free(h) {
+		return false
+	}
+	sel, err := Selector(in.Claim.Spec.HostSelector)
+	if err != nil || !sel.Matches(labels.Set(h.Labels)) {
+		return false
+	}
+	admitted, err := AdmittedNamespaces(in.Policies, in.Claim.Namespace, in.NamespaceLabels, in.Claim.Spec.HostSelector.InNamespace)
+	return err == nil && admitted.Has(h.Namespace)
+}
+
+func isRef(ref *metal3api.ObjectReference, h *metal3api.BareMetalHost) bool {
+	return ref != nil && ref.Namespace == h.Namespace && ref.Name == h.Name
+}
+
+// heldHosts are the hosts whose consumerRef names the claim, sorted. A host
 // naming the claim but another UID belonged to an earlier claim of the same
 // name and is not this claim's.
-func heldHost(in Input) *metal3api.BareMetalHost {
+func heldHosts(in Input) []*metal3api.BareMetalHost {
+	var out []*metal3api.BareMetalHost
 	for i := range in.Hosts {
 		if HeldBy(&in.Hosts[i], in.Hub, in.Claim) {
-			return &in.Hosts[i]
+			out = append(out, &in.Hosts[i])
 		}
 	}
-	return nil
+	sort.Slice(out, func(i, j int) bool {
+		return out[i].Namespace+"/"+out[i].Name < out[j].Namespace+"/"+out[j].Name
+	})
+	return out
 }
 
 // HeldBy reports whether the host's consumerRef names this hub claim.

@@ -61,6 +61,7 @@ func TestDecide(t *testing.T) {
 
 	tests := []struct {
 		name       string
+		reserved   *metal3api.ObjectReference
 		claim      *metal3api.HostClaim
 		nsLabels   map[string]string
 		policies   []metal3api.HostDeployPolicy
@@ -68,16 +69,49 @@ func TestDecide(t *testing.T) {
 		wantAction Action
 		wantHost   string
 		wantReason string
+		wantStrays []string
 	}{
 		{
 			name: "binds the only free host", claim: claim(), policies: admitAll,
 			hosts:      []metal3api.BareMetalHost{host("hosts", "h1")},
-			wantAction: Bind, wantHost: "h1",
+			wantAction: Reserve, wantHost: "h1",
+		},
+		{
+			name: "the reserved host is bound if still free", claim: claim(), policies: admitAll,
+			reserved:   &metal3api.ObjectReference{Namespace: "hosts", Name: "h2"},
+			hosts:      []metal3api.BareMetalHost{host("hosts", "h1"), host("hosts", "h2"), host("hosts", "h3")},
+			wantAction: Bind, wantHost: "h2",
+		},
+		{
+			name: "a reserved host taken by another claim is replaced", claim: claim(), policies: admitAll,
+			reserved:   &metal3api.ObjectReference{Namespace: "hosts", Name: "h2"},
+			hosts:      []metal3api.BareMetalHost{host("hosts", "h1"), host("hosts", "h2", heldBy(other))},
+			wantAction: Reserve, wantHost: "h1",
+		},
+		{
+			name:       "a reserved host that no longer matches the selector is replaced",
+			claim:      claim(func(c *metal3api.HostClaim) { c.Spec.HostSelector.MatchLabels = map[string]string{"gpu": "yes"} }),
+			policies:   admitAll,
+			reserved:   &metal3api.ObjectReference{Namespace: "hosts", Name: "h2"},
+			hosts:      []metal3api.BareMetalHost{host("hosts", "h1", label("gpu", "yes")), host("hosts", "h2")},
+			wantAction: Reserve, wantHost: "h1",
+		},
+		{
+			name: "a host held beside the reservation is a stray", claim: claim(), policies: admitAll,
+			reserved:   &metal3api.ObjectReference{Namespace: "hosts", Name: "mine"},
+			hosts:      []metal3api.BareMetalHost{host("hosts", "a-stray", heldBy(claim())), host("hosts", "mine", heldBy(claim()))},
+			wantAction: Keep, wantHost: "mine", wantStrays: []string{"a-stray"},
+		},
+		{
+			name: "a held host that is not the reservation is a stray; the reservation is bound", claim: claim(), policies: admitAll,
+			reserved:   &metal3api.ObjectReference{Namespace: "hosts", Name: "h2"},
+			hosts:      []metal3api.BareMetalHost{host("hosts", "h1", heldBy(claim())), host("hosts", "h2")},
+			wantAction: Bind, wantHost: "h2", wantStrays: []string{"h1"},
 		},
 		{
 			name: "ready is as good as available", claim: claim(), policies: admitAll,
 			hosts:      []metal3api.BareMetalHost{host("hosts", "h1", state(metal3api.StateReady))},
-			wantAction: Bind, wantHost: "h1",
+			wantAction: Reserve, wantHost: "h1",
 		},
 		{
 			name: "keeps the host it already holds, whatever else is free", claim: claim(), policies: admitAll,
@@ -108,7 +142,7 @@ func TestDecide(t *testing.T) {
 				host("hosts", "g-provisioned", state(metal3api.StateProvisioned)),
 				host("hosts", "z-free"),
 			},
-			wantAction: Bind, wantHost: "z-free",
+			wantAction: Reserve, wantHost: "z-free",
 		},
 		{
 			name: "no policy means no host", claim: claim(), policies: nil,
@@ -125,7 +159,7 @@ func TestDecide(t *testing.T) {
 			name: "policy names", claim: claim(),
 			policies:   []metal3api.HostDeployPolicy{policy("hosts", &metal3api.HostClaimNamespaces{Names: []string{"tenant-b"}}), policy("more", &metal3api.HostClaimNamespaces{Names: []string{"tenant-a"}})},
 			hosts:      []metal3api.BareMetalHost{host("hosts", "h1"), host("more", "h2")},
-			wantAction: Bind, wantHost: "h2",
+			wantAction: Reserve, wantHost: "h2",
 		},
 		{
 			name: "policy hasLabels are read on the claim's hub namespace", claim: claim(),
@@ -135,7 +169,7 @@ func TestDecide(t *testing.T) {
 				policy("gold", &metal3api.HostClaimNamespaces{HasLabels: []metal3api.NameValuePair{{Name: "tier", Value: "gold"}, {Name: "hostfleet.io/tenant"}}}),
 			},
 			hosts:      []metal3api.BareMetalHost{host("silver", "s1"), host("gold", "g1")},
-			wantAction: Bind, wantHost: "g1",
+			wantAction: Reserve, wantHost: "g1",
 		},
 		{
 			name: "a bad nameMatches is reported, not ignored", claim: claim(),
@@ -151,7 +185,7 @@ func TestDecide(t *testing.T) {
 				policy("more", &metal3api.HostClaimNamespaces{NameMatches: ".*"}),
 			},
 			hosts:      []metal3api.BareMetalHost{host("hosts", "a"), host("more", "b")},
-			wantAction: Bind, wantHost: "b",
+			wantAction: Reserve, wantHost: "b",
 		},
 		{
 			name: "matchLabels and matchExpressions, operators in any case",
@@ -169,7 +203,7 @@ func TestDecide(t *testing.T) {
 				host("hosts", "c", label("gpu", "yes"), label("size", "xl"), label("broken", "")),
 				host("hosts", "d", label("gpu", "yes"), label("size", "xl")),
 			},
-			wantAction: Bind, wantHost: "d",
+			wantAction: Reserve, wantHost: "d",
 		},
 		{
 			name: "an invalid selector is reported",
@@ -188,26 +222,31 @@ func TestDecide(t *testing.T) {
 				host("hosts", "b", label(FailureDomainLabel, "rack-2")),
 				host("hosts", "c"),
 			},
-			wantAction: Bind, wantHost: "b",
+			wantAction: Reserve, wantHost: "b",
 		},
 		{
 			name:       "failure domain is only a preference",
 			claim:      claim(func(c *metal3api.HostClaim) { c.Spec.FailureDomain = "rack-9" }),
 			policies:   admitAll,
 			hosts:      []metal3api.BareMetalHost{host("hosts", "a", label(FailureDomainLabel, "rack-1"))},
-			wantAction: Bind, wantHost: "a",
+			wantAction: Reserve, wantHost: "a",
 		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			g := NewWithT(t)
-			d := Decide(Input{Hub: hub, Claim: tt.claim, NamespaceLabels: tt.nsLabels, Policies: tt.policies, Hosts: tt.hosts})
+			d := Decide(Input{Hub: hub, Claim: tt.claim, NamespaceLabels: tt.nsLabels, Policies: tt.policies, Hosts: tt.hosts, Reserved: tt.reserved})
 			g.Expect(d.Action).To(Equal(tt.wantAction), d.Message)
 			if tt.wantHost != "" {
 				g.Expect(d.Host).NotTo(BeNil())
 				g.Expect(d.Host.Name).To(Equal(tt.wantHost))
 			}
 			g.Expect(d.Reason).To(Equal(tt.wantReason))
+			var strays []string
+			for _, h := range d.Strays {
+				strays = append(strays, h.Name)
+			}
+			g.Expect(strays).To(Equal(tt.wantStrays))
 			if tt.wantAction == Wait {
 				g.Expect(d.Message).NotTo(BeEmpty())
 			}
@@ -240,4 +279,18 @@ func TestHeldByChecksHubAndKind(t *testing.T) {
 	g.Expect(HeldBy(&h, "another-hub", c)).To(BeFalse())
 	h.Spec.ConsumerRef.APIVersion = "metal3.io/v1alpha1"
 	g.Expect(HeldBy(&h, hub, c)).To(BeFalse(), "a local metal3.io claim of the same name is not the hub claim")
+}
+
+func TestEligible(t *testing.T) {
+	g := NewWithT(t)
+	c := claim(func(c *metal3api.HostClaim) { c.Spec.HostSelector.MatchLabels = map[string]string{"gpu": "yes"} })
+	in := Input{Hub: hub, Claim: c, Policies: admitAll}
+	ok := host("hosts", "a", label("gpu", "yes"))
+	g.Expect(Eligible(in, &ok)).To(BeTrue())
+	wrongLabel := host("hosts", "b")
+	g.Expect(Eligible(in, &wrongLabel)).To(BeFalse())
+	otherNS := host("elsewhere", "c", label("gpu", "yes"))
+	g.Expect(Eligible(in, &otherNS)).To(BeFalse())
+	busy := host("hosts", "d", label("gpu", "yes"), state(metal3api.StateProvisioned))
+	g.Expect(Eligible(in, &busy)).To(BeFalse())
 }

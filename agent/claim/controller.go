@@ -130,7 +130,23 @@ func (r *Reconciler) waitingClaims(ctx context.Context) []reconcile.Request {
 	return out
 }
 
+// retrySoon is the requeue after a lost optimistic-concurrency race or a
+// cache found stale: the next look uses fresher data.
+const retrySoon = time.Second
+
 // Reconcile binds, keeps or releases the host of one claim.
+//
+// A claim holds at most one host, under any concurrency, restarts or cache
+// lag, because every binding goes through the claim's status:
+//   - the host to bind is first named in status.bareMetalHost (the
+//     reservation), written with the claim's resourceVersion;
+//   - the host is bound with its own resourceVersion (so it is never bound
+//     to two claims);
+//   - the host gets the claim's spec only after a status write, again with
+//     the claim's resourceVersion, confirmed the binding;
+//   - a reservation moves only after an uncached read shows the claim does
+//     not hold that host, and any other host naming the claim (a binding that
+//     lost a race) is unbound before it ever got the claim's spec.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	log := ctrl.LoggerFrom(ctx)
 	c := &metal3api.HostClaim{}
@@ -149,7 +165,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		orig := c.DeepCopy()
 		controllerutil.AddFinalizer(c, hostfleetv1alpha1.AgentFinalizer)
 		if err := r.Hub.Patch(ctx, c, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
-			return ctrl.Result{}, fmt.Errorf("add finalizer to %s: %w", req, err)
+			return requeueOnConflict(fmt.Errorf("add finalizer to %s: %w", req, err))
 		}
 	}
 
@@ -158,17 +174,37 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, err
 	}
 	d := binder.Decide(in)
-	log.V(1).Info("decided", "action", d.Action.String(), "reason", d.Reason)
+	log.V(1).Info("decided", "action", d.Action.String(), "reason", d.Reason, "strays", len(d.Strays))
+
+	for _, h := range d.Strays {
+		if _, err := r.releaseHost(ctx, c, h); err != nil {
+			return requeueOnConflict(err)
+		}
+		log.Info("unbound a stray host that named the claim", "host", h.Namespace+"/"+h.Name)
+	}
+	if in.Reserved != nil && (d.Action == binder.Reserve || d.Action == binder.Wait) {
+		// About to move or drop the reservation: make sure, without the
+		// cache, that the claim does not hold the reserved host and that it
+		// is not about to be bound.
+		if stale, err := r.reservationStands(ctx, in); err != nil || stale {
+			return ctrl.Result{RequeueAfter: retrySoon}, err
+		}
+	}
 
 	switch d.Action {
+	case binder.Reserve:
+		if err := r.setStatus(ctx, c, d.Host, nil, associatedCondition(c, metav1.ConditionFalse, hostfleetv1alpha1.ReasonBinding,
+			fmt.Sprintf("binding BareMetalHost %s/%s on cluster %s", d.Host.Namespace, d.Host.Name, r.ClusterName)), nil); err != nil {
+			return requeueOnConflict(err)
+		}
+		fallthrough
 	case binder.Bind:
 		if err := r.bind(ctx, c, d.Host); err != nil {
 			if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
-				// Someone else changed the host first (possibly another claim
+				// Someone changed the host first (possibly another claim
 				// bound it). Decide again from fresher data.
-				log.Info("host changed while binding; trying again", "host", d.Host.Name)
-				return ctrl.Result{RequeueAfter: time.Second}, r.setStatus(ctx, c, nil, nil, associatedCondition(c, metav1.ConditionFalse,
-					hostfleetv1alpha1.ReasonBindConflict, fmt.Sprintf("host %s/%s was taken while binding; choosing again", d.Host.Namespace, d.Host.Name)), nil)
+				log.Info("host changed while binding; deciding again", "host", d.Host.Name)
+				return ctrl.Result{RequeueAfter: retrySoon}, nil
 			}
 			return ctrl.Result{}, err
 		}
@@ -177,38 +213,86 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		log.Info("bound", "host", d.Host.Namespace+"/"+d.Host.Name)
 		fallthrough
 	case binder.Keep:
-		sync, err := r.syncHost(ctx, c, d.Host)
-		if err != nil {
-			return ctrl.Result{}, err
-		}
-		if err := r.forwardReboot(ctx, c, d.Host); err != nil {
-			return ctrl.Result{}, err
-		}
-		prefixes, err := r.tenantPrefixes(ctx, in.NamespaceLabels)
-		if err != nil {
-			return ctrl.Result{}, err
-		}
-		if err := r.syncLabels(ctx, c, d.Host, prefixes); err != nil {
-			return ctrl.Result{}, err
-		}
-		hw, err := r.syncHardware(ctx, c, d.Host)
-		if err != nil {
-			return ctrl.Result{}, err
-		}
-		assoc := associatedCondition(c, metav1.ConditionTrue, hostfleetv1alpha1.ReasonHostAssociated,
-			fmt.Sprintf("bound to BareMetalHost %s/%s on cluster %s", d.Host.Namespace, d.Host.Name, r.ClusterName))
-		if err := r.setStatus(ctx, c, d.Host, hw, assoc, reflector.Conditions(c, d.Host, sync)); err != nil {
-			return ctrl.Result{}, err
-		}
-		// Hub secrets are read, not watched: look again now and then.
-		return ctrl.Result{RequeueAfter: r.Resync}, nil
+		return r.keep(ctx, c, d.Host, in.NamespaceLabels)
 	default:
 		if err := r.syncLabels(ctx, c, nil, nil); err != nil {
 			return ctrl.Result{}, err
 		}
 		assoc := associatedCondition(c, metav1.ConditionFalse, d.Reason, d.Message)
-		return ctrl.Result{RequeueAfter: r.RetryAfter}, r.setStatus(ctx, c, nil, nil, assoc, nil)
+		if err := r.setStatus(ctx, c, nil, nil, assoc, nil); err != nil {
+			return requeueOnConflict(err)
+		}
+		return ctrl.Result{RequeueAfter: r.RetryAfter}, nil
 	}
+}
+
+// keep serves a claim bound to h: it confirms the binding in the claim's
+// status, then syncs the host's spec and secrets, reboots, labels and
+// HardwareData, and reports.
+func (r *Reconciler) keep(ctx context.Context, c *metal3api.HostClaim, h *metal3api.BareMetalHost, nsLabels map[string]string) (ctrl.Result, error) {
+	assoc := associatedCondition(c, metav1.ConditionTrue, hostfleetv1alpha1.ReasonHostAssociated,
+		fmt.Sprintf("bound to BareMetalHost %s/%s on cluster %s", h.Namespace, h.Name, r.ClusterName))
+	if !confirmed(c, h) {
+		if err := r.setStatus(ctx, c, h, c.Status.HardwareData, assoc, nil); err != nil {
+			return requeueOnConflict(err)
+		}
+	}
+	sync, err := r.syncHost(ctx, c, h)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if err := r.forwardReboot(ctx, c, h); err != nil {
+		return ctrl.Result{}, err
+	}
+	prefixes, err := r.tenantPrefixes(ctx, nsLabels)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if err := r.syncLabels(ctx, c, h, prefixes); err != nil {
+		return ctrl.Result{}, err
+	}
+	hw, err := r.syncHardware(ctx, c, h)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if err := r.setStatus(ctx, c, h, hw, assoc, reflector.Conditions(c, h, sync)); err != nil {
+		return requeueOnConflict(err)
+	}
+	// Hub secrets are read, not watched: look again now and then.
+	return ctrl.Result{RequeueAfter: r.Resync}, nil
+}
+
+// confirmed reports whether the claim's status already records the binding
+// to h as associated.
+func confirmed(c *metal3api.HostClaim, h *metal3api.BareMetalHost) bool {
+	ref := c.Status.BareMetalHost
+	cond := meta.FindStatusCondition(c.Status.Conditions, hostfleetv1alpha1.ConditionAssociated)
+	return ref != nil && ref.Namespace == h.Namespace && ref.Name == h.Name &&
+		cond != nil && cond.Status == metav1.ConditionTrue
+}
+
+// reservationStands reads the reserved host from the API server: if the claim
+// holds it, or it is free and eligible, the cache is stale and the reservation
+// must stand (true).
+func (r *Reconciler) reservationStands(ctx context.Context, in binder.Input) (bool, error) {
+	h := &metal3api.BareMetalHost{}
+	err := r.ManagedReader.Get(ctx, client.ObjectKey{Namespace: in.Reserved.Namespace, Name: in.Reserved.Name}, h)
+	if apierrors.IsNotFound(err) {
+		return false, nil
+	}
+	if err != nil {
+		return true, fmt.Errorf("read reserved host %s/%s: %w", in.Reserved.Namespace, in.Reserved.Name, err)
+	}
+	return binder.HeldBy(h, r.HubName, in.Claim) || binder.Eligible(in, h), nil
+}
+
+// requeueOnConflict turns a lost optimistic-concurrency race into a quiet
+// retry; other errors are returned.
+func requeueOnConflict(err error) (ctrl.Result, error) {
+	if apierrors.IsConflict(err) {
+		return ctrl.Result{RequeueAfter: retrySoon}, nil
+	}
+	return ctrl.Result{}, err
 }
 
 func (r *Reconciler) inputs(ctx context.Context, c *metal3api.HostClaim) (binder.Input, error) {
@@ -224,7 +308,8 @@ func (r *Reconciler) inputs(ctx context.Context, c *metal3api.HostClaim) (binder
 	if err := r.Managed.List(ctx, &hosts); err != nil {
 		return binder.Input{}, fmt.Errorf("list BareMetalHosts: %w", err)
 	}
-	return binder.Input{Hub: r.HubName, Claim: c, NamespaceLabels: ns.Labels, Policies: policies.Items, Hosts: hosts.Items}, nil
+	return binder.Input{Hub: r.HubName, Claim: c, NamespaceLabels: ns.Labels, Policies: policies.Items, Hosts: hosts.Items,
+		Reserved: c.Status.BareMetalHost}, nil
 }
 
 // bind writes the claim's consumerRef on the host. The patch carries the
@@ -244,10 +329,8 @@ func (r *Reconciler) bind(ctx context.Context, c *metal3api.HostClaim, h *metal3
 	return nil
 }
 
-// release frees every host the claim holds: it powers the host off and
-// removes the image (baremetal-operator deprovisions), waits until the host has
-// settled, then clears the consumerRef and deletes the secret copies. Only then
-// does the finalizer go.
+// release frees every host the claim holds, then deletes the secret and
+// HardwareData copies. Only then does the finalizer go.
 func (r *Reconciler) release(ctx context.Context, c *metal3api.HostClaim) (ctrl.Result, error) {
 	if !controllerutil.ContainsFinalizer(c, hostfleetv1alpha1.AgentFinalizer) {
 		return ctrl.Result{}, nil
@@ -261,29 +344,19 @@ func (r *Reconciler) release(ctx context.Context, c *metal3api.HostClaim) (ctrl.
 		if !binder.HeldBy(h, r.HubName, c) {
 			continue
 		}
-		if err := r.Managed.Apply(ctx, client.ApplyConfigurationFromUnstructured(hostspec.Released(h)),
-			client.FieldOwner(hostspec.FieldManager), client.ForceOwnership); err != nil {
-			return ctrl.Result{}, fmt.Errorf("deprovision host %s/%s of %s/%s: %w", h.Namespace, h.Name, c.Namespace, c.Name, err)
+		done, err := r.releaseHost(ctx, c, h)
+		if err != nil {
+			return requeueOnConflict(err)
 		}
-		if !hostspec.Settled(h) {
+		if !done {
 			// The host's status changes wake this claim up again.
 			if err := r.setStatus(ctx, c, h, c.Status.HardwareData, associatedCondition(c, metav1.ConditionTrue, hostfleetv1alpha1.ReasonReleasing,
 				fmt.Sprintf("releasing BareMetalHost %s/%s: waiting for it to deprovision (%s)", h.Namespace, h.Name, h.Status.Provisioning.State)),
 				reflector.Conditions(c, h, reflector.Sync{OK: true})); err != nil {
-				return ctrl.Result{}, err
+				return requeueOnConflict(err)
 			}
 			return ctrl.Result{RequeueAfter: r.RetryAfter}, nil
 		}
-		orig := h.DeepCopy()
-		h.Spec.ConsumerRef = nil
-		delete(h.Annotations, hostfleetv1alpha1.AnnotationHub)
-		delete(h.Annotations, hostfleetv1alpha1.AnnotationClaimUID)
-		if err := r.Managed.Patch(ctx, h, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
-			return ctrl.Result{}, fmt.Errorf("release host %s/%s of %s/%s: %w", h.Namespace, h.Name, c.Namespace, c.Name, err)
-		}
-		r.Recorder.Eventf(c, nil, corev1.EventTypeNormal, hostfleetv1alpha1.ReasonReleasing, "Release",
-			"released BareMetalHost %s/%s on cluster %s", h.Namespace, h.Name, r.ClusterName)
-		ctrl.LoggerFrom(ctx).Info("released", "host", h.Namespace+"/"+h.Name)
 	}
 	if err := r.deleteCopies(ctx, c, nil); err != nil {
 		return ctrl.Result{}, err
@@ -294,9 +367,33 @@ func (r *Reconciler) release(ctx context.Context, c *metal3api.HostClaim) (ctrl.
 	orig := c.DeepCopy()
 	controllerutil.RemoveFinalizer(c, hostfleetv1alpha1.AgentFinalizer)
 	if err := r.Hub.Patch(ctx, c, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
-		return ctrl.Result{}, fmt.Errorf("remove finalizer from %s/%s: %w", c.Namespace, c.Name, err)
+		return requeueOnConflict(fmt.Errorf("remove finalizer from %s/%s: %w", c.Namespace, c.Name, err))
 	}
 	return ctrl.Result{}, nil
+}
+
+// releaseHost powers a host held by the claim off and removes the image
+// (baremetal-operator deprovisions). Once the host has settled it clears the
+// consumerRef and reports done.
+func (r *Reconciler) releaseHost(ctx context.Context, c *metal3api.HostClaim, h *metal3api.BareMetalHost) (bool, error) {
+	if err := r.Managed.Apply(ctx, client.ApplyConfigurationFromUnstructured(hostspec.Released(h)),
+		client.FieldOwner(hostspec.FieldManager), client.ForceOwnership); err != nil {
+		return false, fmt.Errorf("deprovision host %s/%s of %s/%s: %w", h.Namespace, h.Name, c.Namespace, c.Name, err)
+	}
+	if !hostspec.Settled(h) {
+		return false, nil
+	}
+	orig := h.DeepCopy()
+	h.Spec.ConsumerRef = nil
+	delete(h.Annotations, hostfleetv1alpha1.AnnotationHub)
+	delete(h.Annotations, hostfleetv1alpha1.AnnotationClaimUID)
+	if err := r.Managed.Patch(ctx, h, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
+		return false, fmt.Errorf("release host %s/%s of %s/%s: %w", h.Namespace, h.Name, c.Namespace, c.Name, err)
+	}
+	r.Recorder.Eventf(c, nil, corev1.EventTypeNormal, hostfleetv1alpha1.ReasonReleasing, "Release",
+		"released BareMetalHost %s/%s on cluster %s", h.Namespace, h.Name, r.ClusterName)
+	ctrl.LoggerFrom(ctx).Info("released", "host", h.Namespace+"/"+h.Name)
+	return true, nil
 }
 
 func associatedCondition(c *metal3api.HostClaim, status metav1.ConditionStatus, reason, msg string) metav1.Condition {
@@ -304,9 +401,9 @@ func associatedCondition(c *metal3api.HostClaim, status metav1.ConditionStatus, 
 		ObservedGeneration: c.Generation}
 }
 
-// setStatus writes status.bareMetalHost, hardwareData, poweredOn and the conditions, and
-// only when something changed: one status write per change, not per
-// reconcile.
+// setStatus writes status.bareMetalHost, hardwareData, poweredOn and the
+// conditions, only when something changed (one status write per change, not
+// per reconcile), and only if the claim has not changed since it was read.
 func (r *Reconciler) setStatus(ctx context.Context, c *metal3api.HostClaim, h *metal3api.BareMetalHost, hw *metal3api.ObjectReference,
 	assoc metav1.Condition, conds []metav1.Condition) error {
 	orig := c.DeepCopy()
@@ -329,7 +426,9 @@ func (r *Reconciler) setStatus(ctx context.Context, c *metal3api.HostClaim, h *m
 	}
 	now := metav1.Now()
 	c.Status.LastUpdated = &now
-	if err := r.Hub.Status().Patch(ctx, c, client.MergeFrom(orig)); err != nil {
+	// With the claim's resourceVersion: the status holds the reservation,
+	// and a write from a stale view must fail rather than move it.
+	if err := r.Hub.Status().Patch(ctx, c, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
 		return fmt.Errorf("write status of %s/%s: %w", c.Namespace, c.Name, err)
 	}
 	return nil

@@ -33,10 +33,11 @@ func startAgent(t *testing.T, f *planes.Fleet, cluster string, concurrency int) 
 	o.RetryAfter = 2 * time.Second
 	o.Resync = 2 * time.Second
 	o.InProcess = true
-	mgr, _, err := app.NewManager(f.Plane("hub").Config, f.Plane(cluster).Config, o)
+	a, err := app.New(f.Plane("hub").Config, f.Plane(cluster).Config, o)
 	if err != nil {
 		t.Fatalf("agent manager: %v", err)
 	}
+	mgr := a.Manager
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- mgr.Start(ctx) }()
@@ -213,8 +214,8 @@ func TestNoHostBoundTwice(t *testing.T) {
 		var list metal3api.HostClaimList
 		g.Expect(hub.List(ctx, &list, client.InNamespace(tenantNS))).To(Succeed())
 		bound := 0
-		for _, c := range list.Items {
-			if c.Status.BareMetalHost != nil {
+		for i := range list.Items {
+			if cond := associated(&list.Items[i]); cond != nil && cond.Status == metav1.ConditionTrue {
 				bound++
 			}
 		}
@@ -234,7 +235,7 @@ func TestNoHostBoundTwice(t *testing.T) {
 		}
 		claimed := map[string]string{}
 		for _, c := range list.Items {
-			if c.Status.BareMetalHost == nil {
+			if cond := associated(&c); cond == nil || cond.Status != metav1.ConditionTrue {
 				continue
 			}
 			h := c.Status.BareMetalHost.Name
@@ -244,4 +245,46 @@ func TestNoHostBoundTwice(t *testing.T) {
 		}
 		g.Expect(claimed).To(HaveLen(hosts))
 	}).WithTimeout(3 * time.Second).Should(Succeed())
+}
+
+// TestStrayHostIsUnbound: a host that names a claim but is not the claim's
+// reservation (a binding that lost a race) is unbound, and the reserved host
+// is bound: a claim never holds two hosts.
+func TestStrayHostIsUnbound(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	f := planes.ForTest(t, "hub", "infra-1")
+	hub, infra := f.Plane("hub").Client, f.Plane("infra-1").Client
+	mustCreate(t, hub, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: tenantNS}})
+	hostInfra(t, infra)
+
+	c := hubClaim("c", "infra-1", nil)
+	mustCreate(t, hub, c)
+	c.Status.BareMetalHost = &metal3api.ObjectReference{Namespace: hostsNS, Name: "h1"}
+	g.Expect(hub.Status().Update(ctx, c)).To(Succeed())
+	for i, name := range []string{"h0", "h1"} {
+		h := bmh(name, i, nil)
+		if name == "h0" {
+			h.Spec.ConsumerRef = &corev1.ObjectReference{APIVersion: "hostfleet.io/v1alpha1", Kind: "HostClaim", Namespace: tenantNS, Name: "c"}
+			h.Annotations = map[string]string{hostfleetv1alpha1.AnnotationHub: "hub", hostfleetv1alpha1.AnnotationClaimUID: string(c.UID)}
+		}
+		mustCreate(t, infra, h)
+		h.Status.Provisioning.State = metal3api.StateAvailable
+		h.Status.OperationalStatus = metal3api.OperationalStatusOK
+		g.Expect(infra.Status().Update(ctx, h)).To(Succeed())
+	}
+	startAgent(t, f, "infra-1", 2)
+
+	g.Eventually(func(g Gomega) {
+		h0, h1 := &metal3api.BareMetalHost{}, &metal3api.BareMetalHost{}
+		g.Expect(infra.Get(ctx, client.ObjectKey{Namespace: hostsNS, Name: "h0"}, h0)).To(Succeed())
+		g.Expect(infra.Get(ctx, client.ObjectKey{Namespace: hostsNS, Name: "h1"}, h1)).To(Succeed())
+		g.Expect(h0.Spec.ConsumerRef).To(BeNil(), "the stray is unbound")
+		g.Expect(h0.Annotations).NotTo(HaveKey(hostfleetv1alpha1.AnnotationClaimUID))
+		g.Expect(h1.Spec.ConsumerRef).NotTo(BeNil())
+		g.Expect(h1.Spec.ConsumerRef.Name).To(Equal("c"))
+		g.Expect(hub.Get(ctx, client.ObjectKeyFromObject(c), c)).To(Succeed())
+		g.Expect(c.Status.BareMetalHost.Name).To(Equal("h1"))
+		g.Expect(associated(c).Status).To(Equal(metav1.ConditionTrue))
+	}).WithTimeout(30 * time.Second).Should(Succeed())
 }

@@ -8,13 +8,12 @@ import (
 	metal3api "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/hostfleet/hostfleet/agent/hostspec"
 	"github.com/hostfleet/hostfleet/agent/reflector"
+	"github.com/hostfleet/hostfleet/agent/ssa"
 )
 
 // syncHost copies the claim's secrets next to the host and applies the host
@@ -38,7 +37,7 @@ func (r *Reconciler) syncHost(ctx context.Context, c *metal3api.HostClaim, h *me
 			}
 			return reflector.Sync{}, fmt.Errorf("get hub secret %s/%s: %w", c.Namespace, ref.Name, err)
 		}
-		cp, err := toApply(hostspec.SecretCopy(c, ref, hubSecret, h.Namespace))
+		cp, err := ssa.Unstructured(hostspec.SecretCopy(c, ref, hubSecret, h.Namespace))
 		if err != nil {
 			return reflector.Sync{}, err
 		}
@@ -82,14 +81,4 @@ func (r *Reconciler) deleteCopies(ctx context.Context, c *metal3api.HostClaim, k
 		}
 	}
 	return nil
-}
-
-func toApply(obj runtime.Object) (*unstructured.Unstructured, error) {
-	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
-	if err != nil {
-		return nil, err
-	}
-	u := &unstructured.Unstructured{Object: m}
-	unstructured.RemoveNestedField(u.Object, "metadata", "creationTimestamp")
-	return u, nil
 }

@@ -82,6 +82,16 @@ func (p *Process) Stop() error {
 	return nil
 }
 
+// Kill kills the process (and its group) with SIGKILL, as a crash would, and
+// waits for it to end.
+func (p *Process) Kill() {
+	if p.Exited() {
+		return
+	}
+	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+	<-p.done
+}
+
 // Wait blocks until the process ends or ctx is done.
 func (p *Process) Wait(ctx context.Context) error {
 	select {

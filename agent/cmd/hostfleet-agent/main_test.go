@@ -80,8 +80,10 @@ func TestBinaryBindsClaim(t *testing.T) {
 		g.Expect(c.Status.BareMetalHost).To(Equal(&metal3api.ObjectReference{Namespace: "hosts", Name: "h0"}))
 	}).WithTimeout(30 * time.Second).Should(Succeed())
 
-	// SIGTERM stops it cleanly.
+	// SIGTERM stops it cleanly, and promptly.
+	stopStart := time.Now()
 	g.Expect(proc.Stop()).To(Succeed())
+	t.Logf("stopped in %s", time.Since(stopStart).Round(time.Millisecond))
 	g.Expect(proc.Wait(ctx)).To(Succeed())
 	log, _ := os.ReadFile(proc.Log)
 	g.Expect(strings.Contains(string(log), "bound")).To(BeTrue(), "the agent logs the binding")

@@ -75,9 +75,8 @@ const (
 	ReasonNoDeployPolicy = "NoHostDeployPolicy"
 	// ReasonInvalidSelector: the claim's hostSelector cannot be evaluated.
 	ReasonInvalidSelector = "InvalidHostSelector"
-	// ReasonBindConflict: another claim took the chosen host first; the
-	// agent tries again.
-	ReasonBindConflict = "BindConflict"
+	// ReasonBinding: a host is reserved for the claim and being bound.
+	ReasonBinding = "Binding"
 	// ReasonReleasing: the claim is being deleted and its host released.
 	ReasonReleasing = "Releasing"
 )

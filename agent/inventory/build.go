@@ -1,0 +1,98 @@
+package inventory
+
+import (
+	"sort"
+	"strings"
+
+	metal3api "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/hostfleet/hostfleet/agent/binder"
+	"github.com/hostfleet/hostfleet/agent/labelsync"
+	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
+)
+
+// Input is what Build looks at.
+type Input struct {
+	Hosts    []metal3api.BareMetalHost
+	Policies []metal3api.HostDeployPolicy
+	// Namespaces are the hub's tenant namespaces, with their labels.
+	Namespaces []corev1.Namespace
+	// Prefixes are the label sync prefixes of the tenants.
+	Prefixes []string
+}
+
+// Build groups the hosts into pools and counts them.
+func Build(in Input) hostfleetv1alpha1.HostInventoryStatus {
+	// Which tenant namespaces each host namespace admits.
+	admits := map[string][]string{}
+	for i := range in.Policies {
+		p := &in.Policies[i]
+		for _, ns := range in.Namespaces {
+			if ok, err := binder.Admits(p, ns.Name, ns.Labels); err == nil && ok {
+				admits[p.Namespace] = append(admits[p.Namespace], ns.Name)
+			}
+		}
+	}
+	for k, v := range admits {
+		admits[k] = dedupe(v)
+	}
+
+	pools := map[string]*hostfleetv1alpha1.HostPool{}
+	var out hostfleetv1alpha1.HostInventoryStatus
+	for i := range in.Hosts {
+		h := &in.Hosts[i]
+		labels := map[string]string{}
+		for k, v := range h.Labels {
+			if labelsync.Under(k, in.Prefixes) {
+				labels[k] = v
+			}
+		}
+		fd := h.Labels[binder.FailureDomainLabel]
+		nss := admits[h.Namespace]
+		key := poolKey(labels, fd, nss)
+		p := pools[key]
+		if p == nil {
+			p = &hostfleetv1alpha1.HostPool{FailureDomain: fd, Namespaces: nss}
+			if len(labels) > 0 {
+				p.Labels = labels
+			}
+			pools[key] = p
+		}
+		p.Total++
+		out.Total++
+		if binder.Free(h) {
+			p.Available++
+			out.Available++
+		}
+	}
+	keys := make([]string, 0, len(pools))
+	for k := range pools {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		out.Pools = append(out.Pools, *pools[k])
+	}
+	return out
+}
+
+func poolKey(labels map[string]string, fd string, nss []string) string {
+	keys := make([]string, 0, len(labels))
+	for k := range labels {
+		keys = append(keys, k+"="+labels[k])
+	}
+	sort.Strings(keys)
+	return strings.Join(keys, ",") + "|" + fd + "|" + strings.Join(nss, ",")
+}
+
+func dedupe(s []string) []string {
+	sort.Strings(s)
+	out := s[:0]
+	for i, v := range s {
+		if i == 0 || v != s[i-1] {
+			out = append(out, v)
+		}
+	}
+	return out
+}

@@ -1,0 +1,92 @@
+package inventory_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	metal3api "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/hostfleet/hostfleet/agent/inventory"
+	"github.com/hostfleet/hostfleet/e2e/planes"
+	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
+)
+
+// TestWriter publishes infra-1's inventory on the hub plane and writes at
+// most once per interval however fast the hosts change.
+func TestWriter(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	f := planes.ForTest(t, "hub", "infra-1")
+	hub, infra := f.Plane("hub").Client, f.Plane("infra-1").Client
+	for _, o := range []client.Object{
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "infra-1"}},
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "tenant-a", Labels: map[string]string{hostfleetv1alpha1.LabelTenant: "a"}}},
+		&hostfleetv1alpha1.Tenant{ObjectMeta: metav1.ObjectMeta{Name: "a"}, Spec: hostfleetv1alpha1.TenantSpec{ClusterSet: "lab", LabelSyncPrefixes: []string{"example.com"}}},
+	} {
+		g.Expect(hub.Create(ctx, o)).To(Succeed())
+	}
+	g.Expect(infra.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "hosts"}})).To(Succeed())
+	g.Expect(infra.Create(ctx, &metal3api.HostDeployPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: "hosts", Name: "p"},
+		Spec: metal3api.HostDeployPolicySpec{HostClaimNamespaces: &metal3api.HostClaimNamespaces{NameMatches: "^tenant-"}}})).To(Succeed())
+	const n = 6
+	for i := 0; i < n; i++ {
+		h := &metal3api.BareMetalHost{ObjectMeta: metav1.ObjectMeta{Namespace: "hosts", Name: fmt.Sprintf("h%d", i),
+			Labels: map[string]string{"example.com/size": []string{"s", "l"}[i%2], "other.org/x": "y"}}}
+		g.Expect(infra.Create(ctx, h)).To(Succeed())
+		h.Status.Provisioning.State = metal3api.StateAvailable
+		h.Status.OperationalStatus = metal3api.OperationalStatusOK
+		g.Expect(infra.Status().Update(ctx, h)).To(Succeed())
+	}
+
+	w := &inventory.Writer{Hub: hub, HubReader: hub, Managed: infra, ClusterName: "infra-1", Interval: time.Second}
+	runCtx, cancel := context.WithCancel(ctx)
+	done := make(chan error)
+	go func() { done <- w.Start(runCtx) }()
+	t.Cleanup(func() { cancel(); <-done })
+
+	inv := &hostfleetv1alpha1.HostInventory{}
+	g.Eventually(func(g Gomega) {
+		g.Expect(hub.Get(ctx, client.ObjectKey{Namespace: "infra-1", Name: "infra-1"}, inv)).To(Succeed())
+		g.Expect(inv.Spec.ClusterName).To(Equal("infra-1"))
+		g.Expect(inv.Status.Total).To(Equal(int32(n)))
+		g.Expect(inv.Status.Available).To(Equal(int32(n)))
+		g.Expect(inv.Status.Pools).To(Equal([]hostfleetv1alpha1.HostPool{
+			{Labels: map[string]string{"example.com/size": "l"}, Namespaces: []string{"tenant-a"}, Total: 3, Available: 3},
+			{Labels: map[string]string{"example.com/size": "s"}, Namespaces: []string{"tenant-a"}, Total: 3, Available: 3},
+		}))
+		g.Expect(inv.Status.LastUpdated).NotTo(BeNil())
+	}).WithTimeout(20 * time.Second).Should(Succeed())
+
+	// Nothing changes: nothing is written.
+	before := w.Writes()
+	g.Consistently(w.Writes).WithTimeout(3 * time.Second).Should(Equal(before))
+
+	// Many host changes in a burst: at most one write per interval.
+	start := time.Now()
+	for round := 0; round < 10; round++ {
+		for i := 0; i < n; i++ {
+			h := &metal3api.BareMetalHost{}
+			g.Expect(infra.Get(ctx, client.ObjectKey{Namespace: "hosts", Name: fmt.Sprintf("h%d", i)}, h)).To(Succeed())
+			h.Status.Provisioning.State = []metal3api.ProvisioningState{metal3api.StateAvailable, metal3api.StateInspecting}[(round+i)%2]
+			g.Expect(infra.Status().Update(ctx, h)).To(Succeed())
+		}
+	}
+	changes := 10 * n
+	elapsed := time.Since(start)
+	// Let the last state settle, then count.
+	g.Eventually(func(g Gomega) {
+		g.Expect(hub.Get(ctx, client.ObjectKeyFromObject(inv), inv)).To(Succeed())
+		g.Expect(inv.Status.Available).To(Equal(int32(n / 2)))
+	}).WithTimeout(10 * time.Second).Should(Succeed())
+	writes := w.Writes() - before
+	bound := int64(time.Since(start)/time.Second) + 2
+	t.Logf("%d host changes in %s led to %d inventory writes (bound %d)", changes, elapsed.Round(time.Millisecond), writes, bound)
+	g.Expect(writes).To(BeNumerically("<=", bound))
+	g.Expect(writes).To(BeNumerically("<", changes))
+}
