@@ -12,6 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/hostfleet/hostfleet/agent/app"
@@ -27,13 +28,19 @@ const (
 // startAgent runs an agent for cluster in this process until the test ends.
 func startAgent(t *testing.T, f *planes.Fleet, cluster string, concurrency int) context.CancelFunc {
 	t.Helper()
+	return startAgentWith(t, f.Plane("hub").Config, f.Plane(cluster).Config, cluster, concurrency)
+}
+
+// startAgentWith runs an agent with the given hub and managed configs.
+func startAgentWith(t *testing.T, hubCfg, managedCfg *rest.Config, cluster string, concurrency int) context.CancelFunc {
+	t.Helper()
 	o := app.NewOptions()
 	o.ClusterName = cluster
 	o.Concurrency = concurrency
 	o.RetryAfter = 2 * time.Second
 	o.Resync = 2 * time.Second
 	o.InProcess = true
-	a, err := app.New(f.Plane("hub").Config, f.Plane(cluster).Config, o)
+	a, err := app.New(hubCfg, managedCfg, o)
 	if err != nil {
 		t.Fatalf("agent manager: %v", err)
 	}

@@ -42,8 +42,9 @@ type Fleet struct {
 	planes map[string]*Plane
 	order  []string
 
-	mu    sync.Mutex
-	procs []*Process
+	mu      sync.Mutex
+	procs   []*Process
+	closers []func() error
 }
 
 // Options tune Start.
@@ -149,12 +150,15 @@ func (f *Fleet) Names() []string { return append([]string(nil), f.order...) }
 // Stop stops the processes, then the planes. It is safe to call more than once.
 func (f *Fleet) Stop() error {
 	f.mu.Lock()
-	procs := f.procs
-	f.procs = nil
+	procs, closers := f.procs, f.closers
+	f.procs, f.closers = nil, nil
 	f.mu.Unlock()
 	var errs []error
 	for i := len(procs) - 1; i >= 0; i-- {
 		errs = append(errs, procs[i].Stop())
+	}
+	for _, c := range closers {
+		errs = append(errs, c())
 	}
 	var wg sync.WaitGroup
 	var mu sync.Mutex
