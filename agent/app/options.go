@@ -3,6 +3,7 @@ package app
 import (
 	"errors"
 	"fmt"
+	"os"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -35,6 +36,12 @@ type Options struct {
 	MetricsAddr string
 	HealthAddr  string
 
+	// LeaderElect runs one active agent per cluster: replicas wait on a
+	// Lease named hostfleet-agent-<cluster> in LeaderElectionNamespace on the
+	// managed cluster.
+	LeaderElect             bool
+	LeaderElectionNamespace string
+
 	// InProcess allows several agents in one process (tests); it is not a
 	// flag. Their controllers then share metric names.
 	InProcess bool
@@ -43,15 +50,17 @@ type Options struct {
 // NewOptions returns the defaults, which work on a laptop.
 func NewOptions() *Options {
 	return &Options{
-		HubName:           "hub",
-		Concurrency:       4,
-		RetryAfter:        30 * time.Second,
-		Resync:            time.Minute,
-		InventoryInterval: 10 * time.Second,
-		QPS:               50,
-		Burst:             100,
-		MetricsAddr:       "0",
-		HealthAddr:        "0",
+		HubName:                 "hub",
+		Concurrency:             4,
+		RetryAfter:              30 * time.Second,
+		Resync:                  time.Minute,
+		InventoryInterval:       10 * time.Second,
+		QPS:                     50,
+		Burst:                   100,
+		MetricsAddr:             "0",
+		HealthAddr:              "0",
+		LeaderElect:             true,
+		LeaderElectionNamespace: defaultNamespace(),
 	}
 }
 
@@ -69,6 +78,9 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 		"the HostInventory on the hub is recomputed and, if it changed, written at most this often")
 	fs.Float32Var(&o.QPS, "kube-api-qps", o.QPS, "client-side queries per second to each API server")
 	fs.IntVar(&o.Burst, "kube-api-burst", o.Burst, "client-side burst to each API server")
+	fs.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect, "elect one active agent per cluster with a Lease on the managed cluster")
+	fs.StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", o.LeaderElectionNamespace,
+		"namespace of the leader election Lease on the managed cluster (default: $POD_NAMESPACE, else hostfleet-agent)")
 	fs.StringVar(&o.MetricsAddr, "metrics-bind-address", o.MetricsAddr, "metrics listen address; 0 disables")
 	fs.StringVar(&o.HealthAddr, "health-probe-bind-address", o.HealthAddr, "healthz/readyz listen address; 0 disables")
 }
@@ -99,8 +111,18 @@ func (o *Options) Validate() []error {
 	if o.InventoryInterval < time.Second {
 		errs = append(errs, fmt.Errorf("--inventory-interval %s must be at least 1s", o.InventoryInterval))
 	}
+	if o.LeaderElect && len(validation.IsDNS1123Label(o.LeaderElectionNamespace)) > 0 {
+		errs = append(errs, fmt.Errorf("--leader-election-namespace %q must be a namespace name", o.LeaderElectionNamespace))
+	}
 	if o.QPS <= 0 || o.Burst < 1 {
 		errs = append(errs, fmt.Errorf("--kube-api-qps %v and --kube-api-burst %d must be positive", o.QPS, o.Burst))
 	}
 	return errs
+}
+
+func defaultNamespace() string {
+	if ns := os.Getenv("POD_NAMESPACE"); ns != "" {
+		return ns
+	}
+	return "hostfleet-agent"
 }

@@ -22,6 +22,7 @@ import (
 
 	"github.com/hostfleet/hostfleet/agent/claim"
 	"github.com/hostfleet/hostfleet/agent/inventory"
+	"github.com/hostfleet/hostfleet/agent/metrics"
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
 )
 
@@ -97,6 +98,13 @@ func New(hubCfg, managedCfg *rest.Config, o *Options) (*Agent, error) {
 		Metrics:                metricsserver.Options{BindAddress: o.MetricsAddr},
 		HealthProbeBindAddress: o.HealthAddr,
 		Controller:             config.Controller{SkipNameValidation: &o.InProcess},
+		// One active agent per cluster; the Lease lives on the managed
+		// cluster, which is what the agent serves.
+		LeaderElection:                o.LeaderElect,
+		LeaderElectionID:              "hostfleet-agent-" + o.ClusterName,
+		LeaderElectionNamespace:       o.LeaderElectionNamespace,
+		LeaderElectionConfig:          managedCfg,
+		LeaderElectionReleaseOnCancel: true,
 		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
 			// Only the claims placed on this cluster, filtered by the server.
 			&metal3api.HostClaim{}: {Label: ClaimSelector(o.ClusterName)},
@@ -132,6 +140,9 @@ func New(hubCfg, managedCfg *rest.Config, o *Options) (*Agent, error) {
 		if err := mgr.AddReadyzCheck("ping", healthz.Ping); err != nil {
 			return nil, err
 		}
+	}
+	if err := metrics.Register(metrics.NewClaimCollector(mgr.GetClient(), o.ClusterName)); err != nil {
+		return nil, fmt.Errorf("metrics: %w", err)
 	}
 	inv := &inventory.Writer{
 		Hub: mgr.GetClient(), HubReader: mgr.GetAPIReader(), Managed: managed.GetClient(),

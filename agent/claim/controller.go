@@ -24,6 +24,7 @@ import (
 
 	"github.com/hostfleet/hostfleet/agent/binder"
 	"github.com/hostfleet/hostfleet/agent/hostspec"
+	"github.com/hostfleet/hostfleet/agent/metrics"
 	"github.com/hostfleet/hostfleet/agent/reflector"
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
 )
@@ -236,6 +237,7 @@ func (r *Reconciler) keep(ctx context.Context, c *metal3api.HostClaim, h *metal3
 		if err := r.setStatus(ctx, c, h, c.Status.HardwareData, assoc, nil); err != nil {
 			return requeueOnConflict(err)
 		}
+		metrics.BindLatency.Observe(time.Since(c.CreationTimestamp.Time).Seconds())
 	}
 	sync, err := r.syncHost(ctx, c, h)
 	if err != nil {

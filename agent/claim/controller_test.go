@@ -40,6 +40,7 @@ func startAgentWith(t *testing.T, hubCfg, managedCfg *rest.Config, cluster strin
 	o.RetryAfter = 2 * time.Second
 	o.Resync = 2 * time.Second
 	o.InProcess = true
+	o.LeaderElect = false // several agents race on purpose in these tests
 	a, err := app.New(hubCfg, managedCfg, o)
 	if err != nil {
 		t.Fatalf("agent manager: %v", err)

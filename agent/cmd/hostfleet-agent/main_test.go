@@ -2,6 +2,9 @@ package main_test
 
 import (
 	"context"
+	"io"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,6 +14,7 @@ import (
 
 	metal3api "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
 	. "github.com/onsi/gomega"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -51,6 +55,7 @@ func TestBinaryBindsClaim(t *testing.T) {
 	g.Expect(hub.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "tenant-a"}})).To(Succeed())
 	for _, o := range []client.Object{
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "hosts"}},
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "hostfleet-agent"}}, // leader election Lease
 		&metal3api.HostDeployPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: "hosts", Name: "all"},
 			Spec: metal3api.HostDeployPolicySpec{HostClaimNamespaces: &metal3api.HostClaimNamespaces{NameMatches: ".*"}}},
 	} {
@@ -63,11 +68,13 @@ func TestBinaryBindsClaim(t *testing.T) {
 	h.Status.OperationalStatus = metal3api.OperationalStatusOK
 	g.Expect(infra.Status().Update(ctx, h)).To(Succeed())
 
+	metricsAddr, healthAddr := freeAddr(t), freeAddr(t)
 	proc, err := f.Run("hostfleet-agent-infra-1", "infra-1", bin, []string{
 		"--hub-kubeconfig=" + f.Plane("hub").Kubeconfig,
 		"--managed-kubeconfig=" + f.Plane("infra-1").Kubeconfig,
 		"--cluster-name=infra-1",
-		"--health-probe-bind-address=127.0.0.1:0",
+		"--metrics-bind-address=" + metricsAddr,
+		"--health-probe-bind-address=" + healthAddr,
 	})
 	g.Expect(err).NotTo(HaveOccurred())
 
@@ -80,6 +87,28 @@ func TestBinaryBindsClaim(t *testing.T) {
 		g.Expect(c.Status.BareMetalHost).To(Equal(&metal3api.ObjectReference{Namespace: "hosts", Name: "h0"}))
 	}).WithTimeout(30 * time.Second).Should(Succeed())
 
+	// Health, readiness and metrics, including the agent's own.
+	for _, path := range []string{"/healthz", "/readyz"} {
+		resp, err := http.Get("http://" + healthAddr + path)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(resp.StatusCode).To(Equal(http.StatusOK), path)
+		_ = resp.Body.Close()
+	}
+	g.Eventually(func(g Gomega) {
+		resp, err := http.Get("http://" + metricsAddr + "/metrics")
+		g.Expect(err).NotTo(HaveOccurred())
+		body, _ := io.ReadAll(resp.Body)
+		_ = resp.Body.Close()
+		g.Expect(string(body)).To(ContainSubstring(`hostfleet_agent_claims{cluster="infra-1",condition="Associated",status="True"} 1`))
+		g.Expect(string(body)).To(ContainSubstring("hostfleet_agent_bind_latency_seconds_count 1"))
+		g.Expect(string(body)).To(ContainSubstring(`controller_runtime_reconcile_total{controller="hostclaim"`))
+	}).WithTimeout(10 * time.Second).Should(Succeed())
+
+	// The Lease on the managed cluster names this agent as leader.
+	lease := &coordinationv1.Lease{}
+	g.Expect(infra.Get(ctx, client.ObjectKey{Namespace: "hostfleet-agent", Name: "hostfleet-agent-infra-1"}, lease)).To(Succeed())
+	g.Expect(lease.Spec.HolderIdentity).NotTo(BeNil())
+
 	// SIGTERM stops it cleanly, and promptly.
 	stopStart := time.Now()
 	g.Expect(proc.Stop()).To(Succeed())
@@ -87,4 +116,14 @@ func TestBinaryBindsClaim(t *testing.T) {
 	g.Expect(proc.Wait(ctx)).To(Succeed())
 	log, _ := os.ReadFile(proc.Log)
 	g.Expect(strings.Contains(string(log), "bound")).To(BeTrue(), "the agent logs the binding")
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
 }

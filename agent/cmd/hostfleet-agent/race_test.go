@@ -52,6 +52,8 @@ func TestOneToOneAcrossKill(t *testing.T) {
 		"--hub-kubeconfig=" + f.Plane("hub").Kubeconfig,
 		"--managed-kubeconfig=" + f.Plane("infra-1").Kubeconfig,
 		"--cluster-name=infra-1", "--concurrency=4", "--retry-after=5s",
+		// The worst case: no leader election, both agents act at once.
+		"--leader-elect=false",
 	}
 	bound := func() int {
 		var list metal3api.BareMetalHostList
