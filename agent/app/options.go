@@ -37,10 +37,20 @@ type Options struct {
 	HealthAddr  string
 
 	// LeaderElect runs one active agent per cluster: replicas wait on a
-	// Lease named hostfleet-agent-<cluster> in LeaderElectionNamespace on the
+	// Lease named hostfleet-agent-<cluster> in AgentNamespace on the
 	// managed cluster.
-	LeaderElect             bool
-	LeaderElectionNamespace string
+	LeaderElect bool
+	// AgentNamespace holds the agent's objects on the managed cluster: its
+	// Lease and, in Hosted mode, its ServiceAccount.
+	AgentNamespace string
+
+	// BootstrapManagedKubeconfig is a cluster-admin kubeconfig of the
+	// managed cluster (Hosted mode), used once to create the agent's
+	// least-privilege identity there.
+	BootstrapManagedKubeconfig string
+	// TokenDir keeps the identity's token; TokenTTL is each token's life.
+	TokenDir string
+	TokenTTL time.Duration
 
 	// InProcess allows several agents in one process (tests); it is not a
 	// flag. Their controllers then share metric names.
@@ -50,17 +60,18 @@ type Options struct {
 // NewOptions returns the defaults, which work on a laptop.
 func NewOptions() *Options {
 	return &Options{
-		HubName:                 "hub",
-		Concurrency:             4,
-		RetryAfter:              30 * time.Second,
-		Resync:                  time.Minute,
-		InventoryInterval:       10 * time.Second,
-		QPS:                     50,
-		Burst:                   100,
-		MetricsAddr:             "0",
-		HealthAddr:              "0",
-		LeaderElect:             true,
-		LeaderElectionNamespace: defaultNamespace(),
+		HubName:           "hub",
+		Concurrency:       4,
+		RetryAfter:        30 * time.Second,
+		Resync:            time.Minute,
+		InventoryInterval: 10 * time.Second,
+		QPS:               50,
+		Burst:             100,
+		MetricsAddr:       "0",
+		HealthAddr:        "0",
+		LeaderElect:       true,
+		AgentNamespace:    defaultNamespace(),
+		TokenTTL:          time.Hour,
 	}
 }
 
@@ -79,8 +90,13 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.Float32Var(&o.QPS, "kube-api-qps", o.QPS, "client-side queries per second to each API server")
 	fs.IntVar(&o.Burst, "kube-api-burst", o.Burst, "client-side burst to each API server")
 	fs.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect, "elect one active agent per cluster with a Lease on the managed cluster")
-	fs.StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", o.LeaderElectionNamespace,
-		"namespace of the leader election Lease on the managed cluster (default: $POD_NAMESPACE, else hostfleet-agent)")
+	fs.StringVar(&o.AgentNamespace, "agent-namespace", o.AgentNamespace,
+		"the agent's namespace on the managed cluster: its Lease and, in Hosted mode, its ServiceAccount (default: $POD_NAMESPACE, else hostfleet-agent)")
+	fs.StringVar(&o.BootstrapManagedKubeconfig, "bootstrap-managed-kubeconfig", o.BootstrapManagedKubeconfig,
+		"Hosted mode: a cluster-admin kubeconfig of the managed cluster, used once to create the agent's least-privilege ServiceAccount; "+
+			"the agent then works with its own renewed token (exclusive with --managed-kubeconfig)")
+	fs.StringVar(&o.TokenDir, "token-dir", o.TokenDir, "Hosted mode: where the agent keeps its managed cluster token (default: a directory under $TMPDIR)")
+	fs.DurationVar(&o.TokenTTL, "token-ttl", o.TokenTTL, "Hosted mode: lifetime of each managed cluster token; renewed at 80%")
 	fs.StringVar(&o.MetricsAddr, "metrics-bind-address", o.MetricsAddr, "metrics listen address; 0 disables")
 	fs.StringVar(&o.HealthAddr, "health-probe-bind-address", o.HealthAddr, "healthz/readyz listen address; 0 disables")
 }
@@ -111,8 +127,14 @@ func (o *Options) Validate() []error {
 	if o.InventoryInterval < time.Second {
 		errs = append(errs, fmt.Errorf("--inventory-interval %s must be at least 1s", o.InventoryInterval))
 	}
-	if o.LeaderElect && len(validation.IsDNS1123Label(o.LeaderElectionNamespace)) > 0 {
-		errs = append(errs, fmt.Errorf("--leader-election-namespace %q must be a namespace name", o.LeaderElectionNamespace))
+	if (o.LeaderElect || o.BootstrapManagedKubeconfig != "") && len(validation.IsDNS1123Label(o.AgentNamespace)) > 0 {
+		errs = append(errs, fmt.Errorf("--agent-namespace %q must be a namespace name", o.AgentNamespace))
+	}
+	if o.BootstrapManagedKubeconfig != "" && o.ManagedKubeconfig != "" {
+		errs = append(errs, errors.New("--bootstrap-managed-kubeconfig and --managed-kubeconfig exclude each other: give the cluster-admin kubeconfig to bootstrap from, or the agent's own"))
+	}
+	if o.TokenTTL < 10*time.Minute {
+		errs = append(errs, fmt.Errorf("--token-ttl %s must be at least 10m (the API server's minimum)", o.TokenTTL))
 	}
 	if o.QPS <= 0 || o.Burst < 1 {
 		errs = append(errs, fmt.Errorf("--kube-api-qps %v and --kube-api-burst %d must be positive", o.QPS, o.Burst))

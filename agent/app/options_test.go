@@ -18,8 +18,11 @@ func TestOptions(t *testing.T) {
 		{name: "bad cluster", args: []string{"--hub-kubeconfig=/h", "--cluster-name=Infra_1"}, wantErr: []string{`--cluster-name "Infra_1"`}},
 		{name: "bad concurrency", args: []string{"--hub-kubeconfig=/h", "--cluster-name=a", "--concurrency=0"}, wantErr: []string{"--concurrency 0"}},
 		{name: "bad retry", args: []string{"--hub-kubeconfig=/h", "--cluster-name=a", "--retry-after=1ms"}, wantErr: []string{"--retry-after 1ms"}},
-		{name: "bad lease namespace", args: []string{"--hub-kubeconfig=/h", "--cluster-name=a", "--leader-election-namespace=Not_A_NS"}, wantErr: []string{"--leader-election-namespace"}},
-		{name: "no leader election, any namespace", args: []string{"--hub-kubeconfig=/h", "--cluster-name=a", "--leader-elect=false", "--leader-election-namespace=Not_A_NS"}},
+		{name: "bad agent namespace", args: []string{"--hub-kubeconfig=/h", "--cluster-name=a", "--agent-namespace=Not_A_NS"}, wantErr: []string{"--agent-namespace"}},
+		{name: "no leader election, any namespace", args: []string{"--hub-kubeconfig=/h", "--cluster-name=a", "--leader-elect=false", "--agent-namespace=Not_A_NS"}},
+		{name: "bootstrap or managed, not both", args: []string{"--hub-kubeconfig=/h", "--cluster-name=a", "--managed-kubeconfig=/m", "--bootstrap-managed-kubeconfig=/b"},
+			wantErr: []string{"exclude each other"}},
+		{name: "short token", args: []string{"--hub-kubeconfig=/h", "--cluster-name=a", "--token-ttl=1m"}, wantErr: []string{"--token-ttl 1m0s"}},
 		{name: "bad hub name", args: []string{"--hub-kubeconfig=/h", "--cluster-name=a", "--hub-name="}, wantErr: []string{"--hub-name"}},
 	}
 	for _, tt := range tests {
@@ -43,7 +46,7 @@ func TestDefaults(t *testing.T) {
 	t.Setenv("POD_NAMESPACE", "")
 	o := NewOptions()
 	g.Expect(o.LeaderElect).To(BeTrue(), "leader election is on by default")
-	g.Expect(o.LeaderElectionNamespace).To(Equal("hostfleet-agent"))
+	g.Expect(o.AgentNamespace).To(Equal("hostfleet-agent"))
 	t.Setenv("POD_NAMESPACE", "open-cluster-management-agent-addon")
-	g.Expect(NewOptions().LeaderElectionNamespace).To(Equal("open-cluster-management-agent-addon"))
+	g.Expect(NewOptions().AgentNamespace).To(Equal("open-cluster-management-agent-addon"))
 }

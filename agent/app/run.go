@@ -3,6 +3,8 @@ package app
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 
 	metal3api "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -21,6 +23,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/hostfleet/hostfleet/agent/claim"
+	"github.com/hostfleet/hostfleet/agent/hosted"
 	"github.com/hostfleet/hostfleet/agent/inventory"
 	"github.com/hostfleet/hostfleet/agent/metrics"
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
@@ -49,18 +52,49 @@ func Run(ctx context.Context, o *Options) error {
 	if err != nil {
 		return fmt.Errorf("hub kubeconfig %s: %w", o.HubKubeconfig, err)
 	}
-	managedCfg, err := managedConfig(o.ManagedKubeconfig)
+	hubCfg.QPS, hubCfg.Burst = o.QPS, o.Burst
+	var refresher *hosted.Refresher
+	var managedCfg *rest.Config
+	if o.BootstrapManagedKubeconfig != "" {
+		managedCfg, refresher, err = hostedIdentity(ctx, o)
+	} else {
+		managedCfg, err = managedConfig(o.ManagedKubeconfig)
+	}
 	if err != nil {
 		return err
 	}
-	for _, cfg := range []*rest.Config{hubCfg, managedCfg} {
-		cfg.QPS, cfg.Burst = o.QPS, o.Burst
-	}
+	managedCfg.QPS, managedCfg.Burst = o.QPS, o.Burst
 	a, err := New(hubCfg, managedCfg, o)
 	if err != nil {
 		return err
 	}
+	if refresher != nil {
+		if err := a.Manager.Add(refresher); err != nil {
+			return err
+		}
+	}
 	return a.Manager.Start(ctx)
+}
+
+// hostedIdentity creates the agent's least-privilege identity on the managed
+// cluster with the bootstrap kubeconfig and returns the config of that
+// identity, with the refresher that keeps its token valid.
+func hostedIdentity(ctx context.Context, o *Options) (*rest.Config, *hosted.Refresher, error) {
+	bootstrap, err := clientcmd.BuildConfigFromFlags("", o.BootstrapManagedKubeconfig)
+	if err != nil {
+		return nil, nil, fmt.Errorf("bootstrap managed kubeconfig %s: %w", o.BootstrapManagedKubeconfig, err)
+	}
+	dir := o.TokenDir
+	if dir == "" {
+		dir = filepath.Join(os.TempDir(), "hostfleet-agent-"+o.ClusterName)
+	}
+	id := hosted.Identity{Namespace: o.AgentNamespace, Name: hosted.ServiceAccount, TokenFile: filepath.Join(dir, "token"), TTL: o.TokenTTL}
+	if err := hosted.Bootstrap(ctx, bootstrap, id); err != nil {
+		return nil, nil, err
+	}
+	cfg := id.Config(bootstrap)
+	ctrl.Log.Info("working on the managed cluster as its own ServiceAccount", "namespace", id.Namespace, "serviceAccount", hosted.ServiceAccount)
+	return cfg, &hosted.Refresher{Identity: id, Config: cfg}, nil
 }
 
 func managedConfig(path string) (*rest.Config, error) {
@@ -102,7 +136,7 @@ func New(hubCfg, managedCfg *rest.Config, o *Options) (*Agent, error) {
 		// cluster, which is what the agent serves.
 		LeaderElection:                o.LeaderElect,
 		LeaderElectionID:              "hostfleet-agent-" + o.ClusterName,
-		LeaderElectionNamespace:       o.LeaderElectionNamespace,
+		LeaderElectionNamespace:       o.AgentNamespace,
 		LeaderElectionConfig:          managedCfg,
 		LeaderElectionReleaseOnCancel: true,
 		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{

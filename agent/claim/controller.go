@@ -54,8 +54,8 @@ type Reconciler struct {
 	// Resync is how often a bound claim is looked at again, to pick up
 	// changes of its hub secrets (which the agent reads but does not watch).
 	Resync time.Duration
-	// ManagedReader reads, uncached, objects the agent must not cache on the
-	// managed cluster (Secrets: caching them would hold every BMC password).
+	// ManagedReader reads hosts from the managed cluster's API server,
+	// uncached, where a stale cache must not decide.
 	ManagedReader client.Reader
 }
 
@@ -350,6 +350,9 @@ func (r *Reconciler) release(ctx context.Context, c *metal3api.HostClaim) (ctrl.
 		if err != nil {
 			return requeueOnConflict(err)
 		}
+		if err := r.deleteCopies(ctx, c, h.Namespace, nil); err != nil {
+			return ctrl.Result{}, err
+		}
 		if !done {
 			// The host's status changes wake this claim up again.
 			if err := r.setStatus(ctx, c, h, c.Status.HardwareData, associatedCondition(c, metav1.ConditionTrue, hostfleetv1alpha1.ReasonReleasing,
@@ -359,9 +362,6 @@ func (r *Reconciler) release(ctx context.Context, c *metal3api.HostClaim) (ctrl.
 			}
 			return ctrl.Result{RequeueAfter: r.RetryAfter}, nil
 		}
-	}
-	if err := r.deleteCopies(ctx, c, nil); err != nil {
-		return ctrl.Result{}, err
 	}
 	if err := r.deleteHardwareCopy(ctx, c); err != nil {
 		return ctrl.Result{}, err

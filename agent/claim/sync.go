@@ -8,6 +8,7 @@ import (
 	metal3api "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -51,7 +52,7 @@ func (r *Reconciler) syncHost(ctx context.Context, c *metal3api.HostClaim, h *me
 		}
 		keep.Insert(ref.Copy)
 	}
-	if err := r.deleteCopies(ctx, c, keep); err != nil {
+	if err := r.deleteCopies(ctx, c, h.Namespace, keep); err != nil {
 		return reflector.Sync{}, err
 	}
 	if err := r.Managed.Apply(ctx, client.ApplyConfigurationFromUnstructured(hostspec.Bound(c, h, refs)),
@@ -65,19 +66,19 @@ func (r *Reconciler) syncHost(ctx context.Context, c *metal3api.HostClaim, h *me
 	return reflector.Sync{OK: true}, nil
 }
 
-// deleteCopies deletes the claim's secret copies, except those named in keep.
-func (r *Reconciler) deleteCopies(ctx context.Context, c *metal3api.HostClaim, keep sets.Set[string]) error {
-	var copies corev1.SecretList
-	if err := r.ManagedReader.List(ctx, &copies, client.MatchingLabels{hostspec.LabelClaimUID: string(c.UID)}); err != nil {
-		return fmt.Errorf("list secret copies of %s/%s: %w", c.Namespace, c.Name, err)
-	}
-	for i := range copies.Items {
-		s := &copies.Items[i]
-		if keep.Has(s.Name) {
+// deleteCopies deletes the claim's secret copies in the host's namespace,
+// except those named in keep. Copies have deterministic names, so they are
+// deleted by name: the agent never needs to read or list Secrets on the
+// infrastructure cluster, where they include BMC credentials.
+func (r *Reconciler) deleteCopies(ctx context.Context, c *metal3api.HostClaim, hostNamespace string, keep sets.Set[string]) error {
+	for _, role := range hostspec.Roles {
+		name := hostspec.CopyName(c, role)
+		if keep.Has(name) {
 			continue
 		}
+		s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: hostNamespace, Name: name}}
 		if err := r.Managed.Delete(ctx, s); client.IgnoreNotFound(err) != nil {
-			return fmt.Errorf("delete secret copy %s/%s: %w", s.Namespace, s.Name, err)
+			return fmt.Errorf("delete secret copy %s/%s: %w", hostNamespace, name, err)
 		}
 	}
 	return nil

@@ -32,6 +32,9 @@ const (
 	MetaData    Role = "metadata"
 )
 
+// Roles are all the roles a secret copy can have.
+var Roles = []Role{UserData, NetworkData, MetaData}
+
 // SyncFailureReason is the Synchronized condition reason, as upstream, when
 // the secret of a role cannot be copied.
 func (r Role) SyncFailureReason() string {

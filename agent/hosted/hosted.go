@@ -1,0 +1,178 @@
+package hosted
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	authv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+)
+
+// Identity is where the agent's identity lives on the managed cluster and
+// where its token is kept locally.
+type Identity struct {
+	// Namespace holds the ServiceAccount and the namespaced Role.
+	Namespace string
+	// Name names the ClusterRole, Role and bindings (one agent per
+	// managed cluster: "hostfleet-agent").
+	Name string
+	// TokenFile is where the current token is written; clients read it
+	// again as it changes.
+	TokenFile string
+	// TTL is the lifetime asked for each token (at least 10 minutes).
+	TTL time.Duration
+}
+
+// Bootstrap creates or updates the agent's ServiceAccount, roles and bindings
+// with the bootstrap (cluster-admin) config, and writes a first token. The
+// bootstrap config is not used again.
+func Bootstrap(ctx context.Context, bootstrap *rest.Config, id Identity) error {
+	cs, err := kubernetes.NewForConfig(bootstrap)
+	if err != nil {
+		return err
+	}
+	labels := map[string]string{"app.kubernetes.io/managed-by": "hostfleet-agent"}
+	meta := func(ns string) metav1.ObjectMeta {
+		return metav1.ObjectMeta{Name: id.Name, Namespace: ns, Labels: labels}
+	}
+	subject := []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: ServiceAccount, Namespace: id.Namespace}}
+	steps := []func() error{
+		func() error {
+			_, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: id.Namespace, Labels: labels}}, metav1.CreateOptions{})
+			return ignoreExists(err)
+		},
+		func() error {
+			sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: ServiceAccount, Namespace: id.Namespace, Labels: labels}}
+			_, err := cs.CoreV1().ServiceAccounts(id.Namespace).Create(ctx, sa, metav1.CreateOptions{})
+			return ignoreExists(err)
+		},
+		func() error {
+			return upsert(ctx, cs.RbacV1().ClusterRoles(), &rbacv1.ClusterRole{ObjectMeta: meta(""), Rules: ClusterRules()})
+		},
+		func() error {
+			return upsert(ctx, cs.RbacV1().ClusterRoleBindings(), &rbacv1.ClusterRoleBinding{ObjectMeta: meta(""), Subjects: subject,
+				RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: id.Name}})
+		},
+		func() error {
+			return upsert(ctx, cs.RbacV1().Roles(id.Namespace), &rbacv1.Role{ObjectMeta: meta(id.Namespace), Rules: NamespaceRules()})
+		},
+		func() error {
+			return upsert(ctx, cs.RbacV1().RoleBindings(id.Namespace), &rbacv1.RoleBinding{ObjectMeta: meta(id.Namespace), Subjects: subject,
+				RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: id.Name}})
+		},
+	}
+	for _, step := range steps {
+		if err := step(); err != nil {
+			return fmt.Errorf("bootstrap the agent's identity on the managed cluster: %w", err)
+		}
+	}
+	_, err = id.renew(ctx, cs)
+	return err
+}
+
+// Config is the managed cluster's config for the agent's identity: the
+// bootstrap config's server and CA, and the token file, which client-go
+// reads again when it changes.
+func (id Identity) Config(bootstrap *rest.Config) *rest.Config {
+	cfg := rest.AnonymousClientConfig(bootstrap)
+	cfg.BearerTokenFile = id.TokenFile
+	cfg.QPS, cfg.Burst = bootstrap.QPS, bootstrap.Burst
+	return cfg
+}
+
+// renew asks for a new token and writes it atomically; it returns when the
+// token expires.
+func (id Identity) renew(ctx context.Context, cs kubernetes.Interface) (time.Time, error) {
+	ttl := int64(id.TTL.Seconds())
+	tr, err := cs.CoreV1().ServiceAccounts(id.Namespace).CreateToken(ctx, ServiceAccount,
+		&authv1.TokenRequest{Spec: authv1.TokenRequestSpec{ExpirationSeconds: &ttl}}, metav1.CreateOptions{})
+	if err != nil {
+		return time.Time{}, fmt.Errorf("request a token for %s/%s: %w", id.Namespace, ServiceAccount, err)
+	}
+	if err := os.MkdirAll(filepath.Dir(id.TokenFile), 0o700); err != nil {
+		return time.Time{}, err
+	}
+	tmp := id.TokenFile + ".tmp"
+	if err := os.WriteFile(tmp, []byte(tr.Status.Token), 0o600); err != nil {
+		return time.Time{}, err
+	}
+	if err := os.Rename(tmp, id.TokenFile); err != nil {
+		return time.Time{}, err
+	}
+	return tr.Status.ExpirationTimestamp.Time, nil
+}
+
+// Refresher renews the token with the agent's own identity before it
+// expires: at 80% of its life, or every Every if set (tests).
+type Refresher struct {
+	Identity Identity
+	// Config is Identity.Config(...): the agent's own identity.
+	Config *rest.Config
+	Every  time.Duration
+}
+
+// NeedLeaderElection is false: every replica needs a valid token.
+func (r *Refresher) NeedLeaderElection() bool { return false }
+
+// Start renews until ctx is done; a failed renewal is retried every 10 s.
+func (r *Refresher) Start(ctx context.Context) error {
+	log := ctrl.LoggerFrom(ctx).WithName("token")
+	cs, err := kubernetes.NewForConfig(r.Config)
+	if err != nil {
+		return err
+	}
+	next := r.wait(time.Now().Add(r.Identity.TTL))
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(next):
+		}
+		exp, err := r.Identity.renew(ctx, cs)
+		if err != nil {
+			log.Error(err, "renew the managed cluster token; retrying in 10s")
+			next = 10 * time.Second
+			continue
+		}
+		next = r.wait(exp)
+		log.V(1).Info("renewed the managed cluster token", "expires", exp)
+	}
+}
+
+func (r *Refresher) wait(expiry time.Time) time.Duration {
+	if r.Every > 0 {
+		return r.Every
+	}
+	return time.Until(expiry) * 4 / 5
+}
+
+func ignoreExists(err error) error {
+	if apierrors.IsAlreadyExists(err) {
+		return nil
+	}
+	return err
+}
+
+// upserter is the subset of typed clients upsert needs.
+type upserter[T any] interface {
+	Create(ctx context.Context, obj T, opts metav1.CreateOptions) (T, error)
+	Update(ctx context.Context, obj T, opts metav1.UpdateOptions) (T, error)
+}
+
+// upsert creates obj, or replaces it (rules and subjects are ours) if it exists.
+func upsert[T any](ctx context.Context, c upserter[T], obj T) error {
+	if _, err := c.Create(ctx, obj, metav1.CreateOptions{}); !apierrors.IsAlreadyExists(err) {
+		return err
+	}
+	_, err := c.Update(ctx, obj, metav1.UpdateOptions{})
+	return err
+}

@@ -1,0 +1,28 @@
+package hosted
+
+import (
+	rbacv1 "k8s.io/api/rbac/v1"
+)
+
+// ServiceAccount is the agent's ServiceAccount on the managed cluster.
+const ServiceAccount = "hostfleet-agent"
+
+// ClusterRules are everything the agent may do cluster-wide on the managed
+// cluster. Secrets can be written (the copies of claim secrets next to their
+// hosts) but never read or listed: BMC credentials are Secrets too.
+func ClusterRules() []rbacv1.PolicyRule {
+	return []rbacv1.PolicyRule{
+		{APIGroups: []string{"metal3.io"}, Resources: []string{"baremetalhosts"}, Verbs: []string{"get", "list", "watch", "patch"}},
+		{APIGroups: []string{"metal3.io"}, Resources: []string{"hardwaredata", "hostdeploypolicies"}, Verbs: []string{"get", "list", "watch"}},
+		{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"create", "patch", "delete"}},
+	}
+}
+
+// NamespaceRules are what the agent may do in its own namespace: hold its
+// leader election Lease and renew its own token.
+func NamespaceRules() []rbacv1.PolicyRule {
+	return []rbacv1.PolicyRule{
+		{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"get", "create", "update"}},
+		{APIGroups: []string{""}, Resources: []string{"serviceaccounts/token"}, ResourceNames: []string{ServiceAccount}, Verbs: []string{"create"}},
+	}
+}
