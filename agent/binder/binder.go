@@ -354,3 +354,19 @@ func contains(list []string, s string) bool {
 	}
 	return false
 }
+
+// DetachAllowed reports whether a HostDeployPolicy in the host's namespace
+// that admits the claim's namespace allows detaching (annotation
+// hostfleet.io/allow-detach: "true").
+func DetachAllowed(in Input, h *metal3api.BareMetalHost) bool {
+	for i := range in.Policies {
+		p := &in.Policies[i]
+		if p.Namespace != h.Namespace || p.Annotations[hostfleetv1alpha1.AnnotationAllowDetach] != "true" {
+			continue
+		}
+		if ok, err := Admits(p, in.Claim.Namespace, in.NamespaceLabels); err == nil && ok {
+			return true
+		}
+	}
+	return false
+}

@@ -294,3 +294,19 @@ func TestEligible(t *testing.T) {
 	busy := host("hosts", "d", label("gpu", "yes"), state(metal3api.StateProvisioned))
 	g.Expect(Eligible(in, &busy)).To(BeFalse())
 }
+
+func TestDetachAllowed(t *testing.T) {
+	g := NewWithT(t)
+	h := host("hosts", "h")
+	allow := policy("hosts", &metal3api.HostClaimNamespaces{NameMatches: "^tenant-"})
+	allow.Annotations = map[string]string{hostfleetv1alpha1.AnnotationAllowDetach: "true"}
+	elsewhere := allow.DeepCopy()
+	elsewhere.Namespace = "other"
+	refusing := policy("hosts", &metal3api.HostClaimNamespaces{Names: []string{"tenant-b"}})
+	refusing.Annotations = allow.Annotations
+
+	g.Expect(DetachAllowed(Input{Claim: claim(), Policies: []metal3api.HostDeployPolicy{allow}}, &h)).To(BeTrue())
+	g.Expect(DetachAllowed(Input{Claim: claim(), Policies: admitAll}, &h)).To(BeFalse(), "not annotated")
+	g.Expect(DetachAllowed(Input{Claim: claim(), Policies: []metal3api.HostDeployPolicy{*elsewhere}}, &h)).To(BeFalse(), "another namespace's policy")
+	g.Expect(DetachAllowed(Input{Claim: claim(), Policies: []metal3api.HostDeployPolicy{refusing}}, &h)).To(BeFalse(), "does not admit the claim")
+}

@@ -214,7 +214,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		log.Info("bound", "host", d.Host.Namespace+"/"+d.Host.Name)
 		fallthrough
 	case binder.Keep:
-		return r.keep(ctx, c, d.Host, in.NamespaceLabels)
+		return r.keep(ctx, c, d.Host, in)
 	default:
 		if err := r.syncLabels(ctx, c, nil, nil); err != nil {
 			return ctrl.Result{}, err
@@ -230,7 +230,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 // keep serves a claim bound to h: it confirms the binding in the claim's
 // status, then syncs the host's spec and secrets, reboots, labels and
 // HardwareData, and reports.
-func (r *Reconciler) keep(ctx context.Context, c *metal3api.HostClaim, h *metal3api.BareMetalHost, nsLabels map[string]string) (ctrl.Result, error) {
+func (r *Reconciler) keep(ctx context.Context, c *metal3api.HostClaim, h *metal3api.BareMetalHost, in binder.Input) (ctrl.Result, error) {
 	assoc := associatedCondition(c, metav1.ConditionTrue, hostfleetv1alpha1.ReasonHostAssociated,
 		fmt.Sprintf("bound to BareMetalHost %s/%s on cluster %s", h.Namespace, h.Name, r.ClusterName))
 	if !confirmed(c, h) {
@@ -239,14 +239,14 @@ func (r *Reconciler) keep(ctx context.Context, c *metal3api.HostClaim, h *metal3
 		}
 		metrics.BindLatency.Observe(time.Since(c.CreationTimestamp.Time).Seconds())
 	}
-	sync, err := r.syncHost(ctx, c, h)
+	sync, err := r.syncHost(ctx, c, h, binder.DetachAllowed(in, h))
 	if err != nil {
 		return ctrl.Result{}, err
 	}
 	if err := r.forwardReboot(ctx, c, h); err != nil {
 		return ctrl.Result{}, err
 	}
-	prefixes, err := r.tenantPrefixes(ctx, nsLabels)
+	prefixes, err := r.tenantPrefixes(ctx, in.NamespaceLabels)
 	if err != nil {
 		return ctrl.Result{}, err
 	}

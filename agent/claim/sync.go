@@ -15,6 +15,7 @@ import (
 	"github.com/hostfleet/hostfleet/agent/hostspec"
 	"github.com/hostfleet/hostfleet/agent/reflector"
 	"github.com/hostfleet/hostfleet/agent/ssa"
+	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
 )
 
 // syncHost copies the claim's secrets next to the host and applies the host
@@ -22,7 +23,7 @@ import (
 // a reference to another namespace) is returned as a failed Sync, not an error;
 // nothing is written on the host until it is fixed, so a host never deploys
 // with half of its configuration.
-func (r *Reconciler) syncHost(ctx context.Context, c *metal3api.HostClaim, h *metal3api.BareMetalHost) (reflector.Sync, error) {
+func (r *Reconciler) syncHost(ctx context.Context, c *metal3api.HostClaim, h *metal3api.BareMetalHost, allowDetach bool) (reflector.Sync, error) {
 	refs, err := hostspec.SecretRefs(c)
 	var refErr *hostspec.RefError
 	if errors.As(err, &refErr) {
@@ -55,7 +56,7 @@ func (r *Reconciler) syncHost(ctx context.Context, c *metal3api.HostClaim, h *me
 	if err := r.deleteCopies(ctx, c, h.Namespace, keep); err != nil {
 		return reflector.Sync{}, err
 	}
-	if err := r.Managed.Apply(ctx, client.ApplyConfigurationFromUnstructured(hostspec.Bound(c, h, refs)),
+	if err := r.Managed.Apply(ctx, client.ApplyConfigurationFromUnstructured(hostspec.Bound(c, h, refs, allowDetach)),
 		client.FieldOwner(hostspec.FieldManager), client.ForceOwnership); err != nil {
 		if apierrors.IsInvalid(err) {
 			return reflector.Sync{Reason: metal3api.BareMetalHostNotSynchronizedReason, Message: fmt.Sprintf(
@@ -63,8 +64,17 @@ func (r *Reconciler) syncHost(ctx context.Context, c *metal3api.HostClaim, h *me
 		}
 		return reflector.Sync{}, fmt.Errorf("apply host %s/%s for %s/%s: %w", h.Namespace, h.Name, c.Namespace, c.Name, err)
 	}
+	if hostspec.WantsDetach(c) && !allowDetach {
+		return reflector.Sync{Reason: ReasonDetachNotAllowed, Message: fmt.Sprintf(
+			"the claim asks to detach host %s/%s, but no HostDeployPolicy there allows it; remove %s from the claim, or ask the cluster administrator to annotate the policy %s=true",
+			h.Namespace, h.Name, metal3api.DetachedAnnotation, hostfleetv1alpha1.AnnotationAllowDetach)}, nil
+	}
 	return reflector.Sync{OK: true}, nil
 }
+
+// ReasonDetachNotAllowed: the claim asks to detach its host and no policy
+// allows it; everything else was synced.
+const ReasonDetachNotAllowed = "DetachNotAllowed"
 
 // deleteCopies deletes the claim's secret copies in the host's namespace,
 // except those named in keep. Copies have deterministic names, so they are

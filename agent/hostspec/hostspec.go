@@ -133,7 +133,10 @@ func SecretCopy(c *metal3api.HostClaim, ref SecretRef, hubSecret *corev1.Secret,
 // poweredOn; image, customDeploy and the secret references follow the claim.
 // Fields left out are released by the field manager (and so removed unless
 // someone else owns them).
-func Bound(c *metal3api.HostClaim, h *metal3api.BareMetalHost, refs []SecretRef) *unstructured.Unstructured {
+//
+// The claim's baremetalhost.metal3.io/detached annotation is passed on only
+// when allowDetach (the host's HostDeployPolicy allows it).
+func Bound(c *metal3api.HostClaim, h *metal3api.BareMetalHost, refs []SecretRef, allowDetach bool) *unstructured.Unstructured {
 	spec := map[string]interface{}{"online": c.Spec.PoweredOn}
 	if img := c.Spec.Image; img != nil {
 		m := map[string]interface{}{"url": img.URL}
@@ -155,7 +158,11 @@ func Bound(c *metal3api.HostClaim, h *metal3api.BareMetalHost, refs []SecretRef)
 		spec[r.Role.Field()] = map[string]interface{}{"name": r.Copy, "namespace": h.Namespace}
 	}
 	u := applyObject(h, spec)
-	if ann := PersistentReboots(c); len(ann) > 0 {
+	ann := PersistentReboots(c)
+	if v, ok := c.Annotations[metal3api.DetachedAnnotation]; ok && allowDetach {
+		ann[metal3api.DetachedAnnotation] = v
+	}
+	if len(ann) > 0 {
 		m := map[string]interface{}{}
 		for k, v := range ann {
 			m[k] = v
@@ -185,6 +192,12 @@ func PersistentReboots(c *metal3api.HostClaim) map[string]string {
 func OneShotReboot(c *metal3api.HostClaim) (string, bool) {
 	v, ok := c.Annotations[metal3api.RebootAnnotationPrefix]
 	return v, ok
+}
+
+// WantsDetach reports whether the claim asks for its host to be detached.
+func WantsDetach(c *metal3api.HostClaim) bool {
+	_, ok := c.Annotations[metal3api.DetachedAnnotation]
+	return ok
 }
 
 // Released is the apply object for a host being released: powered off, with

@@ -60,7 +60,7 @@ func TestBound(t *testing.T) {
 	c.Spec.Image = &metal3api.Image{URL: "http://img/os.qcow2", Checksum: "abc", ChecksumType: metal3api.SHA256, DiskFormat: ptr.To("qcow2")}
 	c.Spec.UserData = &corev1.SecretReference{Name: "ud"}
 	refs, _ := SecretRefs(c)
-	u := Bound(c, host, refs)
+	u := Bound(c, host, refs, false)
 	g.Expect(u.GetName()).To(Equal("h"))
 	g.Expect(u.GetNamespace()).To(Equal("hosts"))
 	g.Expect(u.Object["spec"]).To(Equal(map[string]interface{}{
@@ -72,7 +72,7 @@ func TestBound(t *testing.T) {
 	c.Spec.Image = nil
 	c.Spec.CustomDeploy = &metal3api.CustomDeploy{Method: "install_coreos"}
 	c.Spec.UserData = nil
-	g.Expect(Bound(c, host, nil).Object["spec"]).To(Equal(map[string]interface{}{
+	g.Expect(Bound(c, host, nil, false).Object["spec"]).To(Equal(map[string]interface{}{
 		"online": true, "customDeploy": map[string]interface{}{"method": "install_coreos"},
 	}))
 	g.Expect(Released(host).Object["spec"]).To(Equal(map[string]interface{}{"online": false}))
@@ -121,10 +121,20 @@ func TestReboots(t *testing.T) {
 	g.Expect(ok).To(BeTrue())
 	g.Expect(v).To(Equal(`{"mode":"hard"}`))
 	g.Expect(PersistentReboots(c)).To(Equal(map[string]string{"reboot.metal3.io/maint": "", "reboot.metal3.io/remedy": `{"mode":"soft"}`}))
-	u := Bound(c, host, nil)
+	u := Bound(c, host, nil, false)
 	g.Expect(u.GetAnnotations()).To(Equal(map[string]string{"reboot.metal3.io/maint": "", "reboot.metal3.io/remedy": `{"mode":"soft"}`}),
 		"the one-shot reboot is not an owned field")
 	delete(c.Annotations, "reboot.metal3.io/maint")
 	delete(c.Annotations, "reboot.metal3.io/remedy")
-	g.Expect(Bound(c, host, nil).GetAnnotations()).To(BeEmpty())
+	g.Expect(Bound(c, host, nil, false).GetAnnotations()).To(BeEmpty())
+}
+
+func TestDetach(t *testing.T) {
+	g := NewWithT(t)
+	c := claim()
+	g.Expect(WantsDetach(c)).To(BeFalse())
+	c.Annotations = map[string]string{metal3api.DetachedAnnotation: ""}
+	g.Expect(WantsDetach(c)).To(BeTrue())
+	g.Expect(Bound(c, host, nil, false).GetAnnotations()).To(BeEmpty(), "not allowed: not passed on")
+	g.Expect(Bound(c, host, nil, true).GetAnnotations()).To(Equal(map[string]string{metal3api.DetachedAnnotation: ""}))
 }

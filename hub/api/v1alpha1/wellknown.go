@@ -44,6 +44,11 @@ const (
 	AnnotationClaimUID = "hostfleet.io/claim-uid"
 )
 
+// AnnotationAllowDetach on a HostDeployPolicy ("true") lets the claims it
+// admits detach their hosts with baremetalhost.metal3.io/detached; without it
+// the agent does not pass that annotation on.
+const AnnotationAllowDetach = "hostfleet.io/allow-detach"
+
 // ConsumerKind is the kind written in the consumerRef of a BareMetalHost held
 // by a hub claim, with apiVersion GroupVersion.String() and the claim's hub
 // namespace and name.
