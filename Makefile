@@ -49,6 +49,10 @@ test: verify lint tools ## Everything CI runs: verify, lint, unit and integratio
 	KUBEBUILDER_ASSETS="$$($(TOOLS) --print-assets)" HOSTFLEET_BMO="$$($(TOOLS) --print-bmo)" \
 		go test $(GO_TEST_FLAGS) ./...
 
+.PHONY: bench
+bench: tools ## Benchmarks on real control planes, each printed beside a baseline measured in the same run.
+	KUBEBUILDER_ASSETS="$$($(TOOLS) --print-assets)" go run ./e2e/bench -n $${BENCH_N:-1000}
+
 .PHONY: clean
 clean: ## Remove bin/ (the tool cache stays; delete $(HOSTFLEET_CACHE) to rebuild it).
 	rm -rf $(BIN)

@@ -176,6 +176,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	d := binder.Decide(in)
 	log.V(1).Info("decided", "action", d.Action.String(), "reason", d.Reason, "strays", len(d.Strays))
+	// The hosts come from the cache uncopied: copy the ones that will be
+	// written.
+	if d.Host != nil {
+		d.Host = d.Host.DeepCopy()
+	}
+	for i := range d.Strays {
+		d.Strays[i] = d.Strays[i].DeepCopy()
+	}
 
 	for _, h := range d.Strays {
 		if _, err := r.releaseHost(ctx, c, h); err != nil {
@@ -306,8 +314,10 @@ func (r *Reconciler) inputs(ctx context.Context, c *metal3api.HostClaim) (binder
 	if err := r.Managed.List(ctx, &policies); err != nil {
 		return binder.Input{}, fmt.Errorf("list HostDeployPolicies: %w", err)
 	}
+	// Decisions only read the hosts: no deep copy of every host per
+	// reconcile. Whatever is written is copied first (see bind, keep).
 	var hosts metal3api.BareMetalHostList
-	if err := r.Managed.List(ctx, &hosts); err != nil {
+	if err := r.Managed.List(ctx, &hosts, client.UnsafeDisableDeepCopy); err != nil {
 		return binder.Input{}, fmt.Errorf("list BareMetalHosts: %w", err)
 	}
 	return binder.Input{Hub: r.HubName, Claim: c, NamespaceLabels: ns.Labels, Policies: policies.Items, Hosts: hosts.Items,

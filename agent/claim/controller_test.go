@@ -185,7 +185,9 @@ func TestBindAcrossClusters(t *testing.T) {
 	g.Eventually(func(g Gomega) {
 		g.Expect(hub.Get(ctx, client.ObjectKeyFromObject(second), second)).To(Succeed())
 		g.Expect(second.Status.BareMetalHost).To(Equal(&metal3api.ObjectReference{Namespace: hostsNS, Name: "gpu-0"}))
+		g.Expect(associated(second).Status).To(Equal(metav1.ConditionTrue))
 		g.Expect(infra.Get(ctx, client.ObjectKey{Namespace: hostsNS, Name: "gpu-0"}, host)).To(Succeed())
+		g.Expect(host.Spec.ConsumerRef).NotTo(BeNil())
 		g.Expect(host.Spec.ConsumerRef.Name).To(Equal("second"))
 		g.Expect(host.Annotations).To(HaveKeyWithValue(hostfleetv1alpha1.AnnotationClaimUID, string(second.UID)))
 	}).WithTimeout(30 * time.Second).Should(Succeed())

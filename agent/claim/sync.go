@@ -53,10 +53,21 @@ func (r *Reconciler) syncHost(ctx context.Context, c *metal3api.HostClaim, h *me
 		}
 		keep.Insert(ref.Copy)
 	}
-	if err := r.deleteCopies(ctx, c, h.Namespace, keep); err != nil {
-		return reflector.Sync{}, err
+	// Copies the host still names but the claim no longer references.
+	for _, name := range hostspec.ReferencedCopies(h) {
+		if keep.Has(name) {
+			continue
+		}
+		s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: h.Namespace, Name: name}}
+		if err := r.Managed.Delete(ctx, s); client.IgnoreNotFound(err) != nil {
+			return reflector.Sync{}, fmt.Errorf("delete secret copy %s/%s: %w", h.Namespace, name, err)
+		}
 	}
-	if err := r.Managed.Apply(ctx, client.ApplyConfigurationFromUnstructured(hostspec.Bound(c, h, refs, allowDetach)),
+	want := hostspec.Bound(c, h, refs, allowDetach)
+	if hostspec.UpToDate(h, want) {
+		return r.detachSync(c, h, allowDetach), nil
+	}
+	if err := r.Managed.Apply(ctx, client.ApplyConfigurationFromUnstructured(want),
 		client.FieldOwner(hostspec.FieldManager), client.ForceOwnership); err != nil {
 		if apierrors.IsInvalid(err) {
 			return reflector.Sync{Reason: metal3api.BareMetalHostNotSynchronizedReason, Message: fmt.Sprintf(
@@ -64,12 +75,18 @@ func (r *Reconciler) syncHost(ctx context.Context, c *metal3api.HostClaim, h *me
 		}
 		return reflector.Sync{}, fmt.Errorf("apply host %s/%s for %s/%s: %w", h.Namespace, h.Name, c.Namespace, c.Name, err)
 	}
+	return r.detachSync(c, h, allowDetach), nil
+}
+
+// detachSync is the sync outcome once everything else is written: failed
+// only if the claim asks to detach where that is not allowed.
+func (r *Reconciler) detachSync(c *metal3api.HostClaim, h *metal3api.BareMetalHost, allowDetach bool) reflector.Sync {
 	if hostspec.WantsDetach(c) && !allowDetach {
 		return reflector.Sync{Reason: ReasonDetachNotAllowed, Message: fmt.Sprintf(
 			"the claim asks to detach host %s/%s, but no HostDeployPolicy there allows it; remove %s from the claim, or ask the cluster administrator to annotate the policy %s=true",
-			h.Namespace, h.Name, metal3api.DetachedAnnotation, hostfleetv1alpha1.AnnotationAllowDetach)}, nil
+			h.Namespace, h.Name, metal3api.DetachedAnnotation, hostfleetv1alpha1.AnnotationAllowDetach)}
 	}
-	return reflector.Sync{OK: true}, nil
+	return reflector.Sync{OK: true}
 }
 
 // ReasonDetachNotAllowed: the claim asks to detach its host and no policy

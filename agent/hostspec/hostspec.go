@@ -8,8 +8,10 @@ import (
 
 	metal3api "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 )
 
 // FieldManager owns the fields the agent writes with server-side apply.
@@ -231,4 +233,52 @@ func Settled(h *metal3api.BareMetalHost) bool {
 		return false
 	}
 	return h.Spec.Image == nil && h.Spec.CustomDeploy == nil
+}
+
+// ownedSpecFields are the host spec fields the agent owns.
+var ownedSpecFields = []string{"online", "image", "customDeploy", "userData", "networkData", "metaData"}
+
+// UpToDate reports whether the host already has exactly what the apply
+// object asks for in the fields the agent owns, so the apply can be skipped:
+// an unchanged host costs no write.
+func UpToDate(h *metal3api.BareMetalHost, want *unstructured.Unstructured) bool {
+	have, err := runtime.DefaultUnstructuredConverter.ToUnstructured(h)
+	if err != nil {
+		return false
+	}
+	haveSpec, _ := have["spec"].(map[string]interface{})
+	wantSpec, _ := want.Object["spec"].(map[string]interface{})
+	for _, k := range ownedSpecFields {
+		hv, hok := haveSpec[k]
+		wv, wok := wantSpec[k]
+		if k == "online" && !hok {
+			hv, hok = false, true
+		}
+		if hok != wok || !equality.Semantic.DeepEqual(hv, wv) {
+			return false
+		}
+	}
+	wantAnn := want.GetAnnotations()
+	for k, v := range wantAnn {
+		if hv, ok := h.Annotations[k]; !ok || hv != v {
+			return false
+		}
+	}
+	for k := range h.Annotations {
+		if _, ok := wantAnn[k]; !ok && (strings.HasPrefix(k, metal3api.RebootAnnotationPrefix+"/") || k == metal3api.DetachedAnnotation) {
+			return false
+		}
+	}
+	return true
+}
+
+// ReferencedCopies are the copy secrets the host's spec names.
+func ReferencedCopies(h *metal3api.BareMetalHost) []string {
+	var out []string
+	for _, ref := range []*corev1.SecretReference{h.Spec.UserData, h.Spec.NetworkData, h.Spec.MetaData} {
+		if ref != nil && strings.HasPrefix(ref.Name, "hostfleet-") {
+			out = append(out, ref.Name)
+		}
+	}
+	return out
 }

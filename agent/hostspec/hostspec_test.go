@@ -138,3 +138,37 @@ func TestDetach(t *testing.T) {
 	g.Expect(Bound(c, host, nil, false).GetAnnotations()).To(BeEmpty(), "not allowed: not passed on")
 	g.Expect(Bound(c, host, nil, true).GetAnnotations()).To(Equal(map[string]string{metal3api.DetachedAnnotation: ""}))
 }
+
+func TestUpToDate(t *testing.T) {
+	g := NewWithT(t)
+	c := claim()
+	c.Spec.PoweredOn = true
+	c.Spec.Image = &metal3api.Image{URL: "http://img", Checksum: "abc"}
+	c.Spec.UserData = &corev1.SecretReference{Name: "ud"}
+	c.Annotations = map[string]string{"reboot.metal3.io/k": ""}
+	refs, _ := SecretRefs(c)
+	want := Bound(c, host, refs, false)
+
+	h := host.DeepCopy()
+	g.Expect(UpToDate(h, want)).To(BeFalse(), "a fresh host needs the apply")
+	h.Spec.Online = true
+	h.Spec.Image = &metal3api.Image{URL: "http://img", Checksum: "abc"}
+	h.Spec.UserData = &corev1.SecretReference{Name: CopyName(c, UserData), Namespace: "hosts"}
+	h.Annotations = map[string]string{"reboot.metal3.io/k": "", "someone.else/x": "y"}
+	h.Spec.BMC.Address = "ipmi://x" // not ours
+	g.Expect(UpToDate(h, want)).To(BeTrue())
+	g.Expect(ReferencedCopies(h)).To(Equal([]string{CopyName(c, UserData)}))
+
+	for name, mut := range map[string]func(*metal3api.BareMetalHost){
+		"image changed":          func(h *metal3api.BareMetalHost) { h.Spec.Image.URL = "http://other" },
+		"extra field we own":     func(h *metal3api.BareMetalHost) { h.Spec.CustomDeploy = &metal3api.CustomDeploy{Method: "m"} },
+		"power differs":          func(h *metal3api.BareMetalHost) { h.Spec.Online = false },
+		"reboot key missing":     func(h *metal3api.BareMetalHost) { delete(h.Annotations, "reboot.metal3.io/k") },
+		"stale reboot key":       func(h *metal3api.BareMetalHost) { h.Annotations["reboot.metal3.io/old"] = "" },
+		"secret reference drops": func(h *metal3api.BareMetalHost) { h.Spec.UserData = nil },
+	} {
+		changed := h.DeepCopy()
+		mut(changed)
+		g.Expect(UpToDate(changed, want)).To(BeFalse(), name)
+	}
+}
