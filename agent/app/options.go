@@ -27,6 +27,10 @@ type Options struct {
 	RetryAfter time.Duration
 	// Resync is how often a bound claim is looked at again.
 	Resync time.Duration
+	// LocalClaims also binds upstream HostClaims created on the managed
+	// cluster itself. Off by default: a baremetal-operator with its HostClaim
+	// controller may own them.
+	LocalClaims bool
 	// InventoryInterval bounds how often the HostInventory is written.
 	InventoryInterval time.Duration
 	// QPS and Burst limit each client (hub, managed) on the client side.
@@ -85,6 +89,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.Concurrency, "concurrency", o.Concurrency, "claims reconciled at once")
 	fs.DurationVar(&o.RetryAfter, "retry-after", o.RetryAfter, "how often a claim waiting for a host is looked at again")
 	fs.DurationVar(&o.Resync, "resync", o.Resync, "how often a bound claim is looked at again (picks up changed hub secrets)")
+	fs.BoolVar(&o.LocalClaims, "local-claims", o.LocalClaims,
+		"also bind upstream HostClaims created on the managed cluster itself (forwarded claims); leave off where baremetal-operator's HostClaim controller runs")
 	fs.DurationVar(&o.InventoryInterval, "inventory-interval", o.InventoryInterval,
 		"the HostInventory on the hub is recomputed and, if it changed, written at most this often")
 	fs.Float32Var(&o.QPS, "kube-api-qps", o.QPS, "client-side queries per second to each API server")

@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	"github.com/hostfleet/hostfleet/agent/binder"
 	"github.com/hostfleet/hostfleet/agent/claim"
 	"github.com/hostfleet/hostfleet/agent/hosted"
 	"github.com/hostfleet/hostfleet/agent/inventory"
@@ -88,7 +89,8 @@ func hostedIdentity(ctx context.Context, o *Options) (*rest.Config, *hosted.Refr
 	if dir == "" {
 		dir = filepath.Join(os.TempDir(), "hostfleet-agent-"+o.ClusterName)
 	}
-	id := hosted.Identity{Namespace: o.AgentNamespace, Name: hosted.ServiceAccount, TokenFile: filepath.Join(dir, "token"), TTL: o.TokenTTL}
+	id := hosted.Identity{Namespace: o.AgentNamespace, Name: hosted.ServiceAccount, TokenFile: filepath.Join(dir, "token"), TTL: o.TokenTTL,
+		LocalClaims: o.LocalClaims}
 	if err := hosted.Bootstrap(ctx, bootstrap, id); err != nil {
 		return nil, nil, err
 	}
@@ -154,18 +156,38 @@ func New(hubCfg, managedCfg *rest.Config, o *Options) (*Agent, error) {
 	if err := mgr.Add(managed); err != nil {
 		return nil, err
 	}
+	if err := claim.IndexHosts(context.Background(), managed); err != nil {
+		return nil, err
+	}
 	if err := (&claim.Reconciler{
-		Hub:           mgr.GetClient(),
-		HubReader:     mgr.GetAPIReader(),
+		Claims:        mgr.GetClient(),
+		ClaimReader:   mgr.GetAPIReader(),
 		Managed:       managed.GetClient(),
 		ManagedReader: managed.GetAPIReader(),
-		Resync:        o.Resync,
 		Recorder:      mgr.GetEventRecorder("hostfleet-agent"),
-		HubName:       o.HubName,
+		Consumer:      binder.HubConsumer(o.HubName),
 		ClusterName:   o.ClusterName,
 		RetryAfter:    o.RetryAfter,
+		Resync:        o.Resync,
 	}).SetupWithManager(mgr, managed, o.Concurrency); err != nil {
 		return nil, fmt.Errorf("claim controller: %w", err)
+	}
+	if o.LocalClaims {
+		// Upstream HostClaims on the managed cluster itself (forwarded
+		// claims arrive this way), bound by the same code.
+		if err := (&claim.Reconciler{
+			Claims:        managed.GetClient(),
+			ClaimReader:   managed.GetAPIReader(),
+			Managed:       managed.GetClient(),
+			ManagedReader: managed.GetAPIReader(),
+			Recorder:      managed.GetEventRecorder("hostfleet-agent"),
+			Consumer:      binder.LocalConsumer(),
+			ClusterName:   o.ClusterName,
+			RetryAfter:    o.RetryAfter,
+			Resync:        o.Resync,
+		}).SetupWithManager(mgr, managed, o.Concurrency); err != nil {
+			return nil, fmt.Errorf("local claim controller: %w", err)
+		}
 	}
 	if o.HealthAddr != "0" && o.HealthAddr != "" {
 		if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {

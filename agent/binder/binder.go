@@ -22,8 +22,8 @@ const FailureDomainLabel = "infrastructure.cluster.x-k8s.io/failure-domain"
 
 // Input is everything Decide looks at.
 type Input struct {
-	// Hub names the hub the claim lives on (the hostfleet.io/hub annotation).
-	Hub string
+	// Consumer is how hosts bound to claims of this kind name them.
+	Consumer Consumer
 	// Claim is the hub claim.
 	Claim *metal3api.HostClaim
 	// NamespaceLabels are the labels of the claim's namespace on the hub.
@@ -178,7 +178,7 @@ func isRef(ref *metal3api.ObjectReference, h *metal3api.BareMetalHost) bool {
 func heldHosts(in Input) []*metal3api.BareMetalHost {
 	var out []*metal3api.BareMetalHost
 	for i := range in.Hosts {
-		if HeldBy(&in.Hosts[i], in.Hub, in.Claim) {
+		if in.Consumer.Holds(&in.Hosts[i], in.Claim) {
 			out = append(out, &in.Hosts[i])
 		}
 	}
@@ -188,30 +188,58 @@ func heldHosts(in Input) []*metal3api.BareMetalHost {
 	return out
 }
 
-// HeldBy reports whether the host's consumerRef names this hub claim.
-func HeldBy(h *metal3api.BareMetalHost, hub string, claim *metal3api.HostClaim) bool {
+// Consumer is how a host's consumerRef names the claims of one kind: hub
+// claims (apiVersion hostfleet.io/v1alpha1, with the hub's name in the
+// hostfleet.io/hub annotation) or claims local to the infrastructure cluster
+// (the upstream metal3.io/v1alpha1 consumerRef). Either way the claim's UID is
+// in hostfleet.io/claim-uid, so a recreated claim of the same name never
+// inherits a host.
+type Consumer struct {
+	APIVersion string
+	Kind       string
+	// Hub is the hub's name for hub claims, "" for local claims.
+	Hub string
+}
+
+// HubConsumer names claims on the hub called hub.
+func HubConsumer(hub string) Consumer {
+	return Consumer{APIVersion: hostfleetv1alpha1.GroupVersion.String(), Kind: hostfleetv1alpha1.ConsumerKind, Hub: hub}
+}
+
+// LocalConsumer names upstream HostClaims on the infrastructure cluster itself.
+func LocalConsumer() Consumer {
+	return Consumer{APIVersion: metal3api.GroupVersion.String(), Kind: "HostClaim"}
+}
+
+// Names reports whether a consumerRef is of this kind of claim.
+func (c Consumer) Names(ref *corev1.ObjectReference) bool {
+	return ref != nil && ref.APIVersion == c.APIVersion && ref.Kind == c.Kind
+}
+
+// Ref is the consumerRef written on a host bound to the claim.
+func (c Consumer) Ref(claim *metal3api.HostClaim) *corev1.ObjectReference {
+	return &corev1.ObjectReference{APIVersion: c.APIVersion, Kind: c.Kind, Namespace: claim.Namespace, Name: claim.Name}
+}
+
+// Annotations are written on a host bound to the claim.
+func (c Consumer) Annotations(claim *metal3api.HostClaim) map[string]string {
+	a := map[string]string{hostfleetv1alpha1.AnnotationClaimUID: string(claim.UID)}
+	if c.Hub != "" {
+		a[hostfleetv1alpha1.AnnotationHub] = c.Hub
+	}
+	return a
+}
+
+// Holds reports whether the host's consumerRef names this claim.
+func (c Consumer) Holds(h *metal3api.BareMetalHost, claim *metal3api.HostClaim) bool {
 	ref := h.Spec.ConsumerRef
-	if !IsHubConsumer(ref) || ref.Namespace != claim.Namespace || ref.Name != claim.Name {
+	if !c.Names(ref) || ref.Namespace != claim.Namespace || ref.Name != claim.Name {
 		return false
 	}
-	a := h.Annotations
-	return a[hostfleetv1alpha1.AnnotationHub] == hub && a[hostfleetv1alpha1.AnnotationClaimUID] == string(claim.UID)
-}
-
-// IsHubConsumer reports whether a consumerRef names a hub claim (rather than a
-// local metal3.io HostClaim, a Metal3Machine, ...).
-func IsHubConsumer(ref *corev1.ObjectReference) bool {
-	return ref != nil && ref.Kind == hostfleetv1alpha1.ConsumerKind && ref.APIVersion == hostfleetv1alpha1.GroupVersion.String()
-}
-
-// ConsumerRef is the consumerRef written on a host bound to a hub claim.
-func ConsumerRef(claim *metal3api.HostClaim) *corev1.ObjectReference {
-	return &corev1.ObjectReference{
-		APIVersion: hostfleetv1alpha1.GroupVersion.String(),
-		Kind:       hostfleetv1alpha1.ConsumerKind,
-		Namespace:  claim.Namespace,
-		Name:       claim.Name,
+	if h.Annotations[hostfleetv1alpha1.AnnotationClaimUID] != string(claim.UID) {
+		return false
 	}
+	return c.Hub == "" || h.Annotations[hostfleetv1alpha1.AnnotationHub] == c.Hub
 }
 
 // Free reports whether a host can be bound now.

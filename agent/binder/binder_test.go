@@ -12,7 +12,7 @@ import (
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
 )
 
-const hub = "hub"
+var consumer = HubConsumer("hub")
 
 func claim(mut ...func(*metal3api.HostClaim)) *metal3api.HostClaim {
 	c := &metal3api.HostClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant-a", Name: "c1", UID: types.UID("uid-1")}}
@@ -37,9 +37,10 @@ func policy(ns string, c *metal3api.HostClaimNamespaces) metal3api.HostDeployPol
 
 func heldBy(c *metal3api.HostClaim) func(*metal3api.BareMetalHost) {
 	return func(h *metal3api.BareMetalHost) {
-		h.Spec.ConsumerRef = ConsumerRef(c)
-		h.Annotations[hostfleetv1alpha1.AnnotationHub] = hub
-		h.Annotations[hostfleetv1alpha1.AnnotationClaimUID] = string(c.UID)
+		h.Spec.ConsumerRef = consumer.Ref(c)
+		for k, v := range consumer.Annotations(c) {
+			h.Annotations[k] = v
+		}
 		h.Status.Provisioning.State = metal3api.StateProvisioned
 	}
 }
@@ -235,7 +236,7 @@ func TestDecide(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			g := NewWithT(t)
-			d := Decide(Input{Hub: hub, Claim: tt.claim, NamespaceLabels: tt.nsLabels, Policies: tt.policies, Hosts: tt.hosts, Reserved: tt.reserved})
+			d := Decide(Input{Consumer: consumer, Claim: tt.claim, NamespaceLabels: tt.nsLabels, Policies: tt.policies, Hosts: tt.hosts, Reserved: tt.reserved})
 			g.Expect(d.Action).To(Equal(tt.wantAction), d.Message)
 			if tt.wantHost != "" {
 				g.Expect(d.Host).NotTo(BeNil())
@@ -263,28 +264,40 @@ func TestPickIsDeterministicAndSpreads(t *testing.T) {
 	chosen := map[string]int{}
 	for i := 0; i < 40; i++ {
 		c := claim(func(c *metal3api.HostClaim) { c.UID = types.UID("uid-" + string(rune('a'+i))) })
-		first := Decide(Input{Hub: hub, Claim: c, Policies: admitAll, Hosts: hosts})
-		again := Decide(Input{Hub: hub, Claim: c, Policies: admitAll, Hosts: hosts})
+		first := Decide(Input{Consumer: consumer, Claim: c, Policies: admitAll, Hosts: hosts})
+		again := Decide(Input{Consumer: consumer, Claim: c, Policies: admitAll, Hosts: hosts})
 		g.Expect(again.Host.Name).To(Equal(first.Host.Name), "same claim, same inputs, same host")
 		chosen[first.Host.Name]++
 	}
 	g.Expect(chosen).To(HaveLen(4), "40 claims should not all pick the same few of 4 hosts: %v", chosen)
 }
 
-func TestHeldByChecksHubAndKind(t *testing.T) {
+func TestConsumers(t *testing.T) {
 	g := NewWithT(t)
 	c := claim()
 	h := host("hosts", "h", heldBy(c))
-	g.Expect(HeldBy(&h, hub, c)).To(BeTrue())
-	g.Expect(HeldBy(&h, "another-hub", c)).To(BeFalse())
-	h.Spec.ConsumerRef.APIVersion = "metal3.io/v1alpha1"
-	g.Expect(HeldBy(&h, hub, c)).To(BeFalse(), "a local metal3.io claim of the same name is not the hub claim")
+	g.Expect(consumer.Holds(&h, c)).To(BeTrue())
+	g.Expect(HubConsumer("another-hub").Holds(&h, c)).To(BeFalse())
+	g.Expect(LocalConsumer().Holds(&h, c)).To(BeFalse(), "a local metal3.io claim of the same name is not the hub claim")
+
+	local := LocalConsumer()
+	l := host("hosts", "l")
+	l.Spec.ConsumerRef = local.Ref(c)
+	for k, v := range local.Annotations(c) {
+		l.Annotations[k] = v
+	}
+	g.Expect(l.Spec.ConsumerRef.APIVersion).To(Equal("metal3.io/v1alpha1"))
+	g.Expect(l.Annotations).NotTo(HaveKey(hostfleetv1alpha1.AnnotationHub))
+	g.Expect(local.Holds(&l, c)).To(BeTrue())
+	g.Expect(consumer.Holds(&l, c)).To(BeFalse())
+	recreated := claim(func(c *metal3api.HostClaim) { c.UID = "uid-new" })
+	g.Expect(local.Holds(&l, recreated)).To(BeFalse(), "a recreated claim does not inherit the host")
 }
 
 func TestEligible(t *testing.T) {
 	g := NewWithT(t)
 	c := claim(func(c *metal3api.HostClaim) { c.Spec.HostSelector.MatchLabels = map[string]string{"gpu": "yes"} })
-	in := Input{Hub: hub, Claim: c, Policies: admitAll}
+	in := Input{Consumer: consumer, Claim: c, Policies: admitAll}
 	ok := host("hosts", "a", label("gpu", "yes"))
 	g.Expect(Eligible(in, &ok)).To(BeTrue())
 	wrongLabel := host("hosts", "b")
@@ -305,8 +318,8 @@ func TestDetachAllowed(t *testing.T) {
 	refusing := policy("hosts", &metal3api.HostClaimNamespaces{Names: []string{"tenant-b"}})
 	refusing.Annotations = allow.Annotations
 
-	g.Expect(DetachAllowed(Input{Claim: claim(), Policies: []metal3api.HostDeployPolicy{allow}}, &h)).To(BeTrue())
-	g.Expect(DetachAllowed(Input{Claim: claim(), Policies: admitAll}, &h)).To(BeFalse(), "not annotated")
-	g.Expect(DetachAllowed(Input{Claim: claim(), Policies: []metal3api.HostDeployPolicy{*elsewhere}}, &h)).To(BeFalse(), "another namespace's policy")
-	g.Expect(DetachAllowed(Input{Claim: claim(), Policies: []metal3api.HostDeployPolicy{refusing}}, &h)).To(BeFalse(), "does not admit the claim")
+	g.Expect(DetachAllowed(Input{Consumer: consumer, Claim: claim(), Policies: []metal3api.HostDeployPolicy{allow}}, &h)).To(BeTrue())
+	g.Expect(DetachAllowed(Input{Consumer: consumer, Claim: claim(), Policies: admitAll}, &h)).To(BeFalse(), "not annotated")
+	g.Expect(DetachAllowed(Input{Consumer: consumer, Claim: claim(), Policies: []metal3api.HostDeployPolicy{*elsewhere}}, &h)).To(BeFalse(), "another namespace's policy")
+	g.Expect(DetachAllowed(Input{Consumer: consumer, Claim: claim(), Policies: []metal3api.HostDeployPolicy{refusing}}, &h)).To(BeFalse(), "does not admit the claim")
 }

@@ -29,23 +29,48 @@ import (
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
 )
 
-// consumerIndex indexes BareMetalHosts held by hub claims by "<namespace>/<name>"
-// of the claim.
+// consumerIndex indexes BareMetalHosts by their consumer:
+// "<apiVersion>|<namespace>/<name>".
 const consumerIndex = "hostfleet.consumer"
 
-// Reconciler binds hub claims placed on one cluster to that cluster's hosts.
+// IndexHosts registers the host index the controllers use; call it once per
+// managed cluster, before setting controllers up.
+func IndexHosts(ctx context.Context, managed cluster.Cluster) error {
+	if err := managed.GetFieldIndexer().IndexField(ctx, &metal3api.BareMetalHost{}, consumerIndex,
+		func(o client.Object) []string {
+			ref := o.(*metal3api.BareMetalHost).Spec.ConsumerRef
+			if ref == nil {
+				return nil
+			}
+			return []string{consumerKey(ref.APIVersion, ref.Namespace, ref.Name)}
+		}); err != nil {
+		return fmt.Errorf("index hosts by consumer: %w", err)
+	}
+	return nil
+}
+
+func consumerKey(apiVersion, namespace, name string) string {
+	return apiVersion + "|" + namespace + "/" + name
+}
+
+// Reconciler binds claims to the hosts of one infrastructure cluster: hub
+// claims placed on the cluster, or, in local mode, upstream HostClaims on the
+// cluster itself. The same binder decides for both.
 type Reconciler struct {
-	// Hub reads and writes claims on the hub (cached, label-filtered).
-	Hub client.Client
-	// HubReader reads hub objects that are not cached (claim namespaces).
-	HubReader client.Reader
+	// Claims reads (cached) and writes the claims: on the hub, label
+	// filtered, or on the managed cluster in local mode.
+	Claims client.Client
+	// ClaimReader reads, uncached, what lives beside the claims: their
+	// namespaces, secrets, HardwareData copies and Tenants.
+	ClaimReader client.Reader
 	// Managed reads and writes hosts on the infrastructure cluster.
 	Managed client.Client
-	// Recorder emits events on hub claims.
+	// Recorder emits events on the claims.
 	Recorder events.EventRecorder
 
-	// HubName is written on bound hosts (hostfleet.io/hub).
-	HubName string
+	// Consumer is how bound hosts name the claims: binder.HubConsumer or,
+	// in local mode, binder.LocalConsumer.
+	Consumer binder.Consumer
 	// ClusterName is the managed cluster this agent serves.
 	ClusterName string
 	// RetryAfter is how long a claim with no host waits before it is looked at
@@ -59,22 +84,21 @@ type Reconciler struct {
 	ManagedReader client.Reader
 }
 
-// SetupWithManager wires the controller: claims from the manager's (hub) cache,
-// hosts and policies from the managed cluster's cache.
+// local reports whether the claims are local to the managed cluster.
+func (r *Reconciler) local() bool { return r.Consumer.Hub == "" }
+
+// SetupWithManager wires the controller: claims from the manager's (hub)
+// cache, or from the managed cluster's in local mode; hosts, HardwareData and
+// policies from the managed cluster's cache. IndexHosts must have been called.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, managed cluster.Cluster, concurrency int) error {
-	if err := managed.GetFieldIndexer().IndexField(context.Background(), &metal3api.BareMetalHost{}, consumerIndex,
-		func(o client.Object) []string {
-			ref := o.(*metal3api.BareMetalHost).Spec.ConsumerRef
-			if !binder.IsHubConsumer(ref) {
-				return nil
-			}
-			return []string{ref.Namespace + "/" + ref.Name}
-		}); err != nil {
-		return fmt.Errorf("index hosts by consumer: %w", err)
+	b := ctrl.NewControllerManagedBy(mgr)
+	if r.local() {
+		b = b.Named("local-hostclaim").WatchesRawSource(source.Kind(managed.GetCache(), &metal3api.HostClaim{},
+			&handler.TypedEnqueueRequestForObject[*metal3api.HostClaim]{}))
+	} else {
+		b = b.Named("hostclaim").For(&metal3api.HostClaim{})
 	}
-	return ctrl.NewControllerManagedBy(mgr).
-		Named("hostclaim").
-		For(&metal3api.HostClaim{}).
+	return b.
 		WatchesRawSource(source.Kind(managed.GetCache(), &metal3api.BareMetalHost{},
 			handler.TypedEnqueueRequestsFromMapFunc(r.claimsForHost))).
 		WatchesRawSource(source.Kind(managed.GetCache(), &metal3api.HardwareData{},
@@ -90,8 +114,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, managed cluster.Cluster,
 // claimsForHost maps a host event to the claim that holds it, or, for a free
 // host, to every claim still waiting for one.
 func (r *Reconciler) claimsForHost(ctx context.Context, h *metal3api.BareMetalHost) []reconcile.Request {
-	if ref := h.Spec.ConsumerRef; binder.IsHubConsumer(ref) {
-		if h.Annotations[hostfleetv1alpha1.AnnotationHub] != r.HubName {
+	if ref := h.Spec.ConsumerRef; r.Consumer.Names(ref) {
+		if r.Consumer.Hub != "" && h.Annotations[hostfleetv1alpha1.AnnotationHub] != r.Consumer.Hub {
 			return nil
 		}
 		return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: ref.Namespace, Name: ref.Name}}}
@@ -109,7 +133,7 @@ func (r *Reconciler) claimsForHardware(ctx context.Context, hw *metal3api.Hardwa
 	if err := r.Managed.Get(ctx, client.ObjectKeyFromObject(hw), h); err != nil {
 		return nil
 	}
-	if !binder.IsHubConsumer(h.Spec.ConsumerRef) {
+	if !r.Consumer.Names(h.Spec.ConsumerRef) {
 		return nil
 	}
 	return r.claimsForHost(ctx, h)
@@ -117,7 +141,7 @@ func (r *Reconciler) claimsForHardware(ctx context.Context, hw *metal3api.Hardwa
 
 func (r *Reconciler) waitingClaims(ctx context.Context) []reconcile.Request {
 	var claims metal3api.HostClaimList
-	if err := r.Hub.List(ctx, &claims); err != nil {
+	if err := r.Claims.List(ctx, &claims); err != nil {
 		logr.FromContextOrDiscard(ctx).Error(err, "list waiting claims")
 		return nil
 	}
@@ -151,12 +175,12 @@ const retrySoon = time.Second
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	log := ctrl.LoggerFrom(ctx)
 	c := &metal3api.HostClaim{}
-	if err := r.Hub.Get(ctx, req.NamespacedName, c); err != nil {
+	if err := r.Claims.Get(ctx, req.NamespacedName, c); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	// The cache only holds claims placed on this cluster; a claim relabelled
-	// away is no longer ours and disappears from it.
-	if c.Labels[hostfleetv1alpha1.LabelCluster] != r.ClusterName || c.Labels[hostfleetv1alpha1.LabelKind] == hostfleetv1alpha1.KindRemote {
+	// The hub cache only holds claims placed on this cluster; a claim
+	// relabelled away is no longer ours and disappears from it.
+	if !r.local() && (c.Labels[hostfleetv1alpha1.LabelCluster] != r.ClusterName || c.Labels[hostfleetv1alpha1.LabelKind] == hostfleetv1alpha1.KindRemote) {
 		return ctrl.Result{}, nil
 	}
 	if !c.DeletionTimestamp.IsZero() {
@@ -165,7 +189,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if !controllerutil.ContainsFinalizer(c, hostfleetv1alpha1.AgentFinalizer) {
 		orig := c.DeepCopy()
 		controllerutil.AddFinalizer(c, hostfleetv1alpha1.AgentFinalizer)
-		if err := r.Hub.Patch(ctx, c, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
+		if err := r.Claims.Patch(ctx, c, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
 			return requeueOnConflict(fmt.Errorf("add finalizer to %s: %w", req, err))
 		}
 	}
@@ -293,7 +317,7 @@ func (r *Reconciler) reservationStands(ctx context.Context, in binder.Input) (bo
 	if err != nil {
 		return true, fmt.Errorf("read reserved host %s/%s: %w", in.Reserved.Namespace, in.Reserved.Name, err)
 	}
-	return binder.HeldBy(h, r.HubName, in.Claim) || binder.Eligible(in, h), nil
+	return r.Consumer.Holds(h, in.Claim) || binder.Eligible(in, h), nil
 }
 
 // requeueOnConflict turns a lost optimistic-concurrency race into a quiet
@@ -307,7 +331,7 @@ func requeueOnConflict(err error) (ctrl.Result, error) {
 
 func (r *Reconciler) inputs(ctx context.Context, c *metal3api.HostClaim) (binder.Input, error) {
 	ns := &corev1.Namespace{}
-	if err := r.HubReader.Get(ctx, client.ObjectKey{Name: c.Namespace}, ns); err != nil {
+	if err := r.ClaimReader.Get(ctx, client.ObjectKey{Name: c.Namespace}, ns); err != nil {
 		return binder.Input{}, fmt.Errorf("get hub namespace %s: %w", c.Namespace, err)
 	}
 	var policies metal3api.HostDeployPolicyList
@@ -320,7 +344,7 @@ func (r *Reconciler) inputs(ctx context.Context, c *metal3api.HostClaim) (binder
 	if err := r.Managed.List(ctx, &hosts, client.UnsafeDisableDeepCopy); err != nil {
 		return binder.Input{}, fmt.Errorf("list BareMetalHosts: %w", err)
 	}
-	return binder.Input{Hub: r.HubName, Claim: c, NamespaceLabels: ns.Labels, Policies: policies.Items, Hosts: hosts.Items,
+	return binder.Input{Consumer: r.Consumer, Claim: c, NamespaceLabels: ns.Labels, Policies: policies.Items, Hosts: hosts.Items,
 		Reserved: c.Status.BareMetalHost}, nil
 }
 
@@ -329,12 +353,13 @@ func (r *Reconciler) inputs(ctx context.Context, c *metal3api.HostClaim) (binder
 // anyone changed the host since: two claims can never both win one host.
 func (r *Reconciler) bind(ctx context.Context, c *metal3api.HostClaim, h *metal3api.BareMetalHost) error {
 	orig := h.DeepCopy()
-	h.Spec.ConsumerRef = binder.ConsumerRef(c)
+	h.Spec.ConsumerRef = r.Consumer.Ref(c)
 	if h.Annotations == nil {
 		h.Annotations = map[string]string{}
 	}
-	h.Annotations[hostfleetv1alpha1.AnnotationHub] = r.HubName
-	h.Annotations[hostfleetv1alpha1.AnnotationClaimUID] = string(c.UID)
+	for k, v := range r.Consumer.Annotations(c) {
+		h.Annotations[k] = v
+	}
 	if err := r.Managed.Patch(ctx, h, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
 		return fmt.Errorf("bind %s/%s to host %s/%s: %w", c.Namespace, c.Name, h.Namespace, h.Name, err)
 	}
@@ -348,12 +373,12 @@ func (r *Reconciler) release(ctx context.Context, c *metal3api.HostClaim) (ctrl.
 		return ctrl.Result{}, nil
 	}
 	var hosts metal3api.BareMetalHostList
-	if err := r.Managed.List(ctx, &hosts, client.MatchingFields{consumerIndex: c.Namespace + "/" + c.Name}); err != nil {
+	if err := r.Managed.List(ctx, &hosts, client.MatchingFields{consumerIndex: consumerKey(r.Consumer.APIVersion, c.Namespace, c.Name)}); err != nil {
 		return ctrl.Result{}, fmt.Errorf("list hosts of %s/%s: %w", c.Namespace, c.Name, err)
 	}
 	for i := range hosts.Items {
 		h := &hosts.Items[i]
-		if !binder.HeldBy(h, r.HubName, c) {
+		if !r.Consumer.Holds(h, c) {
 			continue
 		}
 		done, err := r.releaseHost(ctx, c, h)
@@ -378,7 +403,7 @@ func (r *Reconciler) release(ctx context.Context, c *metal3api.HostClaim) (ctrl.
 	}
 	orig := c.DeepCopy()
 	controllerutil.RemoveFinalizer(c, hostfleetv1alpha1.AgentFinalizer)
-	if err := r.Hub.Patch(ctx, c, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
+	if err := r.Claims.Patch(ctx, c, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
 		return requeueOnConflict(fmt.Errorf("remove finalizer from %s/%s: %w", c.Namespace, c.Name, err))
 	}
 	return ctrl.Result{}, nil
@@ -440,7 +465,7 @@ func (r *Reconciler) setStatus(ctx context.Context, c *metal3api.HostClaim, h *m
 	c.Status.LastUpdated = &now
 	// With the claim's resourceVersion: the status holds the reservation,
 	// and a write from a stale view must fail rather than move it.
-	if err := r.Hub.Status().Patch(ctx, c, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
+	if err := r.Claims.Status().Patch(ctx, c, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
 		return fmt.Errorf("write status of %s/%s: %w", c.Namespace, c.Name, err)
 	}
 	return nil

@@ -26,13 +26,13 @@ const (
 )
 
 // startAgent runs an agent for cluster in this process until the test ends.
-func startAgent(t *testing.T, f *planes.Fleet, cluster string, concurrency int) context.CancelFunc {
+func startAgent(t *testing.T, f *planes.Fleet, cluster string, concurrency int, opts ...func(*app.Options)) context.CancelFunc {
 	t.Helper()
-	return startAgentWith(t, f.Plane("hub").Config, f.Plane(cluster).Config, cluster, concurrency)
+	return startAgentWith(t, f.Plane("hub").Config, f.Plane(cluster).Config, cluster, concurrency, opts...)
 }
 
 // startAgentWith runs an agent with the given hub and managed configs.
-func startAgentWith(t *testing.T, hubCfg, managedCfg *rest.Config, cluster string, concurrency int) context.CancelFunc {
+func startAgentWith(t *testing.T, hubCfg, managedCfg *rest.Config, cluster string, concurrency int, opts ...func(*app.Options)) context.CancelFunc {
 	t.Helper()
 	o := app.NewOptions()
 	o.ClusterName = cluster
@@ -41,6 +41,9 @@ func startAgentWith(t *testing.T, hubCfg, managedCfg *rest.Config, cluster strin
 	o.Resync = 2 * time.Second
 	o.InProcess = true
 	o.LeaderElect = false // several agents race on purpose in these tests
+	for _, opt := range opts {
+		opt(o)
+	}
 	a, err := app.New(hubCfg, managedCfg, o)
 	if err != nil {
 		t.Fatalf("agent manager: %v", err)

@@ -33,7 +33,7 @@ func (r *Reconciler) forwardReboot(ctx context.Context, c *metal3api.HostClaim, 
 	}
 	origClaim := c.DeepCopy()
 	delete(c.Annotations, metal3api.RebootAnnotationPrefix)
-	if err := r.Hub.Patch(ctx, c, client.MergeFrom(origClaim)); err != nil {
+	if err := r.Claims.Patch(ctx, c, client.MergeFrom(origClaim)); err != nil {
 		return fmt.Errorf("clear reboot request on %s/%s: %w", c.Namespace, c.Name, err)
 	}
 	r.Recorder.Eventf(c, nil, "Normal", "RebootRequested", "Reboot", "reboot requested on BareMetalHost %s/%s", h.Namespace, h.Name)
@@ -53,21 +53,25 @@ func (r *Reconciler) syncHardware(ctx context.Context, c *metal3api.HostClaim, h
 	if hw.Spec.HardwareDetails == nil {
 		return c.Status.HardwareData, nil
 	}
+	if r.local() {
+		// Same cluster: the claim references the host's own HardwareData.
+		return &metal3api.ObjectReference{Namespace: hw.Namespace, Name: hw.Name}, nil
+	}
 	ref := &metal3api.ObjectReference{Namespace: c.Namespace, Name: c.Name}
 	existing := &metal3api.HardwareData{}
-	err := r.HubReader.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: c.Name}, existing)
+	err := r.ClaimReader.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: c.Name}, existing)
 	switch {
 	case err == nil && reflector.CopyIsCurrent(existing, hw):
 		return ref, nil
 	case err == nil:
 		// Inspected again: copies are immutable, so replace it.
-		if err := r.Hub.Delete(ctx, existing, client.Preconditions{UID: &existing.UID}); client.IgnoreNotFound(err) != nil {
+		if err := r.Claims.Delete(ctx, existing, client.Preconditions{UID: &existing.UID}); client.IgnoreNotFound(err) != nil {
 			return nil, fmt.Errorf("replace HardwareData copy %s/%s: %w", c.Namespace, c.Name, err)
 		}
 	case !apierrors.IsNotFound(err):
 		return nil, fmt.Errorf("get HardwareData copy %s/%s: %w", c.Namespace, c.Name, err)
 	}
-	if err := r.Hub.Create(ctx, reflector.HardwareCopy(c, hw)); err != nil {
+	if err := r.Claims.Create(ctx, reflector.HardwareCopy(c, hw)); err != nil {
 		return nil, fmt.Errorf("copy HardwareData to %s/%s: %w", c.Namespace, c.Name, err)
 	}
 	return ref, nil
@@ -75,14 +79,17 @@ func (r *Reconciler) syncHardware(ctx context.Context, c *metal3api.HostClaim, h
 
 // deleteHardwareCopy deletes the claim's HardwareData copy, if it made one.
 func (r *Reconciler) deleteHardwareCopy(ctx context.Context, c *metal3api.HostClaim) error {
+	if r.local() {
+		return nil
+	}
 	existing := &metal3api.HardwareData{}
-	if err := r.HubReader.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: c.Name}, existing); err != nil {
+	if err := r.ClaimReader.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: c.Name}, existing); err != nil {
 		return client.IgnoreNotFound(err)
 	}
 	if existing.Labels[hostspec.LabelClaimUID] != string(c.UID) {
 		return nil
 	}
-	if err := r.Hub.Delete(ctx, existing); client.IgnoreNotFound(err) != nil {
+	if err := r.Claims.Delete(ctx, existing); client.IgnoreNotFound(err) != nil {
 		return fmt.Errorf("delete HardwareData copy %s/%s: %w", c.Namespace, c.Name, err)
 	}
 	return nil
@@ -92,11 +99,11 @@ func (r *Reconciler) deleteHardwareCopy(ctx context.Context, c *metal3api.HostCl
 // claim's namespace (none when the namespace has no tenant).
 func (r *Reconciler) tenantPrefixes(ctx context.Context, nsLabels map[string]string) ([]string, error) {
 	name := nsLabels[hostfleetv1alpha1.LabelTenant]
-	if name == "" {
+	if name == "" || r.local() {
 		return nil, nil
 	}
 	t := &hostfleetv1alpha1.Tenant{}
-	if err := r.HubReader.Get(ctx, client.ObjectKey{Name: name}, t); err != nil {
+	if err := r.ClaimReader.Get(ctx, client.ObjectKey{Name: name}, t); err != nil {
 		if apierrors.IsNotFound(err) {
 			return nil, nil
 		}
@@ -120,7 +127,7 @@ func (r *Reconciler) syncLabels(ctx context.Context, c *metal3api.HostClaim, h *
 	}
 	orig := c.DeepCopy()
 	c.Labels = want
-	if err := r.Hub.Patch(ctx, c, client.MergeFrom(orig)); err != nil {
+	if err := r.Claims.Patch(ctx, c, client.MergeFrom(orig)); err != nil {
 		return fmt.Errorf("sync labels of %s/%s: %w", c.Namespace, c.Name, err)
 	}
 	return nil

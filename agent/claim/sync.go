@@ -32,7 +32,7 @@ func (r *Reconciler) syncHost(ctx context.Context, c *metal3api.HostClaim, h *me
 	keep := sets.New[string]()
 	for _, ref := range refs {
 		hubSecret := &corev1.Secret{}
-		if err := r.HubReader.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: ref.Name}, hubSecret); err != nil {
+		if err := r.ClaimReader.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: ref.Name}, hubSecret); err != nil {
 			if apierrors.IsNotFound(err) {
 				return reflector.Sync{Reason: ref.Role.SyncFailureReason(), Message: fmt.Sprintf(
 					"secret %s/%s named by spec.%s does not exist; create it", c.Namespace, ref.Name, ref.Role.Field())}, nil

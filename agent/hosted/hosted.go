@@ -30,6 +30,8 @@ type Identity struct {
 	TokenFile string
 	// TTL is the lifetime asked for each token (at least 10 minutes).
 	TTL time.Duration
+	// LocalClaims adds the rights local claims need (see ClusterRules).
+	LocalClaims bool
 }
 
 // Bootstrap creates or updates the agent's ServiceAccount, roles and bindings
@@ -56,7 +58,7 @@ func Bootstrap(ctx context.Context, bootstrap *rest.Config, id Identity) error {
 			return ignoreExists(err)
 		},
 		func() error {
-			return upsert(ctx, cs.RbacV1().ClusterRoles(), &rbacv1.ClusterRole{ObjectMeta: meta(""), Rules: ClusterRules()})
+			return upsert(ctx, cs.RbacV1().ClusterRoles(), &rbacv1.ClusterRole{ObjectMeta: meta(""), Rules: ClusterRules(id.LocalClaims)})
 		},
 		func() error {
 			return upsert(ctx, cs.RbacV1().ClusterRoleBindings(), &rbacv1.ClusterRoleBinding{ObjectMeta: meta(""), Subjects: subject,

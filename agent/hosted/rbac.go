@@ -9,13 +9,25 @@ const ServiceAccount = "hostfleet-agent"
 
 // ClusterRules are everything the agent may do cluster-wide on the managed
 // cluster. Secrets can be written (the copies of claim secrets next to their
-// hosts) but never read or listed: BMC credentials are Secrets too.
-func ClusterRules() []rbacv1.PolicyRule {
-	return []rbacv1.PolicyRule{
+// hosts) but never read or listed: BMC credentials are Secrets too. With
+// localClaims, the agent also serves HostClaims on the managed cluster, and
+// must then read the secrets they reference (get only, never list or watch).
+func ClusterRules(localClaims bool) []rbacv1.PolicyRule {
+	rules := []rbacv1.PolicyRule{
 		{APIGroups: []string{"metal3.io"}, Resources: []string{"baremetalhosts"}, Verbs: []string{"get", "list", "watch", "patch"}},
 		{APIGroups: []string{"metal3.io"}, Resources: []string{"hardwaredata", "hostdeploypolicies"}, Verbs: []string{"get", "list", "watch"}},
 		{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"create", "patch", "delete"}},
 	}
+	if localClaims {
+		rules = append(rules,
+			rbacv1.PolicyRule{APIGroups: []string{"metal3.io"}, Resources: []string{"hostclaims"}, Verbs: []string{"get", "list", "watch", "patch", "update"}},
+			rbacv1.PolicyRule{APIGroups: []string{"metal3.io"}, Resources: []string{"hostclaims/status"}, Verbs: []string{"patch", "update"}},
+			rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get"}},
+			rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"namespaces"}, Verbs: []string{"get"}},
+			rbacv1.PolicyRule{APIGroups: []string{"events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},
+		)
+	}
+	return rules
 }
 
 // NamespaceRules are what the agent may do in its own namespace: hold its
