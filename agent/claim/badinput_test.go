@@ -13,7 +13,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/hostfleet/hostfleet/agent/reflector"
-	"github.com/hostfleet/hostfleet/e2e/planes"
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
 )
 
@@ -23,17 +22,10 @@ import (
 func TestBadInputs(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	f := planes.ForTest(t, "hub", "infra-1")
-	hub, infra := f.Plane("hub").Client, f.Plane("infra-1").Client
-	f.StartBMOForTest(t, "infra-1")
-	mustCreate(t, hub,
-		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: tenantNS}},
-		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "outsiders"}},
-	)
-	hostInfra(t, infra) // admits ^tenant- only
-	mustCreate(t, infra, bmh("h0", 0, nil))
-	waitAvailable(g, infra, "h0")
-	startAgent(t, f, "infra-1", 2)
+	s := newScene(t, g, true, "h0") // the policy admits ^tenant- only
+	hub, infra := s.hub, s.infra
+	mustCreate(t, hub, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "outsiders"}})
+	startAgent(t, s.f, "infra-1", 2)
 
 	t.Log("a namespace that no HostDeployPolicy admits")
 	outsider := hubClaim("x", "infra-1", nil)

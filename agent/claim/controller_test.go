@@ -301,3 +301,37 @@ func TestStrayHostIsUnbound(t *testing.T) {
 		g.Expect(associated(c).Status).To(Equal(metav1.ConditionTrue))
 	}).WithTimeout(30 * time.Second).Should(Succeed())
 }
+
+// scene is a hub and an infra-1 plane with a tenant namespace on the hub and,
+// on infra-1, the hosts namespace, BMC credentials, a policy admitting tenant
+// namespaces and the named hosts, available.
+type scene struct {
+	f          *planes.Fleet
+	hub, infra client.Client
+}
+
+// newScene sets a scene up. With bmo, the real baremetal-operator makes the
+// hosts available; without, their status is written directly.
+func newScene(t *testing.T, g Gomega, bmo bool, hosts ...string) *scene {
+	t.Helper()
+	f := planes.ForTest(t, "hub", "infra-1")
+	s := &scene{f: f, hub: f.Plane("hub").Client, infra: f.Plane("infra-1").Client}
+	if bmo {
+		f.StartBMOForTest(t, "infra-1")
+	}
+	mustCreate(t, s.hub, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: tenantNS}})
+	hostInfra(t, s.infra)
+	for i, name := range hosts {
+		h := bmh(name, i, nil)
+		mustCreate(t, s.infra, h)
+		if !bmo {
+			h.Status.Provisioning.State = metal3api.StateAvailable
+			h.Status.OperationalStatus = metal3api.OperationalStatusOK
+			g.Expect(s.infra.Status().Update(context.Background(), h)).To(Succeed())
+		}
+	}
+	if bmo {
+		waitAvailable(g, s.infra, hosts...)
+	}
+	return s
+}

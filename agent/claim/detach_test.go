@@ -7,12 +7,10 @@ import (
 
 	metal3api "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
 	. "github.com/onsi/gomega"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/hostfleet/hostfleet/agent/claim"
-	"github.com/hostfleet/hostfleet/e2e/planes"
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
 )
 
@@ -21,14 +19,9 @@ import (
 func TestDetach(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	f := planes.ForTest(t, "hub", "infra-1")
-	hub, infra := f.Plane("hub").Client, f.Plane("infra-1").Client
-	f.StartBMOForTest(t, "infra-1")
-	mustCreate(t, hub, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: tenantNS}})
-	hostInfra(t, infra)
-	mustCreate(t, infra, bmh("h0", 0, nil))
-	waitAvailable(g, infra, "h0")
-	startAgent(t, f, "infra-1", 2)
+	s := newScene(t, g, true, "h0")
+	hub, infra := s.hub, s.infra
+	startAgent(t, s.f, "infra-1", 2)
 
 	c := hubClaim("c", "infra-1", nil)
 	c.Annotations = map[string]string{metal3api.DetachedAnnotation: ""}

@@ -14,7 +14,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/hostfleet/hostfleet/agent/hostspec"
-	"github.com/hostfleet/hostfleet/e2e/planes"
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
 )
 
@@ -33,14 +32,9 @@ func condition(c *metal3api.HostClaim, t string) metav1.Condition {
 func TestLifecycle(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	f := planes.ForTest(t, "hub", "infra-1")
-	hub, infra := f.Plane("hub").Client, f.Plane("infra-1").Client
-	f.StartBMOForTest(t, "infra-1")
-	mustCreate(t, hub, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: tenantNS}})
-	hostInfra(t, infra)
-	mustCreate(t, infra, bmh("h0", 0, nil))
-	waitAvailable(g, infra, "h0")
-	startAgent(t, f, "infra-1", 2)
+	s := newScene(t, g, true, "h0")
+	hub, infra := s.hub, s.infra
+	startAgent(t, s.f, "infra-1", 2)
 
 	c := hubClaim("web", "infra-1", nil)
 	c.Spec.PoweredOn = true

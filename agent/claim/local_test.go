@@ -14,7 +14,6 @@ import (
 
 	"github.com/hostfleet/hostfleet/agent/app"
 	"github.com/hostfleet/hostfleet/agent/hostspec"
-	"github.com/hostfleet/hostfleet/e2e/planes"
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
 )
 
@@ -29,17 +28,8 @@ import (
 func TestLocalClaims(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	f := planes.ForTest(t, "hub", "infra-1")
-	hub, infra := f.Plane("hub").Client, f.Plane("infra-1").Client
-	mustCreate(t, hub, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: tenantNS}})
-	hostInfra(t, infra)
-	for i, name := range []string{"h0", "h1"} {
-		h := bmh(name, i, nil)
-		mustCreate(t, infra, h)
-		h.Status.Provisioning.State = metal3api.StateAvailable
-		h.Status.OperationalStatus = metal3api.OperationalStatusOK
-		g.Expect(infra.Status().Update(ctx, h)).To(Succeed())
-	}
+	s := newScene(t, g, false, "h0", "h1")
+	hub, infra, f := s.hub, s.infra, s.f
 	mustCreate(t, infra,
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "tenant-local"}},
 		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant-local", Name: "ud"}, StringData: map[string]string{"userData": "#cloud-config\nlocal: true\n"}},

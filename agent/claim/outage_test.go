@@ -7,12 +7,10 @@ import (
 
 	metal3api "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
 	. "github.com/onsi/gomega"
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/hostfleet/hostfleet/e2e/planes"
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
 )
 
@@ -23,16 +21,11 @@ import (
 func TestHubOutage(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	f := planes.ForTest(t, "hub", "infra-1")
-	hub, infra := f.Plane("hub").Client, f.Plane("infra-1").Client
-	px, err := f.Proxy("hub")
+	s := newScene(t, g, true, "h0")
+	hub, infra := s.hub, s.infra
+	px, err := s.f.Proxy("hub")
 	g.Expect(err).NotTo(HaveOccurred())
-	f.StartBMOForTest(t, "infra-1")
-	mustCreate(t, hub, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: tenantNS}})
-	hostInfra(t, infra)
-	mustCreate(t, infra, bmh("h0", 0, nil))
-	waitAvailable(g, infra, "h0")
-	startAgentWith(t, px.Config, f.Plane("infra-1").Config, "infra-1", 2)
+	startAgentWith(t, px.Config, s.f.Plane("infra-1").Config, "infra-1", 2)
 
 	c := hubClaim("web", "infra-1", nil)
 	c.Spec.PoweredOn = true
