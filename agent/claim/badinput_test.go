@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/hostfleet/hostfleet/agent/hostspec"
 	"github.com/hostfleet/hostfleet/agent/reflector"
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
 )
@@ -55,6 +56,34 @@ func TestBadInputs(t *testing.T) {
 		g.Expect(hub.Get(ctx, key, c)).To(Succeed())
 		g.Expect(condition(c, hostfleetv1alpha1.ConditionReady).Status).To(Equal(metav1.ConditionTrue))
 	}).WithTimeout(60 * time.Second).Should(Succeed())
+
+	t.Log("a secret whose copy the infrastructure cluster refuses")
+	mustCreate(t, hub, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: tenantNS, Name: "sa-token",
+		Annotations: map[string]string{corev1.ServiceAccountNameKey: "default"}},
+		Type: corev1.SecretTypeServiceAccountToken})
+	mutate(g, hub, key, c, func(c *metal3api.HostClaim) { c.Spec.UserData = &corev1.SecretReference{Name: "sa-token"} })
+	g.Eventually(func(g Gomega) {
+		g.Expect(hub.Get(ctx, key, c)).To(Succeed())
+		s := condition(c, hostfleetv1alpha1.ConditionSynchronized)
+		g.Expect(s.Reason).To(Equal(metal3api.BadUserDataSecretReason))
+		g.Expect(s.Message).To(ContainSubstring("secret tenant-a/sa-token named by spec.userData cannot be copied to the host"))
+	}).WithTimeout(30 * time.Second).Should(Succeed())
+
+	t.Log("a secret at the size limit is copied whole")
+	big := make([]byte, 1024*1024-16)
+	for i := range big {
+		big[i] = 'x'
+	}
+	mustCreate(t, hub, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: tenantNS, Name: "big"}, Data: map[string][]byte{"userData": big}})
+	mutate(g, hub, key, c, func(c *metal3api.HostClaim) { c.Spec.UserData = &corev1.SecretReference{Name: "big"} })
+	g.Eventually(func(g Gomega) {
+		g.Expect(hub.Get(ctx, key, c)).To(Succeed())
+		g.Expect(condition(c, hostfleetv1alpha1.ConditionSynchronized).Status).To(Equal(metav1.ConditionTrue))
+		cp := &corev1.Secret{}
+		g.Expect(infra.Get(ctx, client.ObjectKey{Namespace: hostsNS, Name: hostspec.CopyName(c, hostspec.UserData)}, cp)).To(Succeed())
+		g.Expect(cp.Data["userData"]).To(HaveLen(len(big)))
+	}).WithTimeout(30 * time.Second).Should(Succeed())
+	mutate(g, hub, key, c, func(c *metal3api.HostClaim) { c.Spec.UserData = nil })
 
 	t.Log("the bound host goes into error: its BMC credentials lose the password")
 	mutate(g, infra, client.ObjectKey{Namespace: hostsNS, Name: "bmc"}, &corev1.Secret{}, func(s *corev1.Secret) {
