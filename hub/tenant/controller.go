@@ -1,0 +1,290 @@
+package tenant
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	metal3api "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	clusterv1 "open-cluster-management.io/api/cluster/v1"
+	clusterv1beta2 "open-cluster-management.io/api/cluster/v1beta2"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
+)
+
+// Finalizer keeps a Tenant until its claims are gone.
+const Finalizer = "hostfleet.io/tenant"
+
+// FieldManager owns what the tenant controller applies.
+const FieldManager = "hostfleet-hub"
+
+// Condition reasons on Tenants.
+const (
+	ReasonRegistered        = "Registered"
+	ReasonClusterSetMissing = "ClusterSetMissing"
+	ReasonNamespaceConflict = "NamespaceConflict"
+	ReasonDeletionBlocked   = "DeletionBlocked"
+)
+
+// clusterSetLabel is OCM's exclusive cluster set label on ManagedClusters.
+const clusterSetLabel = "cluster.open-cluster-management.io/clusterset"
+
+// Reconciler registers Tenants.
+type Reconciler struct {
+	Client client.Client
+	Scheme *runtime.Scheme
+}
+
+// SetupWithManager wires the controller.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	toAll := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, _ client.Object) []reconcile.Request {
+		var list hostfleetv1alpha1.TenantList
+		if err := r.Client.List(ctx, &list); err != nil {
+			return nil
+		}
+		out := make([]reconcile.Request, 0, len(list.Items))
+		for _, t := range list.Items {
+			out = append(out, reconcile.Request{NamespacedName: client.ObjectKey{Name: t.Name}})
+		}
+		return out
+	})
+	byNamespace := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
+		ns := &corev1.Namespace{}
+		if err := r.Client.Get(ctx, client.ObjectKey{Name: o.GetNamespace()}, ns); err != nil {
+			return nil
+		}
+		if name := ns.Labels[hostfleetv1alpha1.LabelTenant]; name != "" {
+			return []reconcile.Request{{NamespacedName: client.ObjectKey{Name: name}}}
+		}
+		return nil
+	})
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("tenant").
+		For(&hostfleetv1alpha1.Tenant{}).
+		Owns(&corev1.Namespace{}).
+		Watches(&clusterv1.ManagedCluster{}, toAll).
+		Watches(&clusterv1beta2.ManagedClusterSet{}, toAll).
+		Watches(&metal3api.HostClaim{}, byNamespace).
+		Complete(r)
+}
+
+// Reconcile makes a Tenant's objects and reports on them.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	t := &hostfleetv1alpha1.Tenant{}
+	if err := r.Client.Get(ctx, req.NamespacedName, t); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	owned, conflicts, err := r.namespaces(ctx, t)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	claims, ready, err := r.claims(ctx, owned)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if !t.DeletionTimestamp.IsZero() {
+		return r.delete(ctx, t, owned, claims)
+	}
+	if !controllerutil.ContainsFinalizer(t, Finalizer) {
+		orig := t.DeepCopy()
+		controllerutil.AddFinalizer(t, Finalizer)
+		if err := r.Client.Patch(ctx, t, client.MergeFrom(orig)); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+
+	clusters, setFound, err := r.clusters(ctx, t.Spec.ClusterSet)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	for _, obj := range Desired(t, clusters) {
+		if conflicts[namespaceOf(obj)] != "" {
+			continue
+		}
+		if err := r.apply(ctx, t, obj); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	if t.Spec.MaxClaims == nil {
+		for _, ns := range t.DefaultNamespaces() {
+			q := &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: QuotaName}}
+			if err := r.Client.Delete(ctx, q); client.IgnoreNotFound(err) != nil {
+				return ctrl.Result{}, err
+			}
+		}
+	}
+	owned, _, err = r.namespaces(ctx, t)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+
+	cond := metav1.Condition{Type: hostfleetv1alpha1.ConditionReady, Status: metav1.ConditionTrue, Reason: ReasonRegistered,
+		Message: fmt.Sprintf("namespaces %s serve the %d clusters of set %s", strings.Join(owned, ","), len(clusters), t.Spec.ClusterSet)}
+	switch {
+	case len(conflicts) > 0:
+		var parts []string
+		for ns, who := range conflicts {
+			parts = append(parts, fmt.Sprintf("namespace %s %s", ns, who))
+		}
+		sort.Strings(parts)
+		cond.Status, cond.Reason = metav1.ConditionFalse, ReasonNamespaceConflict
+		cond.Message = strings.Join(parts, "; ") + "; choose other names in spec.namespaces"
+	case !setFound:
+		cond.Status, cond.Reason = metav1.ConditionFalse, ReasonClusterSetMissing
+		cond.Message = fmt.Sprintf("ManagedClusterSet %s does not exist: create it or fix spec.clusterSet; no agent can serve the tenant's claims meanwhile", t.Spec.ClusterSet)
+	}
+	return ctrl.Result{}, r.setStatus(ctx, t, owned, clusters, claims, ready, cond)
+}
+
+// namespaces are the tenant's namespaces that exist and are labelled for it,
+// and the requested ones that belong to someone else (with who).
+func (r *Reconciler) namespaces(ctx context.Context, t *hostfleetv1alpha1.Tenant) ([]string, map[string]string, error) {
+	var owned []string
+	conflicts := map[string]string{}
+	for _, name := range t.DefaultNamespaces() {
+		ns := &corev1.Namespace{}
+		err := r.Client.Get(ctx, client.ObjectKey{Name: name}, ns)
+		switch {
+		case apierrors.IsNotFound(err):
+		case err != nil:
+			return nil, nil, err
+		case ns.Labels[hostfleetv1alpha1.LabelTenant] == t.Name:
+			owned = append(owned, name)
+		case ns.Labels[hostfleetv1alpha1.LabelTenant] != "":
+			conflicts[name] = "belongs to tenant " + ns.Labels[hostfleetv1alpha1.LabelTenant]
+		default:
+			conflicts[name] = "exists and is not a tenant namespace"
+		}
+	}
+	return owned, conflicts, nil
+}
+
+// clusters are the managed clusters in the set, and whether the set exists.
+func (r *Reconciler) clusters(ctx context.Context, set string) ([]string, bool, error) {
+	mcs := &clusterv1beta2.ManagedClusterSet{}
+	if err := r.Client.Get(ctx, client.ObjectKey{Name: set}, mcs); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, false, nil
+		}
+		return nil, false, err
+	}
+	sel := labels.SelectorFromSet(labels.Set{clusterSetLabel: set})
+	if s := mcs.Spec.ClusterSelector; s.SelectorType == clusterv1beta2.LabelSelector && s.LabelSelector != nil {
+		var err error
+		if sel, err = metav1.LabelSelectorAsSelector(s.LabelSelector); err != nil {
+			return nil, true, fmt.Errorf("ManagedClusterSet %s selector: %w", set, err)
+		}
+	}
+	var list clusterv1.ManagedClusterList
+	if err := r.Client.List(ctx, &list, client.MatchingLabelsSelector{Selector: sel}); err != nil {
+		return nil, true, err
+	}
+	var out []string
+	for _, c := range list.Items {
+		out = append(out, c.Name)
+	}
+	sort.Strings(out)
+	return out, true, nil
+}
+
+// claims counts the claims in the namespaces, and those Ready.
+func (r *Reconciler) claims(ctx context.Context, namespaces []string) ([]string, int32, error) {
+	var names []string
+	var ready int32
+	for _, ns := range namespaces {
+		var list metal3api.HostClaimList
+		if err := r.Client.List(ctx, &list, client.InNamespace(ns)); err != nil {
+			return nil, 0, err
+		}
+		for i := range list.Items {
+			c := &list.Items[i]
+			names = append(names, c.Namespace+"/"+c.Name)
+			if meta.IsStatusConditionTrue(c.Status.Conditions, hostfleetv1alpha1.ConditionReady) {
+				ready++
+			}
+		}
+	}
+	return names, ready, nil
+}
+
+// delete keeps the Tenant while claims remain; then deletes its namespaces
+// and lets it go.
+func (r *Reconciler) delete(ctx context.Context, t *hostfleetv1alpha1.Tenant, owned, claims []string) (ctrl.Result, error) {
+	if !controllerutil.ContainsFinalizer(t, Finalizer) {
+		return ctrl.Result{}, nil
+	}
+	if len(claims) > 0 {
+		shown := claims
+		if len(shown) > 10 {
+			shown = append(append([]string(nil), shown[:10]...), fmt.Sprintf("and %d more", len(claims)-10))
+		}
+		cond := metav1.Condition{Type: hostfleetv1alpha1.ConditionReady, Status: metav1.ConditionFalse, Reason: ReasonDeletionBlocked,
+			Message: fmt.Sprintf("the tenant is kept while it has claims: %s; delete them first", strings.Join(shown, ", "))}
+		return ctrl.Result{RequeueAfter: 30 * time.Second}, r.setStatus(ctx, t, owned, t.Status.Clusters, claims, t.Status.ReadyClaims, cond)
+	}
+	for _, name := range owned {
+		if err := r.Client.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}); client.IgnoreNotFound(err) != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	orig := t.DeepCopy()
+	controllerutil.RemoveFinalizer(t, Finalizer)
+	return ctrl.Result{}, r.Client.Patch(ctx, t, client.MergeFrom(orig))
+}
+
+func (r *Reconciler) setStatus(ctx context.Context, t *hostfleetv1alpha1.Tenant, owned, clusters, claims []string, ready int32, cond metav1.Condition) error {
+	orig := t.DeepCopy()
+	cond.ObservedGeneration = t.Generation
+	t.Status.ObservedGeneration = t.Generation
+	t.Status.Namespaces = owned
+	t.Status.Clusters = clusters
+	t.Status.Claims = int32(len(claims))
+	t.Status.ReadyClaims = ready
+	meta.SetStatusCondition(&t.Status.Conditions, cond)
+	return r.Client.Status().Patch(ctx, t, client.MergeFrom(orig))
+}
+
+// apply server-side applies one desired object, owned by the Tenant.
+func (r *Reconciler) apply(ctx context.Context, t *hostfleetv1alpha1.Tenant, obj client.Object) error {
+	if err := controllerutil.SetOwnerReference(t, obj, r.Scheme); err != nil {
+		return err
+	}
+	gvk, err := apiutil.GVKForObject(obj, r.Scheme)
+	if err != nil {
+		return err
+	}
+	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+	if err != nil {
+		return err
+	}
+	u := &unstructured.Unstructured{Object: m}
+	u.SetGroupVersionKind(gvk)
+	unstructured.RemoveNestedField(u.Object, "metadata", "creationTimestamp")
+	unstructured.RemoveNestedField(u.Object, "status")
+	if err := r.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(FieldManager), client.ForceOwnership); err != nil {
+		return fmt.Errorf("apply %s %s/%s for tenant %s: %w", gvk.Kind, obj.GetNamespace(), obj.GetName(), t.Name, err)
+	}
+	return nil
+}
+
+func namespaceOf(obj client.Object) string {
+	if _, ok := obj.(*corev1.Namespace); ok {
+		return obj.GetName()
+	}
+	return obj.GetNamespace()
+}

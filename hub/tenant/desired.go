@@ -1,0 +1,87 @@
+package tenant
+
+import (
+	"fmt"
+	"sort"
+
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	clusterv1beta2 "open-cluster-management.io/api/cluster/v1beta2"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
+)
+
+// Names of the objects made in each tenant namespace.
+const (
+	AdminRole  = "hostfleet-tenant-admin"
+	AgentRole  = "hostfleet-agent"
+	QuotaName  = "hostfleet-claims"
+	AddonName  = "hostfleet-agent"
+	QuotaClaim = "count/hostclaims.metal3.io"
+)
+
+// AgentGroup is the hub identity group of a cluster's agent, as the OCM
+// add-on registration gives it.
+func AgentGroup(cluster string) string {
+	return fmt.Sprintf("system:open-cluster-management:cluster:%s:addon:%s", cluster, AddonName)
+}
+
+// AdminRules: edit claims and secrets, view HardwareData; nothing else.
+func AdminRules() []rbacv1.PolicyRule {
+	edit := []string{"get", "list", "watch", "create", "update", "patch", "delete"}
+	view := []string{"get", "list", "watch"}
+	return []rbacv1.PolicyRule{
+		{APIGroups: []string{"metal3.io"}, Resources: []string{"hostclaims"}, Verbs: edit},
+		{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: edit},
+		{APIGroups: []string{"metal3.io"}, Resources: []string{"hardwaredata"}, Verbs: view},
+		{APIGroups: []string{"metal3.io"}, Resources: []string{"hostclaims/status"}, Verbs: []string{"get"}},
+	}
+}
+
+// AgentRules: what an agent needs in a tenant namespace to serve its claims.
+func AgentRules() []rbacv1.PolicyRule {
+	return []rbacv1.PolicyRule{
+		{APIGroups: []string{"metal3.io"}, Resources: []string{"hostclaims"}, Verbs: []string{"get", "list", "watch", "patch", "update"}},
+		{APIGroups: []string{"metal3.io"}, Resources: []string{"hostclaims/status"}, Verbs: []string{"patch", "update"}},
+		{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get"}},
+		{APIGroups: []string{"metal3.io"}, Resources: []string{"hardwaredata"}, Verbs: []string{"get", "create", "delete"}},
+		{APIGroups: []string{"events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},
+	}
+}
+
+// Desired is every object the Tenant should have, in each of its
+// namespaces, given the clusters currently in its cluster set.
+func Desired(t *hostfleetv1alpha1.Tenant, clusters []string) []client.Object {
+	clusters = append([]string(nil), clusters...)
+	sort.Strings(clusters)
+	labels := map[string]string{hostfleetv1alpha1.LabelTenant: t.Name}
+	var agents []rbacv1.Subject
+	for _, c := range clusters {
+		agents = append(agents, rbacv1.Subject{Kind: rbacv1.GroupKind, APIGroup: rbacv1.GroupName, Name: AgentGroup(c)})
+	}
+	var out []client.Object
+	for _, ns := range t.DefaultNamespaces() {
+		meta := func(name string) metav1.ObjectMeta {
+			return metav1.ObjectMeta{Namespace: ns, Name: name, Labels: labels}
+		}
+		out = append(out,
+			&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: labels}},
+			&rbacv1.Role{ObjectMeta: meta(AdminRole), Rules: AdminRules()},
+			&rbacv1.RoleBinding{ObjectMeta: meta(AdminRole), Subjects: t.Spec.Admins,
+				RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: AdminRole}},
+			&rbacv1.Role{ObjectMeta: meta(AgentRole), Rules: AgentRules()},
+			&rbacv1.RoleBinding{ObjectMeta: meta(AgentRole), Subjects: agents,
+				RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: AgentRole}},
+			&clusterv1beta2.ManagedClusterSetBinding{ObjectMeta: meta(t.Spec.ClusterSet),
+				Spec: clusterv1beta2.ManagedClusterSetBindingSpec{ClusterSet: t.Spec.ClusterSet}},
+		)
+		if t.Spec.MaxClaims != nil {
+			out = append(out, &corev1.ResourceQuota{ObjectMeta: meta(QuotaName), Spec: corev1.ResourceQuotaSpec{
+				Hard: corev1.ResourceList{QuotaClaim: *resource.NewQuantity(int64(*t.Spec.MaxClaims), resource.DecimalSI)}}})
+		}
+	}
+	return out
+}
