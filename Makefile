@@ -20,7 +20,7 @@ tools: ## Build every tool the tests need into $(HOSTFLEET_CACHE) (minutes the f
 
 .PHONY: build
 build: ## Build the binaries into bin/.
-	CGO_ENABLED=0 go build -trimpath -o $(BIN)/ ./agent/cmd/...
+	CGO_ENABLED=0 go build -trimpath -o $(BIN)/ ./agent/cmd/... ./hub/cmd/...
 
 .PHONY: generate
 generate: ## Generate deepcopy code.
@@ -48,6 +48,12 @@ lint: ## gofmt, go vet and staticcheck.
 test: verify lint tools ## Everything CI runs: verify, lint, unit and integration tests on real control planes.
 	KUBEBUILDER_ASSETS="$$($(TOOLS) --print-assets)" HOSTFLEET_BMO="$$($(TOOLS) --print-bmo)" \
 		go test $(GO_TEST_FLAGS) ./...
+
+.PHONY: demo
+demo: build ## Local hub and two infrastructure clusters, hub and agents running, a tenant's claims going Ready (Ctrl-C stops it).
+	$(TOOLS) envtest baremetal-operator
+	go build -o $(BIN)/hostfleet-demo ./e2e/demo/cmd
+	KUBEBUILDER_ASSETS="$$($(TOOLS) --print-assets)" HOSTFLEET_BMO="$$($(TOOLS) --print-bmo)" $(BIN)/hostfleet-demo --bin $(BIN)
 
 .PHONY: bench
 bench: tools ## Benchmarks on real control planes, each printed beside a baseline measured in the same run.

@@ -1,0 +1,299 @@
+// Package demo is what `make demo` runs: a hub and two infrastructure
+// clusters as local control planes, a real baremetal-operator (test mode) per
+// infrastructure cluster, hostfleet-hub and one hostfleet-agent per cluster as
+// processes, a tenant, hosts and claims, and a short report of each claim
+// going Associated and Ready.
+package demo
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"path/filepath"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	metal3api "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	clusterv1 "open-cluster-management.io/api/cluster/v1"
+	clusterv1beta2 "open-cluster-management.io/api/cluster/v1beta2"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/hostfleet/hostfleet/e2e/planes"
+	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
+)
+
+// Options tune Run.
+type Options struct {
+	// Bin holds hostfleet-hub and hostfleet-agent.
+	Bin string
+	// Dir receives kubeconfigs and logs.
+	Dir string
+	// Out receives the report.
+	Out io.Writer
+	// ExitWhenReady returns once every claim is Ready instead of waiting
+	// for ctx to end.
+	ExitWhenReady bool
+	// Timeout bounds the wait for claims to go Ready.
+	Timeout time.Duration
+}
+
+var infras = []string{"infra-1", "infra-2"}
+
+// claims of the demo: name, cluster (pinned by the tenant), image.
+var claims = []struct {
+	name, cluster, image string
+	size                 string
+}{
+	{"web-1", "infra-1", "http://images.example/ubuntu-24.04.qcow2", "medium"},
+	{"web-2", "infra-2", "http://images.example/ubuntu-24.04.qcow2", "medium"},
+	{"db-1", "infra-1", "", "large"},
+}
+
+// Run runs the demo until ctx ends (or, with ExitWhenReady, until every
+// claim is Ready), and stops everything it started.
+func Run(ctx context.Context, o Options) error {
+	out := o.Out
+	say := func(format string, a ...any) { fmt.Fprintf(out, format+"\n", a...) }
+	start := time.Now()
+	say("Starting three control planes (hub, infra-1, infra-2): real kube-apiserver and etcd processes…")
+	f, err := planes.Start(ctx, planes.Options{Dir: o.Dir}, append([]string{"hub"}, infras...)...)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		say("Stopping the hub, the agents, baremetal-operator and the control planes…")
+		_ = f.Stop()
+	}()
+	say("  up in %s", time.Since(start).Round(100*time.Millisecond))
+	hub := f.Plane("hub").Client
+
+	if err := setUpHub(ctx, hub); err != nil {
+		return err
+	}
+	for i, name := range infras {
+		if _, err := f.StartBMO(name); err != nil {
+			return err
+		}
+		if err := setUpInfra(ctx, f.Plane(name).Client, i); err != nil {
+			return err
+		}
+	}
+	say("baremetal-operator (test mode) drives 2 BareMetalHosts on each infrastructure cluster")
+
+	if _, err := f.Run("hostfleet-hub", "hub", filepath.Join(o.Bin, "hostfleet-hub"), []string{
+		"--kubeconfig=" + f.Plane("hub").Kubeconfig, "--leader-elect=false"}); err != nil {
+		return err
+	}
+	for _, name := range infras {
+		if _, err := f.Run("hostfleet-agent-"+name, name, filepath.Join(o.Bin, "hostfleet-agent"), []string{
+			"--hub-kubeconfig=" + f.Plane("hub").Kubeconfig, "--managed-kubeconfig=" + f.Plane(name).Kubeconfig,
+			"--cluster-name=" + name, "--leader-elect=false", "--retry-after=5s", "--inventory-interval=2s"}); err != nil {
+			return err
+		}
+	}
+	say("hostfleet-hub and one hostfleet-agent per infrastructure cluster are running")
+
+	if err := createTenant(ctx, hub); err != nil {
+		return err
+	}
+	if err := wait(ctx, o.Timeout, func() (bool, error) {
+		t := &hostfleetv1alpha1.Tenant{}
+		if err := hub.Get(ctx, client.ObjectKey{Name: "acme"}, t); err != nil {
+			return false, err
+		}
+		return meta.IsStatusConditionTrue(t.Status.Conditions, hostfleetv1alpha1.ConditionReady), nil
+	}); err != nil {
+		return fmt.Errorf("tenant acme not Ready: %w", err)
+	}
+	say("Tenant acme registered: namespace tenant-acme, admin alice, cluster set lab (infra-1, infra-2)")
+
+	if err := createClaims(ctx, hub); err != nil {
+		return err
+	}
+	say("Claims created in tenant-acme, pinned by the tenant: web-1 on infra-1 and web-2 on infra-2 (medium hosts, an image")
+	say("and cloud-init user data each), db-1 on infra-1 (a large host, no image)")
+	say("")
+	seen := map[string]string{}
+	err = wait(ctx, o.Timeout, func() (bool, error) {
+		var list metal3api.HostClaimList
+		if err := hub.List(ctx, &list, client.InNamespace("tenant-acme")); err != nil {
+			return false, err
+		}
+		ready := 0
+		for i := range list.Items {
+			c := &list.Items[i]
+			state := describe(c)
+			if seen[c.Name] != state {
+				seen[c.Name] = state
+				say("  %-6s %s", c.Name, state)
+			}
+			if meta.IsStatusConditionTrue(c.Status.Conditions, hostfleetv1alpha1.ConditionReady) {
+				ready++
+			}
+		}
+		return ready == len(claims), nil
+	})
+	if err != nil {
+		return fmt.Errorf("claims not Ready (logs in %s): %w", o.Dir, err)
+	}
+	say("")
+	say("All %d claims are Ready, %s after the start.", len(claims), time.Since(start).Round(time.Second))
+	if err := summary(ctx, out, hub); err != nil {
+		return err
+	}
+	say("")
+	say("Look around with kubectl:")
+	for _, name := range append([]string{"hub"}, infras...) {
+		say("  %-8s kubectl --kubeconfig %s …", name, f.Plane(name).Kubeconfig)
+	}
+	say("  e.g.     kubectl --kubeconfig %s get hostclaims,hardwaredata -n tenant-acme", f.Plane("hub").Kubeconfig)
+	say("           kubectl --kubeconfig %s get baremetalhosts -n hosts", f.Plane("infra-1").Kubeconfig)
+	say("Logs of every process are in %s", o.Dir)
+	if o.ExitWhenReady {
+		return nil
+	}
+	say("Press Ctrl-C to stop.")
+	<-ctx.Done()
+	return nil
+}
+
+func describe(c *metal3api.HostClaim) string {
+	assoc := meta.FindStatusCondition(c.Status.Conditions, hostfleetv1alpha1.ConditionAssociated)
+	ready := meta.FindStatusCondition(c.Status.Conditions, hostfleetv1alpha1.ConditionReady)
+	switch {
+	case ready != nil && ready.Status == metav1.ConditionTrue:
+		return "Ready       " + ready.Message
+	case assoc != nil && assoc.Status == metav1.ConditionTrue && ready != nil:
+		return "Associated  " + ready.Message
+	case assoc != nil:
+		return "waiting     " + assoc.Message
+	default:
+		return "created"
+	}
+}
+
+func summary(ctx context.Context, out io.Writer, hub client.Client) error {
+	var list metal3api.HostClaimList
+	if err := hub.List(ctx, &list, client.InNamespace("tenant-acme")); err != nil {
+		return err
+	}
+	sort.Slice(list.Items, func(i, j int) bool { return list.Items[i].Name < list.Items[j].Name })
+	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "  CLAIM\tCLUSTER\tHOST\tPOWER\tHARDWARE\tSYNCED LABELS")
+	for _, c := range list.Items {
+		host, hw, power := "-", "-", "off"
+		if c.Status.BareMetalHost != nil {
+			host = c.Status.BareMetalHost.Namespace + "/" + c.Status.BareMetalHost.Name
+		}
+		if c.Status.HardwareData != nil {
+			hw = "hardwaredata/" + c.Status.HardwareData.Name
+		}
+		if c.Status.PoweredOn {
+			power = "on"
+		}
+		var synced []string
+		for k, v := range c.Labels {
+			if strings.HasPrefix(k, "example.com/") {
+				synced = append(synced, k+"="+v)
+			}
+		}
+		sort.Strings(synced)
+		fmt.Fprintf(w, "  %s\t%s\t%s\t%s\t%s\t%s\n", c.Name, c.Labels[hostfleetv1alpha1.LabelCluster], host, power, hw, strings.Join(synced, ","))
+	}
+	return w.Flush()
+}
+
+func setUpHub(ctx context.Context, hub client.Client) error {
+	objs := []client.Object{&clusterv1beta2.ManagedClusterSet{ObjectMeta: metav1.ObjectMeta{Name: "lab"}}}
+	for _, name := range infras {
+		objs = append(objs,
+			&clusterv1.ManagedCluster{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"cluster.open-cluster-management.io/clusterset": "lab"}},
+				Spec: clusterv1.ManagedClusterSpec{HubAcceptsClient: true}},
+			&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}})
+	}
+	return create(ctx, hub, objs...)
+}
+
+func setUpInfra(ctx context.Context, c client.Client, index int) error {
+	objs := []client.Object{
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "hosts"}},
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "hosts", Name: "bmc"}, StringData: map[string]string{"username": "admin", "password": "password"}},
+		&metal3api.HostDeployPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: "hosts", Name: "tenants"},
+			Spec: metal3api.HostDeployPolicySpec{HostClaimNamespaces: &metal3api.HostClaimNamespaces{NameMatches: "^tenant-"}}},
+	}
+	for i, size := range []string{"medium", "large"} {
+		objs = append(objs, &metal3api.BareMetalHost{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "hosts", Name: fmt.Sprintf("server-%d", i),
+				Labels: map[string]string{"example.com/rack": fmt.Sprintf("r%d", index+1), "example.com/size": size}},
+			Spec: metal3api.BareMetalHostSpec{
+				BMC:            metal3api.BMCDetails{Address: fmt.Sprintf("ipmi://127.0.0.1:%d", 16230+10*index+i), CredentialsName: "bmc"},
+				BootMACAddress: fmt.Sprintf("00:5a:%02x:00:00:%02x", index, i),
+			},
+		})
+	}
+	return create(ctx, c, objs...)
+}
+
+func createTenant(ctx context.Context, hub client.Client) error {
+	return create(ctx, hub, &hostfleetv1alpha1.Tenant{ObjectMeta: metav1.ObjectMeta{Name: "acme"}, Spec: hostfleetv1alpha1.TenantSpec{
+		Namespaces: []string{"tenant-acme"}, ClusterSet: "lab", LabelSyncPrefixes: []string{"example.com"}, MaxClaims: ptr.To[int32](5),
+		Admins: []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: "alice"}},
+	}})
+}
+
+func createClaims(ctx context.Context, hub client.Client) error {
+	objs := []client.Object{&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant-acme", Name: "web-userdata"},
+		StringData: map[string]string{"userData": "#cloud-config\npackages: [nginx]\n"}}}
+	for _, c := range claims {
+		claim := &metal3api.HostClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant-acme", Name: c.name,
+			Labels: map[string]string{hostfleetv1alpha1.LabelCluster: c.cluster}}}
+		if c.image != "" {
+			claim.Spec.PoweredOn = true
+			claim.Spec.Image = &metal3api.Image{URL: c.image, Checksum: c.image + ".sha256sum"}
+			claim.Spec.UserData = &corev1.SecretReference{Name: "web-userdata"}
+		}
+		if c.size != "" {
+			claim.Spec.HostSelector.MatchLabels = map[string]string{"example.com/size": c.size}
+		}
+		objs = append(objs, claim)
+	}
+	return create(ctx, hub, objs...)
+}
+
+func create(ctx context.Context, c client.Client, objs ...client.Object) error {
+	for _, o := range objs {
+		if err := c.Create(ctx, o); err != nil {
+			return fmt.Errorf("create %T %s: %w", o, o.GetName(), err)
+		}
+	}
+	return nil
+}
+
+// wait polls cond every half second until it holds, ctx ends or timeout.
+func wait(ctx context.Context, timeout time.Duration, cond func() (bool, error)) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		ok, err := cond()
+		if err == nil && ok {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			if err != nil {
+				return err
+			}
+			return fmt.Errorf("timed out after %s", timeout)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+}

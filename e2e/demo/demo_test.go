@@ -1,0 +1,67 @@
+package demo_test
+
+import (
+	"bufio"
+	"bytes"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+)
+
+// TestDemo runs what `make demo` runs, as a person would: the built demo
+// binary, until it reports every claim Ready; then Ctrl-C, after which it must
+// exit cleanly and leave no process behind.
+func TestDemo(t *testing.T) {
+	g := NewWithT(t)
+	bin := t.TempDir()
+	for pkg, name := range map[string]string{
+		"../../agent/cmd/hostfleet-agent": "hostfleet-agent",
+		"../../hub/cmd/hostfleet-hub":     "hostfleet-hub",
+		"./cmd":                           "hostfleet-demo",
+	} {
+		out, err := exec.Command("go", "build", "-o", filepath.Join(bin, name), pkg).CombinedOutput()
+		g.Expect(err).NotTo(HaveOccurred(), string(out))
+	}
+	dir := t.TempDir()
+	cmd := exec.Command(filepath.Join(bin, "hostfleet-demo"), "--bin", bin, "--dir", dir)
+	stdout, err := cmd.StdoutPipe()
+	g.Expect(err).NotTo(HaveOccurred())
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	g.Expect(cmd.Start()).To(Succeed())
+
+	var mu sync.Mutex
+	var lines []string
+	go func() {
+		s := bufio.NewScanner(stdout)
+		for s.Scan() {
+			mu.Lock()
+			lines = append(lines, s.Text())
+			mu.Unlock()
+		}
+	}()
+	output := func() string {
+		mu.Lock()
+		defer mu.Unlock()
+		return strings.Join(lines, "\n")
+	}
+	g.Eventually(output).WithTimeout(4*time.Minute).WithPolling(time.Second).Should(ContainSubstring("Press Ctrl-C to stop."),
+		func() string { return output() + "\n" + stderr.String() })
+	t.Log("\n" + output())
+	g.Expect(output()).To(ContainSubstring("All 3 claims are Ready"))
+	g.Expect(output()).To(MatchRegexp(`web-1\s+infra-1\s+hosts/server-\d\s+on\s+hardwaredata/web-1`))
+
+	g.Expect(cmd.Process.Signal(syscall.SIGINT)).To(Succeed())
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	g.Eventually(done).WithTimeout(time.Minute).Should(Receive(BeNil()), stderr.String())
+	g.Expect(output()).To(HaveSuffix("Stopping the hub, the agents, baremetal-operator and the control planes…"))
+	left, _ := exec.Command("pgrep", "-f", dir).Output()
+	g.Expect(strings.TrimSpace(string(left))).To(BeEmpty(), "nothing started by the demo is left running")
+}

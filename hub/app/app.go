@@ -1,0 +1,120 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+
+	metal3api "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
+	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/apimachinery/pkg/util/validation"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clusterv1 "open-cluster-management.io/api/cluster/v1"
+	clusterv1beta2 "open-cluster-management.io/api/cluster/v1beta2"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
+	"github.com/hostfleet/hostfleet/hub/tenant"
+)
+
+// Options are the hub's flags.
+type Options struct {
+	// Kubeconfig reaches the hub; empty means in-cluster config or $KUBECONFIG.
+	Kubeconfig              string
+	LeaderElect             bool
+	LeaderElectionNamespace string
+	MetricsAddr             string
+	HealthAddr              string
+}
+
+// NewOptions returns the defaults.
+func NewOptions() *Options {
+	ns := os.Getenv("POD_NAMESPACE")
+	if ns == "" {
+		ns = "hostfleet-system"
+	}
+	return &Options{LeaderElect: true, LeaderElectionNamespace: ns, MetricsAddr: "0", HealthAddr: "0"}
+}
+
+// AddFlags registers the options on fs.
+func (o *Options) AddFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&o.Kubeconfig, "kubeconfig", o.Kubeconfig, "kubeconfig of the hub; empty means in-cluster config or $KUBECONFIG")
+	fs.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect, "elect one active hub controller manager")
+	fs.StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", o.LeaderElectionNamespace,
+		"namespace of the leader election Lease (default: $POD_NAMESPACE, else hostfleet-system)")
+	fs.StringVar(&o.MetricsAddr, "metrics-bind-address", o.MetricsAddr, "metrics listen address; 0 disables")
+	fs.StringVar(&o.HealthAddr, "health-probe-bind-address", o.HealthAddr, "healthz/readyz listen address; 0 disables")
+}
+
+// Validate says everything that is wrong with the options.
+func (o *Options) Validate() []error {
+	var errs []error
+	if o.LeaderElect && len(validation.IsDNS1123Label(o.LeaderElectionNamespace)) > 0 {
+		errs = append(errs, fmt.Errorf("--leader-election-namespace %q must be a namespace name", o.LeaderElectionNamespace))
+	}
+	return errs
+}
+
+// Scheme is the hub's scheme.
+func Scheme() *runtime.Scheme {
+	s := runtime.NewScheme()
+	utilruntime.Must(clientgoscheme.AddToScheme(s))
+	utilruntime.Must(metal3api.AddToScheme(s))
+	utilruntime.Must(hostfleetv1alpha1.AddToScheme(s))
+	utilruntime.Must(clusterv1.Install(s))
+	utilruntime.Must(clusterv1beta2.Install(s))
+	return s
+}
+
+// New builds the hub's manager with its controllers.
+func New(cfg *rest.Config, o *Options) (ctrl.Manager, error) {
+	scheme := Scheme()
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                        scheme,
+		Metrics:                       metricsserver.Options{BindAddress: o.MetricsAddr},
+		HealthProbeBindAddress:        o.HealthAddr,
+		LeaderElection:                o.LeaderElect,
+		LeaderElectionID:              "hostfleet-hub",
+		LeaderElectionNamespace:       o.LeaderElectionNamespace,
+		LeaderElectionReleaseOnCancel: true,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("hub manager: %w", err)
+	}
+	if err := (&tenant.Reconciler{Client: mgr.GetClient(), Scheme: scheme}).SetupWithManager(mgr); err != nil {
+		return nil, fmt.Errorf("tenant controller: %w", err)
+	}
+	if o.HealthAddr != "0" && o.HealthAddr != "" {
+		if err := errors.Join(mgr.AddHealthzCheck("ping", healthz.Ping), mgr.AddReadyzCheck("ping", healthz.Ping)); err != nil {
+			return nil, err
+		}
+	}
+	return mgr, nil
+}
+
+// Run runs the hub until ctx is done.
+func Run(ctx context.Context, o *Options) error {
+	var cfg *rest.Config
+	var err error
+	if o.Kubeconfig != "" {
+		cfg, err = clientcmd.BuildConfigFromFlags("", o.Kubeconfig)
+	} else {
+		cfg, err = ctrl.GetConfig()
+	}
+	if err != nil {
+		return fmt.Errorf("hub config: %w", err)
+	}
+	cfg.QPS, cfg.Burst = 50, 100
+	mgr, err := New(cfg, o)
+	if err != nil {
+		return err
+	}
+	return mgr.Start(ctx)
+}

@@ -1,0 +1,33 @@
+// Command hostfleet-hub runs the hub controllers: today, tenant registration.
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+
+	"github.com/spf13/pflag"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/hostfleet/hostfleet/hub/app"
+)
+
+func main() {
+	o := app.NewOptions()
+	o.AddFlags(pflag.CommandLine)
+	zapOpts := zap.Options{}
+	zapOpts.BindFlags(flag.CommandLine)
+	pflag.CommandLine.AddGoFlagSet(flag.CommandLine)
+	pflag.Parse()
+	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
+	if errs := o.Validate(); len(errs) > 0 {
+		fmt.Fprintln(os.Stderr, errors.Join(errs...))
+		os.Exit(2)
+	}
+	if err := app.Run(ctrl.SetupSignalHandler(), o); err != nil {
+		ctrl.Log.Error(err, "hub stopped")
+		os.Exit(1)
+	}
+}
