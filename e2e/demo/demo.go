@@ -52,8 +52,8 @@ var claims = []struct {
 	size                 string
 }{
 	{"web-1", "infra-1", "http://images.example/ubuntu-24.04.qcow2", "medium"},
-	{"web-2", "infra-2", "http://images.example/ubuntu-24.04.qcow2", "medium"},
-	{"db-1", "infra-1", "", "large"},
+	{"web-2", "", "http://images.example/ubuntu-24.04.qcow2", "medium"},
+	{"db-1", "", "", "large"},
 }
 
 // Run runs the demo until ctx ends (or, with ExitWhenReady, until every
@@ -88,7 +88,7 @@ func Run(ctx context.Context, o Options) error {
 	say("baremetal-operator (test mode) drives 2 BareMetalHosts on each infrastructure cluster")
 
 	if _, err := f.Run("hostfleet-hub", "hub", filepath.Join(o.Bin, "hostfleet-hub"), []string{
-		"--kubeconfig=" + f.Plane("hub").Kubeconfig, "--leader-elect=false"}); err != nil {
+		"--kubeconfig=" + f.Plane("hub").Kubeconfig, "--leader-elect=false", "--bind-deadline=1m"}); err != nil {
 		return err
 	}
 	for _, name := range infras {
@@ -117,8 +117,8 @@ func Run(ctx context.Context, o Options) error {
 	if err := createClaims(ctx, hub); err != nil {
 		return err
 	}
-	say("Claims created in tenant-acme, pinned by the tenant: web-1 on infra-1 and web-2 on infra-2 (medium hosts, an image")
-	say("and cloud-init user data each), db-1 on infra-1 (a large host, no image)")
+	say("Claims created in tenant-acme: web-1 pinned by the tenant to infra-1 and web-2 (medium hosts, an image and")
+	say("cloud-init user data each), db-1 (a large host, no image); the hub scheduler places web-2 and db-1")
 	say("")
 	seen := map[string]string{}
 	err = wait(ctx, o.Timeout, func() (bool, error) {
@@ -167,6 +167,7 @@ func Run(ctx context.Context, o Options) error {
 func describe(c *metal3api.HostClaim) string {
 	assoc := meta.FindStatusCondition(c.Status.Conditions, hostfleetv1alpha1.ConditionAssociated)
 	ready := meta.FindStatusCondition(c.Status.Conditions, hostfleetv1alpha1.ConditionReady)
+	sched := meta.FindStatusCondition(c.Status.Conditions, hostfleetv1alpha1.ConditionScheduled)
 	switch {
 	case ready != nil && ready.Status == metav1.ConditionTrue:
 		return "Ready       " + ready.Message
@@ -174,6 +175,8 @@ func describe(c *metal3api.HostClaim) string {
 		return "Associated  " + ready.Message
 	case assoc != nil:
 		return "waiting     " + assoc.Message
+	case sched != nil:
+		return "scheduled   " + sched.Message
 	default:
 		return "created"
 	}
@@ -252,8 +255,10 @@ func createClaims(ctx context.Context, hub client.Client) error {
 	objs := []client.Object{&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant-acme", Name: "web-userdata"},
 		StringData: map[string]string{"userData": "#cloud-config\npackages: [nginx]\n"}}}
 	for _, c := range claims {
-		claim := &metal3api.HostClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant-acme", Name: c.name,
-			Labels: map[string]string{hostfleetv1alpha1.LabelCluster: c.cluster}}}
+		claim := &metal3api.HostClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant-acme", Name: c.name}}
+		if c.cluster != "" {
+			claim.Labels = map[string]string{hostfleetv1alpha1.LabelCluster: c.cluster}
+		}
 		if c.image != "" {
 			claim.Spec.PoweredOn = true
 			claim.Spec.Image = &metal3api.Image{URL: c.image, Checksum: c.image + ".sha256sum"}

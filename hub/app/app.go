@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"time"
 
 	metal3api "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
 	"github.com/spf13/pflag"
@@ -15,12 +16,14 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clusterv1 "open-cluster-management.io/api/cluster/v1"
+	clusterv1beta1 "open-cluster-management.io/api/cluster/v1beta1"
 	clusterv1beta2 "open-cluster-management.io/api/cluster/v1beta2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
+	"github.com/hostfleet/hostfleet/hub/scheduler"
 	"github.com/hostfleet/hostfleet/hub/tenant"
 )
 
@@ -32,6 +35,9 @@ type Options struct {
 	LeaderElectionNamespace string
 	MetricsAddr             string
 	HealthAddr              string
+	// BindDeadline is how long a claim the scheduler placed may stay unbound
+	// before it is placed on another cluster.
+	BindDeadline time.Duration
 }
 
 // NewOptions returns the defaults.
@@ -40,7 +46,7 @@ func NewOptions() *Options {
 	if ns == "" {
 		ns = "hostfleet-system"
 	}
-	return &Options{LeaderElect: true, LeaderElectionNamespace: ns, MetricsAddr: "0", HealthAddr: "0"}
+	return &Options{LeaderElect: true, LeaderElectionNamespace: ns, MetricsAddr: "0", HealthAddr: "0", BindDeadline: 5 * time.Minute}
 }
 
 // AddFlags registers the options on fs.
@@ -49,6 +55,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect, "elect one active hub controller manager")
 	fs.StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", o.LeaderElectionNamespace,
 		"namespace of the leader election Lease (default: $POD_NAMESPACE, else hostfleet-system)")
+	fs.DurationVar(&o.BindDeadline, "bind-deadline", o.BindDeadline,
+		"a claim the scheduler placed that is not bound within this time is placed on another cluster (tenant pins are never moved)")
 	fs.StringVar(&o.MetricsAddr, "metrics-bind-address", o.MetricsAddr, "metrics listen address; 0 disables")
 	fs.StringVar(&o.HealthAddr, "health-probe-bind-address", o.HealthAddr, "healthz/readyz listen address; 0 disables")
 }
@@ -58,6 +66,9 @@ func (o *Options) Validate() []error {
 	var errs []error
 	if o.LeaderElect && len(validation.IsDNS1123Label(o.LeaderElectionNamespace)) > 0 {
 		errs = append(errs, fmt.Errorf("--leader-election-namespace %q must be a namespace name", o.LeaderElectionNamespace))
+	}
+	if o.BindDeadline < time.Second {
+		errs = append(errs, fmt.Errorf("--bind-deadline %s must be at least 1s", o.BindDeadline))
 	}
 	return errs
 }
@@ -69,6 +80,7 @@ func Scheme() *runtime.Scheme {
 	utilruntime.Must(metal3api.AddToScheme(s))
 	utilruntime.Must(hostfleetv1alpha1.AddToScheme(s))
 	utilruntime.Must(clusterv1.Install(s))
+	utilruntime.Must(clusterv1beta1.Install(s))
 	utilruntime.Must(clusterv1beta2.Install(s))
 	return s
 }
@@ -90,6 +102,9 @@ func New(cfg *rest.Config, o *Options) (ctrl.Manager, error) {
 	}
 	if err := (&tenant.Reconciler{Client: mgr.GetClient(), Scheme: scheme}).SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("tenant controller: %w", err)
+	}
+	if err := (&scheduler.Reconciler{Client: mgr.GetClient(), Deadline: o.BindDeadline}).SetupWithManager(mgr); err != nil {
+		return nil, fmt.Errorf("scheduler: %w", err)
 	}
 	if o.HealthAddr != "0" && o.HealthAddr != "" {
 		if err := errors.Join(mgr.AddHealthzCheck("ping", healthz.Ping), mgr.AddReadyzCheck("ping", healthz.Ping)); err != nil {

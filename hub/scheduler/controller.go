@@ -1,0 +1,290 @@
+package scheduler
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	metal3api "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	clusterv1beta1 "open-cluster-management.io/api/cluster/v1beta1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
+)
+
+// Annotations the scheduler writes on claims.
+const (
+	// AnnotationPlacedBy marks a cluster label the scheduler set (as
+	// opposed to a tenant's pin, which is never moved).
+	AnnotationPlacedBy = "hostfleet.io/placed-by"
+	// AnnotationExcluded lists clusters that did not bind the claim in time.
+	AnnotationExcluded = "hostfleet.io/excluded-clusters"
+	placedBy           = "scheduler"
+)
+
+// Reasons of the Scheduled condition.
+const (
+	ReasonPlaced           = "Placed"
+	ReasonPinned           = "Pinned"
+	ReasonPinnedOutsideSet = "PinnedOutsideSet"
+	ReasonNoCapacity       = "NoCapacity"
+	ReasonRescheduling     = "Rescheduling"
+	ReasonNoTenant         = "NoTenant"
+)
+
+// Indexes on HostClaims.
+const (
+	// pendingIndex: the cluster of a claim placed there and not yet bound.
+	pendingIndex = "hostfleet.pending-on"
+	// unplacedIndex: "true" for claims without a cluster.
+	unplacedIndex = "hostfleet.unplaced"
+)
+
+// Reconciler places claims.
+type Reconciler struct {
+	Client client.Client
+	// Deadline is how long a placed claim may stay unbound before it is
+	// placed elsewhere.
+	Deadline time.Duration
+}
+
+func associated(c *metal3api.HostClaim) bool {
+	return meta.IsStatusConditionTrue(c.Status.Conditions, hostfleetv1alpha1.ConditionAssociated)
+}
+
+// SetupWithManager wires the controller and its indexes.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	idx := mgr.GetFieldIndexer()
+	if err := idx.IndexField(context.Background(), &metal3api.HostClaim{}, pendingIndex, func(o client.Object) []string {
+		c := o.(*metal3api.HostClaim)
+		if cl := c.Labels[hostfleetv1alpha1.LabelCluster]; cl != "" && !associated(c) && c.DeletionTimestamp == nil {
+			return []string{cl}
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	if err := idx.IndexField(context.Background(), &metal3api.HostClaim{}, unplacedIndex, func(o client.Object) []string {
+		if o.GetLabels()[hostfleetv1alpha1.LabelCluster] == "" && o.GetDeletionTimestamp() == nil {
+			return []string{"true"}
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	unplaced := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, _ client.Object) []reconcile.Request {
+		var list metal3api.HostClaimList
+		if err := r.Client.List(ctx, &list, client.MatchingFields{unplacedIndex: "true"}); err != nil {
+			return nil
+		}
+		out := make([]reconcile.Request, 0, len(list.Items))
+		for i := range list.Items {
+			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
+		}
+		return out
+	})
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("scheduler").
+		For(&metal3api.HostClaim{}).
+		Watches(&hostfleetv1alpha1.HostInventory{}, unplaced).
+		Watches(&hostfleetv1alpha1.Tenant{}, unplaced).
+		Watches(&clusterv1beta1.PlacementDecision{}, unplaced).
+		Complete(r)
+}
+
+// Reconcile places, checks or re-places one claim.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	c := &metal3api.HostClaim{}
+	if err := r.Client.Get(ctx, req.NamespacedName, c); err != nil || !c.DeletionTimestamp.IsZero() {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	t, err := r.tenant(ctx, c.Namespace)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if t == nil {
+		return requeueOnConflict(r.setScheduled(ctx, c, false, ReasonNoTenant,
+			fmt.Sprintf("namespace %s belongs to no Tenant: claims are served only in tenant namespaces", c.Namespace)))
+	}
+	clusters, err := r.candidates(ctx, c, t)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if cluster := c.Labels[hostfleetv1alpha1.LabelCluster]; cluster != "" {
+		return r.placed(ctx, c, t, cluster, clusters)
+	}
+
+	in := Input{Claim: c, Clusters: clusters, Inventories: map[string]*hostfleetv1alpha1.HostInventory{},
+		Pending: map[string]int{}, Prefixes: t.Spec.LabelSyncPrefixes, Exclude: map[string]bool{}}
+	for _, e := range strings.Split(c.Annotations[AnnotationExcluded], ",") {
+		if e != "" {
+			in.Exclude[e] = true
+		}
+	}
+	for _, cl := range clusters {
+		inv := &hostfleetv1alpha1.HostInventory{}
+		if err := r.Client.Get(ctx, client.ObjectKey{Namespace: cl, Name: cl}, inv); err == nil {
+			in.Inventories[cl] = inv
+		} else if !apierrors.IsNotFound(err) {
+			return ctrl.Result{}, err
+		}
+		var pending metal3api.HostClaimList
+		if err := r.Client.List(ctx, &pending, client.MatchingFields{pendingIndex: cl}); err != nil {
+			return ctrl.Result{}, err
+		}
+		in.Pending[cl] = len(pending.Items)
+	}
+	res := Place(in)
+	if res.Cluster == "" {
+		if err := r.setScheduled(ctx, c, false, ReasonNoCapacity, res.Message); err != nil {
+			return requeueOnConflict(err)
+		}
+		return ctrl.Result{RequeueAfter: 30 * time.Second}, nil
+	}
+	orig := c.DeepCopy()
+	if c.Labels == nil {
+		c.Labels = map[string]string{}
+	}
+	if c.Annotations == nil {
+		c.Annotations = map[string]string{}
+	}
+	c.Labels[hostfleetv1alpha1.LabelCluster] = res.Cluster
+	c.Annotations[AnnotationPlacedBy] = placedBy
+	if err := r.Client.Patch(ctx, c, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
+		return requeueOnConflict(err)
+	}
+	if err := r.setScheduled(ctx, c, true, ReasonPlaced, res.Message); err != nil {
+		return requeueOnConflict(err)
+	}
+	return ctrl.Result{RequeueAfter: r.Deadline}, nil
+}
+
+// placed checks a claim that has a cluster: a tenant's pin must be in the
+// tenant's clusters; a placement that did not bind in time is undone.
+func (r *Reconciler) placed(ctx context.Context, c *metal3api.HostClaim, t *hostfleetv1alpha1.Tenant, cluster string, clusters []string) (ctrl.Result, error) {
+	if c.Annotations[AnnotationPlacedBy] != placedBy {
+		if !contains(clusters, cluster) {
+			return requeueOnConflict(r.setScheduled(ctx, c, false, ReasonPinnedOutsideSet, fmt.Sprintf(
+				"pinned to %s, which is not among the clusters of tenant %s (set %s: %s); pin one of them or remove the %s label",
+				cluster, t.Name, t.Spec.ClusterSet, strings.Join(clusters, ","), hostfleetv1alpha1.LabelCluster)))
+		}
+		return requeueOnConflict(r.setScheduled(ctx, c, true, ReasonPinned, "pinned by the tenant to "+cluster))
+	}
+	if associated(c) || c.Status.BareMetalHost != nil {
+		return ctrl.Result{}, nil // bound, or being bound: the agent has it
+	}
+	cond := meta.FindStatusCondition(c.Status.Conditions, hostfleetv1alpha1.ConditionScheduled)
+	if cond == nil || cond.Reason != ReasonPlaced || cond.Status != metav1.ConditionTrue {
+		// Placed, but the condition was not written: the deadline starts now.
+		res, err := requeueOnConflict(r.setScheduled(ctx, c, true, ReasonPlaced, "placed on "+cluster))
+		if err == nil && res.IsZero() {
+			res.RequeueAfter = r.Deadline
+		}
+		return res, err
+	}
+	if left := r.Deadline - time.Since(cond.LastTransitionTime.Time); left > 0 {
+		return ctrl.Result{RequeueAfter: left}, nil
+	}
+	orig := c.DeepCopy()
+	delete(c.Labels, hostfleetv1alpha1.LabelCluster)
+	delete(c.Annotations, AnnotationPlacedBy)
+	excluded := strings.Split(c.Annotations[AnnotationExcluded], ",")
+	excluded = append(excluded, cluster)
+	sort.Strings(excluded)
+	c.Annotations[AnnotationExcluded] = strings.Trim(strings.Join(excluded, ","), ",")
+	if err := r.Client.Patch(ctx, c, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
+		return requeueOnConflict(err)
+	}
+	if err := r.setScheduled(ctx, c, false, ReasonRescheduling,
+		fmt.Sprintf("%s did not bind the claim within %s; placing it elsewhere", cluster, r.Deadline)); err != nil {
+		return requeueOnConflict(err)
+	}
+	return ctrl.Result{RequeueAfter: time.Second}, nil
+}
+
+// tenant is the Tenant owning a namespace, or nil.
+func (r *Reconciler) tenant(ctx context.Context, namespace string) (*hostfleetv1alpha1.Tenant, error) {
+	ns := &corev1.Namespace{}
+	if err := r.Client.Get(ctx, client.ObjectKey{Name: namespace}, ns); err != nil {
+		return nil, client.IgnoreNotFound(err)
+	}
+	name := ns.Labels[hostfleetv1alpha1.LabelTenant]
+	if name == "" {
+		return nil, nil
+	}
+	t := &hostfleetv1alpha1.Tenant{}
+	if err := r.Client.Get(ctx, client.ObjectKey{Name: name}, t); err != nil {
+		return nil, client.IgnoreNotFound(err)
+	}
+	return t, nil
+}
+
+// candidates are the tenant's clusters, intersected with the decisions of
+// the claim's Placement, if it names one.
+func (r *Reconciler) candidates(ctx context.Context, c *metal3api.HostClaim, t *hostfleetv1alpha1.Tenant) ([]string, error) {
+	clusters := append([]string(nil), t.Status.Clusters...)
+	name := c.Annotations[hostfleetv1alpha1.AnnotationPlacement]
+	if name == "" {
+		return clusters, nil
+	}
+	var decisions clusterv1beta1.PlacementDecisionList
+	if err := r.Client.List(ctx, &decisions, client.InNamespace(c.Namespace),
+		client.MatchingLabels{clusterv1beta1.PlacementLabel: name}); err != nil {
+		return nil, err
+	}
+	chosen := map[string]bool{}
+	for _, d := range decisions.Items {
+		for _, dec := range d.Status.Decisions {
+			chosen[dec.ClusterName] = true
+		}
+	}
+	var out []string
+	for _, cl := range clusters {
+		if chosen[cl] {
+			out = append(out, cl)
+		}
+	}
+	return out, nil
+}
+
+// setScheduled writes the Scheduled condition if it changed, with the
+// claim's resourceVersion (the agent writes the same status).
+func (r *Reconciler) setScheduled(ctx context.Context, c *metal3api.HostClaim, ok bool, reason, msg string) error {
+	status := metav1.ConditionFalse
+	if ok {
+		status = metav1.ConditionTrue
+	}
+	cur := meta.FindStatusCondition(c.Status.Conditions, hostfleetv1alpha1.ConditionScheduled)
+	if cur != nil && cur.Status == status && cur.Reason == reason && cur.Message == msg {
+		return nil
+	}
+	orig := c.DeepCopy()
+	meta.SetStatusCondition(&c.Status.Conditions, metav1.Condition{Type: hostfleetv1alpha1.ConditionScheduled,
+		Status: status, Reason: reason, Message: msg, ObservedGeneration: c.Generation})
+	return r.Client.Status().Patch(ctx, c, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}))
+}
+
+func requeueOnConflict(err error) (ctrl.Result, error) {
+	if apierrors.IsConflict(err) {
+		return ctrl.Result{RequeueAfter: time.Second}, nil
+	}
+	return ctrl.Result{}, err
+}
+
+func contains(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,198 @@
+package scheduler
+
+import (
+	"fmt"
+	"hash/fnv"
+	"sort"
+	"strings"
+
+	metal3api "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
+
+	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
+)
+
+// Input is what Place looks at.
+type Input struct {
+	Claim *metal3api.HostClaim
+	// Clusters are the candidate clusters: the tenant's set, already
+	// intersected with the Placement's decisions.
+	Clusters []string
+	// Inventories by cluster.
+	Inventories map[string]*hostfleetv1alpha1.HostInventory
+	// Pending is, by cluster, the claims placed there and not yet bound.
+	Pending map[string]int
+	// Prefixes are the label prefixes inventories report; selector keys
+	// outside them cannot be judged here and are left to the agent.
+	Prefixes []string
+	// Exclude are clusters not to use (where the claim timed out before).
+	Exclude map[string]bool
+}
+
+// Result is where to place the claim, or why nowhere.
+type Result struct {
+	Cluster string
+	// Free is the free matching hosts counted on Cluster.
+	Free int
+	// Message explains a placement, or the lack of one, per cluster.
+	Message string
+}
+
+// Place chooses a cluster for a claim.
+func Place(in Input) Result {
+	sel, err := selector(in.Claim.Spec.HostSelector, in.Prefixes)
+	if err != nil {
+		return Result{Message: fmt.Sprintf("spec.hostSelector is invalid: %v", err)}
+	}
+	type cand struct {
+		name string
+		free int
+	}
+	var cands []cand
+	var why []string
+	clusters := append([]string(nil), in.Clusters...)
+	sort.Strings(clusters)
+	for _, c := range clusters {
+		if in.Exclude[c] {
+			why = append(why, c+" (did not bind it in time)")
+			continue
+		}
+		inv := in.Inventories[c]
+		if inv == nil {
+			why = append(why, c+" (no HostInventory yet)")
+			continue
+		}
+		free := 0
+		for _, p := range inv.Status.Pools {
+			if !admits(p.Namespaces, in.Claim.Namespace) || !sel.Matches(labels.Set(p.Labels)) {
+				continue
+			}
+			free += int(p.Available)
+		}
+		if fd := in.Claim.Spec.FailureDomain; fd != "" {
+			// A failure domain is a preference: count only its hosts when
+			// the cluster has any there.
+			inFD := 0
+			for _, p := range inv.Status.Pools {
+				if p.FailureDomain == fd && admits(p.Namespaces, in.Claim.Namespace) && sel.Matches(labels.Set(p.Labels)) {
+					inFD += int(p.Available)
+				}
+			}
+			if inFD > 0 {
+				free = inFD
+			}
+		}
+		free -= in.Pending[c]
+		if free <= 0 {
+			why = append(why, fmt.Sprintf("%s (%d free matching hosts after %d pending claims)", c, max(free+in.Pending[c], 0), in.Pending[c]))
+			continue
+		}
+		cands = append(cands, cand{c, free})
+	}
+	if len(cands) == 0 {
+		if len(clusters) == 0 {
+			return Result{Message: "no cluster can serve the claim: the tenant's cluster set (and Placement, if any) has no clusters"}
+		}
+		return Result{Message: fmt.Sprintf("no cluster has a free host matching %s for namespace %s: %s; the claim is placed as soon as one has",
+			describe(in.Claim), in.Claim.Namespace, strings.Join(why, ", "))}
+	}
+	// Most free hosts first; among equals, a hash of the claim spreads claims.
+	best := cands[0].free
+	for _, c := range cands {
+		best = max(best, c.free)
+	}
+	var top []cand
+	for _, c := range cands {
+		if c.free == best {
+			top = append(top, c)
+		}
+	}
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(in.Claim.UID))
+	chosen := top[int(h.Sum32()%uint32(len(top)))]
+	return Result{Cluster: chosen.name, Free: chosen.free,
+		Message: fmt.Sprintf("placed on %s: %d free hosts match", chosen.name, chosen.free)}
+}
+
+func admits(namespaces []string, ns string) bool {
+	for _, n := range namespaces {
+		if n == ns {
+			return true
+		}
+	}
+	return false
+}
+
+// selector keeps the requirements on keys the inventories report.
+func selector(hs metal3api.HostSelector, prefixes []string) (labels.Selector, error) {
+	sel := labels.NewSelector()
+	keep := func(key string) bool {
+		i := strings.IndexByte(key, '/')
+		if i < 0 {
+			return false
+		}
+		for _, p := range prefixes {
+			if key[:i] == p {
+				return true
+			}
+		}
+		return false
+	}
+	for k, v := range hs.MatchLabels {
+		if !keep(k) {
+			continue
+		}
+		r, err := labels.NewRequirement(k, "=", []string{v})
+		if err != nil {
+			return nil, err
+		}
+		sel = sel.Add(*r)
+	}
+	for _, e := range hs.MatchExpressions {
+		if !keep(e.Key) {
+			continue
+		}
+		r, err := labels.NewRequirement(e.Key, operator(string(e.Operator)), e.Values)
+		if err != nil {
+			return nil, err
+		}
+		sel = sel.Add(*r)
+	}
+	return sel, nil
+}
+
+func describe(c *metal3api.HostClaim) string {
+	var parts []string
+	for k, v := range c.Spec.HostSelector.MatchLabels {
+		parts = append(parts, k+"="+v)
+	}
+	sort.Strings(parts)
+	for _, e := range c.Spec.HostSelector.MatchExpressions {
+		parts = append(parts, fmt.Sprintf("%s %s %v", e.Key, e.Operator, e.Values))
+	}
+	if c.Spec.FailureDomain != "" {
+		parts = append(parts, "failure domain "+c.Spec.FailureDomain)
+	}
+	if len(parts) == 0 {
+		return "(any host)"
+	}
+	return "{" + strings.Join(parts, ", ") + "}"
+}
+
+// operator maps an upstream HostSelector operator (any case) to a label
+// selector operator.
+func operator(op string) selection.Operator {
+	switch strings.ToLower(op) {
+	case "in":
+		return selection.In
+	case "notin":
+		return selection.NotIn
+	case "exists":
+		return selection.Exists
+	case "doesnotexist":
+		return selection.DoesNotExist
+	default:
+		return selection.Operator(op)
+	}
+}

@@ -1,0 +1,116 @@
+package scheduler
+
+import (
+	"fmt"
+	"testing"
+
+	metal3api "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
+	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
+)
+
+func inv(pools ...hostfleetv1alpha1.HostPool) *hostfleetv1alpha1.HostInventory {
+	return &hostfleetv1alpha1.HostInventory{Status: hostfleetv1alpha1.HostInventoryStatus{Pools: pools}}
+}
+
+func pool(available int32, fd string, lbls map[string]string, nss ...string) hostfleetv1alpha1.HostPool {
+	if nss == nil {
+		nss = []string{"tenant-a"}
+	}
+	return hostfleetv1alpha1.HostPool{Labels: lbls, FailureDomain: fd, Namespaces: nss, Total: available, Available: available}
+}
+
+func claim(mut ...func(*metal3api.HostClaim)) *metal3api.HostClaim {
+	c := &metal3api.HostClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant-a", Name: "c", UID: "u1"}}
+	for _, m := range mut {
+		m(c)
+	}
+	return c
+}
+
+func TestPlace(t *testing.T) {
+	gpu := map[string]string{"example.com/gpu": "yes"}
+	tests := []struct {
+		name     string
+		in       Input
+		want     string
+		contains string
+	}{
+		{name: "the cluster with free matching hosts",
+			in: Input{Claim: claim(func(c *metal3api.HostClaim) { c.Spec.HostSelector.MatchLabels = gpu }), Clusters: []string{"a", "b"},
+				Inventories: map[string]*hostfleetv1alpha1.HostInventory{"a": inv(pool(3, "", nil)), "b": inv(pool(1, "", gpu))}, Prefixes: []string{"example.com"}},
+			want: "b"},
+		{name: "most free hosts wins",
+			in: Input{Claim: claim(), Clusters: []string{"a", "b"},
+				Inventories: map[string]*hostfleetv1alpha1.HostInventory{"a": inv(pool(2, "", nil)), "b": inv(pool(5, "", nil))}},
+			want: "b"},
+		{name: "pending claims count against free hosts",
+			in: Input{Claim: claim(), Clusters: []string{"a", "b"}, Pending: map[string]int{"b": 4},
+				Inventories: map[string]*hostfleetv1alpha1.HostInventory{"a": inv(pool(2, "", nil)), "b": inv(pool(5, "", nil))}},
+			want: "a"},
+		{name: "pools that do not admit the namespace do not count",
+			in: Input{Claim: claim(), Clusters: []string{"a"},
+				Inventories: map[string]*hostfleetv1alpha1.HostInventory{"a": inv(pool(9, "", nil, "tenant-b"))}},
+			contains: "a (0 free matching hosts after 0 pending claims)"},
+		{name: "only the tenant's clusters",
+			in: Input{Claim: claim(), Clusters: []string{"a"},
+				Inventories: map[string]*hostfleetv1alpha1.HostInventory{"a": inv(pool(0, "", nil)), "z": inv(pool(9, "", nil))}},
+			contains: "no cluster has a free host matching (any host) for namespace tenant-a"},
+		{name: "no inventory yet",
+			in:       Input{Claim: claim(), Clusters: []string{"a"}, Inventories: map[string]*hostfleetv1alpha1.HostInventory{}},
+			contains: "a (no HostInventory yet)"},
+		{name: "excluded clusters are skipped",
+			in: Input{Claim: claim(), Clusters: []string{"a", "b"}, Exclude: map[string]bool{"b": true},
+				Inventories: map[string]*hostfleetv1alpha1.HostInventory{"a": inv(pool(1, "", nil)), "b": inv(pool(5, "", nil))}},
+			want: "a"},
+		{name: "selector keys outside the sync prefixes are left to the agent",
+			in: Input{Claim: claim(func(c *metal3api.HostClaim) {
+				c.Spec.HostSelector.MatchLabels = map[string]string{"private.org/x": "y"}
+			}),
+				Clusters: []string{"a"}, Inventories: map[string]*hostfleetv1alpha1.HostInventory{"a": inv(pool(1, "", nil))}, Prefixes: []string{"example.com"}},
+			want: "a"},
+		{name: "a failure domain with free hosts is preferred",
+			in: Input{Claim: claim(func(c *metal3api.HostClaim) { c.Spec.FailureDomain = "rack-2" }), Clusters: []string{"a", "b"},
+				Inventories: map[string]*hostfleetv1alpha1.HostInventory{"a": inv(pool(5, "rack-1", nil)), "b": inv(pool(1, "rack-2", nil), pool(1, "", nil))}},
+			want: "a"},
+		{name: "matchExpressions in any case",
+			in: Input{Claim: claim(func(c *metal3api.HostClaim) {
+				c.Spec.HostSelector.MatchExpressions = []metal3api.HostSelectorRequirement{{Key: "example.com/size", Operator: "In", Values: []string{"l"}}}
+			}), Clusters: []string{"a", "b"}, Prefixes: []string{"example.com"},
+				Inventories: map[string]*hostfleetv1alpha1.HostInventory{"a": inv(pool(4, "", map[string]string{"example.com/size": "s"})), "b": inv(pool(1, "", map[string]string{"example.com/size": "l"}))}},
+			want: "b"},
+		{name: "no clusters at all",
+			in:       Input{Claim: claim()},
+			contains: "the tenant's cluster set (and Placement, if any) has no clusters"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			r := Place(tt.in)
+			g.Expect(r.Cluster).To(Equal(tt.want), r.Message)
+			g.Expect(r.Message).To(ContainSubstring(tt.contains))
+		})
+	}
+}
+
+func TestTiesSpreadDeterministically(t *testing.T) {
+	g := NewWithT(t)
+	invs := map[string]*hostfleetv1alpha1.HostInventory{}
+	var clusters []string
+	for i := 0; i < 5; i++ {
+		name := fmt.Sprintf("c%d", i)
+		clusters = append(clusters, name)
+		invs[name] = inv(pool(3, "", nil))
+	}
+	got := map[string]int{}
+	for i := 0; i < 100; i++ {
+		c := claim(func(c *metal3api.HostClaim) { c.UID = types.UID(fmt.Sprintf("uid-%d", i)) })
+		r := Place(Input{Claim: c, Clusters: clusters, Inventories: invs})
+		g.Expect(Place(Input{Claim: c, Clusters: clusters, Inventories: invs}).Cluster).To(Equal(r.Cluster))
+		got[r.Cluster]++
+	}
+	g.Expect(got).To(HaveLen(5), "100 claims over 5 equal clusters use them all: %v", got)
+}
