@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"path"
 	"sort"
+	"strings"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"sigs.k8s.io/yaml"
@@ -17,6 +18,9 @@ import (
 
 //go:embed crds
 var crds embed.FS
+
+//go:embed policies/*.yaml
+var policies embed.FS
 
 // CRD sets, one folder each under crds/.
 const (
@@ -54,6 +58,29 @@ func CRDs(sets ...string) ([]*apiextensionsv1.CustomResourceDefinition, error) {
 				return nil, fmt.Errorf("parse %s/%s: %w", set, name, err)
 			}
 			out = append(out, crd)
+		}
+	}
+	return out, nil
+}
+
+// Policies are the hub's ValidatingAdmissionPolicies and their cluster-wide
+// bindings, as YAML documents, in a stable order. Per-tenant bindings are made
+// by the tenant controller.
+func Policies() ([][]byte, error) {
+	entries, err := fs.ReadDir(policies, "policies")
+	if err != nil {
+		return nil, err
+	}
+	var out [][]byte
+	for _, e := range entries {
+		data, err := policies.ReadFile(path.Join("policies", e.Name()))
+		if err != nil {
+			return nil, err
+		}
+		for _, doc := range strings.Split(string(data), "\n---\n") {
+			if strings.TrimSpace(doc) != "" {
+				out = append(out, []byte(doc))
+			}
 		}
 	}
 	return out, nil

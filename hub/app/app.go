@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	"github.com/hostfleet/hostfleet/hub/admission"
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
 	"github.com/hostfleet/hostfleet/hub/scheduler"
 	"github.com/hostfleet/hostfleet/hub/tenant"
@@ -99,6 +100,9 @@ func New(cfg *rest.Config, o *Options) (ctrl.Manager, error) {
 	})
 	if err != nil {
 		return nil, fmt.Errorf("hub manager: %w", err)
+	}
+	if err := mgr.Add(&admission.Installer{Client: mgr.GetClient()}); err != nil {
+		return nil, err
 	}
 	if err := (&tenant.Reconciler{Client: mgr.GetClient(), Scheme: scheme}).SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("tenant controller: %w", err)

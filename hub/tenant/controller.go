@@ -8,6 +8,7 @@ import (
 	"time"
 
 	metal3api "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
+	admissionv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -242,6 +243,10 @@ func (r *Reconciler) delete(ctx context.Context, t *hostfleetv1alpha1.Tenant, ow
 			return ctrl.Result{}, err
 		}
 	}
+	binding := &admissionv1.ValidatingAdmissionPolicyBinding{ObjectMeta: metav1.ObjectMeta{Name: ClaimsBinding(t.Name)}}
+	if err := r.Client.Delete(ctx, binding); client.IgnoreNotFound(err) != nil {
+		return ctrl.Result{}, err
+	}
 	orig := t.DeepCopy()
 	controllerutil.RemoveFinalizer(t, Finalizer)
 	return ctrl.Result{}, r.Client.Patch(ctx, t, client.MergeFrom(orig))
@@ -283,6 +288,9 @@ func (r *Reconciler) apply(ctx context.Context, t *hostfleetv1alpha1.Tenant, obj
 }
 
 func namespaceOf(obj client.Object) string {
+	if _, ok := obj.(*admissionv1.ValidatingAdmissionPolicyBinding); ok {
+		return "" // cluster-scoped, never conflicts
+	}
 	if _, ok := obj.(*corev1.Namespace); ok {
 		return obj.GetName()
 	}

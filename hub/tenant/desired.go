@@ -4,10 +4,12 @@ import (
 	"fmt"
 	"sort"
 
+	admissionv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	clusterv1beta2 "open-cluster-management.io/api/cluster/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -22,6 +24,13 @@ const (
 	AddonName  = "hostfleet-agent"
 	QuotaClaim = "count/hostclaims.metal3.io"
 )
+
+// ClaimsPolicy is the ValidatingAdmissionPolicy (manifests/policies) whose
+// per-tenant bindings the controller makes.
+const ClaimsPolicy = "hostfleet-claims"
+
+// ClaimsBinding names a tenant's binding of ClaimsPolicy.
+func ClaimsBinding(tenant string) string { return ClaimsPolicy + "-" + tenant }
 
 // AgentGroup is the hub identity group of a cluster's agent, as the OCM
 // add-on registration gives it.
@@ -62,7 +71,17 @@ func Desired(t *hostfleetv1alpha1.Tenant, clusters []string) []client.Object {
 	for _, c := range clusters {
 		agents = append(agents, rbacv1.Subject{Kind: rbacv1.GroupKind, APIGroup: rbacv1.GroupName, Name: AgentGroup(c)})
 	}
-	var out []client.Object
+	// The claims admission policy, with this Tenant as its parameter, over
+	// the tenant's namespaces.
+	out := []client.Object{&admissionv1.ValidatingAdmissionPolicyBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: ClaimsBinding(t.Name), Labels: labels},
+		Spec: admissionv1.ValidatingAdmissionPolicyBindingSpec{
+			PolicyName:        ClaimsPolicy,
+			ParamRef:          &admissionv1.ParamRef{Name: t.Name, ParameterNotFoundAction: ptr.To(admissionv1.DenyAction)},
+			MatchResources:    &admissionv1.MatchResources{NamespaceSelector: &metav1.LabelSelector{MatchLabels: labels}},
+			ValidationActions: []admissionv1.ValidationAction{admissionv1.Deny},
+		},
+	}}
 	for _, ns := range t.DefaultNamespaces() {
 		meta := func(name string) metav1.ObjectMeta {
 			return metav1.ObjectMeta{Namespace: ns, Name: name, Labels: labels}

@@ -1,0 +1,46 @@
+// Package admission installs the hub's admission rules: ValidatingAdmission
+// Policies, evaluated by the API server itself (no webhook server), shipped in
+// manifests/policies. The per-tenant bindings of the claims policy, whose
+// parameter is the Tenant, are made by the tenant controller.
+package admission
+
+import (
+	"context"
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	"github.com/hostfleet/hostfleet/manifests"
+)
+
+// FieldManager owns the installed policies.
+const FieldManager = "hostfleet-hub"
+
+// Install applies every policy and cluster-wide binding.
+func Install(ctx context.Context, c client.Client) error {
+	docs, err := manifests.Policies()
+	if err != nil {
+		return err
+	}
+	for _, doc := range docs {
+		u := &unstructured.Unstructured{}
+		if err := yaml.Unmarshal(doc, &u.Object); err != nil {
+			return fmt.Errorf("parse policy: %w", err)
+		}
+		if err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(FieldManager), client.ForceOwnership); err != nil {
+			return fmt.Errorf("install %s %s: %w", u.GetKind(), u.GetName(), err)
+		}
+	}
+	return nil
+}
+
+// Installer installs the policies when the manager starts.
+type Installer struct{ Client client.Client }
+
+// Start implements manager.Runnable.
+func (i *Installer) Start(ctx context.Context) error { return Install(ctx, i.Client) }
+
+// NeedLeaderElection is false: installing is idempotent.
+func (i *Installer) NeedLeaderElection() bool { return false }

@@ -1,0 +1,158 @@
+package admission_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	metal3api "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	clusterv1 "open-cluster-management.io/api/cluster/v1"
+	clusterv1beta2 "open-cluster-management.io/api/cluster/v1beta2"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/hostfleet/hostfleet/e2e/planes"
+	"github.com/hostfleet/hostfleet/hub/admission"
+	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
+	"github.com/hostfleet/hostfleet/hub/tenant"
+)
+
+func TestMain(m *testing.M) {
+	ctrl.SetLogger(logr.Discard())
+	m.Run()
+}
+
+// TestPolicies shows each admission rule refusing, on a real API server, as
+// the user it is meant for.
+func TestPolicies(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	f := planes.ForTest(t, "hub")
+	admin := f.Plane("hub").Client
+	g.Expect(admission.Install(ctx, admin)).To(Succeed())
+	g.Expect(admission.Install(ctx, admin)).To(Succeed(), "idempotent")
+
+	mgr, err := ctrl.NewManager(f.Plane("hub").Config, ctrl.Options{Scheme: f.Scheme,
+		Metrics: metricsserver.Options{BindAddress: "0"}, Controller: config.Controller{SkipNameValidation: ptr.To(true)}})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect((&tenant.Reconciler{Client: mgr.GetClient(), Scheme: f.Scheme}).SetupWithManager(mgr)).To(Succeed())
+	runCtx, cancel := context.WithCancel(ctx)
+	done := make(chan error)
+	go func() { done <- mgr.Start(runCtx) }()
+	t.Cleanup(func() { cancel(); <-done })
+
+	for _, o := range []client.Object{
+		&clusterv1beta2.ManagedClusterSet{ObjectMeta: metav1.ObjectMeta{Name: "lab"}},
+		&clusterv1.ManagedCluster{ObjectMeta: metav1.ObjectMeta{Name: "c1", Labels: map[string]string{"cluster.open-cluster-management.io/clusterset": "lab"}}},
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "c1"}},
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "c2"}},
+		&hostfleetv1alpha1.Tenant{ObjectMeta: metav1.ObjectMeta{Name: "a"}, Spec: hostfleetv1alpha1.TenantSpec{ClusterSet: "lab",
+			Admins: []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: "alice"}}}},
+		// Agents' hub rights on inventories come from the add-on's permission
+		// config; grant them here so that the policy is what refuses.
+		&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "inventories"}, Rules: []rbacv1.PolicyRule{
+			{APIGroups: []string{"hostfleet.io"}, Resources: []string{"hostinventories", "hostinventories/status"}, Verbs: []string{"*"}}}},
+		&rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "inventories"},
+			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "inventories"},
+			Subjects: []rbacv1.Subject{{Kind: rbacv1.GroupKind, APIGroup: rbacv1.GroupName, Name: "system:open-cluster-management:addon:hostfleet-agent"}}},
+	} {
+		g.Expect(admin.Create(ctx, o)).To(Succeed())
+	}
+	g.Eventually(func(g Gomega) {
+		ta := &hostfleetv1alpha1.Tenant{}
+		g.Expect(admin.Get(ctx, client.ObjectKey{Name: "a"}, ta)).To(Succeed())
+		g.Expect(ta.Status.Clusters).To(Equal([]string{"c1"}))
+	}).WithTimeout(30 * time.Second).Should(Succeed())
+
+	user := func(name string, groups ...string) client.Client {
+		cfg, err := f.AddUser("hub", name, groups...)
+		g.Expect(err).NotTo(HaveOccurred())
+		c, err := client.New(cfg, client.Options{Scheme: f.Scheme})
+		g.Expect(err).NotTo(HaveOccurred())
+		return c
+	}
+	alice := user("alice")
+	agentOf := func(cluster string) client.Client {
+		return user("system:open-cluster-management:cluster:"+cluster+":addon:hostfleet-agent:agent:hostfleet-agent",
+			tenant.AgentGroup(cluster), "system:open-cluster-management:addon:hostfleet-agent")
+	}
+	c1 := agentOf("c1")
+	claim := func(name string, mut func(*metal3api.HostClaim)) *metal3api.HostClaim {
+		c := &metal3api.HostClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant-a", Name: name, Labels: map[string]string{}, Annotations: map[string]string{}}}
+		if mut != nil {
+			mut(c)
+		}
+		return c
+	}
+	refused := func(err error, msg string) {
+		g.ExpectWithOffset(1, err).To(HaveOccurred(), "want refused: %s", msg)
+		g.ExpectWithOffset(1, err.Error()).To(ContainSubstring(msg))
+	}
+
+	t.Log("tenants: a pin outside the set, a forged bound-host, secrets elsewhere, a bad reboot value")
+	g.Eventually(func() error {
+		return alice.Create(ctx, claim("pinned-out", func(c *metal3api.HostClaim) { c.Labels[hostfleetv1alpha1.LabelCluster] = "c9" }))
+	}).WithTimeout(20 * time.Second).Should(MatchError(ContainSubstring(
+		"cluster c9 is not in the cluster set of tenant a; pin one of its clusters, or leave hostfleet.io/cluster unset")))
+	refused(alice.Create(ctx, claim("forged", func(c *metal3api.HostClaim) { c.Labels[hostfleetv1alpha1.LabelBoundHost] = "h0" })),
+		"hostfleet.io/bound-host is set by Hostfleet")
+	refused(alice.Create(ctx, claim("elsewhere", func(c *metal3api.HostClaim) {
+		c.Spec.UserData = &corev1.SecretReference{Name: "x", Namespace: "tenant-b"}
+	})), "secrets must be in the claim's namespace")
+	refused(alice.Create(ctx, claim("reboot", func(c *metal3api.HostClaim) { c.Annotations["reboot.metal3.io/x"] = "now please" })),
+		"reboot.metal3.io annotations take an empty value or JSON")
+	ok := claim("ok", func(c *metal3api.HostClaim) {
+		c.Labels[hostfleetv1alpha1.LabelCluster] = "c1"
+		c.Annotations["reboot.metal3.io"] = `{"mode":"hard","force":true}`
+		c.Annotations["reboot.metal3.io/maint"] = ""
+		c.Spec.UserData = &corev1.SecretReference{Name: "ud", Namespace: "tenant-a"}
+	})
+	g.Expect(alice.Create(ctx, ok)).To(Succeed(), "a claim within the rules")
+	ok.Labels[hostfleetv1alpha1.LabelBoundHost] = "h9"
+	refused(alice.Update(ctx, ok), "hostfleet.io/bound-host is set by Hostfleet")
+
+	t.Log("agents: only their cluster's claims, never moved; only their own inventory")
+	g.Expect(c1.Get(ctx, client.ObjectKeyFromObject(ok), ok)).To(Succeed())
+	ok.Status.BareMetalHost = &metal3api.ObjectReference{Namespace: "hosts", Name: "h0"}
+	g.Expect(c1.Status().Update(ctx, ok)).To(Succeed(), "its own cluster's claim")
+	other := claim("on-c2", func(c *metal3api.HostClaim) { c.Labels[hostfleetv1alpha1.LabelCluster] = "c2" })
+	g.Expect(admin.Create(ctx, other)).To(Succeed(), "cluster administrators are not bound by the tenant rules")
+	g.Eventually(func() error {
+		if err := c1.Get(ctx, client.ObjectKeyFromObject(other), other); err != nil {
+			return err
+		}
+		other.Status.BareMetalHost = &metal3api.ObjectReference{Namespace: "hosts", Name: "h1"}
+		return c1.Status().Update(ctx, other)
+	}).WithTimeout(20 * time.Second).Should(MatchError(ContainSubstring("an agent may only change claims placed on its own cluster; this claim is placed on c2")))
+	g.Expect(c1.Get(ctx, client.ObjectKeyFromObject(ok), ok)).To(Succeed())
+	ok.Labels[hostfleetv1alpha1.LabelCluster] = "c2"
+	refused(c1.Update(ctx, ok), "an agent may not move a claim to another cluster")
+
+	own := &hostfleetv1alpha1.HostInventory{ObjectMeta: metav1.ObjectMeta{Namespace: "c1", Name: "c1"}, Spec: hostfleetv1alpha1.HostInventorySpec{ClusterName: "c1"}}
+	g.Eventually(func() error { return c1.Create(ctx, own) }).WithTimeout(20 * time.Second).Should(Succeed())
+	foreign := &hostfleetv1alpha1.HostInventory{ObjectMeta: metav1.ObjectMeta{Namespace: "c2", Name: "c2"}, Spec: hostfleetv1alpha1.HostInventorySpec{ClusterName: "c2"}}
+	refused(c1.Create(ctx, foreign), "an agent may only write the HostInventory of its own cluster (c1/c1)")
+
+	t.Log("HardwareData copies are immutable, for everyone")
+	hw := &metal3api.HardwareData{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant-a", Name: "ok", Labels: map[string]string{"hostfleet.io/claim-uid": "u"}},
+		Spec: metal3api.HardwareDataSpec{HardwareDetails: &metal3api.HardwareDetails{RAMMebibytes: 1024}}}
+	g.Expect(admin.Create(ctx, hw)).To(Succeed())
+	g.Eventually(func() error {
+		if err := admin.Get(ctx, client.ObjectKeyFromObject(hw), hw); err != nil {
+			return err
+		}
+		hw.Spec.HardwareDetails.RAMMebibytes = 2048
+		return admin.Update(ctx, hw)
+	}).WithTimeout(20 * time.Second).Should(MatchError(ContainSubstring("HardwareData copies are immutable")))
+	g.Expect(admin.Get(ctx, client.ObjectKeyFromObject(hw), hw)).To(Succeed())
+	hw.Labels["other"] = "metadata-may-change"
+	g.Expect(admin.Update(ctx, hw)).To(Succeed())
+}
