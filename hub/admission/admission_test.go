@@ -98,8 +98,10 @@ func TestPolicies(t *testing.T) {
 	}
 
 	t.Log("tenants: a pin outside the set, a forged bound-host, secrets elsewhere, a bad reboot value")
+	// Policies take a moment to apply: probe with dry runs, which are
+	// admitted (or not) like real requests but store nothing.
 	g.Eventually(func() error {
-		return alice.Create(ctx, claim("pinned-out", func(c *metal3api.HostClaim) { c.Labels[hostfleetv1alpha1.LabelCluster] = "c9" }))
+		return alice.Create(ctx, claim("pinned-out", func(c *metal3api.HostClaim) { c.Labels[hostfleetv1alpha1.LabelCluster] = "c9" }), client.DryRunAll)
 	}).WithTimeout(20 * time.Second).Should(MatchError(ContainSubstring(
 		"cluster c9 is not in the cluster set of tenant a; pin one of its clusters, or leave hostfleet.io/cluster unset")))
 	refused(alice.Create(ctx, claim("forged", func(c *metal3api.HostClaim) { c.Labels[hostfleetv1alpha1.LabelBoundHost] = "h0" })),
@@ -141,6 +143,19 @@ func TestPolicies(t *testing.T) {
 	foreign := &hostfleetv1alpha1.HostInventory{ObjectMeta: metav1.ObjectMeta{Namespace: "c2", Name: "c2"}, Spec: hostfleetv1alpha1.HostInventorySpec{ClusterName: "c2"}}
 	refused(c1.Create(ctx, foreign), "an agent may only write the HostInventory of its own cluster (c1/c1)")
 
+	t.Log("a Tenant with claims cannot be deleted")
+	g.Eventually(func(g Gomega) {
+		ta := &hostfleetv1alpha1.Tenant{}
+		g.Expect(admin.Get(ctx, client.ObjectKey{Name: "a"}, ta)).To(Succeed())
+		g.Expect(ta.Status.Claims).To(Equal(int32(2)))
+	}).WithTimeout(20 * time.Second).Should(Succeed())
+	g.Eventually(func() error {
+		return admin.Delete(ctx, &hostfleetv1alpha1.Tenant{ObjectMeta: metav1.ObjectMeta{Name: "a"}})
+	}).WithTimeout(20 * time.Second).Should(MatchError(ContainSubstring("tenant a still has 2 claims in tenant-a; delete them first")))
+	ta := &hostfleetv1alpha1.Tenant{}
+	g.Expect(admin.Get(ctx, client.ObjectKey{Name: "a"}, ta)).To(Succeed())
+	g.Expect(ta.DeletionTimestamp).To(BeNil())
+
 	t.Log("HardwareData copies are immutable, for everyone")
 	hw := &metal3api.HardwareData{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant-a", Name: "ok", Labels: map[string]string{"hostfleet.io/claim-uid": "u"}},
 		Spec: metal3api.HardwareDataSpec{HardwareDetails: &metal3api.HardwareDetails{RAMMebibytes: 1024}}}
@@ -150,9 +165,22 @@ func TestPolicies(t *testing.T) {
 			return err
 		}
 		hw.Spec.HardwareDetails.RAMMebibytes = 2048
-		return admin.Update(ctx, hw)
+		return admin.Update(ctx, hw, client.DryRunAll)
 	}).WithTimeout(20 * time.Second).Should(MatchError(ContainSubstring("HardwareData copies are immutable")))
 	g.Expect(admin.Get(ctx, client.ObjectKeyFromObject(hw), hw)).To(Succeed())
 	hw.Labels["other"] = "metadata-may-change"
 	g.Expect(admin.Update(ctx, hw)).To(Succeed())
+}
+
+// TestTenantWithoutClaimsCanBeDeleted: the deletion rule does not stand in
+// the way of an empty Tenant.
+func TestTenantWithoutClaimsCanBeDeleted(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	f := planes.ForTest(t, "hub")
+	admin := f.Plane("hub").Client
+	g.Expect(admission.Install(ctx, admin)).To(Succeed())
+	empty := &hostfleetv1alpha1.Tenant{ObjectMeta: metav1.ObjectMeta{Name: "empty"}, Spec: hostfleetv1alpha1.TenantSpec{ClusterSet: "lab"}}
+	g.Expect(admin.Create(ctx, empty)).To(Succeed())
+	g.Expect(admin.Delete(ctx, empty)).To(Succeed())
 }
