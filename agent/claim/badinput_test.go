@@ -55,7 +55,7 @@ func TestBadInputs(t *testing.T) {
 	g.Eventually(func(g Gomega) {
 		g.Expect(hub.Get(ctx, key, c)).To(Succeed())
 		g.Expect(condition(c, hostfleetv1alpha1.ConditionReady).Status).To(Equal(metav1.ConditionTrue))
-	}).WithTimeout(60 * time.Second).Should(Succeed())
+	}).WithTimeout(120 * time.Second).Should(Succeed())
 
 	t.Log("a secret whose copy the infrastructure cluster refuses")
 	mustCreate(t, hub, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: tenantNS, Name: "sa-token",
@@ -96,7 +96,7 @@ func TestBadInputs(t *testing.T) {
 		g.Expect(avail.Reason).To(Equal(reflector.ReasonHostError))
 		g.Expect(avail.Message).To(ContainSubstring("the infrastructure cluster's administrator must fix it"))
 		g.Expect(condition(c, hostfleetv1alpha1.ConditionReady).Status).To(Equal(metav1.ConditionFalse))
-	}).WithTimeout(60 * time.Second).Should(Succeed())
+	}).WithTimeout(120 * time.Second).Should(Succeed())
 	h := &metal3api.BareMetalHost{}
 	g.Expect(infra.Get(ctx, client.ObjectKey{Namespace: hostsNS, Name: "h0"}, h)).To(Succeed())
 	g.Expect(h.Status.ErrorMessage).NotTo(BeEmpty(), "baremetal-operator reports the error on the host")

@@ -233,7 +233,7 @@ func TestNoHostBoundTwice(t *testing.T) {
 			}
 		}
 		g.Expect(bound).To(Equal(hosts))
-	}).WithTimeout(60 * time.Second).Should(Succeed())
+	}).WithTimeout(120 * time.Second).Should(Succeed())
 
 	// Hold still for a moment with both agents running, then check both sides.
 	g.Consistently(func(g Gomega) {

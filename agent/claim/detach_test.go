@@ -48,7 +48,7 @@ func TestDetach(t *testing.T) {
 		g.Expect(h.Status.OperationalStatus).To(Equal(metal3api.OperationalStatusDetached), "baremetal-operator detached it")
 		g.Expect(hub.Get(ctx, key, c)).To(Succeed())
 		g.Expect(condition(c, hostfleetv1alpha1.ConditionSynchronized).Status).To(Equal(metav1.ConditionTrue))
-	}).WithTimeout(60 * time.Second).Should(Succeed())
+	}).WithTimeout(120 * time.Second).Should(Succeed())
 
 	t.Log("the tenant removes the annotation: the host is attached again")
 	setAnnotation(g, hub, key, metal3api.DetachedAnnotation, "-")
@@ -56,5 +56,5 @@ func TestDetach(t *testing.T) {
 		g.Expect(infra.Get(ctx, hostKey, h)).To(Succeed())
 		g.Expect(h.Annotations).NotTo(HaveKey(metal3api.DetachedAnnotation))
 		g.Expect(h.Status.OperationalStatus).To(Equal(metal3api.OperationalStatusOK))
-	}).WithTimeout(60 * time.Second).Should(Succeed())
+	}).WithTimeout(120 * time.Second).Should(Succeed())
 }

@@ -97,7 +97,7 @@ func TestHostFeedback(t *testing.T) {
 		g.Expect(hub.Get(ctx, key, hwCopy)).To(Succeed())
 		g.Expect(hwCopy.UID).NotTo(Equal(oldCopyUID))
 		g.Expect(hwCopy.Annotations).To(HaveKeyWithValue(reflector.AnnotationSourceUID, string(infraHW.UID)))
-	}).WithTimeout(60 * time.Second).Should(Succeed())
+	}).WithTimeout(120 * time.Second).Should(Succeed())
 	// baremetal-operator's fixture provisioner reports an inspection as
 	// started only once per host, so after a refresh it never clears
 	// inspect.metal3.io and would inspect forever: clear it as an
@@ -109,7 +109,7 @@ func TestHostFeedback(t *testing.T) {
 	g.Eventually(func(g Gomega) {
 		g.Expect(hub.Get(ctx, key, c)).To(Succeed())
 		g.Expect(c.Status.PoweredOn).To(BeTrue())
-	}).WithTimeout(60 * time.Second).Should(Succeed())
+	}).WithTimeout(120 * time.Second).Should(Succeed())
 	// The host is not provisioned: baremetal-operator honours reboot requests
 	// on such hosts only with "force" (upstream semantics, passed through as is).
 	setAnnotation(g, hub, key, "reboot.metal3.io/maintenance", `{"force":true}`)
@@ -119,7 +119,7 @@ func TestHostFeedback(t *testing.T) {
 		g.Expect(hub.Get(ctx, key, c)).To(Succeed())
 		g.Expect(c.Status.PoweredOn).To(BeFalse())
 		g.Expect(condition(c, hostfleetv1alpha1.ConditionReady).Reason).To(Equal(reflector.ReasonPowerPending))
-	}).WithTimeout(60 * time.Second).Should(Succeed())
+	}).WithTimeout(120 * time.Second).Should(Succeed())
 	setAnnotation(g, hub, key, "reboot.metal3.io/maintenance", "-")
 	g.Eventually(func(g Gomega) {
 		g.Expect(infra.Get(ctx, hostKey, h)).To(Succeed())
@@ -127,7 +127,7 @@ func TestHostFeedback(t *testing.T) {
 		g.Expect(hub.Get(ctx, key, c)).To(Succeed())
 		g.Expect(c.Status.PoweredOn).To(BeTrue())
 		g.Expect(condition(c, hostfleetv1alpha1.ConditionReady).Status).To(Equal(metav1.ConditionTrue))
-	}).WithTimeout(60 * time.Second).Should(Succeed())
+	}).WithTimeout(120 * time.Second).Should(Succeed())
 
 	t.Log("a one-shot reboot.metal3.io is handed to the host once and removed from the claim")
 	setAnnotation(g, hub, key, "reboot.metal3.io", `{"mode":"hard","force":true}`)
@@ -149,14 +149,14 @@ func TestHostFeedback(t *testing.T) {
 		g.Expect(infra.Get(ctx, hostKey, h)).To(Succeed())
 		g.Expect(h.Annotations).NotTo(HaveKey("reboot.metal3.io"))
 		g.Expect(h.Status.PoweredOn).To(BeTrue())
-	}).WithTimeout(60 * time.Second).Should(Succeed())
+	}).WithTimeout(120 * time.Second).Should(Succeed())
 
 	t.Log("release deletes the HardwareData copy")
 	g.Expect(hub.Delete(ctx, c)).To(Succeed())
 	g.Eventually(func(g Gomega) {
 		g.Expect(apierrors.IsNotFound(hub.Get(ctx, key, &metal3api.HardwareData{}))).To(BeTrue())
 		g.Expect(apierrors.IsNotFound(hub.Get(ctx, key, &metal3api.HostClaim{}))).To(BeTrue())
-	}).WithTimeout(60 * time.Second).Should(Succeed())
+	}).WithTimeout(120 * time.Second).Should(Succeed())
 }
 
 // mutate gets obj, applies fn and updates it, again on conflicts: controllers

@@ -70,7 +70,7 @@ func TestLifecycle(t *testing.T) {
 		g.Expect(condition(c, hostfleetv1alpha1.ConditionSynchronized).Status).To(Equal(metav1.ConditionTrue))
 		g.Expect(condition(c, hostfleetv1alpha1.ConditionAvailableForProvisioning).Status).To(Equal(metav1.ConditionTrue))
 		g.Expect(c.Status.PoweredOn).To(BeTrue())
-	}).WithTimeout(90 * time.Second).WithPolling(time.Second).Should(Succeed())
+	}).WithTimeout(180 * time.Second).WithPolling(time.Second).Should(Succeed())
 	t.Logf("provisioned and Ready in %s", time.Since(start).Round(100*time.Millisecond))
 
 	g.Expect(infra.Get(ctx, client.ObjectKey{Namespace: hostsNS, Name: "h0"}, h)).To(Succeed())
@@ -110,7 +110,7 @@ func TestLifecycle(t *testing.T) {
 		}
 		err := hub.Get(ctx, key, &metal3api.HostClaim{})
 		g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "claim gone, got %v", err)
-	}).WithTimeout(90 * time.Second).WithPolling(200 * time.Millisecond).Should(Succeed())
+	}).WithTimeout(180 * time.Second).WithPolling(200 * time.Millisecond).Should(Succeed())
 	g.Expect(sawDeprovisioning).To(BeTrue(), "BMO deprovisioned the host")
 	g.Expect(h.Status.Provisioning.State).To(Equal(metal3api.StateAvailable))
 	g.Expect(h.Spec.ConsumerRef).To(BeNil())

@@ -35,7 +35,7 @@ func TestHubOutage(t *testing.T) {
 	g.Eventually(func(g Gomega) {
 		g.Expect(hub.Get(ctx, key, c)).To(Succeed())
 		g.Expect(condition(c, hostfleetv1alpha1.ConditionReady).Status).To(Equal(metav1.ConditionTrue))
-	}).WithTimeout(90 * time.Second).WithPolling(time.Second).Should(Succeed())
+	}).WithTimeout(180 * time.Second).WithPolling(time.Second).Should(Succeed())
 
 	g.Expect(hub.Delete(ctx, c)).To(Succeed())
 	hostKey := client.ObjectKey{Namespace: hostsNS, Name: "h0"}
@@ -52,7 +52,7 @@ func TestHubOutage(t *testing.T) {
 	g.Eventually(func(g Gomega) {
 		g.Expect(infra.Get(ctx, hostKey, h)).To(Succeed())
 		g.Expect(h.Status.Provisioning.State).To(Equal(metal3api.StateAvailable))
-	}).WithTimeout(60 * time.Second).Should(Succeed())
+	}).WithTimeout(120 * time.Second).Should(Succeed())
 	g.Consistently(func(g Gomega) {
 		got := &metal3api.HostClaim{}
 		g.Expect(hub.Get(ctx, key, got)).To(Succeed(), "the claim stays while the agent cannot reach the hub")
@@ -69,5 +69,5 @@ func TestHubOutage(t *testing.T) {
 		g.Expect(associated(late)).NotTo(BeNil())
 		g.Expect(associated(late).Status).To(Equal(metav1.ConditionTrue), "the claim made during the outage is served")
 		g.Expect(late.Status.BareMetalHost.Name).To(Equal("h0"))
-	}).WithTimeout(90 * time.Second).WithPolling(time.Second).Should(Succeed())
+	}).WithTimeout(180 * time.Second).WithPolling(time.Second).Should(Succeed())
 }

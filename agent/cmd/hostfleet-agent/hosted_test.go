@@ -64,7 +64,7 @@ func TestHostedMode(t *testing.T) {
 		g.Expect(ready).NotTo(BeNil())
 		g.Expect(ready.Status).To(Equal(metav1.ConditionTrue), ready.Message)
 		g.Expect(c.Status.HardwareData).NotTo(BeNil())
-	}).WithTimeout(2 * time.Minute).WithPolling(time.Second).Should(Succeed())
+	}).WithTimeout(4 * time.Minute).WithPolling(time.Second).Should(Succeed())
 
 	// The identity it made and works as.
 	sa := &corev1.ServiceAccount{}
@@ -86,5 +86,5 @@ func TestHostedMode(t *testing.T) {
 		var secrets corev1.SecretList
 		g.Expect(infra.List(ctx, &secrets, client.InNamespace("hosts"))).To(Succeed())
 		g.Expect(secrets.Items).To(HaveLen(1), "only the BMC credentials remain")
-	}).WithTimeout(2 * time.Minute).WithPolling(time.Second).Should(Succeed())
+	}).WithTimeout(4 * time.Minute).WithPolling(time.Second).Should(Succeed())
 }

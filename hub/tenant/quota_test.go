@@ -1,0 +1,65 @@
+package tenant_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	metal3api "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	clusterv1beta2 "open-cluster-management.io/api/cluster/v1beta2"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/hostfleet/hostfleet/e2e/planes"
+	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
+	"github.com/hostfleet/hostfleet/hub/tenant"
+)
+
+// TestMaxClaimsAtAdmission: maxClaims becomes a ResourceQuota that the API
+// server's quota admission enforces when claims are created, not after.
+//
+// The test planes run no kube-controller-manager, whose quota controller
+// writes a new quota's first status (hard, used: 0); the test writes that one
+// status as it would. Everything else is the API server's own admission.
+func TestMaxClaimsAtAdmission(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	f := planes.ForTest(t, "hub")
+	hub := f.Plane("hub").Client
+	mgr, err := ctrl.NewManager(f.Plane("hub").Config, ctrl.Options{Scheme: f.Scheme,
+		Metrics: metricsserver.Options{BindAddress: "0"}, Controller: config.Controller{SkipNameValidation: ptr.To(true)}})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect((&tenant.Reconciler{Client: mgr.GetClient(), Scheme: f.Scheme}).SetupWithManager(mgr)).To(Succeed())
+	runCtx, cancel := context.WithCancel(ctx)
+	done := make(chan error)
+	go func() { done <- mgr.Start(runCtx) }()
+	t.Cleanup(func() { cancel(); <-done })
+
+	g.Expect(hub.Create(ctx, &clusterv1beta2.ManagedClusterSet{ObjectMeta: metav1.ObjectMeta{Name: "lab"}})).To(Succeed())
+	g.Expect(hub.Create(ctx, &hostfleetv1alpha1.Tenant{ObjectMeta: metav1.ObjectMeta{Name: "q"},
+		Spec: hostfleetv1alpha1.TenantSpec{ClusterSet: "lab", MaxClaims: ptr.To[int32](2)}})).To(Succeed())
+	quota := &corev1.ResourceQuota{}
+	g.Eventually(func() error {
+		return hub.Get(ctx, client.ObjectKey{Namespace: "tenant-q", Name: tenant.QuotaName}, quota)
+	}).WithTimeout(30 * time.Second).Should(Succeed())
+	quota.Status.Hard = quota.Spec.Hard
+	quota.Status.Used = corev1.ResourceList{tenant.QuotaClaim: resource.MustParse("0")}
+	g.Expect(hub.Status().Update(ctx, quota)).To(Succeed())
+
+	for i := 0; i < 2; i++ {
+		g.Expect(hub.Create(ctx, &metal3api.HostClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant-q", Name: fmt.Sprintf("c%d", i)}})).To(Succeed())
+	}
+	err = hub.Create(ctx, &metal3api.HostClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant-q", Name: "c2"}})
+	g.Expect(apierrors.IsForbidden(err)).To(BeTrue(), "got %v", err)
+	g.Expect(err.Error()).To(ContainSubstring("exceeded quota: " + tenant.QuotaName))
+	t.Logf("the third claim: %v", err)
+}
