@@ -43,16 +43,7 @@ func Prefixes(configured []string) (valid []string, refused []error) {
 
 // Under reports whether a label key lives under one of the prefixes.
 func Under(key string, prefixes []string) bool {
-	i := strings.IndexByte(key, '/')
-	if i < 0 {
-		return false
-	}
-	for _, p := range prefixes {
-		if key[:i] == p {
-			return true
-		}
-	}
-	return false
+	return hostfleetv1alpha1.UnderPrefixes(key, prefixes)
 }
 
 // Desired returns the claim's labels after sync: claim labels outside the

@@ -127,18 +127,7 @@ func admits(namespaces []string, ns string) bool {
 // selector keeps the requirements on keys the inventories report.
 func selector(hs metal3api.HostSelector, prefixes []string) (labels.Selector, error) {
 	sel := labels.NewSelector()
-	keep := func(key string) bool {
-		i := strings.IndexByte(key, '/')
-		if i < 0 {
-			return false
-		}
-		for _, p := range prefixes {
-			if key[:i] == p {
-				return true
-			}
-		}
-		return false
-	}
+	keep := func(key string) bool { return hostfleetv1alpha1.UnderPrefixes(key, prefixes) }
 	for k, v := range hs.MatchLabels {
 		if !keep(k) {
 			continue

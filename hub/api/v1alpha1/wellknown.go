@@ -1,5 +1,7 @@
 package v1alpha1
 
+import "strings"
+
 // Metadata keys on hub HostClaims. Hostfleet's extras to the upstream claim ride
 // on labels and annotations so that kubectl, CAPM3 and other HostClaim clients
 // work against the hub unchanged.
@@ -95,4 +97,19 @@ var ReservedLabelPrefixes = []string{
 	"k8s.io",
 	"kubelet.kubernetes.io",
 	"beta.kubernetes.io",
+}
+
+// UnderPrefixes reports whether a label key lives under one of the prefixes
+// (the part of the key before "/"). Label sync and scheduling use it alike.
+func UnderPrefixes(key string, prefixes []string) bool {
+	i := strings.IndexByte(key, '/')
+	if i < 0 {
+		return false
+	}
+	for _, p := range prefixes {
+		if key[:i] == p {
+			return true
+		}
+	}
+	return false
 }
