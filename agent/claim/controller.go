@@ -91,6 +91,13 @@ func (r *Reconciler) local() bool { return r.Consumer.Hub == "" }
 // cache, or from the managed cluster's in local mode; hosts, HardwareData and
 // policies from the managed cluster's cache. IndexHosts must have been called.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, managed cluster.Cluster, concurrency int) error {
+	claimIndexer := mgr.GetFieldIndexer()
+	if r.local() {
+		claimIndexer = managed.GetFieldIndexer()
+	}
+	if err := indexWaiting(context.Background(), claimIndexer); err != nil {
+		return fmt.Errorf("index waiting claims: %w", err)
+	}
 	b := ctrl.NewControllerManagedBy(mgr)
 	if r.local() {
 		b = b.Named("local-hostclaim").WatchesRawSource(source.Kind(managed.GetCache(), &metal3api.HostClaim{},
@@ -141,18 +148,29 @@ func (r *Reconciler) claimsForHardware(ctx context.Context, hw *metal3api.Hardwa
 
 func (r *Reconciler) waitingClaims(ctx context.Context) []reconcile.Request {
 	var claims metal3api.HostClaimList
-	if err := r.Claims.List(ctx, &claims); err != nil {
+	if err := r.Claims.List(ctx, &claims, client.MatchingFields{waitingIndex: "true"}, client.UnsafeDisableDeepCopy); err != nil {
 		logr.FromContextOrDiscard(ctx).Error(err, "list waiting claims")
 		return nil
 	}
-	var out []reconcile.Request
+	out := make([]reconcile.Request, 0, len(claims.Items))
 	for i := range claims.Items {
-		c := &claims.Items[i]
-		if c.Status.BareMetalHost == nil && c.DeletionTimestamp == nil {
-			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(c)})
-		}
+		out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&claims.Items[i])})
 	}
 	return out
+}
+
+// waitingIndex marks ("true") the claims that hold or reserve no host and
+// are not being deleted: those a freed host or a policy change may serve.
+const waitingIndex = "hostfleet.waiting"
+
+func indexWaiting(ctx context.Context, indexer client.FieldIndexer) error {
+	return indexer.IndexField(ctx, &metal3api.HostClaim{}, waitingIndex, func(o client.Object) []string {
+		c := o.(*metal3api.HostClaim)
+		if c.Status.BareMetalHost == nil && c.DeletionTimestamp == nil {
+			return []string{"true"}
+		}
+		return nil
+	})
 }
 
 // retrySoon is the requeue after a lost optimistic-concurrency race or a

@@ -7,6 +7,10 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 )
 
 // ForTest starts the named planes for a test and stops them, and every process
@@ -69,4 +73,28 @@ func logLines() int {
 		return n
 	}
 	return 60
+}
+
+// ManagerForTest runs a controller-runtime manager on the named plane, with
+// the controllers that setup wires, until the test ends.
+func (f *Fleet) ManagerForTest(t testing.TB, plane string, setup func(mgr ctrl.Manager) error) {
+	t.Helper()
+	skip := true
+	mgr, err := ctrl.NewManager(f.Plane(plane).Config, ctrl.Options{Scheme: f.Scheme,
+		Metrics: metricsserver.Options{BindAddress: "0"}, Controller: config.Controller{SkipNameValidation: &skip}})
+	if err != nil {
+		t.Fatalf("manager on %s: %v", plane, err)
+	}
+	if err := setup(mgr); err != nil {
+		t.Fatalf("set up controllers on %s: %v", plane, err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("manager on %s: %v", plane, err)
+		}
+	})
 }

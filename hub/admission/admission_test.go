@@ -11,13 +11,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
 	clusterv1 "open-cluster-management.io/api/cluster/v1"
 	clusterv1beta2 "open-cluster-management.io/api/cluster/v1beta2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/config"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/hostfleet/hostfleet/e2e/planes"
 	"github.com/hostfleet/hostfleet/hub/admission"
@@ -40,14 +37,9 @@ func TestPolicies(t *testing.T) {
 	g.Expect(admission.Install(ctx, admin)).To(Succeed())
 	g.Expect(admission.Install(ctx, admin)).To(Succeed(), "idempotent")
 
-	mgr, err := ctrl.NewManager(f.Plane("hub").Config, ctrl.Options{Scheme: f.Scheme,
-		Metrics: metricsserver.Options{BindAddress: "0"}, Controller: config.Controller{SkipNameValidation: ptr.To(true)}})
-	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect((&tenant.Reconciler{Client: mgr.GetClient(), Scheme: f.Scheme}).SetupWithManager(mgr)).To(Succeed())
-	runCtx, cancel := context.WithCancel(ctx)
-	done := make(chan error)
-	go func() { done <- mgr.Start(runCtx) }()
-	t.Cleanup(func() { cancel(); <-done })
+	f.ManagerForTest(t, "hub", func(mgr ctrl.Manager) error {
+		return (&tenant.Reconciler{Client: mgr.GetClient(), Scheme: f.Scheme}).SetupWithManager(mgr)
+	})
 
 	for _, o := range []client.Object{
 		&clusterv1beta2.ManagedClusterSet{ObjectMeta: metav1.ObjectMeta{Name: "lab"}},

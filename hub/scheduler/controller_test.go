@@ -11,14 +11,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
 	clusterv1 "open-cluster-management.io/api/cluster/v1"
 	clusterv1beta1 "open-cluster-management.io/api/cluster/v1beta1"
 	clusterv1beta2 "open-cluster-management.io/api/cluster/v1beta2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/config"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/hostfleet/hostfleet/e2e/planes"
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
@@ -47,15 +44,12 @@ func TestScheduling(t *testing.T) {
 	ctx := context.Background()
 	f := planes.ForTest(t, "hub")
 	hub := f.Plane("hub").Client
-	mgr, err := ctrl.NewManager(f.Plane("hub").Config, ctrl.Options{Scheme: f.Scheme,
-		Metrics: metricsserver.Options{BindAddress: "0"}, Controller: config.Controller{SkipNameValidation: ptr.To(true)}})
-	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect((&tenant.Reconciler{Client: mgr.GetClient(), Scheme: f.Scheme}).SetupWithManager(mgr)).To(Succeed())
-	g.Expect((&scheduler.Reconciler{Client: mgr.GetClient(), Deadline: deadline}).SetupWithManager(mgr)).To(Succeed())
-	runCtx, cancel := context.WithCancel(ctx)
-	done := make(chan error)
-	go func() { done <- mgr.Start(runCtx) }()
-	t.Cleanup(func() { cancel(); <-done })
+	f.ManagerForTest(t, "hub", func(mgr ctrl.Manager) error {
+		if err := (&tenant.Reconciler{Client: mgr.GetClient(), Scheme: f.Scheme}).SetupWithManager(mgr); err != nil {
+			return err
+		}
+		return (&scheduler.Reconciler{Client: mgr.GetClient(), Deadline: deadline}).SetupWithManager(mgr)
+	})
 
 	gpu := map[string]string{"example.com/gpu": "yes"}
 	objs := []client.Object{
@@ -133,10 +127,16 @@ func TestScheduling(t *testing.T) {
 		if get(g, c).Labels[hostfleetv1alpha1.LabelCluster] == "" {
 			continue
 		}
-		// This one is bound, as its agent would report.
-		meta.SetStatusCondition(&c.Status.Conditions, metav1.Condition{Type: hostfleetv1alpha1.ConditionAssociated, Status: metav1.ConditionTrue, Reason: "BareMetalHostAssociated"})
-		c.Status.BareMetalHost = &metal3api.ObjectReference{Namespace: "hosts", Name: "h"}
-		g.Expect(hub.Status().Update(ctx, c)).To(Succeed())
+		// This one is bound, as its agent would report (the scheduler
+		// writes the same status: re-read on conflict).
+		g.Eventually(func() error {
+			if err := hub.Get(ctx, client.ObjectKeyFromObject(c), c); err != nil {
+				return err
+			}
+			meta.SetStatusCondition(&c.Status.Conditions, metav1.Condition{Type: hostfleetv1alpha1.ConditionAssociated, Status: metav1.ConditionTrue, Reason: "BareMetalHostAssociated"})
+			c.Status.BareMetalHost = &metal3api.ObjectReference{Namespace: "hosts", Name: "h"}
+			return hub.Status().Update(ctx, c)
+		}).WithTimeout(10 * time.Second).Should(Succeed())
 	}
 	g.Eventually(func(g Gomega) {
 		get(g, first)
@@ -169,8 +169,13 @@ func TestScheduling(t *testing.T) {
 	g.Eventually(func(g Gomega) {
 		g.Expect(get(g, free).Labels).To(HaveKeyWithValue(hostfleetv1alpha1.LabelCluster, "c1"), "%+v", scheduled(free))
 	}).WithTimeout(20 * time.Second).Should(Succeed())
-	meta.SetStatusCondition(&free.Status.Conditions, metav1.Condition{Type: hostfleetv1alpha1.ConditionAssociated, Status: metav1.ConditionTrue, Reason: "BareMetalHostAssociated"})
-	g.Expect(hub.Status().Update(ctx, free)).To(Succeed())
+	g.Eventually(func() error { // the scheduler writes this claim's status too
+		if err := hub.Get(ctx, client.ObjectKeyFromObject(free), free); err != nil {
+			return err
+		}
+		meta.SetStatusCondition(&free.Status.Conditions, metav1.Condition{Type: hostfleetv1alpha1.ConditionAssociated, Status: metav1.ConditionTrue, Reason: "BareMetalHostAssociated"})
+		return hub.Status().Update(ctx, free)
+	}).WithTimeout(10 * time.Second).Should(Succeed())
 	g.Consistently(func(g Gomega) {
 		g.Expect(get(g, restricted).Labels[hostfleetv1alpha1.LabelCluster]).NotTo(Equal("c1"), "the Placement only allows c2")
 		g.Expect(get(g, free).Labels).To(HaveKeyWithValue(hostfleetv1alpha1.LabelCluster, "c1"), "a bound claim is never moved")

@@ -129,9 +129,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			}
 		}
 	}
-	owned, _, err = r.namespaces(ctx, t)
-	if err != nil {
-		return ctrl.Result{}, err
+	// Every requested namespace without a conflict now exists and is ours.
+	owned = owned[:0]
+	for _, ns := range t.DefaultNamespaces() {
+		if conflicts[ns] == "" {
+			owned = append(owned, ns)
+		}
 	}
 
 	cond := metav1.Condition{Type: hostfleetv1alpha1.ConditionReady, Status: metav1.ConditionTrue, Reason: ReasonRegistered,

@@ -19,8 +19,6 @@ import (
 	clusterv1beta2 "open-cluster-management.io/api/cluster/v1beta2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/config"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/hostfleet/hostfleet/e2e/planes"
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
@@ -44,14 +42,9 @@ func TestTenantRegistration(t *testing.T) {
 	ctx := context.Background()
 	f := planes.ForTest(t, "hub")
 	hub := f.Plane("hub").Client
-	mgr, err := ctrl.NewManager(f.Plane("hub").Config, ctrl.Options{Scheme: f.Scheme,
-		Metrics: metricsserver.Options{BindAddress: "0"}, Controller: config.Controller{SkipNameValidation: ptr.To(true)}})
-	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect((&tenant.Reconciler{Client: mgr.GetClient(), Scheme: f.Scheme}).SetupWithManager(mgr)).To(Succeed())
-	runCtx, cancel := context.WithCancel(ctx)
-	done := make(chan error)
-	go func() { done <- mgr.Start(runCtx) }()
-	t.Cleanup(func() { cancel(); <-done })
+	f.ManagerForTest(t, "hub", func(mgr ctrl.Manager) error {
+		return (&tenant.Reconciler{Client: mgr.GetClient(), Scheme: f.Scheme}).SetupWithManager(mgr)
+	})
 
 	for _, o := range []client.Object{
 		&clusterv1beta2.ManagedClusterSet{ObjectMeta: metav1.ObjectMeta{Name: "lab"}},
