@@ -22,6 +22,15 @@ var crds embed.FS
 //go:embed policies/*.yaml
 var policies embed.FS
 
+// Addon holds the hostfleet-agent add-on templates (text/template, rendered by
+// addon-framework for each ManagedClusterAddOn) under AddonDir.
+//
+//go:embed addon/*.yaml
+var Addon embed.FS
+
+// AddonDir is the folder of Addon that holds the templates.
+const AddonDir = "addon"
+
 // CRD sets, one folder each under crds/.
 const (
 	// Hostfleet is the hostfleet.io API: Tenant, HostInventory.

@@ -40,6 +40,10 @@ type Options struct {
 	MetricsAddr string
 	HealthAddr  string
 
+	// HealthLease keeps the OCM add-on health Lease (hostfleet-agent in
+	// AgentNamespace on the managed cluster).
+	HealthLease bool
+
 	// LeaderElect runs one active agent per cluster: replicas wait on a
 	// Lease named hostfleet-agent-<cluster> in AgentNamespace on the
 	// managed cluster.
@@ -74,6 +78,7 @@ func NewOptions() *Options {
 		MetricsAddr:       "0",
 		HealthAddr:        "0",
 		LeaderElect:       true,
+		HealthLease:       true,
 		AgentNamespace:    defaultNamespace(),
 		TokenTTL:          time.Hour,
 	}
@@ -95,6 +100,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 		"the HostInventory on the hub is recomputed and, if it changed, written at most this often")
 	fs.Float32Var(&o.QPS, "kube-api-qps", o.QPS, "client-side queries per second to each API server")
 	fs.IntVar(&o.Burst, "kube-api-burst", o.Burst, "client-side burst to each API server")
+	fs.BoolVar(&o.HealthLease, "health-lease", o.HealthLease,
+		"keep the add-on health Lease hostfleet-agent in --agent-namespace on the managed cluster (OCM reads it)")
 	fs.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect, "elect one active agent per cluster with a Lease on the managed cluster")
 	fs.StringVar(&o.AgentNamespace, "agent-namespace", o.AgentNamespace,
 		"the agent's namespace on the managed cluster: its Lease and, in Hosted mode, its ServiceAccount (default: $POD_NAMESPACE, else hostfleet-agent)")

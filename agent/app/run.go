@@ -11,9 +11,11 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/selection"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	"open-cluster-management.io/addon-framework/pkg/lease"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -207,5 +209,31 @@ func New(hubCfg, managedCfg *rest.Config, o *Options) (*Agent, error) {
 	if err := mgr.Add(inv); err != nil {
 		return nil, err
 	}
+	if o.HealthLease {
+		// The add-on's health on the hub: OCM reads this Lease (every
+		// replica keeps it while the managed cluster answers).
+		kube, err := kubernetes.NewForConfig(managedCfg)
+		if err != nil {
+			return nil, err
+		}
+		updater := lease.NewLeaseUpdater(kube, AddonName, o.AgentNamespace).WithHubLeaseConfig(hubCfg, o.ClusterName)
+		if err := mgr.Add(healthLease{updater}); err != nil {
+			return nil, err
+		}
+	}
 	return &Agent{Manager: mgr, Managed: managed, Inventory: inv}, nil
 }
+
+// AddonName is the OCM add-on the agent is deployed as; its health Lease has
+// this name.
+const AddonName = "hostfleet-agent"
+
+// healthLease keeps the add-on's health Lease on every replica.
+type healthLease struct{ lease.LeaseUpdater }
+
+func (h healthLease) Start(ctx context.Context) error {
+	h.LeaseUpdater.Start(ctx)
+	return nil
+}
+
+func (healthLease) NeedLeaderElection() bool { return false }

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -119,6 +120,7 @@ func (f *Fleet) startPlane(name, assets string, sets []string, timeout time.Dura
 	if err != nil {
 		return nil, err
 	}
+	storeAddonsAsV1beta1(crds)
 	env := &envtest.Environment{
 		BinaryAssetsDirectory:    assets,
 		CRDs:                     crds,
@@ -191,4 +193,27 @@ func (f *Fleet) AddUser(plane, name string, groups ...string) (*rest.Config, err
 		return nil, fmt.Errorf("add user %s to %s: %w", name, plane, err)
 	}
 	return u.Config(), nil
+}
+
+// storeAddonsAsV1beta1 makes the OCM add-on CRDs store v1beta1, the version
+// addon-framework and the hub speak. A real OCM hub stores v1alpha1 and
+// converts with its webhook; the planes have no webhook, and with "None"
+// conversion the fields v1alpha1 lacks (status.registrations' driver and
+// subject, for one) would be pruned on every write.
+func storeAddonsAsV1beta1(crds []*apiextensionsv1.CustomResourceDefinition) {
+	for _, crd := range crds {
+		if crd.Spec.Group != "addon.open-cluster-management.io" {
+			continue
+		}
+		var hasBeta bool
+		for _, v := range crd.Spec.Versions {
+			hasBeta = hasBeta || v.Name == "v1beta1"
+		}
+		if !hasBeta {
+			continue
+		}
+		for i := range crd.Spec.Versions {
+			crd.Spec.Versions[i].Storage = crd.Spec.Versions[i].Name == "v1beta1"
+		}
+	}
 }

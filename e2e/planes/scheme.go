@@ -7,6 +7,7 @@ import (
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	addonv1alpha1 "open-cluster-management.io/api/addon/v1alpha1"
+	addonv1beta1 "open-cluster-management.io/api/addon/v1beta1"
 	clusterv1 "open-cluster-management.io/api/cluster/v1"
 	clusterv1beta1 "open-cluster-management.io/api/cluster/v1beta1"
 	clusterv1beta2 "open-cluster-management.io/api/cluster/v1beta2"
@@ -28,5 +29,6 @@ func Scheme() *runtime.Scheme {
 	utilruntime.Must(clusterv1beta2.Install(s))
 	utilruntime.Must(workv1.Install(s))
 	utilruntime.Must(addonv1alpha1.Install(s))
+	utilruntime.Must(addonv1beta1.Install(s))
 	return s
 }

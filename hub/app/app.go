@@ -9,6 +9,7 @@ import (
 
 	metal3api "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
 	"github.com/spf13/pflag"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -22,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	"github.com/hostfleet/hostfleet/hub/addon"
 	"github.com/hostfleet/hostfleet/hub/admission"
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
 	"github.com/hostfleet/hostfleet/hub/scheduler"
@@ -39,6 +41,10 @@ type Options struct {
 	// BindDeadline is how long a claim the scheduler placed may stay unbound
 	// before it is placed on another cluster.
 	BindDeadline time.Duration
+	// AddonManager runs the hostfleet-agent add-on manager (needs OCM's
+	// CRDs on the hub); Addon is what it deploys.
+	AddonManager bool
+	Addon        addon.Options
 }
 
 // NewOptions returns the defaults.
@@ -47,7 +53,10 @@ func NewOptions() *Options {
 	if ns == "" {
 		ns = "hostfleet-system"
 	}
-	return &Options{LeaderElect: true, LeaderElectionNamespace: ns, MetricsAddr: "0", HealthAddr: "0", BindDeadline: 5 * time.Minute}
+	return &Options{LeaderElect: true, LeaderElectionNamespace: ns, MetricsAddr: "0", HealthAddr: "0", BindDeadline: 5 * time.Minute,
+		AddonManager: true,
+		Addon: addon.Options{Image: "ghcr.io/hostfleet/hostfleet-agent:latest", ImagePullPolicy: corev1.PullIfNotPresent,
+			HubName: "hub", Replicas: 1}}
 }
 
 // AddFlags registers the options on fs.
@@ -58,6 +67,13 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 		"namespace of the leader election Lease (default: $POD_NAMESPACE, else hostfleet-system)")
 	fs.DurationVar(&o.BindDeadline, "bind-deadline", o.BindDeadline,
 		"a claim the scheduler placed that is not bound within this time is placed on another cluster (tenant pins are never moved)")
+	fs.BoolVar(&o.AddonManager, "addon-manager", o.AddonManager,
+		"register the hostfleet-agent OCM add-on and deploy agents to the clusters it is enabled for")
+	fs.StringVar(&o.Addon.Image, "agent-image", o.Addon.Image, "container image of the agents the add-on deploys")
+	fs.StringVar((*string)(&o.Addon.ImagePullPolicy), "agent-image-pull-policy", string(o.Addon.ImagePullPolicy),
+		"pull policy of the agents' image: Always, IfNotPresent or Never")
+	fs.IntVar(&o.Addon.Replicas, "agent-replicas", o.Addon.Replicas, "replicas of each agent; one is active, the others wait on its Lease")
+	fs.StringVar(&o.Addon.HubName, "hub-name", o.Addon.HubName, "this hub's name, written by its agents on the hosts they bind")
 	fs.StringVar(&o.MetricsAddr, "metrics-bind-address", o.MetricsAddr, "metrics listen address; 0 disables")
 	fs.StringVar(&o.HealthAddr, "health-probe-bind-address", o.HealthAddr, "healthz/readyz listen address; 0 disables")
 }
@@ -67,6 +83,22 @@ func (o *Options) Validate() []error {
 	var errs []error
 	if o.LeaderElect && len(validation.IsDNS1123Label(o.LeaderElectionNamespace)) > 0 {
 		errs = append(errs, fmt.Errorf("--leader-election-namespace %q must be a namespace name", o.LeaderElectionNamespace))
+	}
+	if o.AddonManager {
+		if err := addon.ValidateImage(o.Addon.Image); err != nil {
+			errs = append(errs, fmt.Errorf("--agent-image: %w", err))
+		}
+		switch o.Addon.ImagePullPolicy {
+		case corev1.PullAlways, corev1.PullIfNotPresent, corev1.PullNever:
+		default:
+			errs = append(errs, fmt.Errorf("--agent-image-pull-policy %q must be Always, IfNotPresent or Never", o.Addon.ImagePullPolicy))
+		}
+		if o.Addon.Replicas < 1 {
+			errs = append(errs, fmt.Errorf("--agent-replicas %d must be at least 1", o.Addon.Replicas))
+		}
+		if len(validation.IsDNS1123Label(o.Addon.HubName)) > 0 {
+			errs = append(errs, fmt.Errorf("--hub-name %q must be a DNS label", o.Addon.HubName))
+		}
 	}
 	if o.BindDeadline < time.Second {
 		errs = append(errs, fmt.Errorf("--bind-deadline %s must be at least 1s", o.BindDeadline))
@@ -103,6 +135,11 @@ func New(cfg *rest.Config, o *Options) (ctrl.Manager, error) {
 	}
 	if err := mgr.Add(&admission.Installer{Client: mgr.GetClient()}); err != nil {
 		return nil, err
+	}
+	if o.AddonManager {
+		if err := mgr.Add(&addon.Manager{Config: cfg, Options: o.Addon}); err != nil {
+			return nil, err
+		}
 	}
 	if err := (&tenant.Reconciler{Client: mgr.GetClient(), Scheme: scheme}).SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("tenant controller: %w", err)

@@ -38,6 +38,12 @@ func AgentGroup(cluster string) string {
 	return fmt.Sprintf("system:open-cluster-management:cluster:%s:addon:%s", cluster, AddonName)
 }
 
+// AgentTokenUser is the hub identity of a cluster's agent registered with
+// OCM's token driver: a ServiceAccount in the cluster's namespace.
+func AgentTokenUser(cluster string) string {
+	return fmt.Sprintf("system:serviceaccount:%s:%s-%s-agent", cluster, cluster, AddonName)
+}
+
 // AdminRules: edit claims and secrets, view HardwareData; nothing else.
 func AdminRules() []rbacv1.PolicyRule {
 	edit := []string{"get", "list", "watch", "create", "update", "patch", "delete"}
@@ -69,7 +75,9 @@ func Desired(t *hostfleetv1alpha1.Tenant, clusters []string) []client.Object {
 	labels := map[string]string{hostfleetv1alpha1.LabelTenant: t.Name}
 	var agents []rbacv1.Subject
 	for _, c := range clusters {
-		agents = append(agents, rbacv1.Subject{Kind: rbacv1.GroupKind, APIGroup: rbacv1.GroupName, Name: AgentGroup(c)})
+		agents = append(agents,
+			rbacv1.Subject{Kind: rbacv1.GroupKind, APIGroup: rbacv1.GroupName, Name: AgentGroup(c)},
+			rbacv1.Subject{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: AgentTokenUser(c)})
 	}
 	// The claims admission policy, with this Tenant as its parameter, over
 	// the tenant's namespaces.

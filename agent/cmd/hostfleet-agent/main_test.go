@@ -108,6 +108,12 @@ func TestBinaryBindsClaim(t *testing.T) {
 	lease := &coordinationv1.Lease{}
 	g.Expect(infra.Get(ctx, client.ObjectKey{Namespace: "hostfleet-agent", Name: "hostfleet-agent-infra-1"}, lease)).To(Succeed())
 	g.Expect(lease.Spec.HolderIdentity).NotTo(BeNil())
+	// And the add-on's health Lease, which OCM reads, is kept fresh.
+	health := &coordinationv1.Lease{}
+	g.Eventually(func(g Gomega) {
+		g.Expect(infra.Get(ctx, client.ObjectKey{Namespace: "hostfleet-agent", Name: "hostfleet-agent"}, health)).To(Succeed())
+		g.Expect(time.Since(health.Spec.RenewTime.Time)).To(BeNumerically("<", time.Minute))
+	}).WithTimeout(30 * time.Second).Should(Succeed())
 
 	// SIGTERM stops it cleanly, and promptly.
 	stopStart := time.Now()

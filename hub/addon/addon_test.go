@@ -1,0 +1,283 @@
+package addon_test
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/json"
+	"encoding/pem"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	metal3api "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
+	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+	certificatesv1 "k8s.io/api/certificates/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/klog/v2"
+	"open-cluster-management.io/addon-framework/pkg/agent"
+	addonv1beta1 "open-cluster-management.io/api/addon/v1beta1"
+	clusterv1 "open-cluster-management.io/api/cluster/v1"
+	clusterv1beta2 "open-cluster-management.io/api/cluster/v1beta2"
+	workv1 "open-cluster-management.io/api/work/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/hostfleet/hostfleet/agent/hosted"
+	"github.com/hostfleet/hostfleet/e2e/planes"
+	"github.com/hostfleet/hostfleet/hub/addon"
+	"github.com/hostfleet/hostfleet/hub/admission"
+	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
+	"github.com/hostfleet/hostfleet/hub/tenant"
+)
+
+func TestMain(m *testing.M) {
+	ctrl.SetLogger(logr.Discard())
+	klog.SetLogger(logr.Discard())
+	m.Run()
+}
+
+// manifests are a ManifestWork's manifests by "Kind/namespace/name".
+func manifests(g Gomega, w *workv1.ManifestWork) map[string]*unstructured.Unstructured {
+	out := map[string]*unstructured.Unstructured{}
+	for _, m := range w.Spec.Workload.Manifests {
+		u := &unstructured.Unstructured{}
+		g.Expect(json.Unmarshal(m.Raw, &u.Object)).To(Succeed())
+		out[u.GetKind()+"/"+u.GetNamespace()+"/"+u.GetName()] = u
+	}
+	return out
+}
+
+func deployment(g Gomega, u *unstructured.Unstructured) *appsv1.Deployment {
+	g.Expect(u).NotTo(BeNil(), "the work has the agent's Deployment")
+	d := &appsv1.Deployment{}
+	g.Expect(runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, d)).To(Succeed())
+	return d
+}
+
+func rules(g Gomega, u *unstructured.Unstructured) []rbacv1.PolicyRule {
+	g.Expect(u).NotTo(BeNil())
+	r := &rbacv1.ClusterRole{}
+	g.Expect(runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, r)).To(Succeed())
+	return r.Rules
+}
+
+// csr is a certificate request for the add-on, made on the hub as a
+// cluster's registration agent would.
+func csr(g Gomega, name, cluster, commonName string, orgs ...string) *certificatesv1.CertificateSigningRequest {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	g.Expect(err).NotTo(HaveOccurred())
+	der, err := x509.CreateCertificateRequest(rand.Reader, &x509.CertificateRequest{
+		Subject: pkix.Name{CommonName: commonName, Organization: orgs}}, key)
+	g.Expect(err).NotTo(HaveOccurred())
+	return &certificatesv1.CertificateSigningRequest{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{
+			clusterv1.ClusterNameLabelKey: cluster, addonv1beta1.AddonLabelKey: addon.Name}},
+		Spec: certificatesv1.CertificateSigningRequestSpec{
+			Request:    pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE REQUEST", Bytes: der}),
+			SignerName: certificatesv1.KubeAPIServerClientSignerName,
+			Usages:     []certificatesv1.KeyUsage{certificatesv1.UsageDigitalSignature, certificatesv1.UsageClientAuth},
+		},
+	}
+}
+
+func approved(c *certificatesv1.CertificateSigningRequest) bool {
+	for _, cond := range c.Status.Conditions {
+		if cond.Type == certificatesv1.CertificateApproved && cond.Status == corev1.ConditionTrue {
+			return true
+		}
+	}
+	return false
+}
+
+func TestAddonManager(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	f := planes.ForTest(t, "hub")
+	hubPlane := f.Plane("hub")
+	hub := hubPlane.Client
+	opts := addon.Options{Image: "registry.example/hostfleet-agent:v1", HubName: "lab-hub"}
+	f.ManagerForTest(t, "hub", func(mgr ctrl.Manager) error {
+		if err := mgr.Add(&addon.Manager{Config: hubPlane.Config, Options: opts}); err != nil {
+			return err
+		}
+		if err := mgr.Add(&admission.Installer{Client: mgr.GetClient()}); err != nil {
+			return err
+		}
+		return (&tenant.Reconciler{Client: mgr.GetClient(), Scheme: f.Scheme}).SetupWithManager(mgr)
+	})
+
+	t.Log("the hub registers the add-on")
+	cma := &addonv1beta1.ClusterManagementAddOn{}
+	g.Eventually(func() error { return hub.Get(ctx, client.ObjectKey{Name: addon.Name}, cma) }).WithTimeout(30 * time.Second).Should(Succeed())
+	g.Expect(cma.Spec.InstallStrategy.Type).To(Equal(addonv1beta1.AddonInstallStrategyManual))
+
+	// OCM's addon-manager makes each ManagedClusterAddOn owned by the
+	// ClusterManagementAddOn; the planes run no OCM component, so the test does.
+	owner := []metav1.OwnerReference{{APIVersion: addonv1beta1.GroupVersion.String(), Kind: "ClusterManagementAddOn", Name: cma.Name, UID: cma.UID}}
+	set := map[string]string{clusterv1beta2.ClusterSetLabel: "lab"}
+	for _, o := range []client.Object{
+		&clusterv1beta2.ManagedClusterSet{ObjectMeta: metav1.ObjectMeta{Name: "lab"}},
+		&clusterv1.ManagedCluster{ObjectMeta: metav1.ObjectMeta{Name: "c1", Labels: set}},
+		&clusterv1.ManagedCluster{ObjectMeta: metav1.ObjectMeta{Name: "c2", Labels: set}},
+		&clusterv1.ManagedCluster{ObjectMeta: metav1.ObjectMeta{Name: "hosting"}},
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "c1"}},
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "c2"}},
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "hosting"}},
+		// clusteradm addon enable --names hostfleet-agent --clusters c1
+		&addonv1beta1.ManagedClusterAddOn{ObjectMeta: metav1.ObjectMeta{Namespace: "c1", Name: addon.Name, OwnerReferences: owner}},
+		// ... and c2, its agent on the hosting cluster
+		&addonv1beta1.ManagedClusterAddOn{ObjectMeta: metav1.ObjectMeta{Namespace: "c2", Name: addon.Name, OwnerReferences: owner,
+			Annotations: map[string]string{addonv1beta1.HostingClusterNameAnnotationKey: "hosting"}}},
+	} {
+		g.Expect(hub.Create(ctx, o)).To(Succeed())
+	}
+
+	t.Log("Default mode: one ManifestWork in the cluster's namespace with the whole agent")
+	work := &workv1.ManifestWork{}
+	g.Eventually(func() error {
+		return hub.Get(ctx, client.ObjectKey{Namespace: "c1", Name: "addon-hostfleet-agent-deploy-0"}, work)
+	}).WithTimeout(30 * time.Second).Should(Succeed())
+	m := manifests(g, work)
+	g.Expect(m).To(HaveKey("Namespace//hostfleet-agent"))
+	g.Expect(m).To(HaveKey("ServiceAccount/hostfleet-agent/hostfleet-agent"))
+	g.Expect(rules(g, m["ClusterRole//hostfleet-agent"])).To(Equal(hosted.ClusterRules(false)), "the agent's rights are the ones it gives itself in Hosted mode")
+	g.Expect(m).To(HaveKey("ClusterRoleBinding//hostfleet-agent"))
+	g.Expect(rules(g, m["Role/hostfleet-agent/hostfleet-agent"])).To(Equal(hosted.NamespaceRules()))
+	g.Expect(m).To(HaveKey("RoleBinding/hostfleet-agent/hostfleet-agent"))
+	work1 := m["ClusterRole//hostfleet:work-agent"]
+	g.Expect(work1).NotTo(BeNil())
+	g.Expect(work1.GetLabels()).To(HaveKeyWithValue("open-cluster-management.io/aggregate-to-work", "true"))
+	g.Expect(rules(g, work1)).To(ContainElement(HaveField("Resources", ContainElement("hostclaims"))))
+	d := deployment(g, m["Deployment/hostfleet-agent/hostfleet-agent"])
+	c := d.Spec.Template.Spec.Containers[0]
+	g.Expect(c.Image).To(Equal(opts.Image))
+	g.Expect(c.Args).To(ContainElements("--hub-kubeconfig=/var/run/hub/kubeconfig", "--cluster-name=c1",
+		"--hub-name=lab-hub", "--agent-namespace=hostfleet-agent"))
+	g.Expect(c.Args).NotTo(ContainElement(HavePrefix("--bootstrap-managed-kubeconfig")))
+	g.Expect(d.Spec.Template.Spec.Volumes).To(ContainElement(HaveField("Secret.SecretName", "hostfleet-agent-hub-kubeconfig")))
+
+	t.Log("Hosted mode: the agent goes to the hosting cluster, beside the klusterlet's external kubeconfig")
+	g.Eventually(func() error {
+		return hub.Get(ctx, client.ObjectKey{Namespace: "hosting", Name: "addon-hostfleet-agent-deploy-hosting-c2-0"}, work)
+	}).WithTimeout(30 * time.Second).Should(Succeed())
+	m = manifests(g, work)
+	g.Expect(m).To(HaveLen(2), "only the pod's ServiceAccount and the Deployment run on the hosting cluster: %v", keys(m))
+	g.Expect(m).To(HaveKey("ServiceAccount/klusterlet-c2/hostfleet-agent"))
+	d = deployment(g, m["Deployment/klusterlet-c2/hostfleet-agent"])
+	c = d.Spec.Template.Spec.Containers[0]
+	g.Expect(c.Args).To(ContainElements("--cluster-name=c2", "--agent-namespace=hostfleet-agent",
+		"--bootstrap-managed-kubeconfig=/var/run/managed/kubeconfig", "--token-dir=/var/run/token"))
+	g.Expect(d.Spec.Template.Spec.Volumes).To(ContainElement(HaveField("Secret.SecretName", addon.ExternalManagedKubeconfig)))
+	g.Expect(*d.Spec.Template.Spec.AutomountServiceAccountToken).To(BeFalse(), "the pod needs no rights on the hosting cluster")
+	g.Eventually(func() error {
+		return hub.Get(ctx, client.ObjectKey{Namespace: "c2", Name: "addon-hostfleet-agent-deploy-0"}, work)
+	}).WithTimeout(30 * time.Second).Should(Succeed())
+	m = manifests(g, work)
+	g.Expect(keys(m)).To(ConsistOf("Namespace//hostfleet-agent", "ClusterRole//hostfleet:work-agent"),
+		"the managed cluster gets the agent's namespace and the work agent's rights; the agent makes its own identity")
+
+	t.Log("health comes from the agent's Lease")
+	mca := &addonv1beta1.ManagedClusterAddOn{}
+	g.Eventually(func(g Gomega) {
+		g.Expect(hub.Get(ctx, client.ObjectKey{Namespace: "c1", Name: addon.Name}, mca)).To(Succeed())
+		g.Expect(mca.Status.HealthCheck.Mode).To(Equal(addonv1beta1.HealthCheckModeLease))
+	}).WithTimeout(30 * time.Second).Should(Succeed())
+
+	t.Log("CSR driver: the registration asks for the add-on identity, which is bound on the hub")
+	user := agent.DefaultUser("c1", addon.Name, addon.Name)
+	groups := agent.DefaultGroups("c1", addon.Name)
+	crb := &rbacv1.ClusterRoleBinding{}
+	g.Eventually(func(g Gomega) {
+		g.Expect(hub.Get(ctx, client.ObjectKey{Name: addon.BindingName("c1")}, crb)).To(Succeed())
+		g.Expect(crb.RoleRef.Name).To(Equal(addon.HubRole))
+		g.Expect(crb.Subjects).To(ConsistOf(
+			rbacv1.Subject{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: user},
+			rbacv1.Subject{Kind: rbacv1.GroupKind, APIGroup: rbacv1.GroupName, Name: groups[0]},
+			rbacv1.Subject{Kind: rbacv1.GroupKind, APIGroup: rbacv1.GroupName, Name: groups[1]}))
+	}).WithTimeout(30 * time.Second).Should(Succeed())
+	rb := &rbacv1.RoleBinding{}
+	g.Expect(hub.Get(ctx, client.ObjectKey{Namespace: "c1", Name: addon.InventoryRole}, rb)).To(Succeed())
+	g.Expect(rb.OwnerReferences).To(ContainElement(HaveField("Kind", "ManagedClusterAddOn")), "disabling the add-on removes the grant")
+
+	t.Log("CSRs are approved only for the add-on identity, requested by the cluster's own agent")
+	regCfg, err := f.AddUser("hub", "system:open-cluster-management:c1:registration", "system:open-cluster-management:c1")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(hub.Create(ctx, &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "c1-registration"},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "system:node-bootstrapper"},
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.GroupKind, APIGroup: rbacv1.GroupName, Name: "system:open-cluster-management:c1"}}})).To(Succeed())
+	reg, err := client.New(regCfg, client.Options{Scheme: f.Scheme})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(hub.Create(ctx, csr(g, "addon-c1-hostfleet-agent-forged", "c1", "system:admin", groups...))).To(Succeed(), "made by an administrator, not the cluster")
+	g.Eventually(func() error { return reg.Create(ctx, csr(g, "addon-c1-hostfleet-agent-good", "c1", user, groups...)) }).WithTimeout(10 * time.Second).Should(Succeed())
+	good := &certificatesv1.CertificateSigningRequest{}
+	g.Eventually(func(g Gomega) {
+		g.Expect(hub.Get(ctx, client.ObjectKey{Name: "addon-c1-hostfleet-agent-good"}, good)).To(Succeed())
+		g.Expect(approved(good)).To(BeTrue())
+	}).WithTimeout(30 * time.Second).Should(Succeed())
+	forged := &certificatesv1.CertificateSigningRequest{}
+	g.Expect(hub.Get(ctx, client.ObjectKey{Name: "addon-c1-hostfleet-agent-forged"}, forged)).To(Succeed())
+	g.Expect(approved(forged)).To(BeFalse(), "a CSR for another user is left for a person to judge")
+
+	t.Log("token driver: the klusterlet declares a ServiceAccount identity, which is bound instead")
+	tokenUser := tenant.AgentTokenUser("c2")
+	g.Eventually(func(g Gomega) {
+		g.Expect(hub.Get(ctx, client.ObjectKey{Namespace: "c2", Name: addon.Name}, mca)).To(Succeed())
+		g.Expect(mca.Status.Registrations).To(HaveLen(1))
+		mca.Status.Registrations[0].KubeClient.Driver = "token"
+		mca.Status.Registrations[0].KubeClient.Subject = addonv1beta1.KubeClientSubject{BaseSubject: addonv1beta1.BaseSubject{User: tokenUser}}
+		g.Expect(hub.Status().Update(ctx, mca)).To(Succeed())
+	}).WithTimeout(30 * time.Second).Should(Succeed())
+	g.Eventually(func(g Gomega) {
+		g.Expect(hub.Get(ctx, client.ObjectKey{Name: addon.BindingName("c2")}, crb)).To(Succeed())
+		g.Expect(crb.Subjects).To(Equal([]rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: tokenUser}}))
+	}).WithTimeout(30 * time.Second).Should(Succeed())
+
+	t.Log("a tenant on the set: the token identity serves its namespace, writes only its own inventory, and only its own claims")
+	g.Expect(hub.Create(ctx, &hostfleetv1alpha1.Tenant{ObjectMeta: metav1.ObjectMeta{Name: "a"},
+		Spec: hostfleetv1alpha1.TenantSpec{ClusterSet: "lab"}})).To(Succeed())
+	tokCfg, err := f.AddUser("hub", tokenUser)
+	g.Expect(err).NotTo(HaveOccurred())
+	tok, err := client.New(tokCfg, client.Options{Scheme: f.Scheme})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Eventually(func(g Gomega) {
+		g.Expect(tok.Get(ctx, client.ObjectKey{Namespace: "tenant-a", Name: "missing"}, &corev1.Secret{})).To(Satisfy(apierrors.IsNotFound),
+			"reading the tenant's secrets is allowed (the secret just does not exist)")
+	}).WithTimeout(30 * time.Second).Should(Succeed())
+	g.Expect(hub.Create(ctx, &metal3api.HostClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant-a", Name: "on-c1",
+		Labels: map[string]string{hostfleetv1alpha1.LabelCluster: "c1"}}})).To(Succeed())
+	g.Expect(tok.List(ctx, &metal3api.HostClaimList{}, client.MatchingLabels{hostfleetv1alpha1.LabelCluster: "c2"})).To(Succeed())
+	g.Expect(tok.List(ctx, &hostfleetv1alpha1.TenantList{})).To(Succeed())
+	inv := func(ns string) *hostfleetv1alpha1.HostInventory {
+		return &hostfleetv1alpha1.HostInventory{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: ns},
+			Spec: hostfleetv1alpha1.HostInventorySpec{ClusterName: ns}}
+	}
+	g.Eventually(func() error { return tok.Create(ctx, inv("c2"), client.DryRunAll) }).WithTimeout(30 * time.Second).Should(Succeed())
+	g.Expect(tok.Create(ctx, inv("c1"))).To(Satisfy(apierrors.IsForbidden), "another cluster's inventory")
+	// The admission policies take a few seconds to apply: probe with dry runs.
+	onC1 := &metal3api.HostClaim{}
+	g.Eventually(func(g Gomega) {
+		g.Expect(hub.Get(ctx, client.ObjectKey{Namespace: "tenant-a", Name: "on-c1"}, onC1)).To(Succeed())
+		onC1.Status.PoweredOn = true
+		err := tok.Status().Update(ctx, onC1, client.DryRunAll)
+		g.Expect(apierrors.IsForbidden(err)).To(BeTrue(), "%v", err)
+		g.Expect(err).To(MatchError(ContainSubstring("placed on c1")))
+	}).WithTimeout(30 * time.Second).Should(Succeed())
+}
+
+func keys(m map[string]*unstructured.Unstructured) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}
