@@ -7,7 +7,14 @@
 // per second and API writes per bound claim, beside the rate at which the same
 // infrastructure API server accepts BareMetalHost patches from 4 workers.
 //
-// usage: go run ./e2e/bench [-n 1000]   (make bench)
+// scheduling: N pending claims of one tenant placed by the hub scheduler over
+// C clusters (each with a HostInventory): placement decisions per second and
+// API reads per decision, beside the rate at which the same hub API server
+// accepts the writes one decision needs (a label patch and a status patch),
+// and the time one LIST of all claims takes (what a scheduler that lists
+// every claim for every decision would pay per decision).
+//
+// usage: go run ./e2e/bench [-n 1000] [-clusters 50] [-only binding|scheduling]   (make bench)
 package main
 
 import (
@@ -37,24 +44,39 @@ import (
 func main() {
 	n := flag.Int("n", 1000, "claims and hosts")
 	workers := flag.Int("workers", 4, "agent workers, and baseline writers")
+	clusters := flag.Int("clusters", 50, "clusters the scheduler chooses from")
+	only := flag.String("only", "", "run one benchmark: binding or scheduling")
 	flag.Parse()
 	ctrl.SetLogger(logr.Discard())
-	if err := run(*n, *workers); err != nil {
+	var err error
+	if *only == "" || *only == "binding" {
+		err = run(*n, *workers)
+	}
+	if err == nil && (*only == "" || *only == "scheduling") {
+		err = runScheduling(*n, *clusters)
+	}
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}
 }
 
-// writeCounter counts the requests that change something.
+// writeCounter counts the requests that change something, and the reads
+// (GET and LIST, not WATCH).
 type writeCounter struct {
 	next   http.RoundTripper
 	writes atomic.Int64
+	reads  atomic.Int64
 }
 
 func (w *writeCounter) RoundTrip(r *http.Request) (*http.Response, error) {
 	switch r.Method {
 	case http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete:
 		w.writes.Add(1)
+	case http.MethodGet:
+		if r.URL.Query().Get("watch") != "true" {
+			w.reads.Add(1)
+		}
 	}
 	return w.next.RoundTrip(r)
 }

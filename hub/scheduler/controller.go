@@ -83,7 +83,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}
 	unplaced := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, _ client.Object) []reconcile.Request {
 		var list metal3api.HostClaimList
-		if err := r.Client.List(ctx, &list, client.MatchingFields{unplacedIndex: "true"}); err != nil {
+		if err := r.Client.List(ctx, &list, client.MatchingFields{unplacedIndex: "true"}, client.UnsafeDisableDeepCopy); err != nil {
 			return nil
 		}
 		out := make([]reconcile.Request, 0, len(list.Items))
@@ -124,7 +124,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 
 	in := Input{Claim: c, Clusters: clusters, Inventories: map[string]*hostfleetv1alpha1.HostInventory{},
-		Pending: map[string]int{}, Prefixes: t.Spec.LabelSyncPrefixes, Exclude: map[string]bool{}}
+		Pending: map[string]int{}, Prefixes: t.Spec.LabelSyncPrefixes, Exclude: map[string]bool{},
+		Placement: c.Annotations[hostfleetv1alpha1.AnnotationPlacement], SetClusters: t.Status.Clusters}
 	for _, e := range strings.Split(c.Annotations[AnnotationExcluded], ",") {
 		if e != "" {
 			in.Exclude[e] = true
@@ -138,7 +139,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			return ctrl.Result{}, err
 		}
 		var pending metal3api.HostClaimList
-		if err := r.Client.List(ctx, &pending, client.MatchingFields{pendingIndex: cl}); err != nil {
+		// Counted only, never changed: no copies.
+		if err := r.Client.List(ctx, &pending, client.MatchingFields{pendingIndex: cl}, client.UnsafeDisableDeepCopy); err != nil {
 			return ctrl.Result{}, err
 		}
 		in.Pending[cl] = len(pending.Items)

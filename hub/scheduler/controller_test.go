@@ -190,3 +190,117 @@ func TestScheduling(t *testing.T) {
 		g.Expect(scheduled(c).Reason).To(Equal(scheduler.ReasonNoTenant))
 	}).WithTimeout(20 * time.Second).Should(Succeed())
 }
+
+// TestPlacementAndShrink: a Placement that selects nothing, then something;
+// an inventory that shrinks under claims placed and not yet bound. The bind
+// deadline is long here: nothing is re-placed behind the test's back.
+func TestPlacementAndShrink(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	f := planes.ForTest(t, "hub")
+	hub := f.Plane("hub").Client
+	f.ManagerForTest(t, "hub", func(mgr ctrl.Manager) error {
+		if err := (&tenant.Reconciler{Client: mgr.GetClient(), Scheme: f.Scheme}).SetupWithManager(mgr); err != nil {
+			return err
+		}
+		return (&scheduler.Reconciler{Client: mgr.GetClient(), Deadline: time.Hour}).SetupWithManager(mgr)
+	})
+	objs := []client.Object{
+		&clusterv1beta2.ManagedClusterSet{ObjectMeta: metav1.ObjectMeta{Name: "lab"}},
+		&hostfleetv1alpha1.Tenant{ObjectMeta: metav1.ObjectMeta{Name: "a"}, Spec: hostfleetv1alpha1.TenantSpec{ClusterSet: "lab"}},
+		&clusterv1.ManagedCluster{ObjectMeta: metav1.ObjectMeta{Name: "c1", Labels: map[string]string{"cluster.open-cluster-management.io/clusterset": "lab"}}},
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "c1"}},
+	}
+	for _, o := range objs {
+		g.Expect(hub.Create(ctx, o)).To(Succeed())
+	}
+	inv := &hostfleetv1alpha1.HostInventory{ObjectMeta: metav1.ObjectMeta{Namespace: "c1", Name: "c1"}, Spec: hostfleetv1alpha1.HostInventorySpec{ClusterName: "c1"}}
+	g.Expect(hub.Create(ctx, inv)).To(Succeed())
+	setAvailable := func(n int32) {
+		g.Eventually(func() error {
+			if err := hub.Get(ctx, client.ObjectKeyFromObject(inv), inv); err != nil {
+				return err
+			}
+			inv.Status.Pools = []hostfleetv1alpha1.HostPool{{Namespaces: []string{"tenant-a"}, Total: 3, Available: n}}
+			return hub.Status().Update(ctx, inv)
+		}).WithTimeout(10 * time.Second).Should(Succeed())
+	}
+	setAvailable(3)
+	g.Eventually(func(g Gomega) {
+		ta := &hostfleetv1alpha1.Tenant{}
+		g.Expect(hub.Get(ctx, client.ObjectKey{Name: "a"}, ta)).To(Succeed())
+		g.Expect(ta.Status.Clusters).To(Equal([]string{"c1"}))
+	}).WithTimeout(30 * time.Second).Should(Succeed())
+	claim := func(name string, annotations map[string]string) *metal3api.HostClaim {
+		c := &metal3api.HostClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant-a", Name: name, Annotations: annotations}}
+		g.Expect(hub.Create(ctx, c)).To(Succeed())
+		return c
+	}
+	get := func(g Gomega, c *metal3api.HostClaim) *metal3api.HostClaim {
+		g.Expect(hub.Get(ctx, client.ObjectKeyFromObject(c), c)).To(Succeed())
+		return c
+	}
+
+	t.Log("a Placement that selects nothing: the claim waits and says which Placement to fix")
+	nowhere := claim("nowhere", map[string]string{hostfleetv1alpha1.AnnotationPlacement: "picky"})
+	g.Eventually(func(g Gomega) {
+		s := scheduled(get(g, nowhere))
+		g.Expect(s.Status).To(Equal(metav1.ConditionFalse))
+		g.Expect(s.Reason).To(Equal(scheduler.ReasonNoCapacity))
+		g.Expect(s.Message).To(Equal("Placement picky selects none of the tenant's clusters (c1): change the Placement, or remove the hostfleet.io/placement annotation"))
+	}).WithTimeout(20 * time.Second).Should(Succeed())
+	g.Expect(nowhere.Labels).NotTo(HaveKey(hostfleetv1alpha1.LabelCluster))
+
+	t.Log("... and is placed as soon as the Placement decides for c1")
+	pd := &clusterv1beta1.PlacementDecision{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant-a", Name: "picky-1",
+		Labels: map[string]string{clusterv1beta1.PlacementLabel: "picky"}}}
+	g.Expect(hub.Create(ctx, pd)).To(Succeed())
+	pd.Status.Decisions = []clusterv1beta1.ClusterDecision{{ClusterName: "c1"}}
+	g.Expect(hub.Status().Update(ctx, pd)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		g.Expect(get(g, nowhere).Labels).To(HaveKeyWithValue(hostfleetv1alpha1.LabelCluster, "c1"))
+		g.Expect(scheduled(nowhere).Reason).To(Equal(scheduler.ReasonPlaced))
+	}).WithTimeout(20 * time.Second).Should(Succeed())
+
+	t.Log("two more claims fill c1's three free hosts, none bound yet")
+	more := []*metal3api.HostClaim{claim("m1", nil), claim("m2", nil)}
+	g.Eventually(func(g Gomega) {
+		for _, c := range more {
+			g.Expect(get(g, c).Labels).To(HaveKeyWithValue(hostfleetv1alpha1.LabelCluster, "c1"))
+		}
+	}).WithTimeout(20 * time.Second).Should(Succeed())
+
+	t.Log("the inventory shrinks to one free host under three placed claims: nothing more goes to c1")
+	setAvailable(1)
+	late := claim("late", nil)
+	g.Eventually(func(g Gomega) {
+		s := scheduled(get(g, late))
+		g.Expect(s.Reason).To(Equal(scheduler.ReasonNoCapacity))
+		g.Expect(s.Message).To(ContainSubstring("c1 (1 free matching hosts after 3 pending claims)"))
+	}).WithTimeout(20 * time.Second).Should(Succeed())
+	g.Expect(late.Labels).NotTo(HaveKey(hostfleetv1alpha1.LabelCluster))
+	for _, c := range append(more, nowhere) {
+		g.Expect(get(g, c).Labels).To(HaveKeyWithValue(hostfleetv1alpha1.LabelCluster, "c1"), "placed claims are not taken back before their deadline")
+	}
+
+	t.Log("hosts come back: the waiting claim is placed")
+	setAvailable(3)
+	g.Eventually(func(g Gomega) {
+		s := scheduled(get(g, late))
+		g.Expect(s.Reason).To(Equal(scheduler.ReasonNoCapacity), "three free hosts, three pending claims: still full")
+		g.Expect(s.Message).To(ContainSubstring("c1 (3 free matching hosts after 3 pending claims)"))
+	}).WithTimeout(20 * time.Second).Should(Succeed())
+	// The agent binds one of them: one host is taken, one claim no longer pending.
+	g.Eventually(func() error {
+		if err := hub.Get(ctx, client.ObjectKeyFromObject(more[0]), more[0]); err != nil {
+			return err
+		}
+		meta.SetStatusCondition(&more[0].Status.Conditions, metav1.Condition{Type: hostfleetv1alpha1.ConditionAssociated, Status: metav1.ConditionTrue, Reason: "BareMetalHostAssociated"})
+		more[0].Status.BareMetalHost = &metal3api.ObjectReference{Namespace: "hosts", Name: "h"}
+		return hub.Status().Update(ctx, more[0])
+	}).WithTimeout(10 * time.Second).Should(Succeed())
+	setAvailable(4)
+	g.Eventually(func(g Gomega) {
+		g.Expect(get(g, late).Labels).To(HaveKeyWithValue(hostfleetv1alpha1.LabelCluster, "c1"), "%+v", scheduled(late))
+	}).WithTimeout(20 * time.Second).Should(Succeed())
+}

@@ -28,6 +28,10 @@ type Input struct {
 	Prefixes []string
 	// Exclude are clusters not to use (where the claim timed out before).
 	Exclude map[string]bool
+	// Placement is the Placement the claim names, if any; SetClusters are
+	// the tenant's clusters before the Placement narrowed them.
+	Placement   string
+	SetClusters []string
 }
 
 // Result is where to place the claim, or why nowhere.
@@ -91,6 +95,10 @@ func Place(in Input) Result {
 		cands = append(cands, cand{c, free})
 	}
 	if len(cands) == 0 {
+		if len(clusters) == 0 && in.Placement != "" && len(in.SetClusters) > 0 {
+			return Result{Message: fmt.Sprintf("Placement %s selects none of the tenant's clusters (%s): change the Placement, or remove the %s annotation",
+				in.Placement, strings.Join(in.SetClusters, ","), hostfleetv1alpha1.AnnotationPlacement)}
+		}
 		if len(clusters) == 0 {
 			return Result{Message: "no cluster can serve the claim: the tenant's cluster set (and Placement, if any) has no clusters"}
 		}

@@ -1,0 +1,164 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"time"
+
+	metal3api "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/hostfleet/hostfleet/e2e/planes"
+	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
+	"github.com/hostfleet/hostfleet/hub/scheduler"
+)
+
+const benchTenant, benchNS = "bench", "tenant-bench"
+
+func runScheduling(n, clusters int) error {
+	ctx := context.Background()
+	dir, err := os.MkdirTemp("", "hostfleet-bench-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	f, err := planes.Start(ctx, planes.Options{Dir: dir}, "hub")
+	if err != nil {
+		return err
+	}
+	defer func() { _ = f.Stop() }()
+	hub := f.Plane("hub").Client
+
+	fmt.Printf("\nsetting up %d clusters with inventories and %d pending claims\n", clusters, n)
+	// Room for every claim, unevenly: the scheduler has to count.
+	names := make([]string, clusters)
+	for i := range names {
+		names[i] = fmt.Sprintf("c%02d", i)
+		free := int32(n/clusters + 1 + i%5)
+		inv := &hostfleetv1alpha1.HostInventory{ObjectMeta: metav1.ObjectMeta{Namespace: names[i], Name: names[i]},
+			Spec: hostfleetv1alpha1.HostInventorySpec{ClusterName: names[i]}}
+		for _, o := range []client.Object{&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: names[i]}}, inv} {
+			if err := hub.Create(ctx, o); err != nil {
+				return err
+			}
+		}
+		inv.Status = hostfleetv1alpha1.HostInventoryStatus{Total: free, Available: free, Pools: []hostfleetv1alpha1.HostPool{
+			{Labels: map[string]string{"bench.io/kind": "small"}, Namespaces: []string{benchNS}, Total: free, Available: free}}}
+		if err := hub.Status().Update(ctx, inv); err != nil {
+			return err
+		}
+	}
+	t := &hostfleetv1alpha1.Tenant{ObjectMeta: metav1.ObjectMeta{Name: benchTenant}, Spec: hostfleetv1alpha1.TenantSpec{ClusterSet: "bench"}}
+	for _, o := range []client.Object{t,
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: benchNS, Labels: map[string]string{hostfleetv1alpha1.LabelTenant: benchTenant}}},
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "baseline"}},
+	} {
+		if err := hub.Create(ctx, o); err != nil {
+			return err
+		}
+	}
+	// What the tenant controller would report.
+	t.Status.Clusters = names
+	if err := hub.Status().Update(ctx, t); err != nil {
+		return err
+	}
+	claim := func(ns string, i int) *metal3api.HostClaim {
+		return &metal3api.HostClaim{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("c%04d", i)}}
+	}
+	if err := parallel(n, 4, func(i int) error { return hub.Create(ctx, claim("baseline", i)) }); err != nil {
+		return err
+	}
+
+	// Baselines on the same API server: the two writes of one decision
+	// from one writer (the scheduler has one worker), and one LIST of
+	// every claim.
+	base, _ := counted(f.Plane("hub").Config)
+	baseClient, err := client.New(base, client.Options{Scheme: f.Scheme})
+	if err != nil {
+		return err
+	}
+	start := time.Now()
+	for i := 0; i < n; i++ {
+		c := claim("baseline", i)
+		if err := baseClient.Patch(ctx, c, client.RawPatch("application/merge-patch+json",
+			[]byte(`{"metadata":{"labels":{"hostfleet.io/cluster":"c00"}}}`))); err != nil {
+			return err
+		}
+		if err := baseClient.Status().Patch(ctx, c, client.RawPatch("application/merge-patch+json",
+			[]byte(`{"status":{"conditions":[{"type":"Scheduled","status":"True","reason":"Placed","message":"baseline","lastTransitionTime":"2026-01-01T00:00:00Z"}]}}`))); err != nil {
+			return err
+		}
+	}
+	baseRate := float64(n) / time.Since(start).Seconds()
+	if err := hub.DeleteAllOf(ctx, &metal3api.HostClaim{}, client.InNamespace("baseline")); err != nil {
+		return err
+	}
+	if err := parallel(n, 4, func(i int) error { return hub.Create(ctx, claim(benchNS, i)) }); err != nil {
+		return err
+	}
+	const lists = 20
+	start = time.Now()
+	for i := 0; i < lists; i++ {
+		var all metal3api.HostClaimList
+		if err := baseClient.List(ctx, &all); err != nil {
+			return err
+		}
+	}
+	listTime := time.Since(start) / lists
+
+	cfg, counter := counted(f.Plane("hub").Config)
+	skip := true
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{Scheme: f.Scheme, Metrics: metricsserver.Options{BindAddress: "0"},
+		Controller: config.Controller{SkipNameValidation: &skip}})
+	if err != nil {
+		return err
+	}
+	if err := (&scheduler.Reconciler{Client: mgr.GetClient(), Deadline: time.Hour}).SetupWithManager(mgr); err != nil {
+		return err
+	}
+	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	done := make(chan error, 1)
+	start = time.Now()
+	go func() { done <- mgr.Start(runCtx) }()
+	var placed int
+	for {
+		var list metal3api.HostClaimList
+		if err := hub.List(ctx, &list, client.InNamespace(benchNS), client.HasLabels{hostfleetv1alpha1.LabelCluster}); err != nil {
+			return err
+		}
+		if placed = len(list.Items); placed == n {
+			break
+		}
+		select {
+		case err := <-done:
+			return fmt.Errorf("scheduler stopped: %v", err)
+		case <-time.After(100 * time.Millisecond):
+		}
+		if time.Since(start) > 10*time.Minute {
+			return fmt.Errorf("only %d of %d claims placed after 10 minutes", placed, n)
+		}
+	}
+	elapsed := time.Since(start)
+	reads, writes := counter.reads.Load(), counter.writes.Load()
+	cancel()
+	<-done
+	rate := float64(n) / elapsed.Seconds()
+
+	fmt.Printf("\nscheduling, %d claims over %d clusters, 1 worker\n", n, clusters)
+	fmt.Printf("  baseline: the hub API server accepts the writes of %.0f decisions/s (label patch + status patch, 1 writer)\n", baseRate)
+	fmt.Printf("  baseline: one LIST of all %d claims takes %s: a list-per-decision scheduler could make at most %.0f decisions/s\n",
+		n, listTime.Round(100*time.Microsecond), 1/listTime.Seconds())
+	fmt.Printf("  scheduler: %.0f decisions/s (%s for %d, cache sync included)\n", rate, elapsed.Round(10*time.Millisecond), n)
+	fmt.Printf("  ratio:    %.2f decisions per baseline decision write\n", rate/baseRate)
+	fmt.Printf("  reads:    %.3f API reads per decision (%d GET/LIST in all, watches excluded; the rest come from the cache and its indexes)\n",
+		float64(reads)/float64(n), reads)
+	fmt.Printf("  writes:   %.2f API writes per decision\n", float64(writes)/float64(n))
+	return nil
+}
