@@ -124,7 +124,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 
 	in := Input{Claim: c, Clusters: clusters, Inventories: map[string]*hostfleetv1alpha1.HostInventory{},
-		Pending: map[string]int{}, Prefixes: t.Spec.LabelSyncPrefixes, Exclude: map[string]bool{},
+		Pending: map[string][]*metal3api.HostClaim{}, Prefixes: t.Spec.LabelSyncPrefixes, Exclude: map[string]bool{},
 		Placement: c.Annotations[hostfleetv1alpha1.AnnotationPlacement], SetClusters: t.Status.Clusters}
 	for _, e := range strings.Split(c.Annotations[AnnotationExcluded], ",") {
 		if e != "" {
@@ -143,7 +143,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		if err := r.Client.List(ctx, &pending, client.MatchingFields{pendingIndex: cl}, client.UnsafeDisableDeepCopy); err != nil {
 			return ctrl.Result{}, err
 		}
-		in.Pending[cl] = len(pending.Items)
+		for i := range pending.Items {
+			in.Pending[cl] = append(in.Pending[cl], &pending.Items[i])
+		}
 	}
 	res := Place(in)
 	if res.Cluster == "" {

@@ -22,7 +22,8 @@ type Input struct {
 	// Inventories by cluster.
 	Inventories map[string]*hostfleetv1alpha1.HostInventory
 	// Pending is, by cluster, the claims placed there and not yet bound.
-	Pending map[string]int
+	// They are only read.
+	Pending map[string][]*metal3api.HostClaim
 	// Prefixes are the label prefixes inventories report; selector keys
 	// outside them cannot be judged here and are left to the agent.
 	Prefixes []string
@@ -67,31 +68,37 @@ func Place(in Input) Result {
 			why = append(why, c+" (no HostInventory yet)")
 			continue
 		}
-		free := 0
+		// The pools the claim may use; within a failure domain that has
+		// free hosts, only those (a failure domain is a preference).
+		var usable, inFD []hostfleetv1alpha1.HostPool
 		for _, p := range inv.Status.Pools {
-			if !admits(p.Namespaces, in.Claim.Namespace) || !sel.Matches(labels.Set(p.Labels)) {
-				continue
-			}
-			free += int(p.Available)
-		}
-		if fd := in.Claim.Spec.FailureDomain; fd != "" {
-			// A failure domain is a preference: count only its hosts when
-			// the cluster has any there.
-			inFD := 0
-			for _, p := range inv.Status.Pools {
-				if p.FailureDomain == fd && admits(p.Namespaces, in.Claim.Namespace) && sel.Matches(labels.Set(p.Labels)) {
-					inFD += int(p.Available)
+			if admits(p.Namespaces, in.Claim.Namespace) && sel.Matches(labels.Set(p.Labels)) {
+				usable = append(usable, p)
+				if fd := in.Claim.Spec.FailureDomain; fd != "" && p.FailureDomain == fd && p.Available > 0 {
+					inFD = append(inFD, p)
 				}
 			}
-			if inFD > 0 {
-				free = inFD
+		}
+		if len(inFD) > 0 {
+			usable = inFD
+		}
+		free := 0
+		for _, p := range usable {
+			free += int(p.Available)
+		}
+		// Claims placed there and not yet bound take hosts first, when
+		// they could take one of the same pools.
+		pending := 0
+		for _, p := range in.Pending[c] {
+			if competes(p, usable, in.Prefixes) {
+				pending++
 			}
 		}
-		free -= in.Pending[c]
-		if free <= 0 {
-			why = append(why, fmt.Sprintf("%s (%d free matching hosts after %d pending claims)", c, max(free+in.Pending[c], 0), in.Pending[c]))
+		if free-pending <= 0 {
+			why = append(why, fmt.Sprintf("%s (%d free matching hosts after %d pending claims)", c, free, pending))
 			continue
 		}
+		free -= pending
 		cands = append(cands, cand{c, free})
 	}
 	if len(cands) == 0 {
@@ -121,6 +128,18 @@ func Place(in Input) Result {
 	chosen := top[int(h.Sum32()%uint32(len(top)))]
 	return Result{Cluster: chosen.name, Free: chosen.free,
 		Message: fmt.Sprintf("placed on %s: %d free hosts match", chosen.name, chosen.free)}
+}
+
+// competes says whether a pending claim could take a host of one of pools.
+// A selector that cannot be read competes for everything.
+func competes(c *metal3api.HostClaim, pools []hostfleetv1alpha1.HostPool, prefixes []string) bool {
+	sel, err := selector(c.Spec.HostSelector, prefixes)
+	for _, p := range pools {
+		if admits(p.Namespaces, c.Namespace) && (err != nil || sel.Matches(labels.Set(p.Labels))) {
+			return true
+		}
+	}
+	return false
 }
 
 func admits(namespaces []string, ns string) bool {

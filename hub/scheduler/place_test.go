@@ -31,6 +31,17 @@ func claim(mut ...func(*metal3api.HostClaim)) *metal3api.HostClaim {
 	return c
 }
 
+func claims(n int, mut func(*metal3api.HostClaim)) []*metal3api.HostClaim {
+	out := make([]*metal3api.HostClaim, n)
+	for i := range out {
+		out[i] = claim()
+		if mut != nil {
+			mut(out[i])
+		}
+	}
+	return out
+}
+
 func TestPlace(t *testing.T) {
 	gpu := map[string]string{"example.com/gpu": "yes"}
 	tests := []struct {
@@ -48,9 +59,23 @@ func TestPlace(t *testing.T) {
 				Inventories: map[string]*hostfleetv1alpha1.HostInventory{"a": inv(pool(2, "", nil)), "b": inv(pool(5, "", nil))}},
 			want: "b"},
 		{name: "pending claims count against free hosts",
-			in: Input{Claim: claim(), Clusters: []string{"a", "b"}, Pending: map[string]int{"b": 4},
+			in: Input{Claim: claim(), Clusters: []string{"a", "b"}, Pending: map[string][]*metal3api.HostClaim{"b": claims(4, nil)},
 				Inventories: map[string]*hostfleetv1alpha1.HostInventory{"a": inv(pool(2, "", nil)), "b": inv(pool(5, "", nil))}},
 			want: "a"},
+		{name: "pending claims for other hosts do not count",
+			in: Input{Claim: claim(func(c *metal3api.HostClaim) {
+				c.Spec.HostSelector.MatchLabels = map[string]string{"example.com/size": "m"}
+			}),
+				Clusters: []string{"a"}, Prefixes: []string{"example.com"},
+				Pending:     map[string][]*metal3api.HostClaim{"a": claims(3, func(c *metal3api.HostClaim) { c.Spec.HostSelector.MatchLabels = gpu })},
+				Inventories: map[string]*hostfleetv1alpha1.HostInventory{"a": inv(pool(3, "", gpu), pool(1, "", map[string]string{"example.com/size": "m"}))}},
+			want: "a"},
+		{name: "pending claims for the same hosts do",
+			in: Input{Claim: claim(func(c *metal3api.HostClaim) { c.Spec.HostSelector.MatchLabels = gpu }),
+				Clusters: []string{"a"}, Prefixes: []string{"example.com"},
+				Pending:     map[string][]*metal3api.HostClaim{"a": claims(3, nil)},
+				Inventories: map[string]*hostfleetv1alpha1.HostInventory{"a": inv(pool(3, "", gpu), pool(1, "", map[string]string{"example.com/size": "m"}))}},
+			contains: "a (3 free matching hosts after 3 pending claims)"},
 		{name: "pools that do not admit the namespace do not count",
 			in: Input{Claim: claim(), Clusters: []string{"a"},
 				Inventories: map[string]*hostfleetv1alpha1.HostInventory{"a": inv(pool(9, "", nil, "tenant-b"))}},
