@@ -4,6 +4,7 @@ go 1.25.0
 
 require (
 	github.com/bmc-toolbox/bmclib/v2 v2.3.0
+	github.com/bmc-toolbox/common v0.0.0-20240806132831-ba8adc6a35e3
 	github.com/go-logr/logr v1.4.3
 	github.com/metal3-io/baremetal-operator/apis v0.13.2
 	github.com/onsi/gomega v1.44.0
@@ -33,7 +34,6 @@ require (
 	github.com/VictorLowther/soap v0.0.0-20150314151524-8e36fca84b22 // indirect
 	github.com/beorn7/perks v1.0.1 // indirect
 	github.com/blang/semver/v4 v4.0.0 // indirect
-	github.com/bmc-toolbox/common v0.0.0-20240806132831-ba8adc6a35e3 // indirect
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
 	github.com/cyphar/filepath-securejoin v0.6.1 // indirect
 	github.com/davecgh/go-spew v1.1.2-0.20180830191138-d8f796af33cc // indirect

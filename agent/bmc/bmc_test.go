@@ -1,0 +1,166 @@
+package bmc_test
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+
+	"github.com/hostfleet/hostfleet/agent/bmc"
+	"github.com/hostfleet/hostfleet/e2e/redfish"
+)
+
+func TestParseAddress(t *testing.T) {
+	tests := []struct {
+		in   string
+		want bmc.Address
+		err  string
+	}{
+		{in: "ipmi://10.0.0.5", want: bmc.Address{Protocol: bmc.IPMI, Host: "10.0.0.5"}},
+		{in: "10.0.0.5:6230", want: bmc.Address{Protocol: bmc.IPMI, Host: "10.0.0.5", Port: "6230"}},
+		{in: "redfish://bmc.lab:8443/redfish/v1/Systems/1", want: bmc.Address{Protocol: bmc.Redfish, Host: "bmc.lab", Port: "8443", SystemPath: "/redfish/v1/Systems/1"}},
+		{in: "redfish+http://127.0.0.1:8000/redfish/v1/Systems/1/", want: bmc.Address{Protocol: bmc.Redfish, Host: "127.0.0.1", Port: "8000", HTTP: true, SystemPath: "/redfish/v1/Systems/1"}},
+		{in: "redfish-virtualmedia://[fd00::1]/redfish/v1/Systems/1", want: bmc.Address{Protocol: bmc.Redfish, Host: "fd00::1", VirtualMedia: true, SystemPath: "/redfish/v1/Systems/1"}},
+		{in: "idrac-virtualmedia://idrac/redfish/v1/Systems/System.Embedded.1", want: bmc.Address{Protocol: bmc.Redfish, Host: "idrac", VirtualMedia: true, SystemPath: "/redfish/v1/Systems/System.Embedded.1"}},
+		{in: "irmc://10.0.0.5", err: `scheme "irmc" is not one the agent drives`},
+		{in: "redfish:///redfish/v1/Systems/1", err: "has no host"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.in, func(t *testing.T) {
+			g := NewWithT(t)
+			got, err := bmc.ParseAddress(tt.in)
+			if tt.err != "" {
+				g.Expect(err).To(MatchError(ContainSubstring(tt.err)))
+				return
+			}
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(got).To(Equal(tt.want))
+		})
+	}
+	g := NewWithT(t)
+	a, _ := bmc.ParseAddress("ipmi://h")
+	g.Expect(a.HostPort()).To(Equal("h:623"))
+	a, _ = bmc.ParseAddress("redfish://h/redfish/v1/Systems/1")
+	g.Expect(a.HostPort()).To(Equal("h:443"))
+}
+
+func TestPowerState(t *testing.T) {
+	g := NewWithT(t)
+	for in, want := range map[string]bool{"On": true, "on": true, "Chassis Power is on\n": true, "Off": false, "Chassis Power is off": false} {
+		got, err := bmc.PowerState(in)
+		g.Expect(err).NotTo(HaveOccurred(), in)
+		g.Expect(got).To(Equal(want), in)
+	}
+	_, err := bmc.PowerState("Unknown")
+	g.Expect(err).To(HaveOccurred())
+}
+
+func address(b *redfish.BMC) bmc.Address {
+	scheme := "redfish-virtualmedia"
+	if strings.HasPrefix(b.URL(), "http://") {
+		scheme = "redfish-virtualmedia+http"
+	}
+	a, err := bmc.ParseAddress(scheme + "://" + b.HostPort() + redfish.SystemPath)
+	if err != nil {
+		panic(err)
+	}
+	return a
+}
+
+func TestRedfish(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	images := httptest.NewServer(http.FileServer(http.Dir(t.TempDir())))
+	defer images.Close()
+	iso := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write(make([]byte, 1<<20)) }))
+	defer iso.Close()
+	b := redfish.Start(redfish.Options{TLS: true})
+	defer b.Close()
+
+	t.Log("a self-signed certificate is refused unless verification is disabled")
+	_, err := bmc.Open(ctx, address(b), "admin", "password", bmc.Options{Timeout: 5 * time.Second})
+	g.Expect(err).To(HaveOccurred())
+	g.Expect(errors.Is(err, bmc.ErrCredentials)).To(BeFalse())
+	d, err := bmc.Open(ctx, address(b), "admin", "password", bmc.Options{Timeout: 5 * time.Second, InsecureSkipVerify: true})
+	g.Expect(err).NotTo(HaveOccurred())
+	defer d.Close(ctx)
+
+	on, err := d.Power(ctx)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(on).To(BeFalse())
+
+	t.Log("inventory becomes HardwareDetails")
+	hw, err := d.Inventory(ctx)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(hw.SystemVendor.Manufacturer).To(Equal("Hostfleet"))
+	g.Expect(hw.SystemVendor.SerialNumber).To(Equal("EMU0001"))
+	g.Expect(hw.CPU.Count).To(Equal(32), "2 sockets of 8 cores, 16 threads")
+	g.Expect(hw.CPU.Arch).To(Equal("x86_64"))
+	g.Expect(hw.RAMMebibytes).To(Equal(64 * 1024))
+	g.Expect(hw.Storage).To(HaveLen(1))
+	g.Expect(int64(hw.Storage[0].SizeBytes)).To(Equal(int64(480 << 30)))
+	g.Expect(hw.NIC).To(ConsistOf(HaveField("MAC", "52:54:00:00:00:01")))
+
+	t.Log("live ISO boot: media, one-time CD boot, power on")
+	g.Expect(d.InsertMedia(ctx, iso.URL+"/live.iso")).To(Succeed())
+	g.Expect(d.SetBootOnce(ctx, bmc.BootCDROM)).To(Succeed())
+	g.Expect(d.Reboot(ctx, true)).To(Succeed(), "a powered-off host is powered on, not cycled")
+	g.Expect(b.Power()).To(Equal("On"))
+	inserted, _, size := b.Media()
+	g.Expect(inserted).To(BeTrue())
+	g.Expect(size).To(Equal(int64(1 << 20)))
+	g.Expect(d.Reboot(ctx, true)).To(Succeed())
+	g.Expect(b.Actions()).To(ContainElements("Reset On", "Reset ForceRestart"), "bmclib cycles a Redfish system with ForceRestart")
+	g.Expect(d.InsertMedia(ctx, images.URL+"/missing.iso")).To(MatchError(ContainSubstring("404")))
+
+	t.Log("deprovision: power off, eject")
+	g.Expect(d.SetPower(ctx, false, true)).To(Succeed())
+	g.Expect(d.EjectMedia(ctx)).To(Succeed())
+	g.Expect(b.Power()).To(Equal("Off"))
+	inserted, _, _ = b.Media()
+	g.Expect(inserted).To(BeFalse())
+}
+
+func TestRedfishFailures(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	b := redfish.Start(redfish.Options{})
+	defer b.Close()
+	o := bmc.Options{Timeout: 2 * time.Second}
+
+	_, err := bmc.Open(ctx, address(b), "admin", "wrong", o)
+	g.Expect(err).To(MatchError(bmc.ErrCredentials))
+
+	d, err := bmc.Open(ctx, address(b), "admin", "password", o)
+	g.Expect(err).NotTo(HaveOccurred())
+	b.SetFaults(redfish.Faults{Status: http.StatusInternalServerError})
+	_, err = d.Power(ctx)
+	g.Expect(err).To(HaveOccurred())
+	g.Expect(errors.Is(err, bmc.ErrCredentials) || errors.Is(err, bmc.ErrUnreachable)).To(BeFalse(), "a 500 is the BMC failing, not refusing or gone: %v", err)
+
+	b.SetFaults(redfish.Faults{Delay: 5 * time.Second})
+	start := time.Now()
+	_, err = d.Power(ctx)
+	g.Expect(err).To(MatchError(bmc.ErrUnreachable))
+	g.Expect(time.Since(start)).To(BeNumerically("<", 4*time.Second), "the per-call timeout holds")
+	b.SetFaults(redfish.Faults{})
+
+	b.Close()
+	_, err = bmc.Open(ctx, address(b), "admin", "password", o)
+	g.Expect(err).To(MatchError(bmc.ErrUnreachable))
+}
+
+func TestIPMINeedsIpmitool(t *testing.T) {
+	g := NewWithT(t)
+	t.Setenv("PATH", t.TempDir())
+	a, err := bmc.ParseAddress("ipmi://127.0.0.1:6230")
+	g.Expect(err).NotTo(HaveOccurred())
+	_, err = bmc.Open(context.Background(), a, "admin", "password", bmc.Options{})
+	g.Expect(err).To(MatchError(bmc.ErrUnsupported))
+	g.Expect(err).To(MatchError(ContainSubstring("ipmitool on PATH")))
+}

@@ -1,0 +1,470 @@
+package redfish
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Paths of the one system, manager and chassis. The ids are ones bmclib's
+// Redfish provider knows ("1", as Supermicro BMCs have).
+const (
+	Root        = "/redfish/v1/"
+	SystemPath  = "/redfish/v1/Systems/1"
+	ManagerPath = "/redfish/v1/Managers/1"
+	ChassisPath = "/redfish/v1/Chassis/1"
+	MediaPath   = ManagerPath + "/VirtualMedia/CD"
+	sessionsURI = "/redfish/v1/SessionService/Sessions"
+)
+
+// Hardware is what inspection finds.
+type Hardware struct {
+	Manufacturer, Model, SerialNumber, BIOSVersion string
+	CPUs                                           int
+	CPUModel                                       string
+	CoresPerCPU                                    int
+	MemoryGiB                                      int
+	Disks                                          []Disk
+	NICs                                           []NIC
+}
+
+// Disk is one drive.
+type Disk struct {
+	Name       string
+	SizeBytes  int64
+	Rotational bool
+}
+
+// NIC is one network interface.
+type NIC struct {
+	Name, MAC string
+	SpeedMbps int
+}
+
+// DefaultHardware is a small two-socket server.
+func DefaultHardware(serial string) Hardware {
+	return Hardware{Manufacturer: "Hostfleet", Model: "Emulated R1", SerialNumber: serial, BIOSVersion: "1.2.3",
+		CPUs: 2, CPUModel: "Emulated CPU @ 2.4GHz", CoresPerCPU: 8, MemoryGiB: 64,
+		Disks: []Disk{{Name: "sda", SizeBytes: 480 << 30}},
+		NICs:  []NIC{{Name: "eno1", MAC: "52:54:00:00:00:01", SpeedMbps: 10000}}}
+}
+
+// BMC is one emulated BMC and the server it answers on.
+type BMC struct {
+	// Username and Password are the credentials it accepts.
+	Username, Password string
+	Hardware           Hardware
+
+	mu       sync.Mutex
+	power    string // "On" or "Off"
+	boot     bootOverride
+	media    media
+	sessions map[string]bool
+	faults   Faults
+	log      []string
+
+	srv  *httptest.Server
+	down bool
+}
+
+type bootOverride struct {
+	Enabled, Target, Mode string
+}
+
+type media struct {
+	Inserted bool
+	Image    string
+	// Size is how many bytes of the image were fetched.
+	Size int64
+}
+
+// Faults are injected into every request while set.
+type Faults struct {
+	// Status, if not zero, is returned to every request (500, 503...).
+	Status int
+	// Delay is added before every answer.
+	Delay time.Duration
+}
+
+// Options start a BMC.
+type Options struct {
+	Username, Password string
+	Hardware           Hardware
+	// TLS serves HTTPS with a self-signed certificate.
+	TLS bool
+	// PoweredOn starts the system powered on.
+	PoweredOn bool
+}
+
+// Start serves a BMC on 127.0.0.1 on a free port.
+func Start(o Options) *BMC {
+	if o.Username == "" {
+		o.Username, o.Password = "admin", "password"
+	}
+	if o.Hardware.Model == "" {
+		o.Hardware = DefaultHardware("EMU0001")
+	}
+	b := &BMC{Username: o.Username, Password: o.Password, Hardware: o.Hardware, power: "Off",
+		boot: bootOverride{Enabled: "Disabled", Target: "None", Mode: "UEFI"}, sessions: map[string]bool{}}
+	if o.PoweredOn {
+		b.power = "On"
+	}
+	b.srv = httptest.NewUnstartedServer(http.HandlerFunc(b.serve))
+	// Clients that refuse the self-signed certificate are expected.
+	b.srv.Config.ErrorLog = log.New(io.Discard, "", 0)
+	if o.TLS {
+		b.srv.StartTLS()
+	} else {
+		b.srv.Start()
+	}
+	return b
+}
+
+// URL is the BMC's base URL (http://127.0.0.1:port or https://...).
+func (b *BMC) URL() string { return b.srv.URL }
+
+// HostPort is the BMC's 127.0.0.1:port.
+func (b *BMC) HostPort() string {
+	return strings.TrimPrefix(strings.TrimPrefix(b.srv.URL, "https://"), "http://")
+}
+
+// Close stops the BMC.
+func (b *BMC) Close() { b.srv.Close() }
+
+// SetFaults sets the faults injected into every request.
+func (b *BMC) SetFaults(f Faults) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.faults = f
+}
+
+// SetDown makes the BMC drop every connection without answering (true), or
+// answer again (false).
+func (b *BMC) SetDown(down bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.down = down
+}
+
+// Power is the system's power state: "On" or "Off".
+func (b *BMC) Power() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.power
+}
+
+// BootOverride is the boot source override: enabled ("Disabled", "Once",
+// "Continuous") and target ("None", "Pxe", "Hdd", "Cd", "BiosSetup").
+func (b *BMC) BootOverride() (enabled, target string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.boot.Enabled, b.boot.Target
+}
+
+// Media is the virtual CD: whether inserted, its image URL, and how many
+// bytes of it were fetched.
+func (b *BMC) Media() (inserted bool, image string, size int64) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.media.Inserted, b.media.Image, b.media.Size
+}
+
+// Actions are the state-changing requests served, in order ("Reset On",
+// "InsertMedia http://...", "PATCH Boot Once/Cd", ...).
+func (b *BMC) Actions() []string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return append([]string(nil), b.log...)
+}
+
+func (b *BMC) record(format string, args ...any) {
+	b.log = append(b.log, fmt.Sprintf(format, args...))
+}
+
+// powerOnFromOverride: a one-time boot override is consumed by the boot.
+func (b *BMC) bootNow() {
+	if b.boot.Enabled == "Once" {
+		b.boot.Enabled, b.boot.Target = "Disabled", "None"
+	}
+}
+
+type redfishError struct {
+	Error struct {
+		Code         string `json:"code"`
+		Message      string `json:"message"`
+		ExtendedInfo []any  `json:"@Message.ExtendedInfo"`
+	} `json:"error"`
+}
+
+func writeError(w http.ResponseWriter, status int, msg string) {
+	var e redfishError
+	e.Error.Code = "Base.1.8.GeneralError"
+	e.Error.Message = msg
+	e.Error.ExtendedInfo = []any{map[string]string{"MessageId": "Base.1.8.GeneralError", "Message": msg}}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(e)
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("OData-Version", "4.0")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+func ref(path string) map[string]string { return map[string]string{"@odata.id": path} }
+
+func collection(path, typ, name string, members ...string) map[string]any {
+	refs := make([]map[string]string, 0, len(members))
+	for _, m := range members {
+		refs = append(refs, ref(m))
+	}
+	return map[string]any{"@odata.id": path, "@odata.type": typ, "Name": name,
+		"Members": refs, "Members@odata.count": len(refs)}
+}
+
+func (b *BMC) serve(w http.ResponseWriter, r *http.Request) {
+	b.mu.Lock()
+	down, faults := b.down, b.faults
+	b.mu.Unlock()
+	if down {
+		// Drop the connection: a BMC that stopped answering.
+		if hj, ok := w.(http.Hijacker); ok {
+			if c, _, err := hj.Hijack(); err == nil {
+				_ = c.Close()
+				return
+			}
+		}
+		panic(http.ErrAbortHandler)
+	}
+	if faults.Delay > 0 {
+		select {
+		case <-time.After(faults.Delay):
+		case <-r.Context().Done():
+			return
+		}
+	}
+	if faults.Status != 0 {
+		writeError(w, faults.Status, "injected fault")
+		return
+	}
+	path := strings.TrimSuffix(r.URL.Path, "/")
+	switch {
+	case path == "/redfish" && r.Method == http.MethodGet:
+		writeJSON(w, http.StatusOK, map[string]string{"v1": Root})
+		return
+	case path == "/redfish/v1" && r.Method == http.MethodGet:
+		writeJSON(w, http.StatusOK, b.serviceRoot())
+		return
+	case path == sessionsURI && r.Method == http.MethodPost:
+		b.login(w, r)
+		return
+	}
+	if !b.authorized(r) {
+		w.Header().Set("WWW-Authenticate", `Basic realm="redfish"`)
+		writeError(w, http.StatusUnauthorized, "authentication required")
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	switch r.Method {
+	case http.MethodGet:
+		if v := b.resource(path); v != nil {
+			writeJSON(w, http.StatusOK, v)
+			return
+		}
+	case http.MethodPatch:
+		if path == SystemPath {
+			b.patchSystem(w, r)
+			return
+		}
+	case http.MethodPost:
+		switch path {
+		case SystemPath + "/Actions/ComputerSystem.Reset":
+			b.reset(w, r)
+			return
+		case MediaPath + "/Actions/VirtualMedia.InsertMedia":
+			b.insertMedia(w, r)
+			return
+		case MediaPath + "/Actions/VirtualMedia.EjectMedia":
+			b.media = media{}
+			b.record("EjectMedia")
+			w.WriteHeader(http.StatusNoContent)
+			return
+		case ManagerPath + "/Actions/Manager.Reset":
+			b.record("Manager.Reset")
+			w.WriteHeader(http.StatusNoContent)
+			return
+		}
+	case http.MethodDelete:
+		if strings.HasPrefix(path, sessionsURI+"/") {
+			delete(b.sessions, strings.TrimPrefix(path, sessionsURI+"/"))
+			w.WriteHeader(http.StatusNoContent)
+			return
+		}
+	}
+	writeError(w, http.StatusNotFound, fmt.Sprintf("%s %s: no such resource or action", r.Method, r.URL.Path))
+}
+
+func (b *BMC) authorized(r *http.Request) bool {
+	if tok := r.Header.Get("X-Auth-Token"); tok != "" {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		return b.sessions[tok]
+	}
+	u, p, ok := r.BasicAuth()
+	return ok && u == b.Username && p == b.Password
+}
+
+func (b *BMC) login(w http.ResponseWriter, r *http.Request) {
+	var in struct{ UserName, Password string }
+	if err := json.NewDecoder(r.Body).Decode(&in); err != nil {
+		writeError(w, http.StatusBadRequest, "malformed session request: "+err.Error())
+		return
+	}
+	if in.UserName != b.Username || in.Password != b.Password {
+		writeError(w, http.StatusUnauthorized, "invalid username or password")
+		return
+	}
+	buf := make([]byte, 16)
+	_, _ = rand.Read(buf)
+	tok := hex.EncodeToString(buf)
+	b.mu.Lock()
+	b.sessions[tok] = true
+	b.mu.Unlock()
+	loc := sessionsURI + "/" + tok
+	w.Header().Set("X-Auth-Token", tok)
+	w.Header().Set("Location", loc)
+	writeJSON(w, http.StatusCreated, map[string]any{"@odata.id": loc, "@odata.type": "#Session.v1_3_0.Session",
+		"Id": tok, "Name": "User Session", "UserName": in.UserName})
+}
+
+func (b *BMC) reset(w http.ResponseWriter, r *http.Request) {
+	var in struct{ ResetType string }
+	if err := json.NewDecoder(r.Body).Decode(&in); err != nil {
+		writeError(w, http.StatusBadRequest, "malformed reset request: "+err.Error())
+		return
+	}
+	switch in.ResetType {
+	case "On":
+		if b.power == "Off" {
+			b.bootNow()
+		}
+		b.power = "On"
+	case "ForceOff", "GracefulShutdown":
+		b.power = "Off"
+	case "ForceRestart", "GracefulRestart":
+		if b.power == "Off" {
+			writeError(w, http.StatusConflict, "the system is powered off: it cannot restart")
+			return
+		}
+		b.bootNow()
+	case "PowerCycle":
+		if b.power == "Off" {
+			writeError(w, http.StatusConflict, "the system is powered off: it cannot power cycle")
+			return
+		}
+		b.bootNow()
+	default:
+		writeError(w, http.StatusBadRequest, fmt.Sprintf("ResetType %q is not one of the allowable values", in.ResetType))
+		return
+	}
+	b.record("Reset %s", in.ResetType)
+	w.WriteHeader(http.StatusNoContent)
+}
+
+var bootTargets = []string{"None", "Pxe", "Hdd", "Cd", "BiosSetup", "Usb"}
+
+func (b *BMC) patchSystem(w http.ResponseWriter, r *http.Request) {
+	var in struct {
+		Boot *struct {
+			BootSourceOverrideEnabled string `json:",omitempty"`
+			BootSourceOverrideTarget  string `json:",omitempty"`
+			BootSourceOverrideMode    string `json:",omitempty"`
+		}
+	}
+	if err := json.NewDecoder(r.Body).Decode(&in); err != nil {
+		writeError(w, http.StatusBadRequest, "malformed PATCH: "+err.Error())
+		return
+	}
+	if in.Boot != nil {
+		next := b.boot
+		if v := in.Boot.BootSourceOverrideEnabled; v != "" {
+			if v != "Disabled" && v != "Once" && v != "Continuous" {
+				writeError(w, http.StatusBadRequest, fmt.Sprintf("BootSourceOverrideEnabled %q is not one of Disabled, Once, Continuous", v))
+				return
+			}
+			next.Enabled = v
+		}
+		if v := in.Boot.BootSourceOverrideTarget; v != "" {
+			ok := false
+			for _, t := range bootTargets {
+				ok = ok || t == v
+			}
+			if !ok {
+				writeError(w, http.StatusBadRequest, fmt.Sprintf("BootSourceOverrideTarget %q is not one of %s", v, strings.Join(bootTargets, ", ")))
+				return
+			}
+			next.Target = v
+		}
+		if v := in.Boot.BootSourceOverrideMode; v != "" {
+			next.Mode = v
+		}
+		b.boot = next
+		b.record("PATCH Boot %s/%s", next.Enabled, next.Target)
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// insertMedia fetches the image, as a BMC does, and fails as one does
+// when it cannot.
+func (b *BMC) insertMedia(w http.ResponseWriter, r *http.Request) {
+	var in struct {
+		Image          string
+		Inserted       *bool
+		WriteProtected *bool
+	}
+	if err := json.NewDecoder(r.Body).Decode(&in); err != nil || in.Image == "" {
+		writeError(w, http.StatusBadRequest, "InsertMedia needs an Image URL")
+		return
+	}
+	// Fetch without holding the lock: images are slow.
+	b.mu.Unlock()
+	size, err := fetch(r.Context(), in.Image)
+	b.mu.Lock()
+	if err != nil {
+		writeError(w, http.StatusBadRequest, fmt.Sprintf("cannot fetch image %s: %v", in.Image, err))
+		return
+	}
+	b.media = media{Inserted: true, Image: in.Image, Size: size}
+	b.record("InsertMedia %s", in.Image)
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func fetch(ctx context.Context, url string) (int64, error) {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return 0, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode/100 != 2 {
+		return 0, fmt.Errorf("HTTP %d", resp.StatusCode)
+	}
+	return io.Copy(io.Discard, resp.Body)
+}
