@@ -31,6 +31,16 @@ type Options struct {
 	// cluster itself. Off by default: a baremetal-operator with its HostClaim
 	// controller may own them.
 	LocalClaims bool
+	// BMHDriver chooses the BareMetalHosts the agent drives through their
+	// BMCs: "annotated" (hostfleet.io/driver: bmclib), "all", or "none".
+	BMHDriver string
+	// BMCWorkers bounds the hosts driven at once; BMCTimeout each BMC call;
+	// BMCPoll how often a settled host's power is read again.
+	BMCWorkers int
+	BMCTimeout time.Duration
+	BMCPoll    time.Duration
+	// Ipmitool is the ipmitool binary for ipmi:// BMCs (default: on PATH).
+	Ipmitool string
 	// InventoryInterval bounds how often the HostInventory is written.
 	InventoryInterval time.Duration
 	// QPS and Burst limit each client (hub, managed) on the client side.
@@ -79,6 +89,10 @@ func NewOptions() *Options {
 		HealthAddr:        "0",
 		LeaderElect:       true,
 		HealthLease:       true,
+		BMHDriver:         "annotated",
+		BMCWorkers:        10,
+		BMCTimeout:        30 * time.Second,
+		BMCPoll:           time.Minute,
 		AgentNamespace:    defaultNamespace(),
 		TokenTTL:          time.Hour,
 	}
@@ -100,6 +114,12 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 		"the HostInventory on the hub is recomputed and, if it changed, written at most this often")
 	fs.Float32Var(&o.QPS, "kube-api-qps", o.QPS, "client-side queries per second to each API server")
 	fs.IntVar(&o.Burst, "kube-api-burst", o.Burst, "client-side burst to each API server")
+	fs.StringVar(&o.BMHDriver, "bmh-driver", o.BMHDriver,
+		"BareMetalHosts the agent drives itself through their BMCs (no baremetal-operator): annotated (hostfleet.io/driver: bmclib), all, or none")
+	fs.IntVar(&o.BMCWorkers, "bmc-workers", o.BMCWorkers, "hosts driven at once, and so BMCs spoken to at once")
+	fs.DurationVar(&o.BMCTimeout, "bmc-timeout", o.BMCTimeout, "bound on each BMC call")
+	fs.DurationVar(&o.BMCPoll, "bmc-poll", o.BMCPoll, "how often the power of a settled driven host is read again")
+	fs.StringVar(&o.Ipmitool, "ipmitool", o.Ipmitool, "ipmitool binary for ipmi:// BMCs (default: ipmitool on PATH)")
 	fs.BoolVar(&o.HealthLease, "health-lease", o.HealthLease,
 		"keep the add-on health Lease hostfleet-agent in --agent-namespace on the managed cluster (OCM reads it)")
 	fs.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect, "elect one active agent per cluster with a Lease on the managed cluster")
@@ -151,6 +171,17 @@ func (o *Options) Validate() []error {
 	}
 	if o.QPS <= 0 || o.Burst < 1 {
 		errs = append(errs, fmt.Errorf("--kube-api-qps %v and --kube-api-burst %d must be positive", o.QPS, o.Burst))
+	}
+	switch o.BMHDriver {
+	case "annotated", "all", "none":
+	default:
+		errs = append(errs, fmt.Errorf("--bmh-driver %q must be annotated, all or none", o.BMHDriver))
+	}
+	if o.BMCWorkers < 1 {
+		errs = append(errs, fmt.Errorf("--bmc-workers %d must be at least 1", o.BMCWorkers))
+	}
+	if o.BMCTimeout < time.Second || o.BMCPoll < time.Second {
+		errs = append(errs, errors.New("--bmc-timeout and --bmc-poll must be at least 1s"))
 	}
 	return errs
 }

@@ -25,9 +25,11 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/hostfleet/hostfleet/agent/binder"
+	"github.com/hostfleet/hostfleet/agent/bmc"
 	"github.com/hostfleet/hostfleet/agent/claim"
 	"github.com/hostfleet/hostfleet/agent/hosted"
 	"github.com/hostfleet/hostfleet/agent/inventory"
+	"github.com/hostfleet/hostfleet/agent/lifecycle"
 	"github.com/hostfleet/hostfleet/agent/metrics"
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
 )
@@ -92,7 +94,7 @@ func hostedIdentity(ctx context.Context, o *Options) (*rest.Config, *hosted.Refr
 		dir = filepath.Join(os.TempDir(), "hostfleet-agent-"+o.ClusterName)
 	}
 	id := hosted.Identity{Namespace: o.AgentNamespace, Name: hosted.ServiceAccount, TokenFile: filepath.Join(dir, "token"), TTL: o.TokenTTL,
-		LocalClaims: o.LocalClaims}
+		LocalClaims: o.LocalClaims, BMCDriver: o.BMHDriver != "none"}
 	if err := hosted.Bootstrap(ctx, bootstrap, id); err != nil {
 		return nil, nil, err
 	}
@@ -189,6 +191,14 @@ func New(hubCfg, managedCfg *rest.Config, o *Options) (*Agent, error) {
 			Resync:        o.Resync,
 		}).SetupWithManager(mgr, managed, o.Concurrency); err != nil {
 			return nil, fmt.Errorf("local claim controller: %w", err)
+		}
+	}
+	if o.BMHDriver != "none" {
+		if err := (&lifecycle.Reconciler{Client: managed.GetClient(), Secrets: managed.GetAPIReader(), All: o.BMHDriver == "all",
+			Workers: o.BMCWorkers, Poll: o.BMCPoll,
+			BMC: bmc.Options{Timeout: o.BMCTimeout, IpmitoolPath: o.Ipmitool, Logger: ctrl.Log.WithName("bmc")},
+		}).SetupWithManager(mgr, managed); err != nil {
+			return nil, fmt.Errorf("BMC driver: %w", err)
 		}
 	}
 	if o.HealthAddr != "0" && o.HealthAddr != "" {

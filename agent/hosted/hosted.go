@@ -32,6 +32,8 @@ type Identity struct {
 	TTL time.Duration
 	// LocalClaims adds the rights local claims need (see ClusterRules).
 	LocalClaims bool
+	// BMCDriver adds the rights the BMC driver needs (see ClusterRules).
+	BMCDriver bool
 }
 
 // Bootstrap creates or updates the agent's ServiceAccount, roles and bindings
@@ -58,7 +60,7 @@ func Bootstrap(ctx context.Context, bootstrap *rest.Config, id Identity) error {
 			return ignoreExists(err)
 		},
 		func() error {
-			return upsert(ctx, cs.RbacV1().ClusterRoles(), &rbacv1.ClusterRole{ObjectMeta: meta(""), Rules: ClusterRules(id.LocalClaims)})
+			return upsert(ctx, cs.RbacV1().ClusterRoles(), &rbacv1.ClusterRole{ObjectMeta: meta(""), Rules: ClusterRules(id.LocalClaims, id.BMCDriver)})
 		},
 		func() error {
 			return upsert(ctx, cs.RbacV1().ClusterRoleBindings(), &rbacv1.ClusterRoleBinding{ObjectMeta: meta(""), Subjects: subject,

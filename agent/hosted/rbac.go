@@ -12,7 +12,10 @@ const ServiceAccount = "hostfleet-agent"
 // hosts) but never read or listed: BMC credentials are Secrets too. With
 // localClaims, the agent also serves HostClaims on the managed cluster, and
 // must then read the secrets they reference (get only, never list or watch).
-func ClusterRules(localClaims bool) []rbacv1.PolicyRule {
+// With bmcDriver, the agent drives BareMetalHosts through their BMCs: it
+// writes their status and HardwareData and reads their BMC credentials (get
+// only).
+func ClusterRules(localClaims, bmcDriver bool) []rbacv1.PolicyRule {
 	rules := []rbacv1.PolicyRule{
 		{APIGroups: []string{"metal3.io"}, Resources: []string{"baremetalhosts"}, Verbs: []string{"get", "list", "watch", "patch"}},
 		{APIGroups: []string{"metal3.io"}, Resources: []string{"hardwaredata", "hostdeploypolicies"}, Verbs: []string{"get", "list", "watch"}},
@@ -25,6 +28,13 @@ func ClusterRules(localClaims bool) []rbacv1.PolicyRule {
 			rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get"}},
 			rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"namespaces"}, Verbs: []string{"get"}},
 			rbacv1.PolicyRule{APIGroups: []string{"events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},
+		)
+	}
+	if bmcDriver {
+		rules = append(rules,
+			rbacv1.PolicyRule{APIGroups: []string{"metal3.io"}, Resources: []string{"baremetalhosts/status"}, Verbs: []string{"update", "patch"}},
+			rbacv1.PolicyRule{APIGroups: []string{"metal3.io"}, Resources: []string{"hardwaredata"}, Verbs: []string{"create", "update", "patch"}},
+			rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get"}},
 		)
 	}
 	return rules

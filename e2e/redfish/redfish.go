@@ -468,3 +468,10 @@ func fetch(ctx context.Context, url string) (int64, error) {
 	}
 	return io.Copy(io.Discard, resp.Body)
 }
+
+// SetPowerForTest changes the power as a person at the console would.
+func (b *BMC) SetPowerForTest(state string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.power = state
+}

@@ -97,7 +97,7 @@ func AgentNamespace(mca *addonv1beta1.ManagedClusterAddOn) string {
 // values are the template values beyond the framework's built-in ones
 // (ClusterName, AddonInstallNamespace, InstallMode, HubKubeConfigSecret).
 func (o Options) values(_ *clusterv1.ManagedCluster, mca *addonv1beta1.ManagedClusterAddOn) (addonfactory.Values, error) {
-	clusterRules, err := json.Marshal(hosted.ClusterRules(false))
+	clusterRules, err := json.Marshal(hosted.ClusterRules(false, true))
 	if err != nil {
 		return nil, err
 	}

@@ -150,7 +150,7 @@ func TestAddonManager(t *testing.T) {
 	m := manifests(g, work)
 	g.Expect(m).To(HaveKey("Namespace//hostfleet-agent"))
 	g.Expect(m).To(HaveKey("ServiceAccount/hostfleet-agent/hostfleet-agent"))
-	g.Expect(rules(g, m["ClusterRole//hostfleet-agent"])).To(Equal(hosted.ClusterRules(false)), "the agent's rights are the ones it gives itself in Hosted mode")
+	g.Expect(rules(g, m["ClusterRole//hostfleet-agent"])).To(Equal(hosted.ClusterRules(false, true)), "the agent's rights are the ones it gives itself in Hosted mode")
 	g.Expect(m).To(HaveKey("ClusterRoleBinding//hostfleet-agent"))
 	g.Expect(rules(g, m["Role/hostfleet-agent/hostfleet-agent"])).To(Equal(hosted.NamespaceRules()))
 	g.Expect(m).To(HaveKey("RoleBinding/hostfleet-agent/hostfleet-agent"))

@@ -1,0 +1,327 @@
+package lifecycle
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	metal3api "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/cluster"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	"github.com/hostfleet/hostfleet/agent/bmc"
+)
+
+// Reconciler drives the BareMetalHosts Driven selects.
+type Reconciler struct {
+	Client client.Client
+	// Secrets reads BMC credentials, uncached: the agent may get a Secret
+	// by name but never list or watch them.
+	Secrets client.Reader
+	// All drives every host, not only the annotated ones.
+	All bool
+	// BMC tunes the BMC calls.
+	BMC bmc.Options
+	// Poll is how often the power of a settled host is read again.
+	Poll time.Duration
+	// Workers bounds the hosts driven at once (and so the BMC calls).
+	Workers int
+}
+
+// SetupWithManager watches the hosts of the managed cluster, which mgr
+// runs (the agent's manager is the hub's; managed is added to it). Client
+// must be managed's.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, managed cluster.Cluster) error {
+	if r.Poll <= 0 {
+		r.Poll = time.Minute
+	}
+	if r.Workers <= 0 {
+		r.Workers = 10
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("bmc-driver").
+		WatchesRawSource(source.Kind(managed.GetCache(), &metal3api.BareMetalHost{},
+			&handler.TypedEnqueueRequestForObject[*metal3api.BareMetalHost]{},
+			predicate.TypedFuncs[*metal3api.BareMetalHost]{
+				CreateFunc:  func(e event.TypedCreateEvent[*metal3api.BareMetalHost]) bool { return Driven(e.Object, r.All) },
+				DeleteFunc:  func(event.TypedDeleteEvent[*metal3api.BareMetalHost]) bool { return false },
+				GenericFunc: func(e event.TypedGenericEvent[*metal3api.BareMetalHost]) bool { return Driven(e.Object, r.All) },
+				// Status writes are our own: spec, annotations and
+				// deletion matter.
+				UpdateFunc: func(e event.TypedUpdateEvent[*metal3api.BareMetalHost]) bool {
+					return Driven(e.ObjectNew, r.All) && (e.ObjectOld.GetGeneration() != e.ObjectNew.GetGeneration() ||
+						!equalMaps(e.ObjectOld.GetAnnotations(), e.ObjectNew.GetAnnotations()) ||
+						e.ObjectNew.GetDeletionTimestamp() != nil)
+				},
+			})).
+		WithOptions(controller.Options{MaxConcurrentReconciles: r.Workers}).
+		Complete(r)
+}
+
+// Reconcile moves one host one step.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	host := &metal3api.BareMetalHost{}
+	if err := r.Client.Get(ctx, req.NamespacedName, host); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !Driven(host, r.All) || host.DeletionTimestamp != nil {
+		return ctrl.Result{}, nil
+	}
+	orig := host.DeepCopy()
+	res, stepErr := r.step(ctx, host)
+	if stepErr != nil {
+		host.Status.ErrorCount++
+		host.Status.ErrorMessage = stepErr.msg
+		host.Status.ErrorType = stepErr.kind
+		host.Status.OperationalStatus = metal3api.OperationalStatusError
+		res = ctrl.Result{RequeueAfter: Backoff(host.Status.ErrorCount)}
+	} else if host.Status.ErrorType != "" || host.Status.OperationalStatus != metal3api.OperationalStatusOK {
+		host.Status.ErrorCount, host.Status.ErrorMessage, host.Status.ErrorType = 0, "", ""
+		host.Status.OperationalStatus = metal3api.OperationalStatusOK
+	}
+	if !equalStatus(orig, host) {
+		now := metav1.Now()
+		host.Status.LastUpdated = &now
+		// The whole status, as its only writer: a patch on a host that has
+		// none yet would lack the fields the schema requires.
+		if err := r.Client.Status().Update(ctx, host); err != nil {
+			if apierrors.IsConflict(err) {
+				return ctrl.Result{Requeue: true}, nil
+			}
+			return ctrl.Result{}, fmt.Errorf("status of %s: %w", req, err)
+		}
+	}
+	if len(host.Annotations) != len(orig.Annotations) {
+		// A done reboot or inspection request.
+		done := orig.DeepCopy()
+		done.Annotations = host.Annotations
+		if err := r.Client.Patch(ctx, done, client.MergeFrom(orig)); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	return res, nil
+}
+
+// failure is a step's error, as baremetal-operator reports it.
+type failure struct {
+	kind metal3api.ErrorType
+	msg  string
+}
+
+func fail(kind metal3api.ErrorType, format string, args ...any) *failure {
+	return &failure{kind: kind, msg: fmt.Sprintf(format, args...)}
+}
+
+func (r *Reconciler) open(ctx context.Context, host *metal3api.BareMetalHost, kind metal3api.ErrorType) (bmc.Driver, *failure) {
+	addr, err := bmc.ParseAddress(host.Spec.BMC.Address)
+	if err != nil {
+		return nil, fail(metal3api.RegistrationError, "%v", err)
+	}
+	if host.Spec.BMC.CredentialsName == "" {
+		return nil, fail(metal3api.RegistrationError, "spec.bmc.credentialsName is empty: name a Secret with username and password in namespace %s", host.Namespace)
+	}
+	secret := &corev1.Secret{}
+	secrets := r.Secrets
+	if secrets == nil {
+		secrets = r.Client
+	}
+	if err := secrets.Get(ctx, client.ObjectKey{Namespace: host.Namespace, Name: host.Spec.BMC.CredentialsName}, secret); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, fail(metal3api.RegistrationError, "BMC credentials Secret %s/%s does not exist", host.Namespace, host.Spec.BMC.CredentialsName)
+		}
+		return nil, fail(kind, "read BMC credentials: %v", err)
+	}
+	user, pass := string(secret.Data["username"]), string(secret.Data["password"])
+	if user == "" || pass == "" {
+		return nil, fail(metal3api.RegistrationError, "BMC credentials Secret %s/%s needs both username and password", host.Namespace, secret.Name)
+	}
+	o := r.BMC
+	o.InsecureSkipVerify = host.Spec.BMC.DisableCertificateVerification
+	d, err := bmc.Open(ctx, addr, user, pass, o)
+	switch {
+	case errors.Is(err, bmc.ErrCredentials):
+		host.Status.TriedCredentials = credentials(secret)
+		return nil, fail(metal3api.RegistrationError, "the BMC at %s refused the username and password in Secret %s/%s: fix them", addr.HostPort(), host.Namespace, secret.Name)
+	case errors.Is(err, bmc.ErrUnreachable):
+		return nil, fail(kind, "the BMC at %s does not answer: check its address and network (%v)", addr.HostPort(), err)
+	case err != nil:
+		return nil, fail(kind, "%v", err)
+	}
+	host.Status.TriedCredentials = credentials(secret)
+	host.Status.GoodCredentials = credentials(secret)
+	return d, nil
+}
+
+func credentials(s *corev1.Secret) metal3api.CredentialsStatus {
+	return metal3api.CredentialsStatus{Reference: &corev1.SecretReference{Namespace: s.Namespace, Name: s.Name}, Version: s.ResourceVersion}
+}
+
+// step does what the host's state asks, once.
+func (r *Reconciler) step(ctx context.Context, host *metal3api.BareMetalHost) (ctrl.Result, *failure) {
+	st := &host.Status.Provisioning
+	kind := map[metal3api.ProvisioningState]metal3api.ErrorType{
+		metal3api.StateNone: metal3api.RegistrationError, metal3api.StateRegistering: metal3api.RegistrationError,
+		metal3api.StateInspecting: metal3api.InspectionError, metal3api.StateProvisioning: metal3api.ProvisioningError,
+		metal3api.StateDeprovisioning: metal3api.ProvisioningError,
+	}[st.State]
+	switch {
+	case kind != "":
+	case st.State == metal3api.StateAvailable && host.Spec.Image != nil && host.Spec.Image.URL != "" && host.Spec.ConsumerRef != nil,
+		st.State == metal3api.StateProvisioned && Deprovision(host):
+		kind = metal3api.ProvisioningError // what is asked of the host next
+	default:
+		kind = metal3api.PowerManagementError
+	}
+	d, f := r.open(ctx, host, kind)
+	if f != nil {
+		if st.State == metal3api.StateNone {
+			st.State = metal3api.StateRegistering
+		}
+		return ctrl.Result{}, f
+	}
+	defer func() { _ = d.Close(context.WithoutCancel(ctx)) }()
+
+	switch st.State {
+	case metal3api.StateNone, metal3api.StateRegistering:
+		on, err := d.Power(ctx)
+		if err != nil {
+			return ctrl.Result{}, fail(metal3api.RegistrationError, "%v", err)
+		}
+		host.Status.PoweredOn = on
+		st.State = metal3api.StateInspecting
+		if host.Annotations[metal3api.InspectAnnotationPrefix] == metal3api.InspectAnnotationValueDisabled {
+			st.State = metal3api.StateAvailable
+		}
+		return ctrl.Result{Requeue: true}, nil
+
+	case metal3api.StateInspecting:
+		hw, err := d.Inventory(ctx)
+		switch {
+		case errors.Is(err, bmc.ErrUnsupported):
+			// IPMI reports no inventory: the host is available without
+			// HardwareData, as with inspection disabled.
+		case err != nil:
+			return ctrl.Result{}, fail(metal3api.InspectionError, "%v", err)
+		default:
+			if err := r.saveHardware(ctx, host, hw); err != nil {
+				return ctrl.Result{}, fail(metal3api.InspectionError, "save HardwareData: %v", err)
+			}
+			host.Status.HardwareDetails = hw
+			host.Status.HardwareProfile = "unknown"
+		}
+		delete(host.Annotations, metal3api.InspectAnnotationPrefix)
+		st.State = metal3api.StateAvailable
+		return ctrl.Result{Requeue: true}, nil
+
+	case metal3api.StateAvailable:
+		if img := host.Spec.Image; img != nil && img.URL != "" && host.Spec.ConsumerRef != nil {
+			if err := ValidateImage(img); err != nil {
+				return ctrl.Result{}, fail(metal3api.ProvisioningError, "%v", err)
+			}
+			st.State = metal3api.StateProvisioning
+			return ctrl.Result{Requeue: true}, nil
+		}
+		if v, ok := host.Annotations[metal3api.InspectAnnotationPrefix]; ok && v != metal3api.InspectAnnotationValueDisabled {
+			st.State = metal3api.StateInspecting // re-inspection asked for
+			return ctrl.Result{Requeue: true}, nil
+		}
+		return r.power(ctx, d, host)
+
+	case metal3api.StateProvisioning:
+		img := host.Spec.Image
+		if img == nil || img.URL == "" {
+			st.State = metal3api.StateDeprovisioning
+			return ctrl.Result{Requeue: true}, nil
+		}
+		if err := ValidateImage(img); err != nil {
+			return ctrl.Result{}, fail(metal3api.ProvisioningError, "%v", err)
+		}
+		if err := d.InsertMedia(ctx, img.URL); err != nil {
+			return ctrl.Result{}, fail(metal3api.ProvisioningError, "boot the live ISO: %v", err)
+		}
+		if err := d.SetBootOnce(ctx, bmc.BootCDROM); err != nil {
+			return ctrl.Result{}, fail(metal3api.ProvisioningError, "boot the live ISO: %v", err)
+		}
+		if err := d.Reboot(ctx, true); err != nil {
+			return ctrl.Result{}, fail(metal3api.ProvisioningError, "boot the live ISO: %v", err)
+		}
+		host.Status.PoweredOn = true
+		st.Image = *img.DeepCopy()
+		st.State = metal3api.StateProvisioned
+		return ctrl.Result{Requeue: true}, nil
+
+	case metal3api.StateProvisioned:
+		if Deprovision(host) {
+			st.State = metal3api.StateDeprovisioning
+			return ctrl.Result{Requeue: true}, nil
+		}
+		return r.power(ctx, d, host)
+
+	case metal3api.StateDeprovisioning:
+		if err := d.SetPower(ctx, false, true); err != nil {
+			return ctrl.Result{}, fail(metal3api.ProvisioningError, "deprovision: %v", err)
+		}
+		if err := d.EjectMedia(ctx); err != nil {
+			return ctrl.Result{}, fail(metal3api.ProvisioningError, "deprovision: %v", err)
+		}
+		host.Status.PoweredOn = false
+		st.Image = metal3api.Image{}
+		st.State = metal3api.StateAvailable
+		return ctrl.Result{Requeue: true}, nil
+	}
+	return ctrl.Result{}, fail(kind, "state %q is not one the agent's BMC driver handles", st.State)
+}
+
+// power applies spec.online and the reboot annotations, and reads the power
+// again every Poll.
+func (r *Reconciler) power(ctx context.Context, d bmc.Driver, host *metal3api.BareMetalHost) (ctrl.Result, *failure) {
+	on, err := d.Power(ctx)
+	if err != nil {
+		return ctrl.Result{}, fail(metal3api.PowerManagementError, "%v", err)
+	}
+	want := host.Spec.Online
+	reboot := RebootRequest(host.Annotations)
+	switch {
+	case reboot.HoldOff:
+		want = false
+	case reboot.Requested && on && want:
+		if err := d.Reboot(ctx, reboot.Hard); err != nil {
+			return ctrl.Result{}, fail(metal3api.PowerManagementError, "reboot: %v", err)
+		}
+		for _, k := range reboot.Keys {
+			delete(host.Annotations, k)
+		}
+	case reboot.Requested:
+		for _, k := range reboot.Keys {
+			delete(host.Annotations, k) // off, or to be powered on below: that is the reboot
+		}
+	}
+	if on != want {
+		if err := d.SetPower(ctx, want, reboot.Hard || !want); err != nil {
+			return ctrl.Result{}, fail(metal3api.PowerManagementError, "power %s: %v", map[bool]string{true: "on", false: "off"}[want], err)
+		}
+		on = want
+	}
+	host.Status.PoweredOn = on
+	return ctrl.Result{RequeueAfter: r.Poll}, nil
+}
+
+func (r *Reconciler) saveHardware(ctx context.Context, host *metal3api.BareMetalHost, hw *metal3api.HardwareDetails) error {
+	hd := &metal3api.HardwareData{ObjectMeta: metav1.ObjectMeta{Namespace: host.Namespace, Name: host.Name}}
+	_, err := controllerutil.CreateOrPatch(ctx, r.Client, hd, func() error {
+		hd.Spec.HardwareDetails = hw.DeepCopy()
+		return controllerutil.SetOwnerReference(host, hd, r.Client.Scheme())
+	})
+	return err
+}

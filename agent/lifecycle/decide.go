@@ -1,0 +1,100 @@
+package lifecycle
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	metal3api "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
+)
+
+// Annotation and values that select the hosts this package drives.
+const (
+	// AnnotationDriver set to DriverBmclib on a BareMetalHost makes the
+	// agent its controller.
+	AnnotationDriver = "hostfleet.io/driver"
+	DriverBmclib     = "bmclib"
+)
+
+// Driven says whether the agent drives host: it asks for it, or the agent
+// drives every host (--bmh-driver=bmclib). Paused and detached hosts are
+// left alone, as baremetal-operator leaves them.
+func Driven(host *metal3api.BareMetalHost, all bool) bool {
+	if _, ok := host.Annotations[metal3api.PausedAnnotation]; ok {
+		return false
+	}
+	if _, ok := host.Annotations[metal3api.DetachedAnnotation]; ok {
+		return false
+	}
+	return all || host.Annotations[AnnotationDriver] == DriverBmclib
+}
+
+// Backoff is the wait before retrying after the n-th consecutive error:
+// 2 s doubling, at most 5 minutes.
+func Backoff(n int) time.Duration {
+	if n < 1 {
+		n = 1
+	}
+	d := 2 * time.Second
+	for i := 1; i < n && d < 5*time.Minute; i++ {
+		d *= 2
+	}
+	return min(d, 5*time.Minute)
+}
+
+// Reboot is what the reboot annotations ask for.
+type Reboot struct {
+	// Requested: at least one reboot annotation is present.
+	Requested bool
+	// Hard: a "hard" mode was asked for.
+	Hard bool
+	// HoldOff: a keyed annotation (reboot.metal3.io/<key>) keeps the host
+	// off until it is removed.
+	HoldOff bool
+	// Keys are the annotations to remove once a plain reboot is done.
+	Keys []string
+}
+
+// RebootRequest reads reboot.metal3.io and reboot.metal3.io/<key>.
+func RebootRequest(annotations map[string]string) Reboot {
+	var r Reboot
+	for k, v := range annotations {
+		if k != metal3api.RebootAnnotationPrefix && !strings.HasPrefix(k, metal3api.RebootAnnotationPrefix+"/") {
+			continue
+		}
+		r.Requested = true
+		r.Hard = r.Hard || strings.Contains(v, `"hard"`)
+		if k == metal3api.RebootAnnotationPrefix {
+			r.Keys = append(r.Keys, k)
+		} else {
+			r.HoldOff = true
+		}
+	}
+	return r
+}
+
+// ValidateImage says what the bmclib driver cannot provision.
+func ValidateImage(img *metal3api.Image) error {
+	if img == nil || img.URL == "" {
+		return nil
+	}
+	if !img.IsLiveISO() {
+		format := "(none)"
+		if img.DiskFormat != nil {
+			format = *img.DiskFormat
+		}
+		return fmt.Errorf("image %s has format %s: hosts driven by the agent's BMC driver boot live-ISO images only (set spec.image.format: live-iso)", img.URL, format)
+	}
+	return nil
+}
+
+// Deprovision says whether a provisioned host must be deprovisioned: its
+// image was removed or changed (the agent removes the image when it
+// releases a host).
+func Deprovision(host *metal3api.BareMetalHost) bool {
+	img := host.Spec.Image
+	if img == nil || img.URL == "" {
+		return true
+	}
+	return img.URL != host.Status.Provisioning.Image.URL
+}
