@@ -41,6 +41,7 @@ func startAgentWith(t *testing.T, hubCfg, managedCfg *rest.Config, cluster strin
 	o.Resync = 2 * time.Second
 	o.InProcess = true
 	o.LeaderElect = false // several agents race on purpose in these tests
+	o.HealthLease = false // no add-on namespace on these planes
 	for _, opt := range opts {
 		opt(o)
 	}

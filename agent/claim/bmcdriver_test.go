@@ -1,0 +1,78 @@
+package claim_test
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	metal3api "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
+	. "github.com/onsi/gomega"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/hostfleet/hostfleet/agent/app"
+	"github.com/hostfleet/hostfleet/agent/lifecycle"
+	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
+	"github.com/hostfleet/hostfleet/e2e/redfish"
+)
+
+// TestBMCDriverServesClaims: no baremetal-operator; the agent drives a host
+// through its (emulated Redfish) BMC, binds a hub claim to it, boots the
+// claim's live ISO, reflects Ready and HardwareData, and releases the host
+// through deprovisioning when the claim goes.
+func TestBMCDriverServesClaims(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	s := newScene(t, g, false)
+	hub, infra := s.hub, s.infra
+	iso := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write(make([]byte, 8<<10)) }))
+	defer iso.Close()
+	b := redfish.Start(redfish.Options{Username: "admin", Password: "secret"})
+	defer b.Close()
+	h := bmh("rf0", 0, nil)
+	h.Annotations = map[string]string{lifecycle.AnnotationDriver: lifecycle.DriverBmclib}
+	h.Spec.BMC.Address = "redfish-virtualmedia+http://" + b.HostPort() + redfish.SystemPath
+	mustCreate(t, infra, h)
+	startAgent(t, s.f, "infra-1", 2, func(o *app.Options) { o.BMCPoll = 2 * time.Second; o.BMCTimeout = 5 * time.Second })
+
+	c := hubClaim("live", "infra-1", nil)
+	c.Spec.PoweredOn = true
+	c.Spec.Image = &metal3api.Image{URL: iso.URL + "/live.iso", DiskFormat: ptr.To("live-iso")}
+	mustCreate(t, hub, c)
+	key := client.ObjectKeyFromObject(c)
+	start := time.Now()
+	g.Eventually(func(g Gomega) {
+		g.Expect(hub.Get(ctx, key, c)).To(Succeed())
+		ready := condition(c, hostfleetv1alpha1.ConditionReady)
+		g.Expect(ready.Status).To(Equal(metav1.ConditionTrue), ready.Message)
+		g.Expect(condition(c, hostfleetv1alpha1.ConditionAssociated).Status).To(Equal(metav1.ConditionTrue))
+		g.Expect(condition(c, hostfleetv1alpha1.ConditionProvisioned).Status).To(Equal(metav1.ConditionTrue))
+		g.Expect(c.Status.PoweredOn).To(BeTrue())
+		g.Expect(c.Status.HardwareData).NotTo(BeNil())
+	}).WithTimeout(60 * time.Second).Should(Succeed())
+	t.Logf("registered, inspected, bound, provisioned and Ready in %s", time.Since(start).Round(100*time.Millisecond))
+	hd := &metal3api.HardwareData{}
+	g.Expect(hub.Get(ctx, client.ObjectKey{Namespace: tenantNS, Name: c.Status.HardwareData.Name}, hd)).To(Succeed())
+	g.Expect(hd.Spec.HardwareDetails.SystemVendor.SerialNumber).To(Equal("EMU0001"), "the BMC's inventory reached the hub")
+	g.Expect(b.Power()).To(Equal("On"))
+	inserted, url, _ := b.Media()
+	g.Expect(inserted).To(BeTrue())
+	g.Expect(url).To(Equal(iso.URL + "/live.iso"))
+
+	t.Log("the claim goes: the host is deprovisioned (off, media ejected) and available again")
+	g.Expect(hub.Delete(ctx, c)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		g.Expect(infra.Get(ctx, client.ObjectKeyFromObject(h), h)).To(Succeed())
+		g.Expect(h.Spec.ConsumerRef).To(BeNil())
+		g.Expect(h.Status.Provisioning.State).To(Equal(metal3api.StateAvailable))
+		g.Expect(b.Power()).To(Equal("Off"))
+		inserted, _, _ := b.Media()
+		g.Expect(inserted).To(BeFalse())
+	}).WithTimeout(60 * time.Second).Should(Succeed())
+	g.Eventually(func() error { return hub.Get(ctx, key, &metal3api.HostClaim{}) }).WithTimeout(30*time.Second).
+		Should(Satisfy(apierrors.IsNotFound), "the claim's finalizer is removed once the host is released")
+}
