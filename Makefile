@@ -16,7 +16,7 @@ help: ## List the targets.
 
 .PHONY: tools
 tools: ## Build every tool the tests need into $(HOSTFLEET_CACHE) (minutes the first time, seconds after).
-	$(TOOLS) envtest baremetal-operator controller-gen staticcheck
+	$(TOOLS) envtest baremetal-operator controller-gen staticcheck ipmi
 
 .PHONY: build
 build: ## Build the binaries into bin/.
@@ -51,7 +51,7 @@ test: verify lint tools ## Everything CI runs: verify, lint, unit and integratio
 
 .PHONY: demo
 demo: build ## Local hub and two infrastructure clusters, hub and agents running, a tenant's claims going Ready (Ctrl-C stops it).
-	$(TOOLS) envtest baremetal-operator
+	$(TOOLS) envtest baremetal-operator ipmi
 	go build -o $(BIN)/hostfleet-demo ./e2e/demo/cmd
 	KUBEBUILDER_ASSETS="$$($(TOOLS) --print-assets)" HOSTFLEET_BMO="$$($(TOOLS) --print-bmo)" $(BIN)/hostfleet-demo --bin $(BIN)
 

@@ -8,7 +8,10 @@
 # versions differ). A tool whose binary is already in the cache is skipped, so a
 # second run takes seconds.
 #
-# usage: hack/tools.sh [kube-apiserver|etcd|baremetal-operator|controller-gen|staticcheck|all]...
+# The IPMI emulator (ipmi_sim) and ipmitool are Debian packages: "ipmi" installs
+# them with apt-get when they are missing (as root, or with sudo).
+#
+# usage: hack/tools.sh [kube-apiserver|etcd|baremetal-operator|controller-gen|staticcheck|ipmi|all]...
 #        hack/tools.sh --print-assets   # the KUBEBUILDER_ASSETS directory
 set -euo pipefail
 
@@ -118,6 +121,20 @@ go_install() {
 	log "${name} ${version}: built ${dir}/${name}"
 }
 
+# install_ipmi installs ipmi_sim (openipmi) and ipmitool from Debian.
+install_ipmi() {
+	if command -v ipmi_sim >/dev/null && command -v ipmitool >/dev/null; then
+		log "ipmi_sim, ipmitool: installed"
+		return
+	fi
+	local sudo=""
+	[[ $(id -u) -eq 0 ]] || sudo="sudo"
+	log "ipmi_sim, ipmitool: apt-get install openipmi ipmitool"
+	${sudo} apt-get update -qq
+	DEBIAN_FRONTEND=noninteractive ${sudo} apt-get install -y -qq --no-install-recommends openipmi ipmitool >/dev/null
+	log "ipmi_sim, ipmitool: installed"
+}
+
 # link_assets puts kube-apiserver and etcd in one directory for KUBEBUILDER_ASSETS.
 link_assets() {
 	local dir
@@ -134,7 +151,7 @@ case "${1:-all}" in
 esac
 
 tools=("$@")
-[[ ${#tools[@]} -eq 0 || ${tools[0]} == all ]] && tools=(etcd kube-apiserver baremetal-operator controller-gen staticcheck)
+[[ ${#tools[@]} -eq 0 || ${tools[0]} == all ]] && tools=(etcd kube-apiserver baremetal-operator controller-gen staticcheck ipmi)
 for t in "${tools[@]}"; do
 	case "${t}" in
 	kube-apiserver) build_kube_apiserver; [[ -x ${CACHE}/etcd-${ETCD_VERSION}/bin/etcd ]] && link_assets ;;
@@ -143,6 +160,7 @@ for t in "${tools[@]}"; do
 	baremetal-operator) build_bmo ;;
 	controller-gen) go_install controller-gen sigs.k8s.io/controller-tools/cmd/controller-gen "${CONTROLLER_GEN_VERSION}" ;;
 	staticcheck) go_install staticcheck honnef.co/go/tools/cmd/staticcheck "${STATICCHECK_VERSION}" ;;
+	ipmi) install_ipmi ;;
 	*) log "unknown tool ${t}"; exit 2 ;;
 	esac
 done

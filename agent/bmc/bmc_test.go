@@ -12,6 +12,7 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/hostfleet/hostfleet/agent/bmc"
+	"github.com/hostfleet/hostfleet/e2e/ipmisim"
 	"github.com/hostfleet/hostfleet/e2e/redfish"
 )
 
@@ -163,4 +164,43 @@ func TestIPMINeedsIpmitool(t *testing.T) {
 	_, err = bmc.Open(context.Background(), a, "admin", "password", bmc.Options{})
 	g.Expect(err).To(MatchError(bmc.ErrUnsupported))
 	g.Expect(err).To(MatchError(ContainSubstring("ipmitool on PATH")))
+}
+
+func TestIPMI(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	sim, err := ipmisim.Start(t.TempDir(), "admin", "password")
+	g.Expect(err).NotTo(HaveOccurred())
+	defer sim.Close()
+	a, err := bmc.ParseAddress("ipmi://" + sim.Address())
+	g.Expect(err).NotTo(HaveOccurred())
+	o := bmc.Options{Timeout: 30 * time.Second}
+
+	d, err := bmc.Open(ctx, a, "admin", "password", o)
+	g.Expect(err).NotTo(HaveOccurred())
+	defer d.Close(ctx)
+	on, err := d.Power(ctx)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(on).To(BeFalse(), `"Chassis Power is off"`)
+	g.Expect(d.SetBootOnce(ctx, bmc.BootPXE)).To(Succeed())
+	g.Expect(sim.Boot()).To(Equal("pxe"))
+	g.Expect(d.SetPower(ctx, true, true)).To(Succeed())
+	g.Expect(sim.Power()).To(BeTrue())
+	on, err = d.Power(ctx)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(on).To(BeTrue())
+	g.Expect(d.SetPower(ctx, false, true)).To(Succeed())
+	g.Expect(sim.Power()).To(BeFalse())
+	g.Expect(d.InsertMedia(ctx, "http://x/live.iso")).To(MatchError(bmc.ErrUnsupported))
+	_, err = d.Inventory(ctx)
+	g.Expect(err).To(MatchError(bmc.ErrUnsupported))
+
+	t.Log("a wrong password is told apart from a BMC that is not there")
+	_, err = bmc.Open(ctx, a, "admin", "wrong", o)
+	g.Expect(err).To(MatchError(bmc.ErrCredentials))
+	gone, _ := bmc.ParseAddress("ipmi://127.0.0.1:9")
+	start := time.Now()
+	_, err = bmc.Open(ctx, gone, "admin", "password", o)
+	g.Expect(err).To(MatchError(bmc.ErrUnreachable))
+	g.Expect(time.Since(start)).To(BeNumerically("<", 5*time.Second), "without waiting for ipmitool's retries")
 }

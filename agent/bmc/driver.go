@@ -93,6 +93,11 @@ func Open(ctx context.Context, addr Address, user, pass string, o Options) (Driv
 		if port == "" {
 			port = "623"
 		}
+		// ipmitool says the same when the BMC is gone and when it refuses
+		// the password (after 20 s): ask first whether anything answers.
+		if err := Ping(ctx, addr.HostPort()); err != nil {
+			return nil, fmt.Errorf("%w: no IPMI answer from %s: %v", ErrUnreachable, addr.HostPort(), err)
+		}
 		// Cipher suite 3 (RAKP-HMAC-SHA1): what ipmi_sim and most BMCs speak.
 		opts = append(opts, bmclib.WithIpmitoolPath(path), bmclib.WithIpmitoolPort(port), bmclib.WithIpmitoolCipherSuite("3"))
 		provider = "ipmitool"
@@ -118,6 +123,10 @@ func Open(ctx context.Context, addr Address, user, pass string, o Options) (Driv
 	octx, cancel := context.WithTimeout(ctx, o.Timeout)
 	defer cancel()
 	if err := c.Open(octx); err != nil {
+		if addr.Protocol == IPMI && strings.Contains(err.Error(), "Unable to establish IPMI v2 / RMCP+ session") {
+			// It answered the ping: the session was refused.
+			return nil, fmt.Errorf("%w: %s answers but refused the IPMI session: %v", ErrCredentials, addr.HostPort(), err)
+		}
 		return nil, classify(fmt.Errorf("open %s: %w", addr.HostPort(), err))
 	}
 	return &client{c: c, addr: addr, timeout: o.Timeout}, nil
@@ -138,7 +147,7 @@ func classify(err error) error {
 	case errors.As(err, &ne) || errors.Is(err, context.DeadlineExceeded) ||
 		strings.Contains(msg, "connection refused") || strings.Contains(msg, "eof") ||
 		strings.Contains(msg, "timeout") || strings.Contains(msg, "no route to host") ||
-		strings.Contains(msg, "unable to establish ipmi") || strings.Contains(msg, "connection reset"):
+		strings.Contains(msg, "connection reset"):
 		return fmt.Errorf("%w: %v", ErrUnreachable, err)
 	}
 	return err

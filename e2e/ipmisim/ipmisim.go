@@ -1,0 +1,175 @@
+// Package ipmisim runs OpenIPMI's ipmi_sim as an IPMI BMC on 127.0.0.1 for
+// tests and the demo: IPMI 2.0 (lanplus) with an admin user, and a chassis
+// control script so that power and boot device really change and can be
+// read back. ipmi_sim and ipmitool come from Debian's openipmi and ipmitool
+// packages, which hack/tools.sh installs.
+//
+// It is test infrastructure: nothing in the shipped binaries imports it.
+package ipmisim
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/hostfleet/hostfleet/agent/bmc"
+)
+
+// chassis is ipmi_sim's chassis control program: <mc> get|set|check <parm>
+// [<value>]...; state lives in files beside it.
+const chassis = `#!/bin/sh
+dir="$(dirname "$0")"
+op="$2"; shift 2
+case "$op" in
+check) exit 0 ;;
+get)
+  for p in "$@"; do
+    case "$p" in
+      power) echo "power:$(cat "$dir/power" 2>/dev/null || echo 0)" ;;
+      boot) echo "boot:$(cat "$dir/boot" 2>/dev/null || echo default)" ;;
+    esac
+  done ;;
+set)
+  while [ $# -gt 0 ]; do
+    p="$1"; v="$2"; shift 2
+    case "$p" in
+      power) echo "$v" > "$dir/power" ;;
+      boot) echo "$v" > "$dir/boot" ;;
+    esac
+    echo "$p $v" >> "$dir/log"
+  done ;;
+esac
+`
+
+// BMC is one running ipmi_sim.
+type BMC struct {
+	Username, Password string
+	Port               int
+	dir                string
+	cmd                *exec.Cmd
+}
+
+// Available says whether ipmi_sim and ipmitool are installed.
+func Available() error {
+	for _, bin := range []string{"ipmi_sim", "ipmitool"} {
+		if _, err := exec.LookPath(bin); err != nil {
+			return fmt.Errorf("%s is not installed: run hack/tools.sh ipmi (Debian packages openipmi and ipmitool)", bin)
+		}
+	}
+	return nil
+}
+
+// Start runs ipmi_sim in dir on a free UDP port of 127.0.0.1 and waits
+// until it answers.
+func Start(dir, username, password string) (*BMC, error) {
+	if err := Available(); err != nil {
+		return nil, err
+	}
+	port, err := freeUDPPort()
+	if err != nil {
+		return nil, err
+	}
+	b := &BMC{Username: username, Password: password, Port: port, dir: dir}
+	state := filepath.Join(dir, "state")
+	if err := os.MkdirAll(state, 0o755); err != nil {
+		return nil, err
+	}
+	script := filepath.Join(dir, "chassis.sh")
+	lan := fmt.Sprintf(`name "sim"
+set_working_mc 0x20
+  startlan 1
+    addr 127.0.0.1 %d
+    priv_limit admin
+    allowed_auths_callback none md2 md5 straight
+    allowed_auths_user none md2 md5 straight
+    allowed_auths_operator none md2 md5 straight
+    allowed_auths_admin none md2 md5 straight
+    guid a123456789abcdefa123456789abcdef
+  endlan
+  chassis_control "%s 0x20"
+  user 2 true "%s" "%s" admin 10 none md2 md5 straight
+`, port, script, username, password)
+	emu := "mc_setbmc 0x20\nmc_add 0x20 0 no-device-sdrs 0x23 9 8 0x9f 0x1291 0xf02 persist_sdr\nmc_enable 0x20\n"
+	for name, data := range map[string]string{"lan.conf": lan, "cmds.emu": emu, "chassis.sh": chassis, "power": "0\n"} {
+		mode := os.FileMode(0o644)
+		if name == "chassis.sh" {
+			mode = 0o755
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(data), mode); err != nil {
+			return nil, err
+		}
+	}
+	log, err := os.Create(filepath.Join(dir, "ipmi_sim.log"))
+	if err != nil {
+		return nil, err
+	}
+	b.cmd = exec.Command("ipmi_sim", "-c", filepath.Join(dir, "lan.conf"), "-f", filepath.Join(dir, "cmds.emu"), "-s", state, "-n")
+	b.cmd.Stdout, b.cmd.Stderr = log, log
+	b.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
+	if err := b.cmd.Start(); err != nil {
+		_ = log.Close()
+		return nil, fmt.Errorf("start ipmi_sim: %w", err)
+	}
+	_ = log.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for {
+		if bmc.Ping(ctx, b.Address()) == nil {
+			return b, nil
+		}
+		if ctx.Err() != nil {
+			b.Close()
+			return nil, fmt.Errorf("ipmi_sim on port %d does not answer (see %s)", port, filepath.Join(dir, "ipmi_sim.log"))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// Address is host:port.
+func (b *BMC) Address() string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(b.Port)) }
+
+// Close stops ipmi_sim.
+func (b *BMC) Close() {
+	if b.cmd != nil && b.cmd.Process != nil {
+		_ = b.cmd.Process.Kill()
+		_ = b.cmd.Wait()
+	}
+}
+
+// Power is the chassis power, as the control script last set it.
+func (b *BMC) Power() bool { return strings.TrimSpace(b.read("power")) == "1" }
+
+// Boot is the boot device last set ("pxe", "cdrom", "default", ...).
+func (b *BMC) Boot() string { return strings.TrimSpace(b.read("boot")) }
+
+// Log is every chassis control set, in order ("power 1", "boot pxe").
+func (b *BMC) Log() []string {
+	var out []string
+	for _, l := range strings.Split(b.read("log"), "\n") {
+		if l != "" {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+func (b *BMC) read(name string) string {
+	data, _ := os.ReadFile(filepath.Join(b.dir, name))
+	return string(data)
+}
+
+func freeUDPPort() (int, error) {
+	c, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer c.Close()
+	return c.LocalAddr().(*net.UDPAddr).Port, nil
+}
