@@ -97,7 +97,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		// none yet would lack the fields the schema requires.
 		if err := r.Client.Status().Update(ctx, host); err != nil {
 			if apierrors.IsConflict(err) {
-				return ctrl.Result{Requeue: true}, nil
+				return again, nil
 			}
 			return ctrl.Result{}, fmt.Errorf("status of %s: %w", req, err)
 		}
@@ -112,6 +112,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	return res, nil
 }
+
+// again takes the next step right away (each step's status is written first).
+var again = ctrl.Result{RequeueAfter: time.Millisecond}
 
 // failure is a step's error, as baremetal-operator reports it.
 type failure struct {
@@ -200,10 +203,10 @@ func (r *Reconciler) step(ctx context.Context, host *metal3api.BareMetalHost) (c
 		}
 		host.Status.PoweredOn = on
 		st.State = metal3api.StateInspecting
-		if host.Annotations[metal3api.InspectAnnotationPrefix] == metal3api.InspectAnnotationValueDisabled {
+		if InspectionDisabled(host) {
 			st.State = metal3api.StateAvailable
 		}
-		return ctrl.Result{Requeue: true}, nil
+		return again, nil
 
 	case metal3api.StateInspecting:
 		hw, err := d.Inventory(ctx)
@@ -222,7 +225,7 @@ func (r *Reconciler) step(ctx context.Context, host *metal3api.BareMetalHost) (c
 		}
 		delete(host.Annotations, metal3api.InspectAnnotationPrefix)
 		st.State = metal3api.StateAvailable
-		return ctrl.Result{Requeue: true}, nil
+		return again, nil
 
 	case metal3api.StateAvailable:
 		if img := host.Spec.Image; img != nil && img.URL != "" && host.Spec.ConsumerRef != nil {
@@ -230,11 +233,11 @@ func (r *Reconciler) step(ctx context.Context, host *metal3api.BareMetalHost) (c
 				return ctrl.Result{}, fail(metal3api.ProvisioningError, "%v", err)
 			}
 			st.State = metal3api.StateProvisioning
-			return ctrl.Result{Requeue: true}, nil
+			return again, nil
 		}
-		if v, ok := host.Annotations[metal3api.InspectAnnotationPrefix]; ok && v != metal3api.InspectAnnotationValueDisabled {
+		if v, ok := host.Annotations[metal3api.InspectAnnotationPrefix]; ok && v != inspectDisabled {
 			st.State = metal3api.StateInspecting // re-inspection asked for
-			return ctrl.Result{Requeue: true}, nil
+			return again, nil
 		}
 		return r.power(ctx, d, host)
 
@@ -242,7 +245,7 @@ func (r *Reconciler) step(ctx context.Context, host *metal3api.BareMetalHost) (c
 		img := host.Spec.Image
 		if img == nil || img.URL == "" {
 			st.State = metal3api.StateDeprovisioning
-			return ctrl.Result{Requeue: true}, nil
+			return again, nil
 		}
 		if err := ValidateImage(img); err != nil {
 			return ctrl.Result{}, fail(metal3api.ProvisioningError, "%v", err)
@@ -259,12 +262,12 @@ func (r *Reconciler) step(ctx context.Context, host *metal3api.BareMetalHost) (c
 		host.Status.PoweredOn = true
 		st.Image = *img.DeepCopy()
 		st.State = metal3api.StateProvisioned
-		return ctrl.Result{Requeue: true}, nil
+		return again, nil
 
 	case metal3api.StateProvisioned:
 		if Deprovision(host) {
 			st.State = metal3api.StateDeprovisioning
-			return ctrl.Result{Requeue: true}, nil
+			return again, nil
 		}
 		return r.power(ctx, d, host)
 
@@ -278,7 +281,7 @@ func (r *Reconciler) step(ctx context.Context, host *metal3api.BareMetalHost) (c
 		host.Status.PoweredOn = false
 		st.Image = metal3api.Image{}
 		st.State = metal3api.StateAvailable
-		return ctrl.Result{Requeue: true}, nil
+		return again, nil
 	}
 	return ctrl.Result{}, fail(kind, "state %q is not one the agent's BMC driver handles", st.State)
 }

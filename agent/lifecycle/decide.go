@@ -98,3 +98,13 @@ func Deprovision(host *metal3api.BareMetalHost) bool {
 	}
 	return img.URL != host.Status.Provisioning.Image.URL
 }
+
+// inspectDisabled is the inspect.metal3.io value older clients set.
+const inspectDisabled = "disabled"
+
+// InspectionDisabled: spec.inspectionMode is disabled, or the older
+// inspect.metal3.io: disabled annotation says so.
+func InspectionDisabled(host *metal3api.BareMetalHost) bool {
+	return host.Spec.InspectionMode == metal3api.InspectionModeDisabled ||
+		host.Annotations[metal3api.InspectAnnotationPrefix] == inspectDisabled
+}
