@@ -18,6 +18,7 @@ import (
 
 	"github.com/hostfleet/hostfleet/agent/bmc"
 	"github.com/hostfleet/hostfleet/agent/lifecycle"
+	"github.com/hostfleet/hostfleet/e2e/ipmisim"
 	"github.com/hostfleet/hostfleet/e2e/planes"
 	"github.com/hostfleet/hostfleet/e2e/redfish"
 )
@@ -250,4 +251,34 @@ func TestLifecycleFailures(t *testing.T) {
 	g.Consistently(func(g Gomega) {
 		g.Expect(e.get(g, ho).Status.Provisioning.State).To(BeEmpty())
 	}).WithTimeout(3 * time.Second).Should(Succeed())
+}
+
+// TestIPMIHost: an ipmi:// host registers, has no inventory to inspect,
+// follows spec.online, and cannot boot an ISO (no virtual media).
+func TestIPMIHost(t *testing.T) {
+	e := start(t)
+	g := e.g
+	sim, err := ipmisim.Start(t.TempDir(), "admin", "password")
+	g.Expect(err).NotTo(HaveOccurred())
+	defer sim.Close()
+	g.Expect(e.c.Create(e.ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "hosts", Name: "ipmi-bmc"},
+		Data: map[string][]byte{"username": []byte("admin"), "password": []byte("password")}})).To(Succeed())
+	h := &metal3api.BareMetalHost{ObjectMeta: metav1.ObjectMeta{Namespace: "hosts", Name: "ipmi",
+		Annotations: map[string]string{lifecycle.AnnotationDriver: lifecycle.DriverBmclib}},
+		Spec: metal3api.BareMetalHostSpec{BMC: metal3api.BMCDetails{Address: "ipmi://" + sim.Address(), CredentialsName: "ipmi-bmc"}}}
+	g.Expect(e.c.Create(e.ctx, h)).To(Succeed())
+	e.state(h, metal3api.StateAvailable)
+	g.Expect(h.Status.HardwareDetails).To(BeNil(), "IPMI reports no inventory")
+
+	e.update(h, func(h *metal3api.BareMetalHost) { h.Spec.Online = true })
+	g.Eventually(func(g Gomega) {
+		g.Expect(e.get(g, h).Status.PoweredOn).To(BeTrue())
+		g.Expect(sim.Power()).To(BeTrue())
+	}).WithTimeout(30 * time.Second).Should(Succeed())
+
+	e.update(h, func(h *metal3api.BareMetalHost) {
+		h.Spec.ConsumerRef = &corev1.ObjectReference{Kind: "HostClaim", Namespace: "tenant-a", Name: "i"}
+		h.Spec.Image = liveISO("http://127.0.0.1:1/live.iso")
+	})
+	e.failing(h, metal3api.ProvisioningError, "virtual media needs Redfish")
 }
