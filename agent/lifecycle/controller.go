@@ -78,14 +78,55 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if !Driven(host, r.All) || host.DeletionTimestamp != nil {
 		return ctrl.Result{}, nil
 	}
-	orig := host.DeepCopy()
-	res, stepErr := r.step(ctx, host)
+	// One BMC session for as many steps as follow each other (registering
+	// to provisioned is five); each step's status is written before the
+	// next.
+	var d bmc.Driver
+	defer func() {
+		if d != nil {
+			_ = d.Close(context.WithoutCancel(ctx))
+		}
+	}()
+	for range maxSteps {
+		orig := host.DeepCopy()
+		var res ctrl.Result
+		var stepErr *failure
+		if d == nil {
+			d, stepErr = r.open(ctx, host, errorKind(host))
+			if stepErr != nil && host.Status.Provisioning.State == metal3api.StateNone {
+				host.Status.Provisioning.State = metal3api.StateRegistering
+			}
+		}
+		if stepErr == nil {
+			res, stepErr = r.step(ctx, host, d)
+		}
+		if err := r.record(ctx, orig, host, stepErr); err != nil {
+			if apierrors.IsConflict(err) {
+				return again, nil
+			}
+			return ctrl.Result{}, fmt.Errorf("status of %s: %w", req, err)
+		}
+		if stepErr != nil {
+			return ctrl.Result{RequeueAfter: Backoff(host.Status.ErrorCount)}, nil
+		}
+		if res != again {
+			return res, nil
+		}
+	}
+	return again, nil
+}
+
+// maxSteps bounds the steps taken in one reconcile.
+const maxSteps = 6
+
+// record writes what a step did: its error or the end of one, the status,
+// and annotations it consumed.
+func (r *Reconciler) record(ctx context.Context, orig, host *metal3api.BareMetalHost, stepErr *failure) error {
 	if stepErr != nil {
 		host.Status.ErrorCount++
 		host.Status.ErrorMessage = stepErr.msg
 		host.Status.ErrorType = stepErr.kind
 		host.Status.OperationalStatus = metal3api.OperationalStatusError
-		res = ctrl.Result{RequeueAfter: Backoff(host.Status.ErrorCount)}
 	} else if host.Status.ErrorType != "" || host.Status.OperationalStatus != metal3api.OperationalStatusOK {
 		host.Status.ErrorCount, host.Status.ErrorMessage, host.Status.ErrorType = 0, "", ""
 		host.Status.OperationalStatus = metal3api.OperationalStatusOK
@@ -96,10 +137,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		// The whole status, as its only writer: a patch on a host that has
 		// none yet would lack the fields the schema requires.
 		if err := r.Client.Status().Update(ctx, host); err != nil {
-			if apierrors.IsConflict(err) {
-				return again, nil
-			}
-			return ctrl.Result{}, fmt.Errorf("status of %s: %w", req, err)
+			return err
 		}
 	}
 	if len(host.Annotations) != len(orig.Annotations) {
@@ -107,10 +145,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		done := orig.DeepCopy()
 		done.Annotations = host.Annotations
 		if err := r.Client.Patch(ctx, done, client.MergeFrom(orig)); err != nil {
-			return ctrl.Result{}, err
+			return err
 		}
+		host.ResourceVersion = done.ResourceVersion
 	}
-	return res, nil
+	return nil
 }
 
 // again takes the next step right away (each step's status is written first).
@@ -170,31 +209,27 @@ func credentials(s *corev1.Secret) metal3api.CredentialsStatus {
 	return metal3api.CredentialsStatus{Reference: &corev1.SecretReference{Namespace: s.Namespace, Name: s.Name}, Version: s.ResourceVersion}
 }
 
-// step does what the host's state asks, once.
-func (r *Reconciler) step(ctx context.Context, host *metal3api.BareMetalHost) (ctrl.Result, *failure) {
-	st := &host.Status.Provisioning
-	kind := map[metal3api.ProvisioningState]metal3api.ErrorType{
-		metal3api.StateNone: metal3api.RegistrationError, metal3api.StateRegistering: metal3api.RegistrationError,
-		metal3api.StateInspecting: metal3api.InspectionError, metal3api.StateProvisioning: metal3api.ProvisioningError,
-		metal3api.StateDeprovisioning: metal3api.ProvisioningError,
-	}[st.State]
+// errorKind is the error type a failure would be reported as, given what
+// is asked of the host next.
+func errorKind(host *metal3api.BareMetalHost) metal3api.ErrorType {
+	st := host.Status.Provisioning.State
 	switch {
-	case kind != "":
-	case st.State == metal3api.StateAvailable && host.Spec.Image != nil && host.Spec.Image.URL != "" && host.Spec.ConsumerRef != nil,
-		st.State == metal3api.StateProvisioned && Deprovision(host):
-		kind = metal3api.ProvisioningError // what is asked of the host next
-	default:
-		kind = metal3api.PowerManagementError
+	case st == metal3api.StateNone || st == metal3api.StateRegistering:
+		return metal3api.RegistrationError
+	case st == metal3api.StateInspecting:
+		return metal3api.InspectionError
+	case st == metal3api.StateProvisioning || st == metal3api.StateDeprovisioning,
+		st == metal3api.StateAvailable && host.Spec.Image != nil && host.Spec.Image.URL != "" && host.Spec.ConsumerRef != nil,
+		st == metal3api.StateProvisioned && Deprovision(host):
+		return metal3api.ProvisioningError
 	}
-	d, f := r.open(ctx, host, kind)
-	if f != nil {
-		if st.State == metal3api.StateNone {
-			st.State = metal3api.StateRegistering
-		}
-		return ctrl.Result{}, f
-	}
-	defer func() { _ = d.Close(context.WithoutCancel(ctx)) }()
+	return metal3api.PowerManagementError
+}
 
+// step does what the host's state asks, once, through d.
+func (r *Reconciler) step(ctx context.Context, host *metal3api.BareMetalHost, d bmc.Driver) (ctrl.Result, *failure) {
+	st := &host.Status.Provisioning
+	kind := errorKind(host)
 	switch st.State {
 	case metal3api.StateNone, metal3api.StateRegistering:
 		on, err := d.Power(ctx)

@@ -246,8 +246,10 @@ func TestLifecycleFailures(t *testing.T) {
 	t.Log("a host without the annotation is left to baremetal-operator")
 	other := redfish.Start(redfish.Options{})
 	defer other.Close()
-	ho := e.host("not-ours", other, "password")
-	e.update(ho, func(h *metal3api.BareMetalHost) { delete(h.Annotations, lifecycle.AnnotationDriver) })
+	ho := &metal3api.BareMetalHost{ObjectMeta: metav1.ObjectMeta{Namespace: "hosts", Name: "not-ours"},
+		Spec: metal3api.BareMetalHostSpec{BMC: metal3api.BMCDetails{Address: "redfish+http://" + other.HostPort() + redfish.SystemPath,
+			CredentialsName: "flaky-bmc"}}}
+	g.Expect(e.c.Create(e.ctx, ho)).To(Succeed())
 	g.Consistently(func(g Gomega) {
 		g.Expect(e.get(g, ho).Status.Provisioning.State).To(BeEmpty())
 	}).WithTimeout(3 * time.Second).Should(Succeed())

@@ -7,6 +7,11 @@
 // per second and API writes per bound claim, beside the rate at which the same
 // infrastructure API server accepts BareMetalHost patches from 4 workers.
 //
+// bmc: one agent (its BMC driver, in a child process so that its CPU and
+// memory are its own) drives B emulated Redfish BMCs from registering to
+// provisioned (inspection, live-ISO boot by virtual media), beside the time
+// of the same BMC calls made one after another by a plain loop.
+//
 // scheduling: N pending claims of one tenant placed by the hub scheduler over
 // C clusters (each with a HostInventory): placement decisions per second and
 // API reads per decision, beside the rate at which the same hub API server
@@ -14,7 +19,7 @@
 // and the time one LIST of all claims takes (what a scheduler that lists
 // every claim for every decision would pay per decision).
 //
-// usage: go run ./e2e/bench [-n 1000] [-clusters 50] [-only binding|scheduling]   (make bench)
+// usage: go run ./e2e/bench [-n 1000] [-clusters 50] [-bmcs 200] [-only binding|scheduling|bmc]   (make bench)
 package main
 
 import (
@@ -45,15 +50,28 @@ func main() {
 	n := flag.Int("n", 1000, "claims and hosts")
 	workers := flag.Int("workers", 4, "agent workers, and baseline writers")
 	clusters := flag.Int("clusters", 50, "clusters the scheduler chooses from")
-	only := flag.String("only", "", "run one benchmark: binding or scheduling")
+	only := flag.String("only", "", "run one benchmark: binding, scheduling or bmc")
+	bmcs := flag.Int("bmcs", 200, "emulated Redfish BMCs the agent drives")
+	bmcWorkers := flag.Int("bmc-workers", 10, "the agent's --bmc-workers")
+	agentKubeconfig := flag.String("bmc-agent", "", "internal: run only the BMC driver against this kubeconfig")
 	flag.Parse()
 	ctrl.SetLogger(logr.Discard())
+	if *agentKubeconfig != "" {
+		if err := runBMCAgent(*agentKubeconfig, *bmcWorkers); err != nil {
+			fmt.Fprintln(os.Stderr, "bench agent:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	var err error
 	if *only == "" || *only == "binding" {
 		err = run(*n, *workers)
 	}
 	if err == nil && (*only == "" || *only == "scheduling") {
 		err = runScheduling(*n, *clusters)
+	}
+	if err == nil && (*only == "" || *only == "bmc") {
+		err = runBMC(*bmcs, *bmcWorkers)
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)

@@ -1,0 +1,184 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"os/signal"
+	"syscall"
+	"time"
+
+	metal3api "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/hostfleet/hostfleet/agent/app"
+	"github.com/hostfleet/hostfleet/agent/bmc"
+	"github.com/hostfleet/hostfleet/agent/lifecycle"
+	"github.com/hostfleet/hostfleet/e2e/planes"
+	"github.com/hostfleet/hostfleet/e2e/redfish"
+)
+
+// runBMCAgent is the child: the agent's BMC driver alone, until SIGTERM.
+func runBMCAgent(kubeconfig string, workers int) error {
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		return err
+	}
+	cfg.QPS, cfg.Burst = 50, 100 // the agent's defaults
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{Scheme: app.Scheme(), Metrics: metricsserver.Options{BindAddress: "0"}})
+	if err != nil {
+		return err
+	}
+	if err := (&lifecycle.Reconciler{Client: mgr.GetClient(), Secrets: mgr.GetAPIReader(), Workers: workers,
+		BMC: bmc.Options{Timeout: 30 * time.Second}}).SetupWithManager(mgr, mgr); err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	return mgr.Start(ctx)
+}
+
+func runBMC(n, workers int) error {
+	ctx := context.Background()
+	dir, err := os.MkdirTemp("", "hostfleet-bench-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	f, err := planes.Start(ctx, planes.Options{Dir: dir}, "infra")
+	if err != nil {
+		return err
+	}
+	defer func() { _ = f.Stop() }()
+	c := f.Plane("infra").Client
+
+	fmt.Printf("\nstarting %d emulated Redfish BMCs (HTTPS) and an image server\n", n)
+	iso := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write(make([]byte, 1<<20)) }))
+	defer iso.Close()
+	bmcs := make([]*redfish.BMC, n)
+	for i := range bmcs {
+		bmcs[i] = redfish.Start(redfish.Options{TLS: true, Hardware: redfish.DefaultHardware(fmt.Sprintf("EMU%04d", i))})
+		defer bmcs[i].Close()
+	}
+	image := iso.URL + "/live.iso"
+
+	// Baseline: the calls the driver makes for one host (open, power,
+	// inventory, media, boot device, power on, close), one host after
+	// another.
+	start := time.Now()
+	for _, b := range bmcs {
+		a, err := bmc.ParseAddress("redfish-virtualmedia://" + b.HostPort() + redfish.SystemPath)
+		if err != nil {
+			return err
+		}
+		d, err := bmc.Open(ctx, a, "admin", "password", bmc.Options{InsecureSkipVerify: true})
+		if err != nil {
+			return err
+		}
+		if _, err := d.Power(ctx); err != nil {
+			return err
+		}
+		if _, err := d.Inventory(ctx); err != nil {
+			return err
+		}
+		if err := d.InsertMedia(ctx, image); err != nil {
+			return err
+		}
+		if err := d.SetBootOnce(ctx, bmc.BootCDROM); err != nil {
+			return err
+		}
+		if err := d.Reboot(ctx, true); err != nil {
+			return err
+		}
+		_ = d.Close(ctx)
+	}
+	baseline := time.Since(start)
+	for _, b := range bmcs {
+		b.SetPowerForTest("Off")
+	}
+
+	// The hosts, each already asking for a live ISO: registering →
+	// inspecting → available → provisioning → provisioned.
+	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "hosts"}}); err != nil {
+		return err
+	}
+	if err := c.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "hosts", Name: "bmc"},
+		Data: map[string][]byte{"username": []byte("admin"), "password": []byte("password")}}); err != nil {
+		return err
+	}
+	if err := parallel(n, 4, func(i int) error {
+		return c.Create(ctx, &metal3api.BareMetalHost{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "hosts", Name: fmt.Sprintf("h%04d", i),
+				Annotations: map[string]string{lifecycle.AnnotationDriver: lifecycle.DriverBmclib}},
+			Spec: metal3api.BareMetalHostSpec{
+				BMC: metal3api.BMCDetails{Address: "redfish-virtualmedia://" + bmcs[i].HostPort() + redfish.SystemPath,
+					CredentialsName: "bmc", DisableCertificateVerification: true},
+				Online:      true,
+				ConsumerRef: &corev1.ObjectReference{Kind: "HostClaim", Namespace: "tenant", Name: fmt.Sprintf("c%04d", i)},
+				Image:       &metal3api.Image{URL: image, DiskFormat: ptr.To("live-iso")},
+			}})
+	}); err != nil {
+		return err
+	}
+
+	child := exec.Command(os.Args[0], "-bmc-agent", f.Plane("infra").Kubeconfig, "-bmc-workers", fmt.Sprint(workers))
+	child.Stdout, child.Stderr = os.Stdout, os.Stderr
+	start = time.Now()
+	if err := child.Start(); err != nil {
+		return err
+	}
+	defer func() { _ = child.Process.Kill() }()
+	var provisioned int
+	for {
+		var hosts metal3api.BareMetalHostList
+		if err := c.List(ctx, &hosts, client.InNamespace("hosts")); err != nil {
+			return err
+		}
+		provisioned = 0
+		for _, h := range hosts.Items {
+			if h.Status.Provisioning.State == metal3api.StateProvisioned {
+				provisioned++
+			}
+		}
+		if provisioned == n {
+			break
+		}
+		if time.Since(start) > 10*time.Minute {
+			return fmt.Errorf("only %d of %d hosts provisioned after 10 minutes", provisioned, n)
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+	elapsed := time.Since(start)
+	_ = child.Process.Signal(syscall.SIGTERM)
+	_ = child.Wait()
+	ru, _ := child.ProcessState.SysUsage().(*syscall.Rusage)
+	var cpu time.Duration
+	var rssMiB float64
+	if ru != nil {
+		cpu = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+		rssMiB = float64(ru.Maxrss) / 1024
+	}
+	for _, b := range bmcs {
+		if b.Power() != "On" {
+			return fmt.Errorf("a provisioned host's BMC says %s", b.Power())
+		}
+	}
+
+	fmt.Printf("\nBMC driver, %d Redfish BMCs from registering to provisioned (inspection, live-ISO boot), %d workers\n", n, workers)
+	fmt.Printf("  baseline: the same calls one host after another: %s (%s per host)\n",
+		baseline.Round(10*time.Millisecond), (baseline / time.Duration(n)).Round(time.Millisecond))
+	fmt.Printf("  agent:    %s for all %d (%.1f hosts/s), including its start and cache sync\n", elapsed.Round(10*time.Millisecond), n, float64(n)/elapsed.Seconds())
+	fmt.Printf("  ratio:    %.2f of the baseline's time\n", elapsed.Seconds()/baseline.Seconds())
+	fmt.Printf("  agent process: %s CPU (%s per host), %.0f MiB peak resident memory\n",
+		cpu.Round(10*time.Millisecond), (cpu / time.Duration(n)).Round(time.Millisecond), rssMiB)
+	return nil
+}
