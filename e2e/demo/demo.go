@@ -1,7 +1,8 @@
-// Package demo is what `make demo` runs: a hub and two infrastructure
-// clusters as local control planes, a real baremetal-operator (test mode) per
-// infrastructure cluster, hostfleet-hub and one hostfleet-agent per cluster as
-// processes, a tenant, hosts and claims, and a short report of each claim
+// Package demo is what `make demo` runs: a hub and three infrastructure
+// clusters as local control planes, a real baremetal-operator (test mode) on
+// the first two, BMC emulators (Redfish and IPMI) on the third whose hosts
+// the agent drives itself, hostfleet-hub and one hostfleet-agent per cluster
+// as processes, a tenant, hosts and claims, and a short report of each claim
 // going Associated and Ready.
 package demo
 
@@ -9,6 +10,9 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -25,7 +29,10 @@ import (
 	clusterv1beta2 "open-cluster-management.io/api/cluster/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/hostfleet/hostfleet/agent/lifecycle"
+	"github.com/hostfleet/hostfleet/e2e/ipmisim"
 	"github.com/hostfleet/hostfleet/e2e/planes"
+	"github.com/hostfleet/hostfleet/e2e/redfish"
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
 )
 
@@ -44,7 +51,11 @@ type Options struct {
 	Timeout time.Duration
 }
 
+// infras run baremetal-operator; edge's hosts have none: the agent drives
+// them through their BMCs.
 var infras = []string{"infra-1", "infra-2"}
+
+const edge = "infra-3"
 
 // claims of the demo: name, cluster (pinned by the tenant), image.
 var claims = []struct {
@@ -54,7 +65,12 @@ var claims = []struct {
 	{"web-1", "infra-1", "http://images.example/ubuntu-24.04.qcow2", "medium"},
 	{"web-2", "", "http://images.example/ubuntu-24.04.qcow2", "medium"},
 	{"db-1", "", "", "large"},
+	{"edge-1", edge, liveISO, "medium"},
+	{"edge-2", edge, "", "large"},
 }
+
+// liveISO stands for the demo's image server, which Run starts.
+const liveISO = "live-iso"
 
 // Run runs the demo until ctx ends (or, with ExitWhenReady, until every
 // claim is Ready), and stops everything it started.
@@ -62,8 +78,8 @@ func Run(ctx context.Context, o Options) error {
 	out := o.Out
 	say := func(format string, a ...any) { fmt.Fprintf(out, format+"\n", a...) }
 	start := time.Now()
-	say("Starting three control planes (hub, infra-1, infra-2): real kube-apiserver and etcd processes…")
-	f, err := planes.Start(ctx, planes.Options{Dir: o.Dir}, append([]string{"hub"}, infras...)...)
+	say("Starting four control planes (hub, infra-1, infra-2, infra-3): real kube-apiserver and etcd processes…")
+	f, err := planes.Start(ctx, planes.Options{Dir: o.Dir}, append(append([]string{"hub"}, infras...), edge)...)
 	if err != nil {
 		return err
 	}
@@ -85,16 +101,36 @@ func Run(ctx context.Context, o Options) error {
 			return err
 		}
 	}
-	say("baremetal-operator (test mode) drives 2 BareMetalHosts on each infrastructure cluster")
+	say("baremetal-operator (test mode) drives 2 BareMetalHosts on each of infra-1 and infra-2")
+	images := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write(make([]byte, 1<<20)) }))
+	defer images.Close()
+	rf := redfish.Start(redfish.Options{TLS: true, Hardware: redfish.DefaultHardware("EDGE0001")})
+	defer rf.Close()
+	ipmiDir := filepath.Join(o.Dir, "ipmi_sim")
+	if err := os.MkdirAll(ipmiDir, 0o755); err != nil {
+		return err
+	}
+	sim, err := ipmisim.Start(ipmiDir, "admin", "password")
+	if err != nil {
+		return err
+	}
+	defer sim.Close()
+	if err := setUpEdge(ctx, f.Plane(edge).Client, rf, sim); err != nil {
+		return err
+	}
+	say("infra-3 has no baremetal-operator: its agent drives server-0 through an emulated Redfish BMC (%s)", rf.HostPort())
+	say("and server-1 through ipmi_sim (IPMI, %s)", sim.Address())
+	liveURL := images.URL + "/edge-live.iso"
 
 	if _, err := f.Run("hostfleet-hub", "hub", filepath.Join(o.Bin, "hostfleet-hub"), []string{
 		"--kubeconfig=" + f.Plane("hub").Kubeconfig, "--leader-elect=false", "--bind-deadline=1m"}); err != nil {
 		return err
 	}
-	for _, name := range infras {
+	for _, name := range append(append([]string(nil), infras...), edge) {
 		if _, err := f.Run("hostfleet-agent-"+name, name, filepath.Join(o.Bin, "hostfleet-agent"), []string{
 			"--hub-kubeconfig=" + f.Plane("hub").Kubeconfig, "--managed-kubeconfig=" + f.Plane(name).Kubeconfig,
-			"--cluster-name=" + name, "--leader-elect=false", "--retry-after=5s", "--inventory-interval=2s"}); err != nil {
+			"--cluster-name=" + name, "--leader-elect=false", "--retry-after=5s", "--inventory-interval=2s",
+			"--health-lease=false", "--bmc-poll=5s"}); err != nil {
 			return err
 		}
 	}
@@ -112,13 +148,14 @@ func Run(ctx context.Context, o Options) error {
 	}); err != nil {
 		return fmt.Errorf("tenant acme not Ready: %w", err)
 	}
-	say("Tenant acme registered: namespace tenant-acme, admin alice, cluster set lab (infra-1, infra-2)")
+	say("Tenant acme registered: namespace tenant-acme, admin alice, cluster set lab (infra-1, infra-2, infra-3)")
 
-	if err := createClaims(ctx, hub); err != nil {
+	if err := createClaims(ctx, hub, liveURL); err != nil {
 		return err
 	}
 	say("Claims created in tenant-acme: web-1 pinned by the tenant to infra-1 and web-2 (medium hosts, an image and")
-	say("cloud-init user data each), db-1 (a large host, no image); the hub scheduler places web-2 and db-1")
+	say("cloud-init user data each), db-1 (a large host, no image); the hub scheduler places web-2 and db-1.")
+	say("edge-1 (a live ISO, booted by virtual media) and edge-2 (powered on, no image) are pinned to infra-3.")
 	say("")
 	seen := map[string]string{}
 	err = wait(ctx, o.Timeout, func() (bool, error) {
@@ -150,11 +187,14 @@ func Run(ctx context.Context, o Options) error {
 	}
 	say("")
 	say("Look around with kubectl:")
-	for _, name := range append([]string{"hub"}, infras...) {
+	for _, name := range append(append([]string{"hub"}, infras...), edge) {
 		say("  %-8s kubectl --kubeconfig %s …", name, f.Plane(name).Kubeconfig)
 	}
 	say("  e.g.     kubectl --kubeconfig %s get hostclaims,hardwaredata -n tenant-acme", f.Plane("hub").Kubeconfig)
 	say("           kubectl --kubeconfig %s get baremetalhosts -n hosts", f.Plane("infra-1").Kubeconfig)
+	say("           kubectl --kubeconfig %s get baremetalhosts -n hosts   # driven by the agent", f.Plane(edge).Kubeconfig)
+	say("The Redfish BMC at https://%s (admin/password) and ipmi_sim at %s answer too, e.g.", rf.HostPort(), sim.Address())
+	say("           ipmitool -I lanplus -C 3 -H 127.0.0.1 -p %d -U admin -P password chassis power status", sim.Port)
 	say("Logs of every process are in %s", o.Dir)
 	if o.ExitWhenReady {
 		return nil
@@ -215,7 +255,7 @@ func summary(ctx context.Context, out io.Writer, hub client.Client) error {
 
 func setUpHub(ctx context.Context, hub client.Client) error {
 	objs := []client.Object{&clusterv1beta2.ManagedClusterSet{ObjectMeta: metav1.ObjectMeta{Name: "lab"}}}
-	for _, name := range infras {
+	for _, name := range append(append([]string(nil), infras...), edge) {
 		objs = append(objs,
 			&clusterv1.ManagedCluster{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"cluster.open-cluster-management.io/clusterset": "lab"}},
 				Spec: clusterv1.ManagedClusterSpec{HubAcceptsClient: true}},
@@ -244,6 +284,31 @@ func setUpInfra(ctx context.Context, c client.Client, index int) error {
 	return create(ctx, c, objs...)
 }
 
+// setUpEdge: two hosts that no baremetal-operator manages, each annotated
+// for the agent's BMC driver: a Redfish one (virtual media) and an IPMI one.
+func setUpEdge(ctx context.Context, c client.Client, rf *redfish.BMC, sim *ipmisim.BMC) error {
+	objs := []client.Object{
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "hosts"}},
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "hosts", Name: "bmc"}, StringData: map[string]string{"username": "admin", "password": "password"}},
+		&metal3api.HostDeployPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: "hosts", Name: "tenants"},
+			Spec: metal3api.HostDeployPolicySpec{HostClaimNamespaces: &metal3api.HostClaimNamespaces{NameMatches: "^tenant-"}}},
+	}
+	for i, h := range []struct{ size, address string }{
+		{"medium", "redfish-virtualmedia://" + rf.HostPort() + redfish.SystemPath},
+		{"large", "ipmi://" + sim.Address()},
+	} {
+		objs = append(objs, &metal3api.BareMetalHost{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "hosts", Name: fmt.Sprintf("server-%d", i),
+				Labels:      map[string]string{"example.com/rack": "r3", "example.com/size": h.size},
+				Annotations: map[string]string{lifecycle.AnnotationDriver: lifecycle.DriverBmclib}},
+			Spec: metal3api.BareMetalHostSpec{
+				BMC: metal3api.BMCDetails{Address: h.address, CredentialsName: "bmc", DisableCertificateVerification: true},
+			},
+		})
+	}
+	return create(ctx, c, objs...)
+}
+
 func createTenant(ctx context.Context, hub client.Client) error {
 	return create(ctx, hub, &hostfleetv1alpha1.Tenant{ObjectMeta: metav1.ObjectMeta{Name: "acme"}, Spec: hostfleetv1alpha1.TenantSpec{
 		Namespaces: []string{"tenant-acme"}, ClusterSet: "lab", LabelSyncPrefixes: []string{"example.com"}, MaxClaims: ptr.To[int32](5),
@@ -251,7 +316,7 @@ func createTenant(ctx context.Context, hub client.Client) error {
 	}})
 }
 
-func createClaims(ctx context.Context, hub client.Client) error {
+func createClaims(ctx context.Context, hub client.Client, liveURL string) error {
 	objs := []client.Object{&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant-acme", Name: "web-userdata"},
 		StringData: map[string]string{"userData": "#cloud-config\npackages: [nginx]\n"}}}
 	for _, c := range claims {
@@ -259,10 +324,16 @@ func createClaims(ctx context.Context, hub client.Client) error {
 		if c.cluster != "" {
 			claim.Labels = map[string]string{hostfleetv1alpha1.LabelCluster: c.cluster}
 		}
-		if c.image != "" {
+		switch {
+		case c.image == liveISO:
+			claim.Spec.PoweredOn = true
+			claim.Spec.Image = &metal3api.Image{URL: liveURL, DiskFormat: ptr.To("live-iso")}
+		case c.image != "":
 			claim.Spec.PoweredOn = true
 			claim.Spec.Image = &metal3api.Image{URL: c.image, Checksum: c.image + ".sha256sum"}
 			claim.Spec.UserData = &corev1.SecretReference{Name: "web-userdata"}
+		case c.cluster == edge:
+			claim.Spec.PoweredOn = true // the IPMI host: power only
 		}
 		if c.size != "" {
 			claim.Spec.HostSelector.MatchLabels = map[string]string{"example.com/size": c.size}

@@ -54,7 +54,9 @@ func TestDemo(t *testing.T) {
 	g.Eventually(output).WithTimeout(4*time.Minute).WithPolling(time.Second).Should(ContainSubstring("Press Ctrl-C to stop."),
 		func() string { return output() + "\n" + stderr.String() })
 	t.Log("\n" + output())
-	g.Expect(output()).To(ContainSubstring("All 3 claims are Ready"))
+	g.Expect(output()).To(ContainSubstring("All 5 claims are Ready"))
+	g.Expect(output()).To(MatchRegexp(`edge-1\s+infra-3\s+hosts/server-0\s+on\s+hardwaredata/edge-1`), "the Redfish host, driven by the agent, booted the live ISO")
+	g.Expect(output()).To(MatchRegexp(`edge-2\s+infra-3\s+hosts/server-1\s+on\s`), "the IPMI host, driven by the agent, is powered on")
 	g.Expect(output()).To(MatchRegexp(`web-1\s+infra-1\s+hosts/server-\d\s+on\s+hardwaredata/web-1`))
 
 	g.Expect(cmd.Process.Signal(syscall.SIGINT)).To(Succeed())
