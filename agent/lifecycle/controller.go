@@ -75,8 +75,19 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.Client.Get(ctx, req.NamespacedName, host); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	if !Driven(host, r.All) || host.DeletionTimestamp != nil {
-		return ctrl.Result{}, nil
+	driven := Driven(host, r.All)
+	switch {
+	case host.DeletionTimestamp != nil:
+		return r.delete(ctx, host, driven)
+	case !driven:
+		// Handed back (annotation removed, paused, detached): let go.
+		return ctrl.Result{}, r.setFinalizer(ctx, host, false)
+	case !controllerutil.ContainsFinalizer(host, Finalizer):
+		// Deleting a host the agent drives powers it off and ejects its
+		// media first, as baremetal-operator deprovisions.
+		if err := r.setFinalizer(ctx, host, true); err != nil {
+			return ctrl.Result{}, err
+		}
 	}
 	// One BMC session for as many steps as follow each other (registering
 	// to provisioned is five); each step's status is written before the
@@ -114,6 +125,55 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 	}
 	return again, nil
+}
+
+// Finalizer holds a driven host until it is powered off and its media
+// ejected.
+const Finalizer = "hostfleet.io/bmc-driver"
+
+func (r *Reconciler) setFinalizer(ctx context.Context, host *metal3api.BareMetalHost, on bool) error {
+	if controllerutil.ContainsFinalizer(host, Finalizer) == on {
+		return nil
+	}
+	orig := host.DeepCopy()
+	if on {
+		controllerutil.AddFinalizer(host, Finalizer)
+	} else {
+		controllerutil.RemoveFinalizer(host, Finalizer)
+	}
+	return client.IgnoreNotFound(r.Client.Patch(ctx, host, client.MergeFrom(orig)))
+}
+
+// delete powers a deleted host off and ejects its media (when it was
+// deployed and is still driven), then lets it go.
+func (r *Reconciler) delete(ctx context.Context, host *metal3api.BareMetalHost, driven bool) (ctrl.Result, error) {
+	if !controllerutil.ContainsFinalizer(host, Finalizer) {
+		return ctrl.Result{}, nil
+	}
+	switch host.Status.Provisioning.State {
+	case metal3api.StateProvisioning, metal3api.StateProvisioned, metal3api.StateDeprovisioning:
+		if !driven {
+			break
+		}
+		orig := host.DeepCopy()
+		d, f := r.open(ctx, host, metal3api.ProvisioningError)
+		if f == nil {
+			defer func() { _ = d.Close(context.WithoutCancel(ctx)) }()
+			if err := d.SetPower(ctx, false, true); err != nil {
+				f = fail(metal3api.ProvisioningError, "deprovision before deletion: %v", err)
+			} else if err := d.EjectMedia(ctx); err != nil {
+				f = fail(metal3api.ProvisioningError, "deprovision before deletion: %v", err)
+			}
+		}
+		if f != nil {
+			// Kept until it works; the detached annotation lets it go as is.
+			if err := r.record(ctx, orig, host, f); err != nil {
+				return ctrl.Result{}, client.IgnoreNotFound(err)
+			}
+			return ctrl.Result{RequeueAfter: Backoff(host.Status.ErrorCount)}, nil
+		}
+	}
+	return ctrl.Result{}, r.setFinalizer(ctx, host, false)
 }
 
 // maxSteps bounds the steps taken in one reconcile.

@@ -11,6 +11,7 @@ import (
 	metal3api "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -283,4 +284,30 @@ func TestIPMIHost(t *testing.T) {
 		h.Spec.Image = liveISO("http://127.0.0.1:1/live.iso")
 	})
 	e.failing(h, metal3api.ProvisioningError, "virtual media needs Redfish")
+}
+
+// TestDeleteDeprovisions: deleting a provisioned host powers it off and
+// ejects its media before it goes.
+func TestDeleteDeprovisions(t *testing.T) {
+	e := start(t)
+	g := e.g
+	img := images(t)
+	b := redfish.Start(redfish.Options{})
+	defer b.Close()
+	h := e.host("doomed", b, "password")
+	e.state(h, metal3api.StateAvailable)
+	g.Expect(h.Finalizers).To(ContainElement(lifecycle.Finalizer))
+	e.update(h, func(h *metal3api.BareMetalHost) {
+		h.Spec.ConsumerRef = &corev1.ObjectReference{Kind: "HostClaim", Namespace: "tenant-a", Name: "d"}
+		h.Spec.Image = liveISO(img.URL + "/live.iso")
+		h.Spec.Online = true
+	})
+	e.state(h, metal3api.StateProvisioned)
+	g.Expect(b.Power()).To(Equal("On"))
+	g.Expect(e.c.Delete(e.ctx, h)).To(Succeed())
+	g.Eventually(func() error { return e.c.Get(e.ctx, client.ObjectKeyFromObject(h), h) }).WithTimeout(30 * time.Second).
+		Should(Satisfy(apierrors.IsNotFound))
+	g.Expect(b.Power()).To(Equal("Off"))
+	inserted, _, _ := b.Media()
+	g.Expect(inserted).To(BeFalse())
 }
