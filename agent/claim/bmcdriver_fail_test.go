@@ -16,8 +16,8 @@ import (
 
 	"github.com/hostfleet/hostfleet/agent/app"
 	"github.com/hostfleet/hostfleet/agent/lifecycle"
-	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
 	"github.com/hostfleet/hostfleet/e2e/redfish"
+	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
 )
 
 // TestBMCDriverFailuresReachTheClaim: what goes wrong on a driven host is on
