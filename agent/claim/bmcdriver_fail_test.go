@@ -2,9 +2,6 @@ package claim_test
 
 import (
 	"context"
-	"net/http"
-	"net/http/httptest"
-	"strings"
 	"testing"
 	"time"
 
@@ -14,9 +11,6 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/hostfleet/hostfleet/agent/app"
-	"github.com/hostfleet/hostfleet/agent/lifecycle"
-	"github.com/hostfleet/hostfleet/e2e/redfish"
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
 )
 
@@ -26,23 +20,8 @@ import (
 func TestBMCDriverFailuresReachTheClaim(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	s := newScene(t, g, false)
+	s, b, h, iso := drivenScene(t, g, "rf1", 1)
 	hub, infra := s.hub, s.infra
-	iso := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !strings.HasSuffix(r.URL.Path, "/live.iso") {
-			http.NotFound(w, r)
-			return
-		}
-		_, _ = w.Write(make([]byte, 8<<10))
-	}))
-	defer iso.Close()
-	b := redfish.Start(redfish.Options{Username: "admin", Password: "secret"})
-	defer b.Close()
-	h := bmh("rf1", 1, nil)
-	h.Annotations = map[string]string{lifecycle.AnnotationDriver: lifecycle.DriverBmclib}
-	h.Spec.BMC.Address = "redfish-virtualmedia+http://" + b.HostPort() + redfish.SystemPath
-	mustCreate(t, infra, h)
-	startAgent(t, s.f, "infra-1", 2, func(o *app.Options) { o.BMCPoll = 2 * time.Second; o.BMCTimeout = 5 * time.Second })
 
 	c := hubClaim("broken-image", "infra-1", nil)
 	c.Spec.PoweredOn = true

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -20,6 +21,30 @@ import (
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
 )
 
+// drivenScene is a hub and infra-1 with no baremetal-operator: one host,
+// named name, driven by the agent through an emulated Redfish BMC; an
+// image server whose only image is */live.iso; the agent running.
+func drivenScene(t *testing.T, g Gomega, name string, i int) (*scene, *redfish.BMC, *metal3api.BareMetalHost, *httptest.Server) {
+	t.Helper()
+	s := newScene(t, g, false)
+	iso := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !strings.HasSuffix(r.URL.Path, "/live.iso") {
+			http.NotFound(w, r)
+			return
+		}
+		_, _ = w.Write(make([]byte, 8<<10))
+	}))
+	t.Cleanup(iso.Close)
+	b := redfish.Start(redfish.Options{Username: "admin", Password: "secret"})
+	t.Cleanup(b.Close)
+	h := bmh(name, i, nil)
+	h.Annotations = map[string]string{lifecycle.AnnotationDriver: lifecycle.DriverBmclib}
+	h.Spec.BMC.Address = "redfish-virtualmedia+http://" + b.HostPort() + redfish.SystemPath
+	mustCreate(t, s.infra, h)
+	startAgent(t, s.f, "infra-1", 2, func(o *app.Options) { o.BMCPoll = 2 * time.Second; o.BMCTimeout = 5 * time.Second })
+	return s, b, h, iso
+}
+
 // TestBMCDriverServesClaims: no baremetal-operator; the agent drives a host
 // through its (emulated Redfish) BMC, binds a hub claim to it, boots the
 // claim's live ISO, reflects Ready and HardwareData, and releases the host
@@ -27,17 +52,8 @@ import (
 func TestBMCDriverServesClaims(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	s := newScene(t, g, false)
+	s, b, h, iso := drivenScene(t, g, "rf0", 0)
 	hub, infra := s.hub, s.infra
-	iso := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write(make([]byte, 8<<10)) }))
-	defer iso.Close()
-	b := redfish.Start(redfish.Options{Username: "admin", Password: "secret"})
-	defer b.Close()
-	h := bmh("rf0", 0, nil)
-	h.Annotations = map[string]string{lifecycle.AnnotationDriver: lifecycle.DriverBmclib}
-	h.Spec.BMC.Address = "redfish-virtualmedia+http://" + b.HostPort() + redfish.SystemPath
-	mustCreate(t, infra, h)
-	startAgent(t, s.f, "infra-1", 2, func(o *app.Options) { o.BMCPoll = 2 * time.Second; o.BMCTimeout = 5 * time.Second })
 
 	c := hubClaim("live", "infra-1", nil)
 	c.Spec.PoweredOn = true

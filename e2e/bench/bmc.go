@@ -23,7 +23,6 @@ import (
 	"github.com/hostfleet/hostfleet/agent/app"
 	"github.com/hostfleet/hostfleet/agent/bmc"
 	"github.com/hostfleet/hostfleet/agent/lifecycle"
-	"github.com/hostfleet/hostfleet/e2e/planes"
 	"github.com/hostfleet/hostfleet/e2e/redfish"
 )
 
@@ -49,16 +48,11 @@ func runBMCAgent(kubeconfig string, workers int) error {
 
 func runBMC(n, workers int) error {
 	ctx := context.Background()
-	dir, err := os.MkdirTemp("", "hostfleet-bench-")
+	f, stop, err := startPlanes(ctx, "infra")
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(dir)
-	f, err := planes.Start(ctx, planes.Options{Dir: dir}, "infra")
-	if err != nil {
-		return err
-	}
-	defer func() { _ = f.Stop() }()
+	defer stop()
 	c := f.Plane("infra").Client
 
 	fmt.Printf("\nstarting %d emulated Redfish BMCs (HTTPS) and an image server\n", n)

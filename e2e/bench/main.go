@@ -79,6 +79,21 @@ func main() {
 	}
 }
 
+// startPlanes starts the named planes in a temporary directory; stop stops
+// them and removes it.
+func startPlanes(ctx context.Context, names ...string) (f *planes.Fleet, stop func(), err error) {
+	dir, err := os.MkdirTemp("", "hostfleet-bench-")
+	if err != nil {
+		return nil, nil, err
+	}
+	f, err = planes.Start(ctx, planes.Options{Dir: dir}, names...)
+	if err != nil {
+		_ = os.RemoveAll(dir)
+		return nil, nil, err
+	}
+	return f, func() { _ = f.Stop(); _ = os.RemoveAll(dir) }, nil
+}
+
 // writeCounter counts the requests that change something, and the reads
 // (GET and LIST, not WATCH).
 type writeCounter struct {
@@ -109,16 +124,11 @@ func counted(cfg *rest.Config) (*rest.Config, *writeCounter) {
 
 func run(n, workers int) error {
 	ctx := context.Background()
-	dir, err := os.MkdirTemp("", "hostfleet-bench-")
+	f, stop, err := startPlanes(ctx, "hub", "infra-1")
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(dir)
-	f, err := planes.Start(ctx, planes.Options{Dir: dir}, "hub", "infra-1")
-	if err != nil {
-		return err
-	}
-	defer func() { _ = f.Stop() }()
+	defer stop()
 	hub, infra := f.Plane("hub").Client, f.Plane("infra-1").Client
 
 	fmt.Printf("setting up %d hosts and %d claims\n", n, n)

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
 	"time"
 
 	metal3api "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
@@ -14,7 +13,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	"github.com/hostfleet/hostfleet/e2e/planes"
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
 	"github.com/hostfleet/hostfleet/hub/scheduler"
 )
@@ -23,16 +21,11 @@ const benchTenant, benchNS = "bench", "tenant-bench"
 
 func runScheduling(n, clusters int) error {
 	ctx := context.Background()
-	dir, err := os.MkdirTemp("", "hostfleet-bench-")
+	f, stop, err := startPlanes(ctx, "hub")
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(dir)
-	f, err := planes.Start(ctx, planes.Options{Dir: dir}, "hub")
-	if err != nil {
-		return err
-	}
-	defer func() { _ = f.Stop() }()
+	defer stop()
 	hub := f.Plane("hub").Client
 
 	fmt.Printf("\nsetting up %d clusters with inventories and %d pending claims\n", clusters, n)

@@ -39,17 +39,41 @@ func scheduled(c *metal3api.HostClaim) metav1.Condition {
 // machine to bind a claim in time, short enough to watch one expire.
 const deadline = 8 * time.Second
 
-func TestScheduling(t *testing.T) {
-	g := NewWithT(t)
-	ctx := context.Background()
+// schedulerPlane is a hub plane running the tenant controller and the
+// scheduler with the given bind deadline.
+func schedulerPlane(t *testing.T, deadline time.Duration) client.Client {
 	f := planes.ForTest(t, "hub")
-	hub := f.Plane("hub").Client
 	f.ManagerForTest(t, "hub", func(mgr ctrl.Manager) error {
 		if err := (&tenant.Reconciler{Client: mgr.GetClient(), Scheme: f.Scheme}).SetupWithManager(mgr); err != nil {
 			return err
 		}
 		return (&scheduler.Reconciler{Client: mgr.GetClient(), Deadline: deadline}).SetupWithManager(mgr)
 	})
+	return f.Plane("hub").Client
+}
+
+// createClaim makes a claim in tenant-a.
+func createClaim(g Gomega, hub client.Client, name string, mut func(*metal3api.HostClaim)) *metal3api.HostClaim {
+	c := &metal3api.HostClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant-a", Name: name, Labels: map[string]string{}, Annotations: map[string]string{}}}
+	if mut != nil {
+		mut(c)
+	}
+	g.Expect(hub.Create(context.Background(), c)).To(Succeed())
+	return c
+}
+
+// getter reads a claim again.
+func getter(hub client.Client) func(g Gomega, c *metal3api.HostClaim) *metal3api.HostClaim {
+	return func(g Gomega, c *metal3api.HostClaim) *metal3api.HostClaim {
+		g.Expect(hub.Get(context.Background(), client.ObjectKeyFromObject(c), c)).To(Succeed())
+		return c
+	}
+}
+
+func TestScheduling(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	hub := schedulerPlane(t, deadline)
 
 	gpu := map[string]string{"example.com/gpu": "yes"}
 	objs := []client.Object{
@@ -83,17 +107,9 @@ func TestScheduling(t *testing.T) {
 	}).WithTimeout(30 * time.Second).Should(Succeed())
 
 	newClaim := func(name string, mut func(*metal3api.HostClaim)) *metal3api.HostClaim {
-		c := &metal3api.HostClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant-a", Name: name, Labels: map[string]string{}, Annotations: map[string]string{}}}
-		if mut != nil {
-			mut(c)
-		}
-		g.Expect(hub.Create(ctx, c)).To(Succeed())
-		return c
+		return createClaim(g, hub, name, mut)
 	}
-	get := func(g Gomega, c *metal3api.HostClaim) *metal3api.HostClaim {
-		g.Expect(hub.Get(ctx, client.ObjectKeyFromObject(c), c)).To(Succeed())
-		return c
-	}
+	get := getter(hub)
 
 	t.Log("two gpu claims take the one free gpu host of each cluster; a third waits and says why")
 	first := newClaim("gpu-1", func(c *metal3api.HostClaim) { c.Spec.HostSelector.MatchLabels = gpu })
@@ -197,14 +213,7 @@ func TestScheduling(t *testing.T) {
 func TestPlacementAndShrink(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	f := planes.ForTest(t, "hub")
-	hub := f.Plane("hub").Client
-	f.ManagerForTest(t, "hub", func(mgr ctrl.Manager) error {
-		if err := (&tenant.Reconciler{Client: mgr.GetClient(), Scheme: f.Scheme}).SetupWithManager(mgr); err != nil {
-			return err
-		}
-		return (&scheduler.Reconciler{Client: mgr.GetClient(), Deadline: time.Hour}).SetupWithManager(mgr)
-	})
+	hub := schedulerPlane(t, time.Hour)
 	objs := []client.Object{
 		&clusterv1beta2.ManagedClusterSet{ObjectMeta: metav1.ObjectMeta{Name: "lab"}},
 		&hostfleetv1alpha1.Tenant{ObjectMeta: metav1.ObjectMeta{Name: "a"}, Spec: hostfleetv1alpha1.TenantSpec{ClusterSet: "lab"}},
@@ -232,14 +241,9 @@ func TestPlacementAndShrink(t *testing.T) {
 		g.Expect(ta.Status.Clusters).To(Equal([]string{"c1"}))
 	}).WithTimeout(30 * time.Second).Should(Succeed())
 	claim := func(name string, annotations map[string]string) *metal3api.HostClaim {
-		c := &metal3api.HostClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant-a", Name: name, Annotations: annotations}}
-		g.Expect(hub.Create(ctx, c)).To(Succeed())
-		return c
+		return createClaim(g, hub, name, func(c *metal3api.HostClaim) { c.Annotations = annotations })
 	}
-	get := func(g Gomega, c *metal3api.HostClaim) *metal3api.HostClaim {
-		g.Expect(hub.Get(ctx, client.ObjectKeyFromObject(c), c)).To(Succeed())
-		return c
-	}
+	get := getter(hub)
 
 	t.Log("a Placement that selects nothing: the claim waits and says which Placement to fix")
 	nowhere := claim("nowhere", map[string]string{hostfleetv1alpha1.AnnotationPlacement: "picky"})
