@@ -204,3 +204,12 @@ func TestIPMI(t *testing.T) {
 	g.Expect(err).To(MatchError(bmc.ErrUnreachable))
 	g.Expect(time.Since(start)).To(BeNumerically("<", 5*time.Second), "without waiting for ipmitool's retries")
 }
+
+func TestClassifyIgnoresPorts(t *testing.T) {
+	g := NewWithT(t)
+	// An address with 401 in its port is not a refusal.
+	a, _ := bmc.ParseAddress("redfish+http://127.0.0.1:40123" + redfish.SystemPath)
+	_, err := bmc.Open(context.Background(), a, "admin", "password", bmc.Options{Timeout: 2 * time.Second})
+	g.Expect(err).To(HaveOccurred())
+	g.Expect(errors.Is(err, bmc.ErrCredentials)).To(BeFalse(), "%v", err)
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"os/exec"
+	"regexp"
 	"strings"
 	"time"
 
@@ -132,6 +133,10 @@ func Open(ctx context.Context, addr Address, user, pass string, o Options) (Driv
 	return &client{c: c, addr: addr, timeout: o.Timeout}, nil
 }
 
+// status401 finds an HTTP 401 in an error, not a port or address that
+// happens to contain 401.
+var status401 = regexp.MustCompile(`(^|[^0-9:.])401([^0-9]|$)`)
+
 // classify wraps err with ErrCredentials or ErrUnreachable when it is one.
 func classify(err error) error {
 	if err == nil || errors.Is(err, ErrCredentials) || errors.Is(err, ErrUnreachable) {
@@ -140,7 +145,7 @@ func classify(err error) error {
 	msg := strings.ToLower(err.Error())
 	var ne net.Error
 	switch {
-	case strings.Contains(msg, "401") || strings.Contains(msg, "unauthorized") ||
+	case status401.MatchString(msg) || strings.Contains(msg, "unauthorized") ||
 		strings.Contains(msg, "invalid username or password") || strings.Contains(msg, "rakp 2 hmac is invalid") ||
 		strings.Contains(msg, "unauthorized name") || strings.Contains(msg, "invalid user name"):
 		return fmt.Errorf("%w: %v", ErrCredentials, err)
