@@ -29,11 +29,20 @@ func runScheduling(n, clusters int) error {
 	hub := f.Plane("hub").Client
 
 	fmt.Printf("\nsetting up %d clusters with inventories and %d pending claims\n", clusters, n)
-	// Room for every claim, unevenly: the scheduler has to count.
+	// Room for every claim and no more, unevenly: the scheduler has to count,
+	// and a cluster given more claims than free hosts is an over-placement.
 	names := make([]string, clusters)
+	capacity := make(map[string]int, clusters)
 	for i := range names {
 		names[i] = fmt.Sprintf("c%02d", i)
-		free := int32(n/clusters + 1 + i%5)
+		free := int32(n/clusters + (i%2)*2 - 1)
+		if i == clusters-1 && clusters%2 == 1 {
+			free = int32(n / clusters)
+		}
+		if i == 0 {
+			free += int32(n % clusters)
+		}
+		capacity[names[i]] = int(free)
 		inv := &hostfleetv1alpha1.HostInventory{ObjectMeta: metav1.ObjectMeta{Namespace: names[i], Name: names[i]},
 			Spec: hostfleetv1alpha1.HostInventorySpec{ClusterName: names[i]}}
 		for _, o := range []client.Object{&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: names[i]}}, inv} {
@@ -127,6 +136,9 @@ func runScheduling(n, clusters int) error {
 			return err
 		}
 		if placed = len(list.Items); placed == n {
+			for _, c := range list.Items {
+				capacity[c.Labels[hostfleetv1alpha1.LabelCluster]]--
+			}
 			break
 		}
 		select {
@@ -153,5 +165,12 @@ func runScheduling(n, clusters int) error {
 	fmt.Printf("  reads:    %.3f API reads per decision (%d GET/LIST in all, watches excluded; the rest come from the cache and its indexes)\n",
 		float64(reads)/float64(n), reads)
 	fmt.Printf("  writes:   %.2f API writes per decision\n", float64(writes)/float64(n))
+	over := 0
+	for _, left := range capacity {
+		if left < 0 {
+			over -= left
+		}
+	}
+	fmt.Printf("  correct:  %d claims placed beyond a cluster's free hosts (capacity is exactly %d)\n", over, n)
 	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	metal3api "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
@@ -12,6 +13,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	clusterv1beta1 "open-cluster-management.io/api/cluster/v1beta1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -55,6 +57,52 @@ type Reconciler struct {
 	// Deadline is how long a placed claim may stay unbound before it is
 	// placed elsewhere.
 	Deadline time.Duration
+
+	// placed remembers the claims this scheduler placed until its cache
+	// shows them, so that the next decision counts them even if the watch
+	// event has not arrived yet.
+	expect expectations
+}
+
+// expectations are placements written but maybe not yet in the cache.
+type expectations struct {
+	mu sync.Mutex
+	m  map[types.UID]expected
+}
+
+type expected struct {
+	claim *metal3api.HostClaim
+	at    time.Time
+}
+
+func (e *expectations) add(c *metal3api.HostClaim) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.m == nil {
+		e.m = map[types.UID]expected{}
+	}
+	e.m[c.UID] = expected{claim: c.DeepCopy(), at: time.Now()}
+}
+
+// missing are the claims placed on cluster that the cache does not show
+// placed yet; those it shows (or older than a minute) are forgotten.
+func (e *expectations) missing(ctx context.Context, cache client.Reader, cluster string) []*metal3api.HostClaim {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	var out []*metal3api.HostClaim
+	for uid, x := range e.m {
+		if x.claim.Labels[hostfleetv1alpha1.LabelCluster] != cluster {
+			continue
+		}
+		seen := &metal3api.HostClaim{}
+		err := cache.Get(ctx, client.ObjectKeyFromObject(x.claim), seen)
+		if (err == nil && seen.Labels[hostfleetv1alpha1.LabelCluster] != "") || apierrors.IsNotFound(err) || time.Since(x.at) > time.Minute {
+			delete(e.m, uid)
+			continue
+		}
+		out = append(out, x.claim)
+	}
+	return out
 }
 
 func associated(c *metal3api.HostClaim) bool {
@@ -146,6 +194,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		for i := range pending.Items {
 			in.Pending[cl] = append(in.Pending[cl], &pending.Items[i])
 		}
+		in.Pending[cl] = append(in.Pending[cl], r.expect.missing(ctx, r.Client, cl)...)
 	}
 	res := Place(in)
 	if res.Cluster == "" {
@@ -166,6 +215,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.Client.Patch(ctx, c, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
 		return requeueOnConflict(err)
 	}
+	r.expect.add(c)
 	if err := r.setScheduled(ctx, c, true, ReasonPlaced, res.Message); err != nil {
 		return requeueOnConflict(err)
 	}
