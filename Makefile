@@ -16,7 +16,7 @@ help: ## List the targets.
 
 .PHONY: tools
 tools: ## Build every tool the tests need into $(HOSTFLEET_CACHE) (minutes the first time, seconds after).
-	$(TOOLS) envtest baremetal-operator controller-gen staticcheck ipmi
+	$(TOOLS) envtest kube-controller-manager baremetal-operator controller-gen staticcheck ipmi
 
 .PHONY: build
 build: ## Build the binaries into bin/.

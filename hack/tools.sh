@@ -11,7 +11,7 @@
 # The IPMI emulator (ipmi_sim) and ipmitool are Debian packages: "ipmi" installs
 # them with apt-get when they are missing (as root, or with sudo).
 #
-# usage: hack/tools.sh [kube-apiserver|etcd|baremetal-operator|controller-gen|staticcheck|ipmi|all]...
+# usage: hack/tools.sh [kube-apiserver|etcd|kube-controller-manager|baremetal-operator|controller-gen|staticcheck|ipmi|all]...
 #        hack/tools.sh --print-assets   # the KUBEBUILDER_ASSETS directory
 set -euo pipefail
 
@@ -62,6 +62,27 @@ build_kube_apiserver() {
 		CGO_ENABLED=0 go build -trimpath -ldflags '-s -w' -o "${out}" k8s.io/kubernetes/cmd/kube-apiserver
 	)
 	log "kube-apiserver ${KUBE_VERSION}: built ${out}"
+}
+
+# build_kube_controller_manager builds kube-controller-manager in the same
+# wrapper module as kube-apiserver (built first if needed): the planes run it
+# for garbage collection, namespace deletion and service-account tokens.
+build_kube_controller_manager() {
+	local out
+	out="${CACHE}/kube-controller-manager-${KUBE_VERSION}/bin/kube-controller-manager"
+	if [[ -x ${out} ]]; then log "kube-controller-manager ${KUBE_VERSION}: cached at ${out}"; return; fi
+	local src="${CACHE}/src/kube-apiserver-${KUBE_VERSION}"
+	if [[ ! -f ${src}/go.mod ]]; then
+		rm -f "${CACHE}/kube-apiserver-${KUBE_VERSION}/bin/kube-apiserver"
+		build_kube_apiserver
+	fi
+	log "kube-controller-manager ${KUBE_VERSION}: building in ${src} (a few minutes on 2 cores)"
+	(
+		cd "${src}"
+		go get "k8s.io/kubernetes/cmd/kube-controller-manager@${KUBE_VERSION}"
+		CGO_ENABLED=0 go build -trimpath -ldflags '-s -w' -o "${out}" k8s.io/kubernetes/cmd/kube-controller-manager
+	)
+	log "kube-controller-manager ${KUBE_VERSION}: built ${out}"
 }
 
 build_etcd() {
@@ -142,6 +163,8 @@ link_assets() {
 	mkdir -p "${dir}"
 	ln -sf "${CACHE}/kube-apiserver-${KUBE_VERSION}/bin/kube-apiserver" "${dir}/kube-apiserver"
 	ln -sf "${CACHE}/etcd-${ETCD_VERSION}/bin/etcd" "${dir}/etcd"
+	local kcm="${CACHE}/kube-controller-manager-${KUBE_VERSION}/bin/kube-controller-manager"
+	if [[ -x ${kcm} ]]; then ln -sf "${kcm}" "${dir}/kube-controller-manager"; fi
 }
 
 case "${1:-all}" in
@@ -151,12 +174,13 @@ case "${1:-all}" in
 esac
 
 tools=("$@")
-[[ ${#tools[@]} -eq 0 || ${tools[0]} == all ]] && tools=(etcd kube-apiserver baremetal-operator controller-gen staticcheck ipmi)
+[[ ${#tools[@]} -eq 0 || ${tools[0]} == all ]] && tools=(etcd kube-apiserver kube-controller-manager baremetal-operator controller-gen staticcheck ipmi)
 for t in "${tools[@]}"; do
 	case "${t}" in
 	kube-apiserver) build_kube_apiserver; [[ -x ${CACHE}/etcd-${ETCD_VERSION}/bin/etcd ]] && link_assets ;;
 	etcd) build_etcd; [[ -x ${CACHE}/kube-apiserver-${KUBE_VERSION}/bin/kube-apiserver ]] && link_assets ;;
 	envtest) build_etcd; build_kube_apiserver; link_assets ;;
+	kube-controller-manager) build_kube_controller_manager; link_assets ;;
 	baremetal-operator) build_bmo ;;
 	controller-gen) go_install controller-gen sigs.k8s.io/controller-tools/cmd/controller-gen "${CONTROLLER_GEN_VERSION}" ;;
 	staticcheck) go_install staticcheck honnef.co/go/tools/cmd/staticcheck "${STATICCHECK_VERSION}" ;;

@@ -30,7 +30,8 @@ type Plane struct {
 	// and for people (kubectl --kubeconfig).
 	Kubeconfig string
 
-	env *envtest.Environment
+	env    *envtest.Environment
+	assets string
 }
 
 // Fleet is a set of planes started together, and the processes started
@@ -132,7 +133,7 @@ func (f *Fleet) startPlane(name, assets string, sets []string, timeout time.Dura
 	if err != nil {
 		return nil, fmt.Errorf("start control plane: %w", err)
 	}
-	p := &Plane{Name: name, Config: cfg, env: env}
+	p := &Plane{Name: name, Config: cfg, env: env, assets: assets}
 	if p.Client, err = client.New(cfg, client.Options{Scheme: f.Scheme}); err != nil {
 		return nil, errors.Join(err, env.Stop())
 	}

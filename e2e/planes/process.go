@@ -135,3 +135,32 @@ func (f *Fleet) StartBMO(plane string) (*Process, error) {
 		"-health-addr", "127.0.0.1:0",
 	})
 }
+
+// StartControllerManager runs kube-controller-manager (from the assets
+// directory, beside kube-apiserver) against the plane, with the controllers
+// the planes otherwise lack: garbage collection, namespace deletion,
+// service accounts and their tokens, and quota status.
+func (f *Fleet) StartControllerManager(plane string) (*Process, error) {
+	p := f.planes[plane]
+	if p == nil {
+		return nil, fmt.Errorf("kube-controller-manager: no plane %q", plane)
+	}
+	bin := filepath.Join(p.assets, "kube-controller-manager")
+	if _, err := os.Stat(bin); err != nil {
+		return nil, fmt.Errorf("kube-controller-manager missing from %s (build it with `hack/tools.sh kube-controller-manager`): %w", p.assets, err)
+	}
+	certDir := p.env.ControlPlane.APIServer.CertDir
+	ca := filepath.Join(f.Dir, plane+"-ca.crt")
+	if err := os.WriteFile(ca, p.Config.CAData, 0o644); err != nil {
+		return nil, err
+	}
+	return f.Run("kube-controller-manager-"+plane, plane, bin, []string{
+		"--kubeconfig=" + p.Kubeconfig,
+		"--controllers=garbage-collector-controller,namespace-controller,serviceaccount-controller,serviceaccount-token-controller,resourcequota-controller",
+		"--service-account-private-key-file=" + filepath.Join(certDir, "sa-signer.key"),
+		"--root-ca-file=" + ca,
+		"--use-service-account-credentials=false",
+		"--leader-elect=false",
+		"--secure-port=0",
+	})
+}

@@ -98,3 +98,14 @@ func (f *Fleet) ManagerForTest(t testing.TB, plane string, setup func(mgr ctrl.M
 		}
 	})
 }
+
+// StartControllerManagerForTest runs kube-controller-manager against the
+// plane until the test ends.
+func (f *Fleet) StartControllerManagerForTest(t testing.TB, plane string) *Process {
+	t.Helper()
+	p, err := f.StartControllerManager(plane)
+	if err != nil {
+		t.Fatalf("%v", err)
+	}
+	return p
+}

@@ -103,6 +103,7 @@ func TestAddonManager(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	f := planes.ForTest(t, "hub")
+	f.StartControllerManagerForTest(t, "hub") // garbage collection of what the add-on owns
 	hubPlane := f.Plane("hub")
 	hub := hubPlane.Client
 	opts := addon.Options{Image: "registry.example/hostfleet-agent:v1", HubName: "lab-hub"}
@@ -272,6 +273,14 @@ func TestAddonManager(t *testing.T) {
 		g.Expect(apierrors.IsForbidden(err)).To(BeTrue(), "%v", err)
 		g.Expect(err).To(MatchError(ContainSubstring("placed on c1")))
 	}).WithTimeout(30 * time.Second).Should(Succeed())
+
+	t.Log("disabling the add-on removes the agent's work and its grant in the cluster's namespace")
+	g.Expect(hub.Delete(ctx, &addonv1beta1.ManagedClusterAddOn{ObjectMeta: metav1.ObjectMeta{Namespace: "c1", Name: addon.Name}})).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		g.Expect(hub.Get(ctx, client.ObjectKey{Namespace: "c1", Name: addon.Name}, &addonv1beta1.ManagedClusterAddOn{})).To(Satisfy(apierrors.IsNotFound))
+		g.Expect(hub.Get(ctx, client.ObjectKey{Namespace: "c1", Name: "addon-hostfleet-agent-deploy-0"}, &workv1.ManifestWork{})).To(Satisfy(apierrors.IsNotFound))
+		g.Expect(hub.Get(ctx, client.ObjectKey{Namespace: "c1", Name: addon.InventoryRole}, &rbacv1.RoleBinding{})).To(Satisfy(apierrors.IsNotFound))
+	}).WithTimeout(60 * time.Second).Should(Succeed())
 }
 
 func keys(m map[string]*unstructured.Unstructured) []string {
