@@ -36,12 +36,12 @@ func TestControllerManager(t *testing.T) {
 		OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "ConfigMap", Name: owner.Name, UID: owner.UID, BlockOwnerDeletion: ptr.To(true)}}}}
 	g.Expect(c.Create(ctx, owned)).To(Succeed())
 	g.Expect(c.Delete(ctx, owner)).To(Succeed())
-	g.Eventually(func() error { return c.Get(ctx, client.ObjectKeyFromObject(owned), owned) }).WithTimeout(30 * time.Second).
+	g.Eventually(func() error { return c.Get(ctx, client.ObjectKeyFromObject(owned), owned) }).WithTimeout(30*time.Second).
 		Should(Satisfy(apierrors.IsNotFound), "garbage collected")
 
 	ns := &corev1.Namespace{}
 	g.Expect(c.Get(ctx, client.ObjectKey{Name: "gc"}, ns)).To(Succeed())
 	g.Expect(c.Delete(ctx, ns)).To(Succeed())
-	g.Eventually(func() error { return c.Get(ctx, client.ObjectKey{Name: "gc"}, ns) }).WithTimeout(60 * time.Second).
+	g.Eventually(func() error { return c.Get(ctx, client.ObjectKey{Name: "gc"}, ns) }).WithTimeout(60*time.Second).
 		Should(Satisfy(apierrors.IsNotFound), "the namespace is deleted to the end")
 }
