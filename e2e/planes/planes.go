@@ -30,8 +30,9 @@ type Plane struct {
 	// and for people (kubectl --kubeconfig).
 	Kubeconfig string
 
-	env    *envtest.Environment
-	assets string
+	env      *envtest.Environment
+	assets   string
+	clientCA *clientCA
 }
 
 // Fleet is a set of planes started together, and the processes started
@@ -122,7 +123,12 @@ func (f *Fleet) startPlane(name, assets string, sets []string, timeout time.Dura
 		return nil, err
 	}
 	storeAddonsAsV1beta1(crds)
+	ca, err := newClientCA()
+	if err != nil {
+		return nil, err
+	}
 	env := &envtest.Environment{
+		ControlPlane:             envtest.ControlPlane{APIServer: &envtest.APIServer{SecureServing: envtest.SecureServing{Authn: ca}}},
 		BinaryAssetsDirectory:    assets,
 		CRDs:                     crds,
 		Scheme:                   f.Scheme,
@@ -133,7 +139,7 @@ func (f *Fleet) startPlane(name, assets string, sets []string, timeout time.Dura
 	if err != nil {
 		return nil, fmt.Errorf("start control plane: %w", err)
 	}
-	p := &Plane{Name: name, Config: cfg, env: env, assets: assets}
+	p := &Plane{Name: name, Config: cfg, env: env, assets: assets, clientCA: ca}
 	if p.Client, err = client.New(cfg, client.Options{Scheme: f.Scheme}); err != nil {
 		return nil, errors.Join(err, env.Stop())
 	}

@@ -23,6 +23,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 	"open-cluster-management.io/addon-framework/pkg/agent"
 	addonv1beta1 "open-cluster-management.io/api/addon/v1beta1"
@@ -73,7 +74,7 @@ func rules(g Gomega, u *unstructured.Unstructured) []rbacv1.PolicyRule {
 
 // csr is a certificate request for the add-on, made on the hub as a
 // cluster's registration agent would.
-func csr(g Gomega, name, cluster, commonName string, orgs ...string) *certificatesv1.CertificateSigningRequest {
+func csr(g Gomega, name, cluster, commonName string, orgs ...string) (*certificatesv1.CertificateSigningRequest, *ecdsa.PrivateKey) {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	g.Expect(err).NotTo(HaveOccurred())
 	der, err := x509.CreateCertificateRequest(rand.Reader, &x509.CertificateRequest{
@@ -87,7 +88,7 @@ func csr(g Gomega, name, cluster, commonName string, orgs ...string) *certificat
 			SignerName: certificatesv1.KubeAPIServerClientSignerName,
 			Usages:     []certificatesv1.KeyUsage{certificatesv1.UsageDigitalSignature, certificatesv1.UsageClientAuth},
 		},
-	}
+	}, key
 }
 
 func approved(c *certificatesv1.CertificateSigningRequest) bool {
@@ -218,13 +219,28 @@ func TestAddonManager(t *testing.T) {
 		Subjects: []rbacv1.Subject{{Kind: rbacv1.GroupKind, APIGroup: rbacv1.GroupName, Name: "system:open-cluster-management:c1"}}})).To(Succeed())
 	reg, err := client.New(regCfg, client.Options{Scheme: f.Scheme})
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(hub.Create(ctx, csr(g, "addon-c1-hostfleet-agent-forged", "c1", "system:admin", groups...))).To(Succeed(), "made by an administrator, not the cluster")
-	g.Eventually(func() error { return reg.Create(ctx, csr(g, "addon-c1-hostfleet-agent-good", "c1", user, groups...)) }).WithTimeout(10 * time.Second).Should(Succeed())
+	forgedCSR, _ := csr(g, "addon-c1-hostfleet-agent-forged", "c1", "system:admin", groups...)
+	g.Expect(hub.Create(ctx, forgedCSR)).To(Succeed(), "made by an administrator, not the cluster")
+	goodCSR, goodKey := csr(g, "addon-c1-hostfleet-agent-good", "c1", user, groups...)
+	g.Eventually(func() error { return reg.Create(ctx, goodCSR.DeepCopy()) }).WithTimeout(10 * time.Second).Should(Succeed())
 	good := &certificatesv1.CertificateSigningRequest{}
 	g.Eventually(func(g Gomega) {
 		g.Expect(hub.Get(ctx, client.ObjectKey{Name: "addon-c1-hostfleet-agent-good"}, good)).To(Succeed())
 		g.Expect(approved(good)).To(BeTrue())
+		g.Expect(good.Status.Certificate).NotTo(BeEmpty(), "signed by kube-controller-manager")
 	}).WithTimeout(30 * time.Second).Should(Succeed())
+	t.Log("the signed certificate is the agent's hub identity, with the rights bound to it")
+	keyDER, err := x509.MarshalECPrivateKey(goodKey)
+	g.Expect(err).NotTo(HaveOccurred())
+	agentCfg := rest.AnonymousClientConfig(hubPlane.Config)
+	agentCfg.CertData = good.Status.Certificate
+	agentCfg.KeyData = pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER})
+	asAgent, err := client.New(agentCfg, client.Options{Scheme: f.Scheme})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(asAgent.List(ctx, &metal3api.HostClaimList{}, client.MatchingLabels{hostfleetv1alpha1.LabelCluster: "c1"})).To(Succeed())
+	g.Expect(asAgent.Create(ctx, &hostfleetv1alpha1.HostInventory{ObjectMeta: metav1.ObjectMeta{Namespace: "c1", Name: "c1"},
+		Spec: hostfleetv1alpha1.HostInventorySpec{ClusterName: "c1"}}, client.DryRunAll)).To(Succeed())
+	g.Expect(asAgent.List(ctx, &corev1.SecretList{}, client.InNamespace("c1"))).To(Satisfy(apierrors.IsForbidden))
 	forged := &certificatesv1.CertificateSigningRequest{}
 	g.Expect(hub.Get(ctx, client.ObjectKey{Name: "addon-c1-hostfleet-agent-forged"}, forged)).To(Succeed())
 	g.Expect(approved(forged)).To(BeFalse(), "a CSR for another user is left for a person to judge")
