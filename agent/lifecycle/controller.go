@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"reflect"
 	"time"
 
 	metal3api "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
@@ -61,7 +63,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, managed cluster.Cluster)
 				// deletion matter.
 				UpdateFunc: func(e event.TypedUpdateEvent[*metal3api.BareMetalHost]) bool {
 					return Driven(e.ObjectNew, r.All) && (e.ObjectOld.GetGeneration() != e.ObjectNew.GetGeneration() ||
-						!equalMaps(e.ObjectOld.GetAnnotations(), e.ObjectNew.GetAnnotations()) ||
+						!maps.Equal(e.ObjectOld.GetAnnotations(), e.ObjectNew.GetAnnotations()) ||
 						e.ObjectNew.GetDeletionTimestamp() != nil)
 				},
 			})).
@@ -200,7 +202,7 @@ func (r *Reconciler) record(ctx context.Context, orig, host *metal3api.BareMetal
 			return err
 		}
 	}
-	if len(host.Annotations) != len(orig.Annotations) {
+	if !maps.Equal(host.Annotations, orig.Annotations) {
 		// A done reboot or inspection request.
 		done := orig.DeepCopy()
 		done.Annotations = host.Annotations
@@ -422,4 +424,11 @@ func (r *Reconciler) saveHardware(ctx context.Context, host *metal3api.BareMetal
 		return controllerutil.SetOwnerReference(host, hd, r.Client.Scheme())
 	})
 	return err
+}
+
+// equalStatus compares statuses but for when they were written.
+func equalStatus(a, b *metal3api.BareMetalHost) bool {
+	x, y := a.Status.DeepCopy(), b.Status.DeepCopy()
+	x.LastUpdated, y.LastUpdated = nil, nil
+	return reflect.DeepEqual(x, y)
 }

@@ -33,29 +33,40 @@ type clientCA struct {
 	serial int64
 }
 
-func newClientCA() (*clientCA, error) {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+// issue makes a key and a certificate from tmpl, signed by parent (itself
+// when parent is nil), both PEM-encoded.
+func issue(tmpl, parent *x509.Certificate, parentKey *ecdsa.PrivateKey) (cert *x509.Certificate, key *ecdsa.PrivateKey, certPEM, keyPEM []byte, err error) {
+	key, err = ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
-		return nil, err
+		return nil, nil, nil, nil, err
 	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "hostfleet-planes-client-ca"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(7 * 24 * time.Hour),
-		KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature, BasicConstraintsValid: true, IsCA: true}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		return nil, err
+	if parent == nil {
+		parent, parentKey = tmpl, key
 	}
-	cert, err := x509.ParseCertificate(der)
+	tmpl.NotBefore, tmpl.NotAfter = time.Now().Add(-time.Hour), time.Now().Add(7*24*time.Hour)
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, parent, &key.PublicKey, parentKey)
 	if err != nil {
-		return nil, err
+		return nil, nil, nil, nil, err
+	}
+	if cert, err = x509.ParseCertificate(der); err != nil {
+		return nil, nil, nil, nil, err
 	}
 	keyDER, err := x509.MarshalECPrivateKey(key)
 	if err != nil {
+		return nil, nil, nil, nil, err
+	}
+	return cert, key, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
+		pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}), nil
+}
+
+func newClientCA() (*clientCA, error) {
+	cert, key, certPEM, keyPEM, err := issue(&x509.Certificate{SerialNumber: big.NewInt(1),
+		Subject:  pkix.Name{CommonName: "hostfleet-planes-client-ca"},
+		KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature, BasicConstraintsValid: true, IsCA: true}, nil, nil)
+	if err != nil {
 		return nil, err
 	}
-	return &clientCA{cert: cert, key: key, serial: 1,
-		certPEM: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
-		keyPEM:  pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER})}, nil
+	return &clientCA{cert: cert, key: key, serial: 1, certPEM: certPEM, keyPEM: keyPEM}, nil
 }
 
 func (c *clientCA) certFile() string { return filepath.Join(c.dir, "client-ca.crt") }
@@ -81,28 +92,18 @@ func (c *clientCA) Start() error {
 
 // AddUser implements envtest.Authn: a client certificate for the user.
 func (c *clientCA) AddUser(user envtest.User, base *rest.Config) (*rest.Config, error) {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, err
-	}
 	c.mu.Lock()
 	c.serial++
 	serial := c.serial
 	c.mu.Unlock()
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(serial), Subject: pkix.Name{CommonName: user.Name, Organization: user.Groups},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(7 * 24 * time.Hour),
-		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, c.cert, &key.PublicKey, c.key)
+	_, _, certPEM, keyPEM, err := issue(&x509.Certificate{SerialNumber: big.NewInt(serial),
+		Subject:  pkix.Name{CommonName: user.Name, Organization: user.Groups},
+		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}, c.cert, c.key)
 	if err != nil {
-		return nil, err
-	}
-	keyDER, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("client certificate for %s: %w", user.Name, err)
 	}
 	cfg := rest.CopyConfig(base)
-	cfg.CertData = pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
-	cfg.KeyData = pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER})
+	cfg.CertData, cfg.KeyData = certPEM, keyPEM
 	return cfg, nil
 }
 

@@ -9,6 +9,8 @@ import (
 	"crypto/x509/pkix"
 	"encoding/json"
 	"encoding/pem"
+	"maps"
+	"slices"
 	"testing"
 	"time"
 
@@ -173,7 +175,7 @@ func TestAddonManager(t *testing.T) {
 		return hub.Get(ctx, client.ObjectKey{Namespace: "hosting", Name: "addon-hostfleet-agent-deploy-hosting-c2-0"}, work)
 	}).WithTimeout(30 * time.Second).Should(Succeed())
 	m = manifests(g, work)
-	g.Expect(m).To(HaveLen(2), "only the pod's ServiceAccount and the Deployment run on the hosting cluster: %v", keys(m))
+	g.Expect(m).To(HaveLen(2), "only the pod's ServiceAccount and the Deployment run on the hosting cluster: %v", slices.Sorted(maps.Keys(m)))
 	g.Expect(m).To(HaveKey("ServiceAccount/klusterlet-c2/hostfleet-agent"))
 	d = deployment(g, m["Deployment/klusterlet-c2/hostfleet-agent"])
 	c = d.Spec.Template.Spec.Containers[0]
@@ -185,7 +187,7 @@ func TestAddonManager(t *testing.T) {
 		return hub.Get(ctx, client.ObjectKey{Namespace: "c2", Name: "addon-hostfleet-agent-deploy-0"}, work)
 	}).WithTimeout(30 * time.Second).Should(Succeed())
 	m = manifests(g, work)
-	g.Expect(keys(m)).To(ConsistOf("Namespace//hostfleet-agent", "ClusterRole//hostfleet:work-agent"),
+	g.Expect(slices.Sorted(maps.Keys(m))).To(ConsistOf("Namespace//hostfleet-agent", "ClusterRole//hostfleet:work-agent"),
 		"the managed cluster gets the agent's namespace and the work agent's rights; the agent makes its own identity")
 
 	t.Log("health comes from the agent's Lease")
@@ -297,12 +299,4 @@ func TestAddonManager(t *testing.T) {
 		g.Expect(hub.Get(ctx, client.ObjectKey{Namespace: "c1", Name: "addon-hostfleet-agent-deploy-0"}, &workv1.ManifestWork{})).To(Satisfy(apierrors.IsNotFound))
 		g.Expect(hub.Get(ctx, client.ObjectKey{Namespace: "c1", Name: addon.InventoryRole}, &rbacv1.RoleBinding{})).To(Satisfy(apierrors.IsNotFound))
 	}).WithTimeout(60 * time.Second).Should(Succeed())
-}
-
-func keys(m map[string]*unstructured.Unstructured) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	return out
 }

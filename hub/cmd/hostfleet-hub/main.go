@@ -1,4 +1,5 @@
-// Command hostfleet-hub runs the hub controllers: today, tenant registration.
+// Command hostfleet-hub runs the hub controllers: tenant registration, claim
+// scheduling, the admission policies and the hostfleet-agent add-on manager.
 package main
 
 import (
