@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -76,9 +75,7 @@ func address(b *redfish.BMC) bmc.Address {
 func TestRedfish(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	images := httptest.NewServer(http.FileServer(http.Dir(t.TempDir())))
-	defer images.Close()
-	iso := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write(make([]byte, 1<<20)) }))
+	iso := redfish.ImageServer()
 	defer iso.Close()
 	b := redfish.Start(redfish.Options{TLS: true})
 	defer b.Close()
@@ -114,10 +111,10 @@ func TestRedfish(t *testing.T) {
 	g.Expect(b.Power()).To(Equal("On"))
 	inserted, _, size := b.Media()
 	g.Expect(inserted).To(BeTrue())
-	g.Expect(size).To(Equal(int64(1 << 20)))
+	g.Expect(size).To(Equal(int64(redfish.ImageSize)))
 	g.Expect(d.Reboot(ctx, true)).To(Succeed())
 	g.Expect(b.Actions()).To(ContainElements("Reset On", "Reset ForceRestart"), "bmclib cycles a Redfish system with ForceRestart")
-	g.Expect(d.InsertMedia(ctx, images.URL+"/missing.iso")).To(MatchError(ContainSubstring("404")))
+	g.Expect(d.InsertMedia(ctx, iso.URL+"/missing.iso")).To(MatchError(ContainSubstring("404")))
 
 	t.Log("deprovision: power off, eject")
 	g.Expect(d.SetPower(ctx, false, true)).To(Succeed())

@@ -2,9 +2,7 @@ package claim_test
 
 import (
 	"context"
-	"net/http"
 	"net/http/httptest"
-	"strings"
 	"testing"
 	"time"
 
@@ -27,13 +25,7 @@ import (
 func drivenScene(t *testing.T, g Gomega, name string, i int) (*scene, *redfish.BMC, *metal3api.BareMetalHost, *httptest.Server) {
 	t.Helper()
 	s := newScene(t, g, false)
-	iso := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !strings.HasSuffix(r.URL.Path, "/live.iso") {
-			http.NotFound(w, r)
-			return
-		}
-		_, _ = w.Write(make([]byte, 8<<10))
-	}))
+	iso := redfish.ImageServer()
 	t.Cleanup(iso.Close)
 	b := redfish.Start(redfish.Options{Username: "admin", Password: "secret"})
 	t.Cleanup(b.Close)

@@ -29,15 +29,9 @@ func TestMain(m *testing.M) {
 	m.Run()
 }
 
-// images serves /live.iso; anything else is 404.
+// images serves */live.iso; anything else is 404.
 func images(t *testing.T) *httptest.Server {
-	s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path != "/live.iso" {
-			http.NotFound(w, r)
-			return
-		}
-		_, _ = w.Write(make([]byte, 64<<10))
-	}))
+	s := redfish.ImageServer()
 	t.Cleanup(s.Close)
 	return s
 }
@@ -145,7 +139,7 @@ func TestLifecycle(t *testing.T) {
 	g.Expect(h.Status.Provisioning.Image.URL).To(Equal(img.URL + "/live.iso"))
 	g.Expect(b.Power()).To(Equal("On"))
 	inserted, url, size := b.Media()
-	g.Expect([]any{inserted, url, size}).To(Equal([]any{true, img.URL + "/live.iso", int64(64 << 10)}))
+	g.Expect([]any{inserted, url, size}).To(Equal([]any{true, img.URL + "/live.iso", int64(redfish.ImageSize)}))
 	enabled, _ := b.BootOverride()
 	g.Expect(enabled).To(Equal("Disabled"), "the one-time CD boot was used")
 	g.Expect(b.Actions()).To(ContainElements("InsertMedia "+img.URL+"/live.iso", "PATCH Boot Once/Cd", "Reset On"))

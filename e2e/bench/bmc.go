@@ -3,8 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -56,7 +54,7 @@ func runBMC(n, workers int) error {
 	c := f.Plane("infra").Client
 
 	fmt.Printf("\nstarting %d emulated Redfish BMCs (HTTPS) and an image server\n", n)
-	iso := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write(make([]byte, 1<<20)) }))
+	iso := redfish.ImageServer()
 	defer iso.Close()
 	bmcs := make([]*redfish.BMC, n)
 	for i := range bmcs {

@@ -10,8 +10,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"sort"
@@ -102,7 +100,7 @@ func Run(ctx context.Context, o Options) error {
 		}
 	}
 	say("baremetal-operator (test mode) drives 2 BareMetalHosts on each of infra-1 and infra-2")
-	images := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write(make([]byte, 1<<20)) }))
+	images := redfish.ImageServer()
 	defer images.Close()
 	rf := redfish.Start(redfish.Options{TLS: true, Hardware: redfish.DefaultHardware("EDGE0001")})
 	defer rf.Close()

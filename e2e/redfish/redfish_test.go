@@ -3,7 +3,6 @@ package redfish_test
 import (
 	"context"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -34,13 +33,7 @@ func client(b *redfish.BMC, user, pass string) *bmclib.Client {
 func TestBmclibDrivesTheEmulator(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	image := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path != "/live.iso" {
-			http.NotFound(w, r)
-			return
-		}
-		_, _ = w.Write(make([]byte, 4096))
-	}))
+	image := redfish.ImageServer()
 	defer image.Close()
 	b := redfish.Start(redfish.Options{TLS: true})
 	defer b.Close()
@@ -63,7 +56,7 @@ func TestBmclibDrivesTheEmulator(t *testing.T) {
 	inserted, url, size := b.Media()
 	g.Expect(inserted).To(BeTrue())
 	g.Expect(url).To(Equal(image.URL + "/live.iso"))
-	g.Expect(size).To(Equal(int64(4096)), "the BMC fetched the image")
+	g.Expect(size).To(Equal(int64(redfish.ImageSize)), "the BMC fetched the image")
 
 	_, err = c.SetPowerState(ctx, "on")
 	g.Expect(err).NotTo(HaveOccurred())
