@@ -11,7 +11,7 @@
 # The IPMI emulator (ipmi_sim) and ipmitool are Debian packages: "ipmi" installs
 # them with apt-get when they are missing (as root, or with sudo).
 #
-# usage: hack/tools.sh [kube-apiserver|etcd|kube-controller-manager|baremetal-operator|controller-gen|staticcheck|ipmi|all]...
+# usage: hack/tools.sh [kube-apiserver|etcd|kube-controller-manager|baremetal-operator|controller-gen|staticcheck|ipmi|ocm|clusteradm|all]...
 #        hack/tools.sh --print-assets   # the KUBEBUILDER_ASSETS directory
 set -euo pipefail
 
@@ -24,6 +24,9 @@ BMO_HWUTILS_VERSION="v0.5.1"
 IRSO_API_VERSION="v0.8.0"
 CONTROLLER_GEN_VERSION="${CONTROLLER_GEN_VERSION:-v0.20.1}"
 STATICCHECK_VERSION="${STATICCHECK_VERSION:-v0.8.2}"
+OCM_VERSION="v1.2.0"                            # e2e/tools/ocm/go.mod
+CLUSTERADM_VERSION="v1.3.1"                     # e2e/tools/clusteradm/go.mod
+ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 
 log() { printf '[tools] %s\n' "$*" >&2; }
 
@@ -142,6 +145,27 @@ go_install() {
 	log "${name} ${version}: built ${dir}/${name}"
 }
 
+
+# build_tools_module <name> <version> <dir> <package>...: builds the tool
+# directives of one of the e2e/tools modules (pinned go.mod and go.sum in the
+# repository) into $CACHE/<name>-<version>/bin.
+build_tools_module() {
+	local name=$1 version=$2 mod=$3
+	shift 3
+	local dir="${CACHE}/${name}-${version}/bin" missing=0 pkg
+	for pkg in "$@"; do [[ -x ${dir}/${pkg##*/} ]] || missing=1; done
+	if [[ ${missing} -eq 0 ]]; then log "${name} ${version}: cached in ${dir}"; return; fi
+	log "${name} ${version}: building ${*##*/} from ${mod} (a few minutes on 2 cores)"
+	mkdir -p "${dir}"
+	(
+		cd "${ROOT}/${mod}"
+		# about-api is a pseudo-version the checksum database does not know.
+		export GONOSUMDB="sigs.k8s.io/about-api" GOFLAGS=-mod=readonly
+		CGO_ENABLED=0 go build -trimpath -ldflags '-s -w' -o "${dir}/" "$@"
+	)
+	log "${name} ${version}: built into ${dir}"
+}
+
 # install_ipmi installs ipmi_sim (openipmi) and ipmitool from Debian.
 install_ipmi() {
 	if command -v ipmi_sim >/dev/null && command -v ipmitool >/dev/null; then
@@ -174,7 +198,7 @@ case "${1:-all}" in
 esac
 
 tools=("$@")
-[[ ${#tools[@]} -eq 0 || ${tools[0]} == all ]] && tools=(etcd kube-apiserver kube-controller-manager baremetal-operator controller-gen staticcheck ipmi)
+[[ ${#tools[@]} -eq 0 || ${tools[0]} == all ]] && tools=(etcd kube-apiserver kube-controller-manager baremetal-operator controller-gen staticcheck ipmi ocm clusteradm)
 for t in "${tools[@]}"; do
 	case "${t}" in
 	kube-apiserver) build_kube_apiserver; [[ -x ${CACHE}/etcd-${ETCD_VERSION}/bin/etcd ]] && link_assets ;;
@@ -184,6 +208,8 @@ for t in "${tools[@]}"; do
 	baremetal-operator) build_bmo ;;
 	controller-gen) go_install controller-gen sigs.k8s.io/controller-tools/cmd/controller-gen "${CONTROLLER_GEN_VERSION}" ;;
 	staticcheck) go_install staticcheck honnef.co/go/tools/cmd/staticcheck "${STATICCHECK_VERSION}" ;;
+	ocm) build_tools_module ocm "${OCM_VERSION}" e2e/tools/ocm open-cluster-management.io/ocm/cmd/{registration-operator,registration,work,placement,addon} ;;
+	clusteradm) build_tools_module clusteradm "${CLUSTERADM_VERSION}" e2e/tools/clusteradm open-cluster-management.io/clusteradm/cmd/clusteradm ;;
 	ipmi) install_ipmi ;;
 	*) log "unknown tool ${t}"; exit 2 ;;
 	esac

@@ -62,6 +62,12 @@ type Options struct {
 	CRDSets []string
 	// StartTimeout bounds the start of each plane. Zero means one minute.
 	StartTimeout time.Duration
+	// ForPods prepares the planes for the pod runner (e2e/pods): the API
+	// server calls webhooks at their Service's endpoints rather than its
+	// cluster IP, which nothing routes here (--enable-aggregator-routing), and
+	// the ServiceAccount admission plugin, which envtest disables, gives pods
+	// their token volume.
+	ForPods bool
 }
 
 // Start starts one control plane per name, concurrently, and installs the CRDs
@@ -100,7 +106,7 @@ func Start(ctx context.Context, opts Options, names ...string) (*Fleet, error) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			p, err := f.startPlane(name, assets, sets, timeout)
+			p, err := f.startPlane(name, assets, sets, timeout, opts.ForPods)
 			if err != nil {
 				errs[i] = fmt.Errorf("plane %s: %w", name, err)
 				return
@@ -117,7 +123,7 @@ func Start(ctx context.Context, opts Options, names ...string) (*Fleet, error) {
 	return f, ctx.Err()
 }
 
-func (f *Fleet) startPlane(name, assets string, sets []string, timeout time.Duration) (*Plane, error) {
+func (f *Fleet) startPlane(name, assets string, sets []string, timeout time.Duration, forPods bool) (*Plane, error) {
 	crds, err := manifests.CRDs(sets...)
 	if err != nil {
 		return nil, err
@@ -134,6 +140,11 @@ func (f *Fleet) startPlane(name, assets string, sets []string, timeout time.Dura
 		Scheme:                   f.Scheme,
 		ControlPlaneStartTimeout: timeout,
 		ControlPlaneStopTimeout:  30 * time.Second,
+	}
+	if forPods {
+		args := env.ControlPlane.GetAPIServer().Configure()
+		args.Set("enable-aggregator-routing", "true")
+		args.Disable("disable-admission-plugins")
 	}
 	cfg, err := env.Start()
 	if err != nil {

@@ -139,9 +139,10 @@ func (f *Fleet) StartBMO(plane string) (*Process, error) {
 // StartControllerManager runs kube-controller-manager (from the assets
 // directory, beside kube-apiserver) against the plane, with the controllers
 // the planes otherwise lack: garbage collection, namespace deletion,
-// service accounts and their tokens, quota status, and the signing of
-// approved kubernetes.io/kube-apiserver-client CSRs with the plane's client
-// CA (what OCM registration needs).
+// service accounts and their tokens, quota status, ClusterRole aggregation,
+// kube-root-ca.crt in every namespace, and the signing of approved
+// kubernetes.io/kube-apiserver-client CSRs with the plane's client CA (what
+// OCM registration needs).
 func (f *Fleet) StartControllerManager(plane string) (*Process, error) {
 	p := f.planes[plane]
 	if p == nil {
@@ -158,7 +159,7 @@ func (f *Fleet) StartControllerManager(plane string) (*Process, error) {
 	}
 	return f.Run("kube-controller-manager-"+plane, plane, bin, []string{
 		"--kubeconfig=" + p.Kubeconfig,
-		"--controllers=garbage-collector-controller,namespace-controller,serviceaccount-controller,serviceaccount-token-controller,resourcequota-controller,certificatesigningrequest-signing-controller",
+		"--controllers=garbage-collector-controller,namespace-controller,serviceaccount-controller,serviceaccount-token-controller,resourcequota-controller,certificatesigningrequest-signing-controller,clusterrole-aggregation-controller,root-ca-certificate-publisher-controller",
 		"--cluster-signing-kube-apiserver-client-cert-file=" + p.clientCA.certFile(),
 		"--cluster-signing-kube-apiserver-client-key-file=" + p.clientCA.keyFile(),
 		"--service-account-private-key-file=" + filepath.Join(certDir, "sa-signer.key"),

@@ -18,10 +18,19 @@ import (
 // every process log is printed.
 func ForTest(t testing.TB, names ...string) *Fleet {
 	t.Helper()
+	return ForTestWith(t, Options{}, names...)
+}
+
+// ForTestWith is ForTest with options; Dir defaults to a test directory.
+func ForTestWith(t testing.TB, opts Options, names ...string) *Fleet {
+	t.Helper()
+	if opts.Dir == "" {
+		opts.Dir = t.TempDir()
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	start := time.Now()
-	f, err := Start(ctx, Options{Dir: t.TempDir()}, names...)
+	f, err := Start(ctx, opts, names...)
 	if err != nil {
 		t.Fatalf("start planes %v: %v", names, err)
 	}

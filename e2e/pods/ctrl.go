@@ -1,0 +1,25 @@
+//go:build linux
+
+package pods
+
+import (
+	"context"
+
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+)
+
+type reconcilerFunc func(context.Context, ctrl.Request) (ctrl.Result, error)
+
+func (f reconcilerFunc) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	return f(ctx, req)
+}
+
+var _ reconcile.Reconciler = reconcilerFunc(nil)
+
+// ctrlOptions lets several runners (one per plane) share a process: their
+// controllers have the same names.
+func ctrlOptions(skipNameValidation bool) controller.Options {
+	return controller.Options{SkipNameValidation: &skipNameValidation, MaxConcurrentReconciles: 4}
+}
