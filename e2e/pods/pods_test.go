@@ -244,7 +244,3 @@ func mustURL(t *testing.T, s string) *url.URL {
 	}
 	return u
 }
-
-
-
-
