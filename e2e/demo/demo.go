@@ -262,7 +262,11 @@ func setUpHub(ctx context.Context, hub client.Client) error {
 	return create(ctx, hub, objs...)
 }
 
-func setUpInfra(ctx context.Context, c client.Client, index int) error {
+// InfraHosts are the objects of an infrastructure cluster whose hosts a
+// baremetal-operator in test mode drives: namespace hosts, the BMC secret, a
+// HostDeployPolicy admitting claims from tenant-* namespaces, and two hosts
+// (server-0 medium, server-1 large) in rack r<index+1>.
+func InfraHosts(index int) []client.Object {
 	objs := []client.Object{
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "hosts"}},
 		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "hosts", Name: "bmc"}, StringData: map[string]string{"username": "admin", "password": "password"}},
@@ -279,7 +283,11 @@ func setUpInfra(ctx context.Context, c client.Client, index int) error {
 			},
 		})
 	}
-	return create(ctx, c, objs...)
+	return objs
+}
+
+func setUpInfra(ctx context.Context, c client.Client, index int) error {
+	return create(ctx, c, InfraHosts(index)...)
 }
 
 // setUpEdge: two hosts that no baremetal-operator manages, each annotated

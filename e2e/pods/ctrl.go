@@ -5,6 +5,9 @@ package pods
 import (
 	"context"
 
+	"github.com/go-logr/logr"
+	"github.com/go-logr/logr/funcr"
+
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -22,4 +25,12 @@ var _ reconcile.Reconciler = reconcilerFunc(nil)
 // controllers have the same names.
 func ctrlOptions(skipNameValidation bool) controller.Options {
 	return controller.Options{SkipNameValidation: &skipNameValidation, MaxConcurrentReconciles: 4}
+}
+
+// logger sends controller-runtime's messages to Options.Logf.
+func logger(opts Options) logr.Logger {
+	if opts.Logf == nil {
+		return logr.Discard()
+	}
+	return funcr.New(func(prefix, args string) { opts.Logf("[pods %s] %s %s", opts.Name, prefix, args) }, funcr.Options{})
 }

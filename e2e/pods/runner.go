@@ -99,7 +99,7 @@ func Start(ctx context.Context, opts Options) (*Runner, error) {
 	mgr, err := ctrl.NewManager(opts.Config, ctrl.Options{
 		Scheme:  scheme,
 		Metrics: metricsserver.Options{BindAddress: "0"},
-		Logger:  ctrl.Log.WithName("pods").WithName(opts.Name),
+		Logger:  logger(opts),
 	})
 	if err != nil {
 		return nil, err
