@@ -50,9 +50,15 @@ type Options struct {
 	MetricsAddr string
 	HealthAddr  string
 
-	// HealthLease keeps the OCM add-on health Lease (hostfleet-agent in
-	// AgentNamespace on the managed cluster).
+	// HealthLease keeps the OCM add-on health Lease hostfleet-agent where
+	// OCM reads it: in AgentNamespace on the managed cluster, or, in Hosted
+	// mode, in HostingNamespace on the hosting cluster (HostingKubeconfig).
 	HealthLease bool
+	// HostingKubeconfig reaches the hosting cluster in Hosted mode; empty
+	// means the in-cluster config. HostingNamespace is the agent's namespace
+	// there (default $POD_NAMESPACE).
+	HostingKubeconfig string
+	HostingNamespace  string
 
 	// LeaderElect runs one active agent per cluster: replicas wait on a
 	// Lease named hostfleet-agent-<cluster> in AgentNamespace on the
@@ -94,6 +100,7 @@ func NewOptions() *Options {
 		BMCTimeout:        30 * time.Second,
 		BMCPoll:           time.Minute,
 		AgentNamespace:    defaultNamespace(),
+		HostingNamespace:  os.Getenv("POD_NAMESPACE"),
 		TokenTTL:          time.Hour,
 	}
 }
@@ -121,7 +128,11 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.BMCPoll, "bmc-poll", o.BMCPoll, "how often the power of a settled driven host is read again")
 	fs.StringVar(&o.Ipmitool, "ipmitool", o.Ipmitool, "ipmitool binary for ipmi:// BMCs (default: ipmitool on PATH)")
 	fs.BoolVar(&o.HealthLease, "health-lease", o.HealthLease,
-		"keep the add-on health Lease hostfleet-agent in --agent-namespace on the managed cluster (OCM reads it)")
+		"keep the add-on health Lease hostfleet-agent where OCM reads it: in --agent-namespace on the managed cluster, or in Hosted mode in --hosting-namespace on the hosting cluster")
+	fs.StringVar(&o.HostingKubeconfig, "hosting-kubeconfig", o.HostingKubeconfig,
+		"Hosted mode: kubeconfig of the hosting cluster, where the health Lease lives (default: in-cluster config)")
+	fs.StringVar(&o.HostingNamespace, "hosting-namespace", o.HostingNamespace,
+		"Hosted mode: the agent's namespace on the hosting cluster, where the health Lease lives (default: $POD_NAMESPACE)")
 	fs.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect, "elect one active agent per cluster with a Lease on the managed cluster")
 	fs.StringVar(&o.AgentNamespace, "agent-namespace", o.AgentNamespace,
 		"the agent's namespace on the managed cluster: its Lease and, in Hosted mode, its ServiceAccount (default: $POD_NAMESPACE, else hostfleet-agent)")
@@ -162,6 +173,9 @@ func (o *Options) Validate() []error {
 	}
 	if (o.LeaderElect || o.BootstrapManagedKubeconfig != "") && len(validation.IsDNS1123Label(o.AgentNamespace)) > 0 {
 		errs = append(errs, fmt.Errorf("--agent-namespace %q must be a namespace name", o.AgentNamespace))
+	}
+	if o.BootstrapManagedKubeconfig != "" && o.HealthLease && len(validation.IsDNS1123Label(o.HostingNamespace)) > 0 {
+		errs = append(errs, fmt.Errorf("--hosting-namespace %q must be a namespace name: in Hosted mode OCM reads the health Lease in the agent's namespace on the hosting cluster (or turn off --health-lease)", o.HostingNamespace))
 	}
 	if o.BootstrapManagedKubeconfig != "" && o.ManagedKubeconfig != "" {
 		errs = append(errs, errors.New("--bootstrap-managed-kubeconfig and --managed-kubeconfig exclude each other: give the cluster-admin kubeconfig to bootstrap from, or the agent's own"))

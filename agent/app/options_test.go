@@ -20,8 +20,11 @@ func TestOptions(t *testing.T) {
 		{name: "bad retry", args: []string{"--hub-kubeconfig=/h", "--cluster-name=a", "--retry-after=1ms"}, wantErr: []string{"--retry-after 1ms"}},
 		{name: "bad agent namespace", args: []string{"--hub-kubeconfig=/h", "--cluster-name=a", "--agent-namespace=Not_A_NS"}, wantErr: []string{"--agent-namespace"}},
 		{name: "no leader election, any namespace", args: []string{"--hub-kubeconfig=/h", "--cluster-name=a", "--leader-elect=false", "--agent-namespace=Not_A_NS"}},
-		{name: "bootstrap or managed, not both", args: []string{"--hub-kubeconfig=/h", "--cluster-name=a", "--managed-kubeconfig=/m", "--bootstrap-managed-kubeconfig=/b"},
+		{name: "bootstrap or managed, not both", args: []string{"--hub-kubeconfig=/h", "--cluster-name=a", "--managed-kubeconfig=/m", "--bootstrap-managed-kubeconfig=/b", "--hosting-namespace=ns"},
 			wantErr: []string{"exclude each other"}},
+		{name: "hosted lease needs the hosting namespace", args: []string{"--hub-kubeconfig=/h", "--cluster-name=a", "--bootstrap-managed-kubeconfig=/b"},
+			wantErr: []string{"--hosting-namespace \"\" must be a namespace name"}},
+		{name: "hosted without lease", args: []string{"--hub-kubeconfig=/h", "--cluster-name=a", "--bootstrap-managed-kubeconfig=/b", "--health-lease=false"}},
 		{name: "short token", args: []string{"--hub-kubeconfig=/h", "--cluster-name=a", "--token-ttl=1m"}, wantErr: []string{"--token-ttl 1m0s"}},
 		{name: "bad hub name", args: []string{"--hub-kubeconfig=/h", "--cluster-name=a", "--hub-name="}, wantErr: []string{"--hub-name"}},
 	}

@@ -103,17 +103,21 @@ func hostedIdentity(ctx context.Context, o *Options) (*rest.Config, *hosted.Refr
 	return cfg, &hosted.Refresher{Identity: id, Config: cfg}, nil
 }
 
-func managedConfig(path string) (*rest.Config, error) {
+func managedConfig(path string) (*rest.Config, error) { return kubeconfigOrDefault(path, "managed cluster") }
+
+// kubeconfigOrDefault loads a kubeconfig file, or without one the in-cluster
+// config (or $KUBECONFIG).
+func kubeconfigOrDefault(path, what string) (*rest.Config, error) {
 	if path != "" {
 		cfg, err := clientcmd.BuildConfigFromFlags("", path)
 		if err != nil {
-			return nil, fmt.Errorf("managed kubeconfig %s: %w", path, err)
+			return nil, fmt.Errorf("%s kubeconfig %s: %w", what, path, err)
 		}
 		return cfg, nil
 	}
 	cfg, err := ctrl.GetConfig()
 	if err != nil {
-		return nil, fmt.Errorf("managed cluster config (in-cluster or $KUBECONFIG): %w", err)
+		return nil, fmt.Errorf("%s config (in-cluster or $KUBECONFIG): %w", what, err)
 	}
 	return cfg, nil
 }
@@ -220,13 +224,22 @@ func New(hubCfg, managedCfg *rest.Config, o *Options) (*Agent, error) {
 		return nil, err
 	}
 	if o.HealthLease {
-		// The add-on's health on the hub: OCM reads this Lease (every
-		// replica keeps it while the managed cluster answers).
-		kube, err := kubernetes.NewForConfig(managedCfg)
+		// The add-on's health on the hub: OCM's registration agent reads this
+		// Lease (every replica keeps it while the managed cluster answers)
+		// on the managed cluster, or in Hosted mode on the hosting cluster.
+		leaseCfg, leaseNS := managedCfg, o.AgentNamespace
+		if o.BootstrapManagedKubeconfig != "" {
+			cfg, err := kubeconfigOrDefault(o.HostingKubeconfig, "hosting cluster")
+			if err != nil {
+				return nil, err
+			}
+			leaseCfg, leaseNS = cfg, o.HostingNamespace
+		}
+		kube, err := kubernetes.NewForConfig(leaseCfg)
 		if err != nil {
 			return nil, err
 		}
-		updater := lease.NewLeaseUpdater(kube, AddonName, o.AgentNamespace).WithHubLeaseConfig(hubCfg, o.ClusterName)
+		updater := lease.NewLeaseUpdater(kube, AddonName, leaseNS).WithHubLeaseConfig(hubCfg, o.ClusterName)
 		if err := mgr.Add(healthLease{updater}); err != nil {
 			return nil, err
 		}

@@ -16,6 +16,8 @@ import (
 
 	. "github.com/onsi/gomega"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	clusterv1 "open-cluster-management.io/api/cluster/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -195,4 +197,22 @@ func step(t *testing.T, name string, fn func(t *testing.T)) {
 	if !ok {
 		t.FailNow()
 	}
+}
+
+// hostedKlusterlet returns the namespace of a cluster's Hosted-mode
+// klusterlet on the hosting plane: clusteradm names it
+// klusterlet-hosted-<random>.
+func (e *env) hostedKlusterlet(cluster string) string {
+	e.t.Helper()
+	list := &unstructured.UnstructuredList{}
+	list.SetGroupVersionKind(schema.GroupVersionKind{Group: "operator.open-cluster-management.io", Version: "v1", Kind: "KlusterletList"})
+	g := NewWithT(e.t)
+	g.Expect(e.fleet.Plane("hosting").Client.List(context.Background(), list)).To(Succeed())
+	for _, k := range list.Items {
+		if name, _, _ := unstructured.NestedString(k.Object, "spec", "clusterName"); name == cluster {
+			return k.GetName()
+		}
+	}
+	e.t.Fatalf("no klusterlet for %s on hosting", cluster)
+	return ""
 }

@@ -11,6 +11,7 @@ import (
 	metal3api "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -25,6 +26,10 @@ import (
 // addonNamespace is where `clusteradm addon enable` installs add-ons unless
 // told otherwise (--namespace).
 const addonNamespace = "open-cluster-management-agent-addon"
+
+// hostedAgentNamespace is where a Hosted agent keeps its identity and Lease on
+// the managed cluster.
+const hostedAgentNamespace = addon.DefaultNamespace
 
 // TestOCM runs the scenarios in order on one fleet: each builds on the one
 // before, as a platform engineer's day would.
@@ -72,6 +77,45 @@ func TestOCM(t *testing.T) {
 		// A tenant's claim, pinned to infra-1, is bound there and Ready.
 		e.expectClaimReady("web-1", "infra-1")
 	})
+
+	step(t, "AddonHosted", func(t *testing.T) {
+		e.t = t
+		g := NewWithT(t)
+		// The hosting cluster is itself a managed cluster (its work agent
+		// applies the hosted agent); infra-2's klusterlet runs on it.
+		e.join("hosting")
+		e.join("infra-2", "--mode", "hosted", "--managed-cluster-kubeconfig", e.fleet.Plane("infra-2").Kubeconfig)
+		klusterletNS := e.hostedKlusterlet("infra-2")
+		t.Logf("infra-2's klusterlet runs on hosting in namespace %s", klusterletNS)
+
+		e.fleet.StartBMOForTest(t, "infra-2")
+		for _, obj := range demo.InfraHosts(1) {
+			g.Expect(e.fleet.Plane("infra-2").Client.Create(ctx, obj)).To(Succeed())
+		}
+		e.run("hub", "clusterset", "set", "lab", "--clusters", "infra-2")
+
+		// The agent goes beside the klusterlet, whose namespace holds the
+		// external managed kubeconfig it bootstraps from.
+		e.run("hub", "addon", "enable", "--names", addon.Name, "--clusters", "infra-2", "--namespace", klusterletNS,
+			"--annotate", "addon.open-cluster-management.io/hosting-cluster-name=hosting")
+		e.expectAgent("hosting", klusterletNS)
+		e.expectAddonAvailable("infra-2")
+		e.expectClaimReady("db-1", "infra-2")
+
+		// Nothing of the agent runs on infra-2: no Deployment, no Pod. There it
+		// has only the ServiceAccount it minted its token for.
+		infra2 := e.fleet.Plane("infra-2").Client
+		deploys := &appsv1.DeploymentList{}
+		g.Expect(infra2.List(ctx, deploys)).To(Succeed())
+		for _, d := range deploys.Items {
+			g.Expect(d.Name).NotTo(ContainSubstring("hostfleet"), "the agent must not run on infra-2 (%s/%s)", d.Namespace, d.Name)
+		}
+		podList := &corev1.PodList{}
+		g.Expect(infra2.List(ctx, podList)).To(Succeed())
+		g.Expect(podList.Items).To(BeEmpty(), "Hosted mode: nothing runs on the managed cluster, the klusterlet included")
+		g.Expect(infra2.Get(ctx, client.ObjectKey{Namespace: hostedAgentNamespace, Name: addon.Name}, &corev1.ServiceAccount{})).To(Succeed(),
+			"the agent's own least-privilege identity on infra-2")
+	})
 }
 
 // expectAgent waits for the agent's Deployment on a plane to be available.
@@ -96,7 +140,7 @@ func (e *env) expectAddonAvailable(cluster string) {
 		g.Expect(hub.Get(context.Background(), client.ObjectKey{Namespace: cluster, Name: addon.Name}, mca)).To(Succeed())
 		g.Expect(meta.IsStatusConditionTrue(mca.Status.Conditions, addonv1beta1.ManagedClusterAddOnConditionAvailable)).To(BeTrue(),
 			"%v", mca.Status.Conditions)
-	}).WithTimeout(2*time.Minute).WithPolling(time.Second).Should(Succeed())
+	}).WithTimeout(2 * time.Minute).WithPolling(time.Second).Should(Succeed())
 }
 
 // expectClaimReady creates a tenant claim pinned to a cluster and waits for
@@ -119,6 +163,6 @@ func (e *env) expectClaimReady(name, cluster string) {
 	g.Eventually(func(g Gomega) {
 		g.Expect(hub.Get(ctx, client.ObjectKeyFromObject(claim), claim)).To(Succeed())
 		g.Expect(meta.IsStatusConditionTrue(claim.Status.Conditions, hostfleetv1alpha1.ConditionReady)).To(BeTrue(), "%v", claim.Status.Conditions)
-	}).WithTimeout(3*time.Minute).WithPolling(time.Second).Should(Succeed())
+	}).WithTimeout(3 * time.Minute).WithPolling(time.Second).Should(Succeed())
 	e.t.Logf("claim %s is Ready on %s", name, cluster)
 }

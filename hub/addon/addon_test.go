@@ -175,14 +175,17 @@ func TestAddonManager(t *testing.T) {
 		return hub.Get(ctx, client.ObjectKey{Namespace: "hosting", Name: "addon-hostfleet-agent-deploy-hosting-c2-0"}, work)
 	}).WithTimeout(30 * time.Second).Should(Succeed())
 	m = manifests(g, work)
-	g.Expect(m).To(HaveLen(2), "only the pod's ServiceAccount and the Deployment run on the hosting cluster: %v", slices.Sorted(maps.Keys(m)))
-	g.Expect(m).To(HaveKey("ServiceAccount/klusterlet-c2/hostfleet-agent"))
+	g.Expect(slices.Sorted(maps.Keys(m))).To(ConsistOf("ServiceAccount/klusterlet-c2/hostfleet-agent", "Deployment/klusterlet-c2/hostfleet-agent",
+		"Role/klusterlet-c2/hostfleet-agent-lease", "RoleBinding/klusterlet-c2/hostfleet-agent-lease"),
+		"only the pod, its ServiceAccount and that ServiceAccount's right to its health Lease are on the hosting cluster")
+	for _, r := range rules(g, m["Role/klusterlet-c2/hostfleet-agent-lease"]) {
+		g.Expect(r.Resources).To(Equal([]string{"leases"}), "the pod's only rights on the hosting cluster are its Lease")
+	}
 	d = deployment(g, m["Deployment/klusterlet-c2/hostfleet-agent"])
 	c = d.Spec.Template.Spec.Containers[0]
 	g.Expect(c.Args).To(ContainElements("--cluster-name=c2", "--agent-namespace=hostfleet-agent",
 		"--bootstrap-managed-kubeconfig=/var/run/managed/kubeconfig", "--token-dir=/var/run/token"))
 	g.Expect(d.Spec.Template.Spec.Volumes).To(ContainElement(HaveField("Secret.SecretName", addon.ExternalManagedKubeconfig)))
-	g.Expect(*d.Spec.Template.Spec.AutomountServiceAccountToken).To(BeFalse(), "the pod needs no rights on the hosting cluster")
 	g.Eventually(func() error {
 		return hub.Get(ctx, client.ObjectKey{Namespace: "c2", Name: "addon-hostfleet-agent-deploy-0"}, work)
 	}).WithTimeout(30 * time.Second).Should(Succeed())

@@ -7,6 +7,7 @@ import (
 
 	metal3api "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
 	. "github.com/onsi/gomega"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -29,6 +30,7 @@ func TestHostedMode(t *testing.T) {
 	hub, infra := f.Plane("hub").Client, f.Plane("infra-1").Client
 	f.StartBMOForTest(t, "infra-1")
 	g.Expect(hub.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "tenant-a"}})).To(Succeed())
+	g.Expect(hub.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "klusterlet-infra-1"}})).To(Succeed())
 	g.Expect(hub.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant-a", Name: "ud"},
 		StringData: map[string]string{"userData": "#cloud-config"}})).To(Succeed())
 	for _, o := range []client.Object{
@@ -46,6 +48,9 @@ func TestHostedMode(t *testing.T) {
 	proc, err := f.Run("agent-hosted", "hub", bin, []string{
 		"--hub-kubeconfig=" + f.Plane("hub").Kubeconfig,
 		"--bootstrap-managed-kubeconfig=" + f.Plane("infra-1").Kubeconfig,
+		// The process runs with KUBECONFIG pointing at the hub: the hub plays
+		// the hosting cluster, where the health Lease goes.
+		"--hosting-namespace=klusterlet-infra-1",
 		"--token-dir=" + t.TempDir(),
 		"--cluster-name=infra-1",
 		"--retry-after=2s",
@@ -76,6 +81,11 @@ func TestHostedMode(t *testing.T) {
 		managers[mf.Manager] = true
 	}
 	g.Expect(managers).To(HaveKey("hostfleet-agent"))
+
+	// OCM reads a Hosted add-on's health Lease on the hosting cluster, in the
+	// agent's namespace there; none is kept on the managed cluster.
+	g.Expect(hub.Get(ctx, client.ObjectKey{Namespace: "klusterlet-infra-1", Name: "hostfleet-agent"}, &coordinationv1.Lease{})).To(Succeed())
+	g.Expect(apierrors.IsNotFound(infra.Get(ctx, client.ObjectKey{Namespace: "hostfleet-agent", Name: "hostfleet-agent"}, &coordinationv1.Lease{}))).To(BeTrue())
 
 	g.Expect(hub.Delete(ctx, c)).To(Succeed())
 	g.Eventually(func(g Gomega) {
