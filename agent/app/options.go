@@ -59,6 +59,10 @@ type Options struct {
 	// there (default $POD_NAMESPACE).
 	HostingKubeconfig string
 	HostingNamespace  string
+	// LeaseOwner is a ServiceAccount in the health Lease's namespace (the
+	// agent pod's) made owner of the agent's Leases there, so that
+	// removing the add-on removes them even from a shared namespace.
+	LeaseOwner string
 
 	// LeaderElect runs one active agent per cluster: replicas wait on a
 	// Lease named hostfleet-agent-<cluster> in AgentNamespace on the
@@ -129,6 +133,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.Ipmitool, "ipmitool", o.Ipmitool, "ipmitool binary for ipmi:// BMCs (default: ipmitool on PATH)")
 	fs.BoolVar(&o.HealthLease, "health-lease", o.HealthLease,
 		"keep the add-on health Lease hostfleet-agent where OCM reads it: in --agent-namespace on the managed cluster, or in Hosted mode in --hosting-namespace on the hosting cluster")
+	fs.StringVar(&o.LeaseOwner, "lease-owner", o.LeaseOwner,
+		"a ServiceAccount in the health Lease's namespace made owner of the agent's Leases, so that deleting it (disabling the add-on) deletes them; empty: none")
 	fs.StringVar(&o.HostingKubeconfig, "hosting-kubeconfig", o.HostingKubeconfig,
 		"Hosted mode: kubeconfig of the hosting cluster, where the health Lease lives (default: in-cluster config)")
 	fs.StringVar(&o.HostingNamespace, "hosting-namespace", o.HostingNamespace,

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"time"
 
 	metal3api "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -103,7 +104,9 @@ func hostedIdentity(ctx context.Context, o *Options) (*rest.Config, *hosted.Refr
 	return cfg, &hosted.Refresher{Identity: id, Config: cfg}, nil
 }
 
-func managedConfig(path string) (*rest.Config, error) { return kubeconfigOrDefault(path, "managed cluster") }
+func managedConfig(path string) (*rest.Config, error) {
+	return kubeconfigOrDefault(path, "managed cluster")
+}
 
 // kubeconfigOrDefault loads a kubeconfig file, or without one the in-cluster
 // config (or $KUBECONFIG).
@@ -242,6 +245,15 @@ func New(hubCfg, managedCfg *rest.Config, o *Options) (*Agent, error) {
 		updater := lease.NewLeaseUpdater(kube, AddonName, leaseNS).WithHubLeaseConfig(hubCfg, o.ClusterName)
 		if err := mgr.Add(healthLease{updater}); err != nil {
 			return nil, err
+		}
+		if o.LeaseOwner != "" {
+			leases := []string{AddonName}
+			if o.LeaderElect && o.BootstrapManagedKubeconfig == "" {
+				leases = append(leases, "hostfleet-agent-"+o.ClusterName) // beside it, in the same namespace
+			}
+			if err := mgr.Add(leaseOwner{client: kube, namespace: leaseNS, serviceAccount: o.LeaseOwner, leases: leases, every: 5 * time.Second}); err != nil {
+				return nil, err
+			}
 		}
 	}
 	return &Agent{Manager: mgr, Managed: managed, Inventory: inv}, nil

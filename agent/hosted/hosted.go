@@ -48,11 +48,27 @@ func Bootstrap(ctx context.Context, bootstrap *rest.Config, id Identity) error {
 	meta := func(ns string) metav1.ObjectMeta {
 		return metav1.ObjectMeta{Name: id.Name, Namespace: ns, Labels: labels}
 	}
+	// The cluster-scoped role and binding belong to the agent's namespace:
+	// whoever removes the namespace (disabling the add-on does) removes them.
+	var owner []metav1.OwnerReference
+	clusterMeta := func() metav1.ObjectMeta {
+		m := meta("")
+		m.OwnerReferences = owner
+		return m
+	}
 	subject := []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: ServiceAccount, Namespace: id.Namespace}}
 	steps := []func() error{
 		func() error {
 			_, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: id.Namespace, Labels: labels}}, metav1.CreateOptions{})
-			return ignoreExists(err)
+			if err := ignoreExists(err); err != nil {
+				return err
+			}
+			ns, err := cs.CoreV1().Namespaces().Get(ctx, id.Namespace, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			owner = []metav1.OwnerReference{{APIVersion: "v1", Kind: "Namespace", Name: ns.Name, UID: ns.UID}}
+			return nil
 		},
 		func() error {
 			sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: ServiceAccount, Namespace: id.Namespace, Labels: labels}}
@@ -60,10 +76,10 @@ func Bootstrap(ctx context.Context, bootstrap *rest.Config, id Identity) error {
 			return ignoreExists(err)
 		},
 		func() error {
-			return upsert(ctx, cs.RbacV1().ClusterRoles(), &rbacv1.ClusterRole{ObjectMeta: meta(""), Rules: ClusterRules(id.LocalClaims, id.BMCDriver)})
+			return upsert(ctx, cs.RbacV1().ClusterRoles(), &rbacv1.ClusterRole{ObjectMeta: clusterMeta(), Rules: ClusterRules(id.LocalClaims, id.BMCDriver)})
 		},
 		func() error {
-			return upsert(ctx, cs.RbacV1().ClusterRoleBindings(), &rbacv1.ClusterRoleBinding{ObjectMeta: meta(""), Subjects: subject,
+			return upsert(ctx, cs.RbacV1().ClusterRoleBindings(), &rbacv1.ClusterRoleBinding{ObjectMeta: clusterMeta(), Subjects: subject,
 				RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: id.Name}})
 		},
 		func() error {

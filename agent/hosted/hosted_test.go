@@ -39,6 +39,11 @@ func TestLeastPrivilege(t *testing.T) {
 		TokenFile: filepath.Join(t.TempDir(), "token"), TTL: 10 * time.Minute}
 	g.Expect(hosted.Bootstrap(ctx, f.Plane("infra-1").Config, id)).To(Succeed())
 	g.Expect(hosted.Bootstrap(ctx, f.Plane("infra-1").Config, id)).To(Succeed(), "bootstrap is idempotent")
+	for _, obj := range []client.Object{&rbacv1.ClusterRole{}, &rbacv1.ClusterRoleBinding{}} {
+		g.Expect(f.Plane("infra-1").Client.Get(ctx, client.ObjectKey{Name: id.Name}, obj)).To(Succeed())
+		g.Expect(obj.GetOwnerReferences()).To(ConsistOf(And(HaveField("Kind", "Namespace"), HaveField("Name", id.Namespace))),
+			"%T goes with the agent's namespace", obj)
+	}
 	cfg := id.Config(f.Plane("infra-1").Config)
 	g.Expect(cfg.CertData).To(BeEmpty(), "no bootstrap credentials are kept")
 	agent, err := client.New(cfg, client.Options{Scheme: f.Scheme})

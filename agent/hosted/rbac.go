@@ -46,5 +46,7 @@ func NamespaceRules() []rbacv1.PolicyRule {
 	return []rbacv1.PolicyRule{
 		{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"get", "create", "update"}},
 		{APIGroups: []string{""}, Resources: []string{"serviceaccounts/token"}, ResourceNames: []string{ServiceAccount}, Verbs: []string{"create"}},
+		// The pod's ServiceAccount owns the agent's Leases (--lease-owner).
+		{APIGroups: []string{""}, Resources: []string{"serviceaccounts"}, ResourceNames: []string{ServiceAccount}, Verbs: []string{"get"}},
 	}
 }

@@ -4,18 +4,23 @@ package ocm_test
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	metal3api "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	addonv1beta1 "open-cluster-management.io/api/addon/v1beta1"
+	clusterv1 "open-cluster-management.io/api/cluster/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/hostfleet/hostfleet/e2e/demo"
@@ -116,6 +121,47 @@ func TestOCM(t *testing.T) {
 		g.Expect(infra2.Get(ctx, client.ObjectKey{Namespace: hostedAgentNamespace, Name: addon.Name}, &corev1.ServiceAccount{})).To(Succeed(),
 			"the agent's own least-privilege identity on infra-2")
 	})
+
+	step(t, "Teardown", func(t *testing.T) {
+		e.t = t
+		g := NewWithT(t)
+		// The tenant gives the hosts back first: the agents release them.
+		for _, name := range []string{"web-1", "db-1"} {
+			g.Expect(hub.Delete(ctx, &metal3api.HostClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant-acme", Name: name}})).To(Succeed())
+		}
+		g.Eventually(func(g Gomega) {
+			claims := &metal3api.HostClaimList{}
+			g.Expect(hub.List(ctx, claims, client.InNamespace("tenant-acme"))).To(Succeed())
+			g.Expect(claims.Items).To(BeEmpty())
+		}).WithTimeout(2 * time.Minute).WithPolling(time.Second).Should(Succeed())
+
+		e.run("hub", "addon", "disable", "--names", addon.Name, "--clusters", "infra-1,infra-2")
+		for _, plane := range []string{"infra-1", "infra-2", "hosting"} {
+			e.expectNoAgent(plane)
+		}
+		g.Expect(e.fleet.Plane("infra-1").Client.Get(ctx, client.ObjectKey{Name: addonNamespace}, &corev1.Namespace{})).To(Succeed(),
+			"the namespace the add-on shared with other add-ons stays")
+		g.Eventually(func(g Gomega) {
+			for _, cluster := range []string{"infra-1", "infra-2"} {
+				g.Expect(hostfleetObjects(ctx, g, hub, cluster)).To(BeEmpty(), "the add-on's grants in %s on the hub", cluster)
+			}
+		}).WithTimeout(time.Minute).WithPolling(time.Second).Should(Succeed())
+
+		// The cluster leaves: unjoin on its side, ManagedCluster deleted on
+		// the hub. Nothing of Hostfleet is left for it on the hub.
+		e.run("infra-1", "unjoin", "--cluster-name", "infra-1")
+		g.Expect(hub.Delete(ctx, &clusterv1.ManagedCluster{ObjectMeta: metav1.ObjectMeta{Name: "infra-1"}})).To(Succeed())
+		g.Eventually(func(g Gomega) {
+			crbs := &rbacv1.ClusterRoleBindingList{}
+			g.Expect(hub.List(ctx, crbs)).To(Succeed())
+			for _, crb := range crbs.Items {
+				g.Expect(crb.Name).NotTo(Equal("hostfleet:agent:infra-1"))
+			}
+			g.Expect(hostfleetObjects(ctx, g, hub, "infra-1")).To(BeEmpty())
+		}).WithTimeout(time.Minute).WithPolling(time.Second).Should(Succeed())
+		e.expectNoAgent("infra-1")
+		g.Expect(e.runners["infra-1"].Running("open-cluster-management-agent", "klusterlet-registration-agent")).To(BeEmpty(), "the klusterlet is gone too")
+	})
 }
 
 // expectAgent waits for the agent's Deployment on a plane to be available.
@@ -165,4 +211,41 @@ func (e *env) expectClaimReady(name, cluster string) {
 		g.Expect(meta.IsStatusConditionTrue(claim.Status.Conditions, hostfleetv1alpha1.ConditionReady)).To(BeTrue(), "%v", claim.Status.Conditions)
 	}).WithTimeout(3 * time.Minute).WithPolling(time.Second).Should(Succeed())
 	e.t.Logf("claim %s is Ready on %s", name, cluster)
+}
+
+// expectNoAgent waits until a plane holds nothing of the agent: no Deployment
+// or Pod, no ServiceAccount, role, binding or Lease named for it, and no
+// process.
+func (e *env) expectNoAgent(plane string) {
+	e.t.Helper()
+	c := e.fleet.Plane(plane).Client
+	ctx := context.Background()
+	NewWithT(e.t).Eventually(func(g Gomega) {
+		g.Expect(hostfleetObjects(ctx, g, c, "")).To(BeEmpty())
+	}).WithTimeout(2*time.Minute).WithPolling(time.Second).Should(Succeed(), "nothing of the agent is left on %s", plane)
+	for _, ns := range []string{addonNamespace, hostedAgentNamespace} {
+		NewWithT(e.t).Expect(e.runners[plane].Running(ns, addon.Name)).To(BeEmpty())
+	}
+}
+
+// hostfleetObjects lists, in a namespace or everywhere, the objects whose
+// name says they are the agent's or the add-on's.
+func hostfleetObjects(ctx context.Context, g Gomega, c client.Client, namespace string) []string {
+	var left []string
+	lists := []client.ObjectList{&appsv1.DeploymentList{}, &corev1.PodList{}, &corev1.ServiceAccountList{}, &rbacv1.RoleList{},
+		&rbacv1.RoleBindingList{}, &coordinationv1.LeaseList{}, &corev1.SecretList{}}
+	if namespace == "" {
+		lists = append(lists, &rbacv1.ClusterRoleList{}, &rbacv1.ClusterRoleBindingList{}, &corev1.NamespaceList{})
+	}
+	for _, list := range lists {
+		g.Expect(c.List(ctx, list, client.InNamespace(namespace))).To(Succeed())
+		g.Expect(meta.EachListItem(list, func(o runtime.Object) error {
+			obj := o.(client.Object)
+			if strings.Contains(obj.GetName(), "hostfleet") {
+				left = append(left, fmt.Sprintf("%T %s/%s", o, obj.GetNamespace(), obj.GetName()))
+			}
+			return nil
+		})).To(Succeed())
+	}
+	return left
 }

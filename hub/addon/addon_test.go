@@ -153,6 +153,7 @@ func TestAddonManager(t *testing.T) {
 	}).WithTimeout(30 * time.Second).Should(Succeed())
 	m := manifests(g, work)
 	g.Expect(m).To(HaveKey("Namespace//hostfleet-agent"))
+	g.Expect(work.Spec.DeleteOption).To(BeNil(), "the agent's own namespace goes with the add-on")
 	g.Expect(m).To(HaveKey("ServiceAccount/hostfleet-agent/hostfleet-agent"))
 	g.Expect(rules(g, m["ClusterRole//hostfleet-agent"])).To(Equal(hosted.ClusterRules(false, true)), "the agent's rights are the ones it gives itself in Hosted mode")
 	g.Expect(m).To(HaveKey("ClusterRoleBinding//hostfleet-agent"))
@@ -179,7 +180,8 @@ func TestAddonManager(t *testing.T) {
 		"Role/klusterlet-c2/hostfleet-agent-lease", "RoleBinding/klusterlet-c2/hostfleet-agent-lease"),
 		"only the pod, its ServiceAccount and that ServiceAccount's right to its health Lease are on the hosting cluster")
 	for _, r := range rules(g, m["Role/klusterlet-c2/hostfleet-agent-lease"]) {
-		g.Expect(r.Resources).To(Equal([]string{"leases"}), "the pod's only rights on the hosting cluster are its Lease")
+		g.Expect(r.Resources).To(Or(Equal([]string{"leases"}), Equal([]string{"serviceaccounts"})),
+			"the pod's only rights on the hosting cluster: its Lease, and naming its ServiceAccount the Lease's owner")
 	}
 	d = deployment(g, m["Deployment/klusterlet-c2/hostfleet-agent"])
 	c = d.Spec.Template.Spec.Containers[0]

@@ -31,6 +31,8 @@ func TestHostedMode(t *testing.T) {
 	f.StartBMOForTest(t, "infra-1")
 	g.Expect(hub.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "tenant-a"}})).To(Succeed())
 	g.Expect(hub.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "klusterlet-infra-1"}})).To(Succeed())
+	owner := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: "klusterlet-infra-1", Name: "hostfleet-agent"}}
+	g.Expect(hub.Create(ctx, owner)).To(Succeed())
 	g.Expect(hub.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant-a", Name: "ud"},
 		StringData: map[string]string{"userData": "#cloud-config"}})).To(Succeed())
 	for _, o := range []client.Object{
@@ -51,6 +53,7 @@ func TestHostedMode(t *testing.T) {
 		// The process runs with KUBECONFIG pointing at the hub: the hub plays
 		// the hosting cluster, where the health Lease goes.
 		"--hosting-namespace=klusterlet-infra-1",
+		"--lease-owner=hostfleet-agent",
 		"--token-dir=" + t.TempDir(),
 		"--cluster-name=infra-1",
 		"--retry-after=2s",
@@ -84,7 +87,11 @@ func TestHostedMode(t *testing.T) {
 
 	// OCM reads a Hosted add-on's health Lease on the hosting cluster, in the
 	// agent's namespace there; none is kept on the managed cluster.
-	g.Expect(hub.Get(ctx, client.ObjectKey{Namespace: "klusterlet-infra-1", Name: "hostfleet-agent"}, &coordinationv1.Lease{})).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		lease := &coordinationv1.Lease{}
+		g.Expect(hub.Get(ctx, client.ObjectKey{Namespace: "klusterlet-infra-1", Name: "hostfleet-agent"}, lease)).To(Succeed())
+		g.Expect(lease.OwnerReferences).To(ConsistOf(HaveField("UID", owner.UID)), "the pod's ServiceAccount owns the Lease (--lease-owner)")
+	}).WithTimeout(30 * time.Second).Should(Succeed())
 	g.Expect(apierrors.IsNotFound(infra.Get(ctx, client.ObjectKey{Namespace: "hostfleet-agent", Name: "hostfleet-agent"}, &coordinationv1.Lease{}))).To(BeTrue())
 
 	g.Expect(hub.Delete(ctx, c)).To(Succeed())
