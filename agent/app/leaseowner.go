@@ -29,9 +29,13 @@ func (l leaseOwner) Start(ctx context.Context) error {
 	log := ctrl.LoggerFrom(ctx).WithName("lease-owner")
 	tick := time.NewTicker(l.every)
 	defer tick.Stop()
+	last := ""
 	for {
 		if done, err := l.own(ctx); err != nil {
-			log.V(1).Info("owning the agent's leases", "error", err.Error())
+			if err.Error() != last {
+				log.Info("cannot make the ServiceAccount the owner of the agent's Leases yet; they may outlive the add-on", "serviceAccount", l.serviceAccount, "error", err.Error())
+			}
+			last = err.Error()
 		} else if done {
 			return nil
 		}

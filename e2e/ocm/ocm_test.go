@@ -78,6 +78,7 @@ func TestOCM(t *testing.T) {
 		// runner runs it on infra-1.
 		e.expectAgent("infra-1", addonNamespace)
 		e.expectAddonAvailable("infra-1")
+		e.expectLeasesOwned("infra-1", addonNamespace, "hostfleet-agent", "hostfleet-agent-infra-1")
 
 		// A tenant's claim, pinned to infra-1, is bound there and Ready.
 		e.expectClaimReady("web-1", "infra-1")
@@ -105,6 +106,7 @@ func TestOCM(t *testing.T) {
 			"--annotate", "addon.open-cluster-management.io/hosting-cluster-name=hosting")
 		e.expectAgent("hosting", klusterletNS)
 		e.expectAddonAvailable("infra-2")
+		e.expectLeasesOwned("hosting", klusterletNS, "hostfleet-agent")
 		e.expectClaimReady("db-1", "infra-2")
 
 		// Nothing of the agent runs on infra-2: no Deployment, no Pod. There it
@@ -248,4 +250,21 @@ func hostfleetObjects(ctx context.Context, g Gomega, c client.Client, namespace 
 		})).To(Succeed())
 	}
 	return left
+}
+
+// expectLeasesOwned waits for the agent's Leases to belong to its pod's
+// ServiceAccount, so that they go with the add-on.
+func (e *env) expectLeasesOwned(plane, namespace string, names ...string) {
+	e.t.Helper()
+	c := e.fleet.Plane(plane).Client
+	ctx := context.Background()
+	NewWithT(e.t).Eventually(func(g Gomega) {
+		sa := &corev1.ServiceAccount{}
+		g.Expect(c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: addon.Name}, sa)).To(Succeed())
+		for _, name := range names {
+			lease := &coordinationv1.Lease{}
+			g.Expect(c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, lease)).To(Succeed())
+			g.Expect(lease.OwnerReferences).To(ContainElement(HaveField("UID", sa.UID)), "Lease %s", name)
+		}
+	}).WithTimeout(time.Minute).WithPolling(time.Second).Should(Succeed())
 }

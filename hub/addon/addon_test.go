@@ -167,7 +167,7 @@ func TestAddonManager(t *testing.T) {
 	c := d.Spec.Template.Spec.Containers[0]
 	g.Expect(c.Image).To(Equal(opts.Image))
 	g.Expect(c.Args).To(ContainElements("--hub-kubeconfig=/var/run/hub/kubeconfig", "--cluster-name=c1",
-		"--hub-name=lab-hub", "--agent-namespace=hostfleet-agent"))
+		"--hub-name=lab-hub", "--agent-namespace=hostfleet-agent", "--lease-owner=hostfleet-agent"))
 	g.Expect(c.Args).NotTo(ContainElement(HavePrefix("--bootstrap-managed-kubeconfig")))
 	g.Expect(d.Spec.Template.Spec.Volumes).To(ContainElement(HaveField("Secret.SecretName", "hostfleet-agent-hub-kubeconfig")))
 
