@@ -12,11 +12,11 @@ GO_TEST_FLAGS ?= -count=1 -timeout 20m
 
 .PHONY: help
 help: ## List the targets.
-	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
+	@grep -hE '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
 
 .PHONY: tools
 tools: ## Build every tool the tests need into $(HOSTFLEET_CACHE) (minutes the first time, seconds after).
-	$(TOOLS) envtest kube-controller-manager baremetal-operator controller-gen staticcheck ipmi
+	$(TOOLS) envtest kube-controller-manager baremetal-operator controller-gen staticcheck ipmi ocm clusteradm
 
 .PHONY: build
 build: ## Build the binaries into bin/.
@@ -48,6 +48,12 @@ lint: ## gofmt, go vet and staticcheck.
 test: verify lint tools ## Everything CI runs: verify, lint, unit and integration tests on real control planes.
 	KUBEBUILDER_ASSETS="$$($(TOOLS) --print-assets)" HOSTFLEET_BMO="$$($(TOOLS) --print-bmo)" \
 		go test $(GO_TEST_FLAGS) ./...
+
+.PHONY: e2e-local
+e2e-local: ## The real OCM flow on local planes: clusteradm init/join (Default and Hosted), the add-on enabled, claims Ready, teardown (root).
+	$(TOOLS) envtest kube-controller-manager baremetal-operator ocm clusteradm
+	KUBEBUILDER_ASSETS="$$($(TOOLS) --print-assets)" HOSTFLEET_BMO="$$($(TOOLS) --print-bmo)" \
+		go test $(GO_TEST_FLAGS) -v ./e2e/pods/ ./e2e/ocm/
 
 .PHONY: demo
 demo: build ## Local hub and two infrastructure clusters, hub and agents running, a tenant's claims going Ready (Ctrl-C stops it).

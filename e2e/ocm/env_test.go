@@ -141,9 +141,9 @@ func (e *env) run(plane string, args ...string) string {
 	cmd.Env = append(os.Environ(), "KUBECONFIG="+e.fleet.Plane(plane).Kubeconfig)
 	start := time.Now()
 	out, err := cmd.CombinedOutput()
-	e.t.Logf("clusteradm %s (on %s, %s)", strings.Join(args, " "), plane, time.Since(start).Round(100*time.Millisecond))
+	e.t.Logf("clusteradm %s (on %s, %s)", redact(args), plane, time.Since(start).Round(100*time.Millisecond))
 	if err != nil {
-		e.t.Fatalf("clusteradm %s on %s: %v\n%s", strings.Join(args, " "), plane, err, out)
+		e.t.Fatalf("clusteradm %s on %s: %v\n%s", redact(args), plane, err, out)
 	}
 	return string(out)
 }
@@ -215,4 +215,15 @@ func (e *env) hostedKlusterlet(cluster string) string {
 	}
 	e.t.Fatalf("no klusterlet for %s on hosting", cluster)
 	return ""
+}
+
+// redact is a command line for the log, without the join token.
+func redact(args []string) string {
+	out := append([]string(nil), args...)
+	for i := range out {
+		if i > 0 && out[i-1] == "--hub-token" {
+			out[i] = "<token>"
+		}
+	}
+	return strings.Join(out, " ")
 }

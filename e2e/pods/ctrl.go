@@ -30,7 +30,9 @@ func ctrlOptions(skipNameValidation bool) controller.Options {
 // logger sends controller-runtime's messages to Options.Logf.
 func logger(opts Options) logr.Logger {
 	if opts.Logf == nil {
-		return logr.Discard()
+		// Not logr.Discard(): a logger without a sink makes the manager fall
+		// back to the global one.
+		return funcr.New(func(string, string) {}, funcr.Options{})
 	}
 	return funcr.New(func(prefix, args string) { opts.Logf("[pods %s] %s %s", opts.Name, prefix, args) }, funcr.Options{})
 }
