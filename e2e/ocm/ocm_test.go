@@ -169,19 +169,24 @@ func TestOCM(t *testing.T) {
 // expectAgent waits for the agent's Deployment on a plane to be available.
 func (e *env) expectAgent(plane, namespace string) {
 	e.t.Helper()
+	start := time.Now()
 	c := e.fleet.Plane(plane).Client
 	NewWithT(e.t).Eventually(func(g Gomega) {
 		d := &appsv1.Deployment{}
 		g.Expect(c.Get(context.Background(), client.ObjectKey{Namespace: namespace, Name: addon.Name}, d)).To(Succeed())
 		g.Expect(d.Status.AvailableReplicas).To(BeNumerically(">=", 1))
 	}).WithTimeout(3*time.Minute).WithPolling(time.Second).Should(Succeed(), "the agent runs on %s in %s", plane, namespace)
-	e.t.Logf("hostfleet-agent is available on %s in %s", plane, namespace)
+	e.t.Logf("hostfleet-agent is available on %s in %s (%s)", plane, namespace, time.Since(start).Round(100*time.Millisecond))
 }
 
 // expectAddonAvailable waits for the ManagedClusterAddOn to be Available
 // (health from the agent's lease).
 func (e *env) expectAddonAvailable(cluster string) {
 	e.t.Helper()
+	start := time.Now()
+	defer func() {
+		e.t.Logf("ManagedClusterAddOn %s/%s is Available (%s)", cluster, addon.Name, time.Since(start).Round(100*time.Millisecond))
+	}()
 	hub := e.fleet.Plane("hub").Client
 	NewWithT(e.t).Eventually(func(g Gomega) {
 		mca := &addonv1beta1.ManagedClusterAddOn{}
@@ -195,6 +200,7 @@ func (e *env) expectAddonAvailable(cluster string) {
 // it to be Ready.
 func (e *env) expectClaimReady(name, cluster string) {
 	e.t.Helper()
+	start := time.Now()
 	hub := e.fleet.Plane("hub").Client
 	ctx := context.Background()
 	claim := &metal3api.HostClaim{
@@ -212,7 +218,7 @@ func (e *env) expectClaimReady(name, cluster string) {
 		g.Expect(hub.Get(ctx, client.ObjectKeyFromObject(claim), claim)).To(Succeed())
 		g.Expect(meta.IsStatusConditionTrue(claim.Status.Conditions, hostfleetv1alpha1.ConditionReady)).To(BeTrue(), "%v", claim.Status.Conditions)
 	}).WithTimeout(3 * time.Minute).WithPolling(time.Second).Should(Succeed())
-	e.t.Logf("claim %s is Ready on %s", name, cluster)
+	e.t.Logf("claim %s is Ready on %s (%s)", name, cluster, time.Since(start).Round(100*time.Millisecond))
 }
 
 // expectNoAgent waits until a plane holds nothing of the agent: no Deployment
