@@ -4,9 +4,12 @@
 #
 #   $HOSTFLEET_CACHE/<tool>-<version>/bin/<binary>
 #
-# Each tool is built in its own throw-away wrapper module (their Kubernetes
-# versions differ). A tool whose binary is already in the cache is skipped, so a
-# second run takes seconds.
+# The control planes' binaries (kube-apiserver, kube-controller-manager), OCM's
+# components and clusteradm are built from the modules under e2e/tools, whose
+# go.mod and go.sum pin every dependency (one module per Kubernetes version
+# in play). etcd, baremetal-operator, controller-gen and staticcheck are built
+# in throw-away wrapper modules. A tool whose binary is already in the cache is
+# skipped, so a second run takes seconds.
 #
 # The IPMI emulator (ipmi_sim) and ipmitool are Debian packages: "ipmi" installs
 # them with apt-get when they are missing (as root, or with sudo).
@@ -16,8 +19,7 @@
 set -euo pipefail
 
 CACHE="${HOSTFLEET_CACHE:-${HOME}/.cache/hostfleet}"
-KUBE_VERSION="${KUBE_VERSION:-v1.35.4}"          # k8s.io/kubernetes
-KUBE_STAGING_VERSION="v0${KUBE_VERSION#v1}"       # its published staging modules
+KUBE_VERSION="v1.35.4"                          # e2e/tools/kubernetes/go.mod
 ETCD_VERSION="${ETCD_VERSION:-v3.6.16}"
 BMO_VERSION="${BMO_VERSION:-v0.13.2}"
 BMO_HWUTILS_VERSION="v0.5.1"
@@ -41,51 +43,17 @@ wrapper() {
 	printf 'module %s\n\ngo 1.25\n' "${mod}" >"${dir}/go.mod"
 }
 
+# kube-apiserver and kube-controller-manager come from the module
+# e2e/tools/kubernetes, whose replace block maps every staging module
+# k8s.io/kubernetes replaces locally to its published version.
 build_kube_apiserver() {
-	local out
-	out="${CACHE}/kube-apiserver-${KUBE_VERSION}/bin/kube-apiserver"
-	if [[ -x ${out} ]]; then log "kube-apiserver ${KUBE_VERSION}: cached at ${out}"; return; fi
-	local src="${CACHE}/src/kube-apiserver-${KUBE_VERSION}"
-	log "kube-apiserver ${KUBE_VERSION}: building in ${src} (about 7 minutes on 2 cores)"
-	wrapper "${src}" hostfleet.tools/kube-apiserver
-	(
-		cd "${src}"
-		# Map every staging module k8s.io/kubernetes replaces locally to its
-		# published version.
-		local gomod
-		gomod=$(go mod download -json "k8s.io/kubernetes@${KUBE_VERSION}" | sed -n 's/.*"GoMod": "\(.*\)".*/\1/p')
-		{
-			echo "require k8s.io/kubernetes ${KUBE_VERSION}"
-			echo "replace ("
-			grep -E '^\s*k8s\.io/[a-z0-9-]+ => \./staging/' "${gomod}" | awk -v v="${KUBE_STAGING_VERSION}" '{print "\t" $1 " => " $1 " " v}'
-			echo ")"
-		} >>go.mod
-		go mod download k8s.io/kubernetes
-		go get "k8s.io/kubernetes/cmd/kube-apiserver@${KUBE_VERSION}"
-		CGO_ENABLED=0 go build -trimpath -ldflags '-s -w' -o "${out}" k8s.io/kubernetes/cmd/kube-apiserver
-	)
-	log "kube-apiserver ${KUBE_VERSION}: built ${out}"
+	build_tools_module kube-apiserver "${KUBE_VERSION}" e2e/tools/kubernetes k8s.io/kubernetes/cmd/kube-apiserver
 }
 
-# build_kube_controller_manager builds kube-controller-manager in the same
-# wrapper module as kube-apiserver (built first if needed): the planes run it
-# for garbage collection, namespace deletion and service-account tokens.
+# build_kube_controller_manager: the planes run it for garbage collection,
+# namespace deletion, service-account tokens and CSR signing.
 build_kube_controller_manager() {
-	local out
-	out="${CACHE}/kube-controller-manager-${KUBE_VERSION}/bin/kube-controller-manager"
-	if [[ -x ${out} ]]; then log "kube-controller-manager ${KUBE_VERSION}: cached at ${out}"; return; fi
-	local src="${CACHE}/src/kube-apiserver-${KUBE_VERSION}"
-	if [[ ! -f ${src}/go.mod ]]; then
-		rm -f "${CACHE}/kube-apiserver-${KUBE_VERSION}/bin/kube-apiserver"
-		build_kube_apiserver
-	fi
-	log "kube-controller-manager ${KUBE_VERSION}: building in ${src} (a few minutes on 2 cores)"
-	(
-		cd "${src}"
-		go get "k8s.io/kubernetes/cmd/kube-controller-manager@${KUBE_VERSION}"
-		CGO_ENABLED=0 go build -trimpath -ldflags '-s -w' -o "${out}" k8s.io/kubernetes/cmd/kube-controller-manager
-	)
-	log "kube-controller-manager ${KUBE_VERSION}: built ${out}"
+	build_tools_module kube-controller-manager "${KUBE_VERSION}" e2e/tools/kubernetes k8s.io/kubernetes/cmd/kube-controller-manager
 }
 
 build_etcd() {

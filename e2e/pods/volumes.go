@@ -302,26 +302,18 @@ func (r *Runner) env(ctx context.Context, pod *corev1.Pod, c *corev1.Container) 
 			set(e.Name, v)
 		case e.ValueFrom.SecretKeyRef != nil:
 			ref := e.ValueFrom.SecretKeyRef
-			data, err := r.secretData(ctx, pod.Namespace, ref.Name, ptr.Deref(ref.Optional, false))
+			v, err := r.key(ctx, pod.Namespace, "secret", ref.Name, ref.Key, ref.Optional, r.secretData)
 			if err != nil {
 				return nil, fmt.Errorf("env %s: %w", e.Name, err)
 			}
-			v, ok := data[ref.Key]
-			if !ok && !ptr.Deref(ref.Optional, false) {
-				return nil, errWaiting{fmt.Sprintf("env %s: key %q missing from secret %q", e.Name, ref.Key, ref.Name)}
-			}
-			set(e.Name, string(v))
+			set(e.Name, v)
 		case e.ValueFrom.ConfigMapKeyRef != nil:
 			ref := e.ValueFrom.ConfigMapKeyRef
-			data, err := r.configMapData(ctx, pod.Namespace, ref.Name, ptr.Deref(ref.Optional, false))
+			v, err := r.key(ctx, pod.Namespace, "configmap", ref.Name, ref.Key, ref.Optional, r.configMapData)
 			if err != nil {
 				return nil, fmt.Errorf("env %s: %w", e.Name, err)
 			}
-			v, ok := data[ref.Key]
-			if !ok && !ptr.Deref(ref.Optional, false) {
-				return nil, errWaiting{fmt.Sprintf("env %s: key %q missing from configmap %q", e.Name, ref.Key, ref.Name)}
-			}
-			set(e.Name, string(v))
+			set(e.Name, v)
 		case e.ValueFrom.ResourceFieldRef != nil:
 			set(e.Name, "0")
 		}
@@ -331,6 +323,21 @@ func (r *Runner) env(ctx context.Context, pod *corev1.Pod, c *corev1.Container) 
 		out = append(out, k+"="+vars[k])
 	}
 	return out, nil
+}
+
+// key reads one key of a Secret or ConfigMap for an env var; a missing
+// required key keeps the pod waiting, as the kubelet does.
+func (r *Runner) key(ctx context.Context, ns, kind, name, key string, optional *bool,
+	read func(context.Context, string, string, bool) (map[string][]byte, error)) (string, error) {
+	data, err := read(ctx, ns, name, ptr.Deref(optional, false))
+	if err != nil {
+		return "", err
+	}
+	v, ok := data[key]
+	if !ok && !ptr.Deref(optional, false) {
+		return "", errWaiting{fmt.Sprintf("key %q missing from %s %q", key, kind, name)}
+	}
+	return string(v), nil
 }
 
 // expand replaces $(VAR) references to variables defined before, as the
