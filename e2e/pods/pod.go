@@ -24,6 +24,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -90,6 +91,10 @@ func (p *pod) stop() {
 // run starts the pod and keeps it running until ctx ends.
 func (p *pod) run(ctx context.Context) {
 	defer close(p.done)
+	p.mu.Lock()
+	uid := p.obj.UID
+	p.mu.Unlock()
+	defer p.r.forgetTokens(uid)
 	var procs sync.WaitGroup
 	defer procs.Wait()
 
@@ -596,7 +601,7 @@ func (p *pod) status(obj *corev1.Pod) corev1.PodStatus {
 	for _, c := range p.containers {
 		cs := corev1.ContainerStatus{
 			Name: c.spec.Name, Image: c.spec.Image, ImageID: c.spec.Image,
-			Ready: c.ready, RestartCount: c.restarts, Started: &c.running,
+			Ready: c.ready, RestartCount: c.restarts, Started: ptr.To(c.running),
 		}
 		switch {
 		case p.waiting != "":

@@ -71,6 +71,8 @@ type Runner struct {
 	direct  client.Client // uncached: volumes and env read what was just written
 	apiPort int
 
+	tokens sync.Map // pod token cache: key -> cachedToken
+
 	mu   sync.Mutex
 	pods map[types.NamespacedName][]*pod // by Deployment
 	logs []string

@@ -8,11 +8,13 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
@@ -137,11 +139,16 @@ func (r *Runner) configMapData(ctx context.Context, ns, name string, optional bo
 	return data, nil
 }
 
-// token asks the plane for a service-account token bound to the pod.
+// token returns a service-account token bound to the pod, asked of the plane
+// once and again when 80% of its life has passed, as the kubelet does.
 func (r *Runner) token(ctx context.Context, pod *corev1.Pod, p *corev1.ServiceAccountTokenProjection) (string, error) {
 	sa := pod.Spec.ServiceAccountName
 	if sa == "" {
 		sa = "default"
+	}
+	key := fmt.Sprintf("%s/%s/%s/%d", pod.UID, sa, p.Audience, ptr.Deref(p.ExpirationSeconds, 0))
+	if t, ok := r.tokens.Load(key); ok && time.Now().Before(t.(cachedToken).renewAt) {
+		return t.(cachedToken).token, nil
 	}
 	tr := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{
 		ExpirationSeconds: ptr.To(int64(3600)),
@@ -160,7 +167,24 @@ func (r *Runner) token(ctx context.Context, pod *corev1.Pod, p *corev1.ServiceAc
 		}
 		return "", fmt.Errorf("token for service account %s: %w", sa, err)
 	}
+	life := time.Until(tr.Status.ExpirationTimestamp.Time)
+	r.tokens.Store(key, cachedToken{token: tr.Status.Token, renewAt: time.Now().Add(life * 8 / 10)})
 	return tr.Status.Token, nil
+}
+
+// forgetTokens drops a stopped pod's tokens.
+func (r *Runner) forgetTokens(uid types.UID) {
+	r.tokens.Range(func(k, _ any) bool {
+		if strings.HasPrefix(k.(string), string(uid)+"/") {
+			r.tokens.Delete(k)
+		}
+		return true
+	})
+}
+
+type cachedToken struct {
+	token   string
+	renewAt time.Time
 }
 
 func keyFiles(data map[string][]byte, items []corev1.KeyToPath, defaultMode *int32) files {
