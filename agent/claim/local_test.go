@@ -46,13 +46,13 @@ func TestLocalClaims(t *testing.T) {
 	g.Eventually(func(g Gomega) {
 		g.Expect(infra.Get(ctx, client.ObjectKeyFromObject(local), local)).To(Succeed())
 		g.Expect(associated(local)).NotTo(BeNil())
-		g.Expect(associated(local).Status).To(Equal(metav1.ConditionTrue))
+		g.Expect(associated(local)).To(HaveField("Status", metav1.ConditionTrue))
 		g.Expect(condition(local, hostfleetv1alpha1.ConditionSynchronized).Status).To(Equal(metav1.ConditionTrue))
 		g.Expect(local.Finalizers).To(ContainElement(hostfleetv1alpha1.AgentFinalizer))
 		localHost = local.Status.BareMetalHost.Name
 		g.Expect(hub.Get(ctx, client.ObjectKeyFromObject(remote), remote)).To(Succeed())
 		g.Expect(associated(remote)).NotTo(BeNil())
-		g.Expect(associated(remote).Status).To(Equal(metav1.ConditionTrue))
+		g.Expect(associated(remote)).To(HaveField("Status", metav1.ConditionTrue))
 		g.Expect(remote.Status.BareMetalHost.Name).NotTo(Equal(localHost), "one host each")
 	}).WithTimeout(30 * time.Second).Should(Succeed())
 
@@ -75,5 +75,5 @@ func TestLocalClaims(t *testing.T) {
 		g.Expect(apierrors.IsNotFound(infra.Get(ctx, client.ObjectKey{Namespace: hostsNS, Name: copyName}, &corev1.Secret{}))).To(BeTrue())
 	}).WithTimeout(30 * time.Second).Should(Succeed())
 	g.Expect(hub.Get(ctx, client.ObjectKeyFromObject(remote), remote)).To(Succeed())
-	g.Expect(associated(remote).Status).To(Equal(metav1.ConditionTrue), "the hub claim keeps its host")
+	g.Expect(associated(remote)).To(HaveField("Status", metav1.ConditionTrue), "the hub claim keeps its host")
 }

@@ -67,7 +67,7 @@ func TestHubOutage(t *testing.T) {
 		g.Expect(apierrors.IsNotFound(hub.Get(ctx, key, &metal3api.HostClaim{}))).To(BeTrue(), "the release completed")
 		g.Expect(hub.Get(ctx, client.ObjectKeyFromObject(late), late)).To(Succeed())
 		g.Expect(associated(late)).NotTo(BeNil())
-		g.Expect(associated(late).Status).To(Equal(metav1.ConditionTrue), "the claim made during the outage is served")
+		g.Expect(associated(late)).To(HaveField("Status", metav1.ConditionTrue), "the claim made during the outage is served")
 		g.Expect(late.Status.BareMetalHost.Name).To(Equal("h0"))
 	}).WithTimeout(180 * time.Second).WithPolling(time.Second).Should(Succeed())
 }

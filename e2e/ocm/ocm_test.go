@@ -13,6 +13,7 @@ import (
 	metal3api "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
+	certificatesv1 "k8s.io/api/certificates/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -79,6 +80,7 @@ func TestOCM(t *testing.T) {
 		e.expectAgent("infra-1", addonNamespace)
 		e.expectAddonAvailable("infra-1")
 		e.expectLeasesOwned("infra-1", addonNamespace, "hostfleet-agent", "hostfleet-agent-infra-1")
+		e.expectAddonCSRIssued("infra-1")
 
 		// A tenant's claim, pinned to infra-1, is bound there and Ready.
 		e.expectClaimReady("web-1", "infra-1")
@@ -273,4 +275,21 @@ func (e *env) expectLeasesOwned(plane, namespace string, names ...string) {
 			g.Expect(lease.OwnerReferences).To(ContainElement(HaveField("UID", sa.UID)), "Lease %s", name)
 		}
 	}).WithTimeout(time.Minute).WithPolling(time.Second).Should(Succeed())
+}
+
+// expectAddonCSRIssued checks that the agent's hub identity came from the real
+// CSR flow: the cluster's registration agent asked, the hub's add-on manager
+// approved, kube-controller-manager signed.
+func (e *env) expectAddonCSRIssued(cluster string) {
+	e.t.Helper()
+	csrs := &certificatesv1.CertificateSigningRequestList{}
+	g := NewWithT(e.t)
+	g.Expect(e.fleet.Plane("hub").Client.List(context.Background(), csrs, client.MatchingLabels{
+		"open-cluster-management.io/cluster-name": cluster, "open-cluster-management.io/addon-name": addon.Name,
+	})).To(Succeed())
+	g.Expect(csrs.Items).To(ContainElement(And(
+		HaveField("Spec.SignerName", certificatesv1.KubeAPIServerClientSignerName),
+		HaveField("Status.Certificate", Not(BeEmpty())),
+		HaveField("Status.Conditions", ContainElement(HaveField("Type", certificatesv1.CertificateApproved))),
+	)), "an approved and signed CSR for the add-on from %s", cluster)
 }
