@@ -34,5 +34,6 @@ func logger(opts Options) logr.Logger {
 		// back to the global one.
 		return funcr.New(func(string, string) {}, funcr.Options{})
 	}
-	return funcr.New(func(prefix, args string) { opts.Logf("[pods %s] %s %s", opts.Name, prefix, args) }, funcr.Options{})
+	// Errors only: the managers' start and stop messages are noise here.
+	return funcr.New(func(prefix, args string) { opts.Logf("[pods %s] %s %s", opts.Name, prefix, args) }, funcr.Options{Verbosity: -1})
 }

@@ -315,32 +315,26 @@ func (r *Runner) env(ctx context.Context, pod *corev1.Pod, c *corev1.Container) 
 		}
 	}
 	for _, e := range c.Env {
+		var v string
+		var err error
 		switch {
 		case e.ValueFrom == nil:
-			set(e.Name, expand(e.Value, vars))
+			v = expand(e.Value, vars)
 		case e.ValueFrom.FieldRef != nil:
-			v, err := fieldValue(pod, e.ValueFrom.FieldRef.FieldPath)
-			if err != nil {
-				return nil, fmt.Errorf("env %s: %w", e.Name, err)
-			}
-			set(e.Name, v)
+			v, err = fieldValue(pod, e.ValueFrom.FieldRef.FieldPath)
 		case e.ValueFrom.SecretKeyRef != nil:
 			ref := e.ValueFrom.SecretKeyRef
-			v, err := r.key(ctx, pod.Namespace, "secret", ref.Name, ref.Key, ref.Optional, r.secretData)
-			if err != nil {
-				return nil, fmt.Errorf("env %s: %w", e.Name, err)
-			}
-			set(e.Name, v)
+			v, err = r.key(ctx, pod.Namespace, "secret", ref.Name, ref.Key, ref.Optional, r.secretData)
 		case e.ValueFrom.ConfigMapKeyRef != nil:
 			ref := e.ValueFrom.ConfigMapKeyRef
-			v, err := r.key(ctx, pod.Namespace, "configmap", ref.Name, ref.Key, ref.Optional, r.configMapData)
-			if err != nil {
-				return nil, fmt.Errorf("env %s: %w", e.Name, err)
-			}
-			set(e.Name, v)
+			v, err = r.key(ctx, pod.Namespace, "configmap", ref.Name, ref.Key, ref.Optional, r.configMapData)
 		case e.ValueFrom.ResourceFieldRef != nil:
-			set(e.Name, "0")
+			v = "0"
 		}
+		if err != nil {
+			return nil, fmt.Errorf("env %s: %w", e.Name, err)
+		}
+		set(e.Name, v)
 	}
 	out := make([]string, 0, len(order))
 	for _, k := range order {
