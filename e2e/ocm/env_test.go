@@ -163,15 +163,12 @@ func (e *env) init() {
 	}
 }
 
-// join joins a cluster in Default mode and accepts it.
-func (e *env) join(cluster string, extra ...string) {
+// join runs `clusteradm join` for a cluster on a plane (its own in Default
+// mode, the hosting one in Hosted mode) and accepts it on the hub.
+func (e *env) join(plane, cluster string, extra ...string) {
 	e.t.Helper()
 	args := append([]string{"join", "--hub-token", e.hubToken, "--hub-apiserver", e.hubURL, "--cluster-name", cluster,
 		"--ca-file", e.hubCA, "--wait"}, extra...)
-	plane := cluster
-	if len(extra) > 0 {
-		plane = "hosting"
-	}
 	e.run(plane, args...)
 	e.run("hub", "accept", "--clusters", cluster, "--wait")
 	e.expectAvailable(cluster)

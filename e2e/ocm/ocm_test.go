@@ -47,7 +47,7 @@ func TestOCM(t *testing.T) {
 	step(t, "Join", func(t *testing.T) {
 		e.t = t
 		e.init()
-		e.join("infra-1")
+		e.join("infra-1", "infra-1")
 	})
 
 	step(t, "AddonDefault", func(t *testing.T) {
@@ -91,8 +91,8 @@ func TestOCM(t *testing.T) {
 		g := NewWithT(t)
 		// The hosting cluster is itself a managed cluster (its work agent
 		// applies the hosted agent); infra-2's klusterlet runs on it.
-		e.join("hosting")
-		e.join("infra-2", "--mode", "hosted", "--managed-cluster-kubeconfig", e.fleet.Plane("infra-2").Kubeconfig)
+		e.join("hosting", "hosting")
+		e.join("hosting", "infra-2", "--mode", "hosted", "--managed-cluster-kubeconfig", e.fleet.Plane("infra-2").Kubeconfig)
 		klusterletNS := e.hostedKlusterlet("infra-2")
 		t.Logf("infra-2's klusterlet runs on hosting in namespace %s", klusterletNS)
 

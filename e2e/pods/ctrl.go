@@ -7,6 +7,7 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/go-logr/logr/funcr"
+	"k8s.io/utils/ptr"
 
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
@@ -23,8 +24,8 @@ var _ reconcile.Reconciler = reconcilerFunc(nil)
 
 // ctrlOptions lets several runners (one per plane) share a process: their
 // controllers have the same names.
-func ctrlOptions(skipNameValidation bool) controller.Options {
-	return controller.Options{SkipNameValidation: &skipNameValidation, MaxConcurrentReconciles: 4}
+func ctrlOptions() controller.Options {
+	return controller.Options{SkipNameValidation: ptr.To(true), MaxConcurrentReconciles: 4}
 }
 
 // logger sends controller-runtime's messages to Options.Logf.

@@ -8,7 +8,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -55,7 +54,7 @@ func (r *Runner) reconcileService(ctx context.Context, req ctrl.Request) (ctrl.R
 		}
 		// Loopback addresses are refused in IPv4 slices; as an FQDN the
 		// address passes validation, and the API server dials it as the IP
-		// it is (see docs/testing.md).
+		// it is (see docs/e2e-local.md).
 		slice.AddressType = discoveryv1.AddressTypeFQDN
 		var eps []discoveryv1.Endpoint
 		for _, p := range matched {
@@ -65,26 +64,12 @@ func (r *Runner) reconcileService(ctx context.Context, req ctrl.Request) (ctrl.R
 				TargetRef:  &corev1.ObjectReference{Kind: "Pod", Namespace: p.ns, Name: p.name},
 			})
 		}
-		var ports []discoveryv1.EndpointPort
+		slice.Endpoints = eps
+		slice.Ports = nil
 		for _, sp := range svc.Spec.Ports {
-			port := sp.TargetPort
-			if port.Type == intstr.String || port.IntValue() == 0 {
-				port = intstr.FromInt32(sp.Port)
-				if sp.TargetPort.Type == intstr.String {
-					if n, err := portNumber(matched[0].containers[0].spec, sp.TargetPort); err == nil {
-						port = intstr.FromInt(n)
-					}
-				}
-			}
-			ports = append(ports, discoveryv1.EndpointPort{
-				Name: ptr.To(sp.Name), Port: ptr.To(int32(port.IntValue())), Protocol: ptr.To(corev1.ProtocolTCP),
+			slice.Ports = append(slice.Ports, discoveryv1.EndpointPort{
+				Name: ptr.To(sp.Name), Port: ptr.To(targetPort(sp, matched[0])), Protocol: ptr.To(corev1.ProtocolTCP),
 			})
-		}
-		if !equality.Semantic.DeepEqual(slice.Endpoints, eps) {
-			slice.Endpoints = eps
-		}
-		if !equality.Semantic.DeepEqual(slice.Ports, ports) {
-			slice.Ports = ports
 		}
 		return controllerutil.SetOwnerReference(svc, slice, r.client.Scheme())
 	})
@@ -95,4 +80,20 @@ func (r *Runner) reconcileService(ctx context.Context, req ctrl.Request) (ctrl.R
 		r.logf("service %s: endpoints: %v", req, err)
 	}
 	return ctrl.Result{RequeueAfter: 2 * time.Second}, err
+}
+
+// targetPort is the port a Service port reaches on a pod: its targetPort,
+// looked up among the containers' ports when named, else the port itself.
+func targetPort(sp corev1.ServicePort, p *pod) int32 {
+	switch {
+	case sp.TargetPort.Type == intstr.String:
+		for _, c := range p.containers {
+			if n, err := portNumber(c.spec, sp.TargetPort); err == nil {
+				return int32(n)
+			}
+		}
+	case sp.TargetPort.IntValue() != 0:
+		return int32(sp.TargetPort.IntValue())
+	}
+	return sp.Port
 }

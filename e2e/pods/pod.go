@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -61,6 +62,7 @@ type pod struct {
 type container struct {
 	spec     corev1.Container
 	log      string
+	root     string // its root directory
 	running  bool
 	ready    bool
 	restarts int32
@@ -183,7 +185,7 @@ func (p *pod) prepare(ctx context.Context) ([][]string, error) {
 			"KUBERNETES_SERVICE_PORT=" + strconv.Itoa(p.r.apiPort),
 			"KUBERNETES_SERVICE_PORT_HTTPS=" + strconv.Itoa(p.r.apiPort),
 		}, env...)
-		if err := p.root(c, i); err != nil {
+		if err := p.root(c); err != nil {
 			return nil, err
 		}
 	}
@@ -220,8 +222,8 @@ func (p *pod) writeVolumes(ctx context.Context) (bool, error) {
 // /usr, /etc, /dev and /proc, the usr-merged symlinks, a private /tmp, the
 // binary and the volume mount points. The mounts themselves happen in the
 // container's own mount namespace (see start).
-func (p *pod) root(c *container, i int) error {
-	root := filepath.Join(p.dir, "root-"+strconv.Itoa(i))
+func (p *pod) root(c *container) error {
+	root := c.root
 	for _, d := range []string{"usr", "etc", "dev", "proc", "tmp", "var/run", "run"} {
 		if err := os.MkdirAll(filepath.Join(root, d), 0o755); err != nil {
 			return err
@@ -399,7 +401,7 @@ func (p *pod) start(ctx context.Context, ns *netns, c *container, env []string) 
 	img := p.r.image(c.spec.Image)
 	vars := map[string]string{}
 	for _, kv := range env {
-		if k, v, ok := cut(kv); ok {
+		if k, v, ok := strings.Cut(kv, "="); ok {
 			vars[k] = v
 		}
 	}
@@ -418,8 +420,7 @@ func (p *pod) start(ctx context.Context, ns *netns, c *container, env []string) 
 	if c.spec.WorkingDir != "" {
 		cmdline = append([]string{"/bin/sh", "-c", `cd "$0" && exec "$@"`, c.spec.WorkingDir}, cmdline...)
 	}
-	root := filepath.Join(p.dir, "root-"+strconv.Itoa(p.index(c)))
-	shArgs := []string{"-c", mountScript, "sh", root, img.Binary, filepath.Clean("/" + img.Path)}
+	shArgs := []string{"-c", mountScript, "sh", c.root, img.Binary, filepath.Clean("/" + img.Path)}
 	for _, m := range c.spec.VolumeMounts {
 		shArgs = append(shArgs, filepath.Join(p.dir, "volumes", m.Name, m.SubPath), filepath.Clean("/"+m.MountPath))
 	}
@@ -464,24 +465,6 @@ func (p *pod) start(ctx context.Context, ns *netns, c *container, env []string) 
 		}
 		return ctx.Err()
 	}
-}
-
-func cut(kv string) (string, string, bool) {
-	for i := 0; i < len(kv); i++ {
-		if kv[i] == '=' {
-			return kv[:i], kv[i+1:], true
-		}
-	}
-	return "", "", false
-}
-
-func (p *pod) index(c *container) int {
-	for i, x := range p.containers {
-		if x == c {
-			return i
-		}
-	}
-	return -1
 }
 
 // probe runs each running container's readiness probe.

@@ -21,6 +21,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -107,20 +108,18 @@ func Start(ctx context.Context, opts Options) (*Runner, error) {
 		return nil, err
 	}
 	r := &Runner{opts: opts, client: mgr.GetClient(), apiPort: port, pods: map[types.NamespacedName][]*pod{}, done: make(chan error, 1)}
-	r.opts.Config = rest.CopyConfig(opts.Config)
 	// Reads for volumes and env go straight to the API server: a Secret
 	// written a moment ago must be seen, and the cache would hold every
 	// Secret of the plane.
 	if r.direct, err = client.New(opts.Config, client.Options{Scheme: scheme}); err != nil {
 		return nil, err
 	}
-	skipValidation := true
 	if err := ctrl.NewControllerManagedBy(mgr).Named("pods-deployments").For(&appsv1.Deployment{}).
-		WithOptions(ctrlOptions(skipValidation)).Complete(reconcilerFunc(r.reconcileDeployment)); err != nil {
+		WithOptions(ctrlOptions()).Complete(reconcilerFunc(r.reconcileDeployment)); err != nil {
 		return nil, err
 	}
 	if err := ctrl.NewControllerManagedBy(mgr).Named("pods-services").For(&corev1.Service{}).
-		WithOptions(ctrlOptions(skipValidation)).Complete(reconcilerFunc(r.reconcileService)); err != nil {
+		WithOptions(ctrlOptions()).Complete(reconcilerFunc(r.reconcileService)); err != nil {
 		return nil, err
 	}
 	ctx, r.cancel = context.WithCancel(ctx)
@@ -307,10 +306,11 @@ func (r *Runner) newPod(ctx context.Context, d *appsv1.Deployment, hash string) 
 		dir: filepath.Join(r.opts.Dir, d.Namespace+"_"+name), obj: obj, done: make(chan struct{}),
 		waiting: "starting",
 	}
-	for _, c := range obj.Spec.Containers {
+	for i, c := range obj.Spec.Containers {
 		p.containers = append(p.containers, &container{
 			spec: c,
 			log:  filepath.Join(r.opts.Dir, fmt.Sprintf("%s_%s_%s.log", d.Namespace, name, c.Name)),
+			root: filepath.Join(p.dir, "root-"+strconv.Itoa(i)),
 		})
 	}
 	r.logf("pod %s/%s for deployment %s at %s", d.Namespace, name, d.Name, p.ip)
@@ -359,7 +359,7 @@ func (r *Runner) deploymentStatus(ctx context.Context, d *appsv1.Deployment, has
 	progressing := appsv1.DeploymentCondition{Type: appsv1.DeploymentProgressing, Status: corev1.ConditionTrue,
 		Reason: "NewReplicaSetAvailable", Message: fmt.Sprintf("Pods of revision %s are running.", hash)}
 	s.Conditions = mergeConditions(s.Conditions, avail, progressing)
-	if statusEqual(&d.Status, s) {
+	if equality.Semantic.DeepEqual(d.Status, *s) {
 		return nil
 	}
 	d.Status = *s
@@ -384,13 +384,7 @@ func mergeConditions(old []appsv1.DeploymentCondition, conds ...appsv1.Deploymen
 	return out
 }
 
-func statusEqual(a, b *appsv1.DeploymentStatus) bool {
-	x, _ := json.Marshal(a)
-	y, _ := json.Marshal(b)
-	return string(x) == string(y)
-}
-
-// sortedPods returns the running pods in a namespace, by name.
+// podsIn returns the running pods in a namespace, by name.
 func (r *Runner) podsIn(namespace string) []*pod {
 	r.mu.Lock()
 	defer r.mu.Unlock()

@@ -269,14 +269,11 @@ func fieldValue(pod *corev1.Pod, path string) (string, error) {
 	case "metadata.annotations":
 		return formatMap(pod.Annotations), nil
 	}
-	for _, prefix := range []string{"metadata.labels['", "metadata.annotations['"} {
-		if key, ok := strings.CutPrefix(path, prefix); ok {
-			key = strings.TrimSuffix(key, "']")
-			if prefix == "metadata.labels['" {
-				return pod.Labels[key], nil
-			}
-			return pod.Annotations[key], nil
-		}
+	if key, ok := strings.CutPrefix(path, "metadata.labels['"); ok {
+		return pod.Labels[strings.TrimSuffix(key, "']")], nil
+	}
+	if key, ok := strings.CutPrefix(path, "metadata.annotations['"); ok {
+		return pod.Annotations[strings.TrimSuffix(key, "']")], nil
 	}
 	return "", fmt.Errorf("field path %q is not supported", path)
 }

@@ -119,7 +119,7 @@ func (o Options) values(_ *clusterv1.ManagedCluster, mca *addonv1beta1.ManagedCl
 		"HubName":                 o.HubName,
 		"Replicas":                replicas,
 		"AgentNamespace":          AgentNamespace(mca),
-		"OwnNamespace":            DefaultNamespace,
+		"SharedNamespace":         AgentNamespace(mca) != DefaultNamespace,
 		"ManagedKubeConfigSecret": ExternalManagedKubeconfig,
 		// JSON is YAML: the rules are the agent's own (agent/hosted), not a
 		// second copy kept in the templates.
