@@ -53,17 +53,17 @@ test: verify lint tools ## Everything CI runs: verify, lint, unit and integratio
 e2e-local: ## The real OCM flow on local planes: clusteradm init/join (Default and Hosted), the add-on enabled, claims Ready, teardown (root).
 	$(TOOLS) envtest kube-controller-manager baremetal-operator ocm clusteradm
 	KUBEBUILDER_ASSETS="$$($(TOOLS) --print-assets)" HOSTFLEET_BMO="$$($(TOOLS) --print-bmo)" \
-		go test $(GO_TEST_FLAGS) -v ./e2e/pods/ ./e2e/ocm/
+		go test $(GO_TEST_FLAGS) -v ./e2e/harness/pods/ ./e2e/suites/local/
 
 .PHONY: demo
 demo: build ## Local hub and two infrastructure clusters, hub and agents running, a tenant's claims going Ready (Ctrl-C stops it).
 	$(TOOLS) envtest baremetal-operator ipmi
-	go build -o $(BIN)/hostfleet-demo ./e2e/demo/cmd
+	go build -o $(BIN)/hostfleet-demo ./e2e/programs/demo/cmd
 	KUBEBUILDER_ASSETS="$$($(TOOLS) --print-assets)" HOSTFLEET_BMO="$$($(TOOLS) --print-bmo)" $(BIN)/hostfleet-demo --bin $(BIN)
 
 .PHONY: bench
 bench: tools ## Benchmarks on real control planes, each printed beside a baseline measured in the same run.
-	KUBEBUILDER_ASSETS="$$($(TOOLS) --print-assets)" go run ./e2e/bench -n $${BENCH_N:-1000}
+	KUBEBUILDER_ASSETS="$$($(TOOLS) --print-assets)" go run ./e2e/programs/bench -n $${BENCH_N:-1000}
 
 .PHONY: clean
 clean: ## Remove bin/ (the tool cache stays; delete $(HOSTFLEET_CACHE) to rebuild it).

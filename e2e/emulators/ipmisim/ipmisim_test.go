@@ -9,7 +9,7 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/hostfleet/hostfleet/agent/bmc"
-	"github.com/hostfleet/hostfleet/e2e/ipmisim"
+	"github.com/hostfleet/hostfleet/e2e/emulators/ipmisim"
 )
 
 func TestSimulator(t *testing.T) {

@@ -11,7 +11,7 @@ import (
 	"github.com/go-logr/logr"
 	. "github.com/onsi/gomega"
 
-	"github.com/hostfleet/hostfleet/e2e/redfish"
+	"github.com/hostfleet/hostfleet/e2e/emulators/redfish"
 )
 
 // client is bmclib with only its Redfish (gofish) provider, as a driver

@@ -4,6 +4,8 @@
 // in test mode against any of them. Tests of every package use it when a flow
 // crosses clusters: a hub and one or more infrastructure clusters.
 //
-// The binaries come from the tool cache that hack/tools.sh fills; the Makefile
-// exports KUBEBUILDER_ASSETS and HOSTFLEET_BMO pointing at it.
+// The binaries come from the tool cache that hack/tools.sh fills: from
+// KUBEBUILDER_ASSETS and HOSTFLEET_BMO when they are set (the Makefile sets
+// them), else from the cache itself, so a plain `go test ./...` works once
+// the tools are built.
 package planes

@@ -62,7 +62,7 @@ type Options struct {
 	CRDSets []string
 	// StartTimeout bounds the start of each plane. Zero means one minute.
 	StartTimeout time.Duration
-	// ForPods prepares the planes for the pod runner (e2e/pods): the API
+	// ForPods prepares the planes for the pod runner (e2e/harness/pods): the API
 	// server calls webhooks at their Service's endpoints rather than its
 	// cluster IP, which nothing routes here (--enable-aggregator-routing), and
 	// the ServiceAccount admission plugin, which envtest disables, gives pods
@@ -78,11 +78,11 @@ func Start(ctx context.Context, opts Options, names ...string) (*Fleet, error) {
 	}
 	assets := opts.Assets
 	if assets == "" {
-		assets = os.Getenv("KUBEBUILDER_ASSETS")
+		assets = envOrTool("KUBEBUILDER_ASSETS", "--print-assets")
 	}
 	if assets == "" {
-		return nil, errors.New("start planes: KUBEBUILDER_ASSETS is not set; run `make test`, " +
-			"or `export KUBEBUILDER_ASSETS=$(hack/tools.sh --print-assets)` after `hack/tools.sh envtest`")
+		return nil, errors.New("start planes: KUBEBUILDER_ASSETS is not set and the tool cache was not found; run `make test`, " +
+			"or `hack/tools.sh envtest` first")
 	}
 	for _, bin := range []string{"kube-apiserver", "etcd"} {
 		if _, err := os.Stat(filepath.Join(assets, bin)); err != nil {

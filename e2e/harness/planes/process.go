@@ -106,12 +106,13 @@ func (p *Process) Wait(ctx context.Context) error {
 	}
 }
 
-// BMOPath is the baremetal-operator binary: $HOSTFLEET_BMO.
+// BMOPath is the baremetal-operator binary: $HOSTFLEET_BMO, else the one in
+// the tool cache.
 func BMOPath() (string, error) {
-	bin := os.Getenv("HOSTFLEET_BMO")
+	bin := envOrTool("HOSTFLEET_BMO", "--print-bmo")
 	if bin == "" {
-		return "", errors.New("HOSTFLEET_BMO is not set; run `make test`, or " +
-			"`export HOSTFLEET_BMO=$(hack/tools.sh --print-bmo)` after `hack/tools.sh baremetal-operator`")
+		return "", errors.New("HOSTFLEET_BMO is not set and the tool cache was not found; run `make test`, or " +
+			"`hack/tools.sh baremetal-operator` first")
 	}
 	if _, err := os.Stat(bin); err != nil {
 		return "", fmt.Errorf("baremetal-operator: %w (build it with `hack/tools.sh baremetal-operator`)", err)

@@ -24,8 +24,8 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/hostfleet/hostfleet/e2e/planes"
-	"github.com/hostfleet/hostfleet/e2e/pods"
+	"github.com/hostfleet/hostfleet/e2e/harness/planes"
+	"github.com/hostfleet/hostfleet/e2e/harness/pods"
 )
 
 // servePod is what the test binary does when the runner starts it as a pod:

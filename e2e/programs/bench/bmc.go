@@ -20,8 +20,9 @@ import (
 
 	"github.com/hostfleet/hostfleet/agent/app"
 	"github.com/hostfleet/hostfleet/agent/bmc"
-	"github.com/hostfleet/hostfleet/agent/lifecycle"
-	"github.com/hostfleet/hostfleet/e2e/redfish"
+	"github.com/hostfleet/hostfleet/agent/bmcdriver"
+	"github.com/hostfleet/hostfleet/e2e/emulators/redfish"
+	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
 )
 
 // runBMCAgent is the child: the agent's BMC driver alone, until SIGTERM.
@@ -35,7 +36,7 @@ func runBMCAgent(kubeconfig string, workers int) error {
 	if err != nil {
 		return err
 	}
-	if err := (&lifecycle.Reconciler{Client: mgr.GetClient(), Secrets: mgr.GetAPIReader(), Workers: workers,
+	if err := (&bmcdriver.Reconciler{Client: mgr.GetClient(), Secrets: mgr.GetAPIReader(), Workers: workers,
 		BMC: bmc.Options{Timeout: 30 * time.Second}}).SetupWithManager(mgr, mgr); err != nil {
 		return err
 	}
@@ -110,7 +111,7 @@ func runBMC(n, workers int) error {
 	if err := parallel(n, 4, func(i int) error {
 		return c.Create(ctx, &metal3api.BareMetalHost{
 			ObjectMeta: metav1.ObjectMeta{Namespace: "hosts", Name: fmt.Sprintf("h%04d", i),
-				Annotations: map[string]string{lifecycle.AnnotationDriver: lifecycle.DriverBmclib}},
+				Annotations: map[string]string{hostfleetv1alpha1.AnnotationDriver: hostfleetv1alpha1.DriverBMCLib}},
 			Spec: metal3api.BareMetalHostSpec{
 				BMC: metal3api.BMCDetails{Address: "redfish-virtualmedia://" + bmcs[i].HostPort() + redfish.SystemPath,
 					CredentialsName: "bmc", DisableCertificateVerification: true},

@@ -19,7 +19,7 @@
 // and the time one LIST of all claims takes (what a scheduler that lists
 // every claim for every decision would pay per decision).
 //
-// usage: go run ./e2e/bench [-n 1000] [-clusters 50] [-bmcs 200] [-only binding|scheduling|bmc]   (make bench)
+// usage: go run ./e2e/programs/bench [-n 1000] [-clusters 50] [-bmcs 200] [-only binding|scheduling|bmc]   (make bench)
 package main
 
 import (
@@ -42,7 +42,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/hostfleet/hostfleet/agent/app"
-	"github.com/hostfleet/hostfleet/e2e/planes"
+	"github.com/hostfleet/hostfleet/e2e/harness/planes"
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
 )
 

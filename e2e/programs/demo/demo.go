@@ -27,10 +27,9 @@ import (
 	clusterv1beta2 "open-cluster-management.io/api/cluster/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/hostfleet/hostfleet/agent/lifecycle"
-	"github.com/hostfleet/hostfleet/e2e/ipmisim"
-	"github.com/hostfleet/hostfleet/e2e/planes"
-	"github.com/hostfleet/hostfleet/e2e/redfish"
+	"github.com/hostfleet/hostfleet/e2e/emulators/ipmisim"
+	"github.com/hostfleet/hostfleet/e2e/emulators/redfish"
+	"github.com/hostfleet/hostfleet/e2e/harness/planes"
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
 )
 
@@ -306,7 +305,7 @@ func setUpEdge(ctx context.Context, c client.Client, rf *redfish.BMC, sim *ipmis
 		objs = append(objs, &metal3api.BareMetalHost{
 			ObjectMeta: metav1.ObjectMeta{Namespace: "hosts", Name: fmt.Sprintf("server-%d", i),
 				Labels:      map[string]string{"example.com/rack": "r3", "example.com/size": h.size},
-				Annotations: map[string]string{lifecycle.AnnotationDriver: lifecycle.DriverBmclib}},
+				Annotations: map[string]string{hostfleetv1alpha1.AnnotationDriver: hostfleetv1alpha1.DriverBMCLib}},
 			Spec: metal3api.BareMetalHostSpec{
 				BMC: metal3api.BMCDetails{Address: h.address, CredentialsName: "bmc", DisableCertificateVerification: true},
 			},

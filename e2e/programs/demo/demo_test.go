@@ -21,9 +21,9 @@ func TestDemo(t *testing.T) {
 	g := NewWithT(t)
 	bin := t.TempDir()
 	for pkg, name := range map[string]string{
-		"../../agent/cmd/hostfleet-agent": "hostfleet-agent",
-		"../../hub/cmd/hostfleet-hub":     "hostfleet-hub",
-		"./cmd":                           "hostfleet-demo",
+		"../../../agent/cmd/hostfleet-agent": "hostfleet-agent",
+		"../../../hub/cmd/hostfleet-hub":     "hostfleet-hub",
+		"./cmd":                              "hostfleet-demo",
 	} {
 		out, err := exec.Command("go", "build", "-o", filepath.Join(bin, name), pkg).CombinedOutput()
 		g.Expect(err).NotTo(HaveOccurred(), string(out))

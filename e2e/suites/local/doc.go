@@ -1,9 +1,9 @@
-// Package ocm holds the local end-to-end tests of the real OCM flow: the OCM
+// Package local holds the local end-to-end tests of the real OCM flow: the OCM
 // hub installed with `clusteradm init`, clusters joined with `clusteradm join`
 // (Default mode, and Hosted mode on a third cluster), and the hostfleet-agent
 // add-on enabled with `clusteradm addon enable`, rendered by the hub's add-on
 // manager, applied by the OCM work agent and run by the pod runner
-// (e2e/pods), which runs every Deployment of OCM and of Hostfleet as local
+// (e2e/harness/pods), which runs every Deployment of OCM and of Hostfleet as local
 // processes. No container engine is involved. Run them with `make e2e-local`;
 // `make test` runs them too. They need Linux and root.
-package ocm
+package local

@@ -1,6 +1,6 @@
 //go:build linux
 
-package ocm_test
+package local_test
 
 import (
 	"context"
@@ -21,8 +21,8 @@ import (
 	clusterv1 "open-cluster-management.io/api/cluster/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/hostfleet/hostfleet/e2e/planes"
-	"github.com/hostfleet/hostfleet/e2e/pods"
+	"github.com/hostfleet/hostfleet/e2e/harness/planes"
+	"github.com/hostfleet/hostfleet/e2e/harness/pods"
 	"github.com/hostfleet/hostfleet/manifests"
 )
 
@@ -42,7 +42,7 @@ type env struct {
 // tool returns a binary from the tool cache (hack/tools.sh).
 func tool(t *testing.T, name, binary string) string {
 	t.Helper()
-	out, err := exec.Command("../../hack/tools.sh", "--print-bin", name).Output()
+	out, err := exec.Command("../../../hack/tools.sh", "--print-bin", name).Output()
 	if err != nil {
 		t.Fatalf("hack/tools.sh --print-bin %s: %v", name, err)
 	}
@@ -69,7 +69,7 @@ func newEnv(t *testing.T) *env {
 
 	start := time.Now()
 	e.bin = t.TempDir()
-	for pkg, name := range map[string]string{"../../agent/cmd/hostfleet-agent": "hostfleet-agent", "../../hub/cmd/hostfleet-hub": "hostfleet-hub"} {
+	for pkg, name := range map[string]string{"../../../agent/cmd/hostfleet-agent": "hostfleet-agent", "../../../hub/cmd/hostfleet-hub": "hostfleet-hub"} {
 		out, err := exec.Command("go", "build", "-o", filepath.Join(e.bin, name), pkg).CombinedOutput()
 		if err != nil {
 			t.Fatalf("build %s: %v\n%s", name, err, out)

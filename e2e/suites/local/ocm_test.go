@@ -1,6 +1,6 @@
 //go:build linux
 
-package ocm_test
+package local_test
 
 import (
 	"context"
@@ -24,8 +24,7 @@ import (
 	clusterv1 "open-cluster-management.io/api/cluster/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/hostfleet/hostfleet/e2e/demo"
-	"github.com/hostfleet/hostfleet/hub/addon"
+	"github.com/hostfleet/hostfleet/e2e/programs/demo"
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
 )
 
@@ -35,7 +34,7 @@ const addonNamespace = "open-cluster-management-agent-addon"
 
 // hostedAgentNamespace is where a Hosted agent keeps its identity and Lease on
 // the managed cluster.
-const hostedAgentNamespace = addon.DefaultNamespace
+const hostedAgentNamespace = hostfleetv1alpha1.AgentNamespace
 
 // TestOCM runs the scenarios in order on one fleet: each builds on the one
 // before, as a platform engineer's day would.
@@ -70,10 +69,10 @@ func TestOCM(t *testing.T) {
 		}})).To(Succeed())
 		g.Eventually(func(g Gomega) {
 			cma := &addonv1beta1.ClusterManagementAddOn{}
-			g.Expect(hub.Get(ctx, client.ObjectKey{Name: addon.Name}, cma)).To(Succeed())
+			g.Expect(hub.Get(ctx, client.ObjectKey{Name: hostfleetv1alpha1.AddonName}, cma)).To(Succeed())
 		}).WithTimeout(time.Minute).Should(Succeed(), "the hub registers its add-on")
 
-		e.run("hub", "addon", "enable", "--names", addon.Name, "--clusters", "infra-1")
+		e.run("hub", "addon", "enable", "--names", hostfleetv1alpha1.AddonName, "--clusters", "infra-1")
 
 		// The work agent applied what the add-on manager rendered, and the pod
 		// runner runs it on infra-1.
@@ -104,7 +103,7 @@ func TestOCM(t *testing.T) {
 
 		// The agent goes beside the klusterlet, whose namespace holds the
 		// external managed kubeconfig it bootstraps from.
-		e.run("hub", "addon", "enable", "--names", addon.Name, "--clusters", "infra-2", "--namespace", klusterletNS,
+		e.run("hub", "addon", "enable", "--names", hostfleetv1alpha1.AddonName, "--clusters", "infra-2", "--namespace", klusterletNS,
 			"--annotate", "addon.open-cluster-management.io/hosting-cluster-name=hosting")
 		e.expectAgent("hosting", klusterletNS)
 		e.expectAddonAvailable("infra-2")
@@ -122,7 +121,7 @@ func TestOCM(t *testing.T) {
 		podList := &corev1.PodList{}
 		g.Expect(infra2.List(ctx, podList)).To(Succeed())
 		g.Expect(podList.Items).To(BeEmpty(), "Hosted mode: nothing runs on the managed cluster, the klusterlet included")
-		g.Expect(infra2.Get(ctx, client.ObjectKey{Namespace: hostedAgentNamespace, Name: addon.Name}, &corev1.ServiceAccount{})).To(Succeed(),
+		g.Expect(infra2.Get(ctx, client.ObjectKey{Namespace: hostedAgentNamespace, Name: hostfleetv1alpha1.AddonName}, &corev1.ServiceAccount{})).To(Succeed(),
 			"the agent's own least-privilege identity on infra-2")
 	})
 
@@ -139,7 +138,7 @@ func TestOCM(t *testing.T) {
 			g.Expect(claims.Items).To(BeEmpty())
 		}).WithTimeout(2 * time.Minute).WithPolling(time.Second).Should(Succeed())
 
-		e.run("hub", "addon", "disable", "--names", addon.Name, "--clusters", "infra-1,infra-2")
+		e.run("hub", "addon", "disable", "--names", hostfleetv1alpha1.AddonName, "--clusters", "infra-1,infra-2")
 		for _, plane := range []string{"infra-1", "infra-2", "hosting"} {
 			e.expectNoAgent(plane)
 		}
@@ -175,7 +174,7 @@ func (e *env) expectAgent(plane, namespace string) {
 	c := e.fleet.Plane(plane).Client
 	NewWithT(e.t).Eventually(func(g Gomega) {
 		d := &appsv1.Deployment{}
-		g.Expect(c.Get(context.Background(), client.ObjectKey{Namespace: namespace, Name: addon.Name}, d)).To(Succeed())
+		g.Expect(c.Get(context.Background(), client.ObjectKey{Namespace: namespace, Name: hostfleetv1alpha1.AddonName}, d)).To(Succeed())
 		g.Expect(d.Status.AvailableReplicas).To(BeNumerically(">=", 1))
 	}).WithTimeout(3*time.Minute).WithPolling(time.Second).Should(Succeed(), "the agent runs on %s in %s", plane, namespace)
 	e.t.Logf("hostfleet-agent is available on %s in %s (%s)", plane, namespace, time.Since(start).Round(100*time.Millisecond))
@@ -187,12 +186,12 @@ func (e *env) expectAddonAvailable(cluster string) {
 	e.t.Helper()
 	start := time.Now()
 	defer func() {
-		e.t.Logf("ManagedClusterAddOn %s/%s is Available (%s)", cluster, addon.Name, time.Since(start).Round(100*time.Millisecond))
+		e.t.Logf("ManagedClusterAddOn %s/%s is Available (%s)", cluster, hostfleetv1alpha1.AddonName, time.Since(start).Round(100*time.Millisecond))
 	}()
 	hub := e.fleet.Plane("hub").Client
 	NewWithT(e.t).Eventually(func(g Gomega) {
 		mca := &addonv1beta1.ManagedClusterAddOn{}
-		g.Expect(hub.Get(context.Background(), client.ObjectKey{Namespace: cluster, Name: addon.Name}, mca)).To(Succeed())
+		g.Expect(hub.Get(context.Background(), client.ObjectKey{Namespace: cluster, Name: hostfleetv1alpha1.AddonName}, mca)).To(Succeed())
 		g.Expect(meta.IsStatusConditionTrue(mca.Status.Conditions, addonv1beta1.ManagedClusterAddOnConditionAvailable)).To(BeTrue(),
 			"%v", mca.Status.Conditions)
 	}).WithTimeout(2 * time.Minute).WithPolling(time.Second).Should(Succeed())
@@ -234,7 +233,7 @@ func (e *env) expectNoAgent(plane string) {
 		g.Expect(hostfleetObjects(ctx, g, c, "")).To(BeEmpty())
 	}).WithTimeout(2*time.Minute).WithPolling(time.Second).Should(Succeed(), "nothing of the agent is left on %s", plane)
 	for _, ns := range []string{addonNamespace, hostedAgentNamespace} {
-		NewWithT(e.t).Expect(e.runners[plane].Running(ns, addon.Name)).To(BeEmpty())
+		NewWithT(e.t).Expect(e.runners[plane].Running(ns, hostfleetv1alpha1.AddonName)).To(BeEmpty())
 	}
 }
 
@@ -268,7 +267,7 @@ func (e *env) expectLeasesOwned(plane, namespace string, names ...string) {
 	ctx := context.Background()
 	NewWithT(e.t).Eventually(func(g Gomega) {
 		sa := &corev1.ServiceAccount{}
-		g.Expect(c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: addon.Name}, sa)).To(Succeed())
+		g.Expect(c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: hostfleetv1alpha1.AddonName}, sa)).To(Succeed())
 		for _, name := range names {
 			lease := &coordinationv1.Lease{}
 			g.Expect(c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, lease)).To(Succeed())
@@ -285,7 +284,7 @@ func (e *env) expectAddonCSRIssued(cluster string) {
 	csrs := &certificatesv1.CertificateSigningRequestList{}
 	g := NewWithT(e.t)
 	g.Expect(e.fleet.Plane("hub").Client.List(context.Background(), csrs, client.MatchingLabels{
-		"open-cluster-management.io/cluster-name": cluster, "open-cluster-management.io/addon-name": addon.Name,
+		"open-cluster-management.io/cluster-name": cluster, "open-cluster-management.io/addon-name": hostfleetv1alpha1.AddonName,
 	})).To(Succeed())
 	g.Expect(csrs.Items).To(ContainElement(And(
 		HaveField("Spec.SignerName", certificatesv1.KubeAPIServerClientSignerName),

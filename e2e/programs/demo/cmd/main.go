@@ -14,7 +14,7 @@ import (
 	"github.com/go-logr/logr"
 	ctrl "sigs.k8s.io/controller-runtime"
 
-	"github.com/hostfleet/hostfleet/e2e/demo"
+	"github.com/hostfleet/hostfleet/e2e/programs/demo"
 )
 
 func main() {
