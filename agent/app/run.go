@@ -27,11 +27,12 @@ import (
 
 	"github.com/hostfleet/hostfleet/agent/binder"
 	"github.com/hostfleet/hostfleet/agent/bmc"
+	"github.com/hostfleet/hostfleet/agent/bmcdriver"
 	"github.com/hostfleet/hostfleet/agent/claim"
 	"github.com/hostfleet/hostfleet/agent/hosted"
 	"github.com/hostfleet/hostfleet/agent/inventory"
-	"github.com/hostfleet/hostfleet/agent/lifecycle"
 	"github.com/hostfleet/hostfleet/agent/metrics"
+	"github.com/hostfleet/hostfleet/hub/api/permissions"
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
 )
 
@@ -94,13 +95,13 @@ func hostedIdentity(ctx context.Context, o *Options) (*rest.Config, *hosted.Refr
 	if dir == "" {
 		dir = filepath.Join(os.TempDir(), "hostfleet-agent-"+o.ClusterName)
 	}
-	id := hosted.Identity{Namespace: o.AgentNamespace, Name: hosted.ServiceAccount, TokenFile: filepath.Join(dir, "token"), TTL: o.TokenTTL,
-		LocalClaims: o.LocalClaims, BMCDriver: o.BMHDriver != "none"}
+	id := hosted.Identity{Namespace: o.AgentNamespace, Name: hostfleetv1alpha1.AgentManagedRole, TokenFile: filepath.Join(dir, "token"), TTL: o.TokenTTL,
+		Features: permissions.Features{LocalClaims: o.LocalClaims, BMCDriver: o.BMHDriver != "none"}}
 	if err := hosted.Bootstrap(ctx, bootstrap, id); err != nil {
 		return nil, nil, err
 	}
 	cfg := id.Config(bootstrap)
-	ctrl.Log.Info("working on the managed cluster as its own ServiceAccount", "namespace", id.Namespace, "serviceAccount", hosted.ServiceAccount)
+	ctrl.Log.Info("working on the managed cluster as its own ServiceAccount", "namespace", id.Namespace, "serviceAccount", hostfleetv1alpha1.AgentServiceAccount)
 	return cfg, &hosted.Refresher{Identity: id, Config: cfg}, nil
 }
 
@@ -201,7 +202,7 @@ func New(hubCfg, managedCfg *rest.Config, o *Options) (*Agent, error) {
 		}
 	}
 	if o.BMHDriver != "none" {
-		if err := (&lifecycle.Reconciler{Client: managed.GetClient(), Secrets: managed.GetAPIReader(), All: o.BMHDriver == "all",
+		if err := (&bmcdriver.Reconciler{Client: managed.GetClient(), Secrets: managed.GetAPIReader(), All: o.BMHDriver == "all",
 			Workers: o.BMCWorkers, Poll: o.BMCPoll,
 			BMC: bmc.Options{Timeout: o.BMCTimeout, IpmitoolPath: o.Ipmitool, Logger: ctrl.Log.WithName("bmc")},
 		}).SetupWithManager(mgr, managed); err != nil {
@@ -242,12 +243,12 @@ func New(hubCfg, managedCfg *rest.Config, o *Options) (*Agent, error) {
 		if err != nil {
 			return nil, err
 		}
-		updater := lease.NewLeaseUpdater(kube, AddonName, leaseNS).WithHubLeaseConfig(hubCfg, o.ClusterName)
+		updater := lease.NewLeaseUpdater(kube, hostfleetv1alpha1.AddonName, leaseNS).WithHubLeaseConfig(hubCfg, o.ClusterName)
 		if err := mgr.Add(healthLease{updater}); err != nil {
 			return nil, err
 		}
 		if o.LeaseOwner != "" {
-			leases := []string{AddonName}
+			leases := []string{hostfleetv1alpha1.AddonName}
 			if o.LeaderElect && o.BootstrapManagedKubeconfig == "" {
 				leases = append(leases, "hostfleet-agent-"+o.ClusterName) // beside it, in the same namespace
 			}
@@ -258,10 +259,6 @@ func New(hubCfg, managedCfg *rest.Config, o *Options) (*Agent, error) {
 	}
 	return &Agent{Manager: mgr, Managed: managed, Inventory: inv}, nil
 }
-
-// AddonName is the OCM add-on the agent is deployed as; its health Lease has
-// this name.
-const AddonName = "hostfleet-agent"
 
 // healthLease keeps the add-on's health Lease on every replica.
 type healthLease struct{ lease.LeaseUpdater }

@@ -11,8 +11,8 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/hostfleet/hostfleet/agent/bmc"
-	"github.com/hostfleet/hostfleet/e2e/ipmisim"
-	"github.com/hostfleet/hostfleet/e2e/redfish"
+	"github.com/hostfleet/hostfleet/e2e/emulators/ipmisim"
+	"github.com/hostfleet/hostfleet/e2e/emulators/redfish"
 )
 
 func TestParseAddress(t *testing.T) {

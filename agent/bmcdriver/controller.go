@@ -1,4 +1,4 @@
-package lifecycle
+package bmcdriver
 
 import (
 	"context"
@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/hostfleet/hostfleet/agent/bmc"
+	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
 )
 
 // Reconciler drives the BareMetalHosts Driven selects.
@@ -84,7 +85,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	case !driven:
 		// Handed back (annotation removed, paused, detached): let go.
 		return ctrl.Result{}, r.setFinalizer(ctx, host, false)
-	case !controllerutil.ContainsFinalizer(host, Finalizer):
+	case !controllerutil.ContainsFinalizer(host, hostfleetv1alpha1.BMCDriverFinalizer):
 		// Deleting a host the agent drives powers it off and ejects its
 		// media first, as baremetal-operator deprovisions.
 		if err := r.setFinalizer(ctx, host, true); err != nil {
@@ -129,19 +130,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	return again, nil
 }
 
-// Finalizer holds a driven host until it is powered off and its media
-// ejected.
-const Finalizer = "hostfleet.io/bmc-driver"
-
 func (r *Reconciler) setFinalizer(ctx context.Context, host *metal3api.BareMetalHost, on bool) error {
-	if controllerutil.ContainsFinalizer(host, Finalizer) == on {
+	if controllerutil.ContainsFinalizer(host, hostfleetv1alpha1.BMCDriverFinalizer) == on {
 		return nil
 	}
 	orig := host.DeepCopy()
 	if on {
-		controllerutil.AddFinalizer(host, Finalizer)
+		controllerutil.AddFinalizer(host, hostfleetv1alpha1.BMCDriverFinalizer)
 	} else {
-		controllerutil.RemoveFinalizer(host, Finalizer)
+		controllerutil.RemoveFinalizer(host, hostfleetv1alpha1.BMCDriverFinalizer)
 	}
 	return client.IgnoreNotFound(r.Client.Patch(ctx, host, client.MergeFrom(orig)))
 }
@@ -149,7 +146,7 @@ func (r *Reconciler) setFinalizer(ctx context.Context, host *metal3api.BareMetal
 // delete powers a deleted host off and ejects its media (when it was
 // deployed and is still driven), then lets it go.
 func (r *Reconciler) delete(ctx context.Context, host *metal3api.BareMetalHost, driven bool) (ctrl.Result, error) {
-	if !controllerutil.ContainsFinalizer(host, Finalizer) {
+	if !controllerutil.ContainsFinalizer(host, hostfleetv1alpha1.BMCDriverFinalizer) {
 		return ctrl.Result{}, nil
 	}
 	switch host.Status.Provisioning.State {

@@ -1,4 +1,4 @@
-package lifecycle
+package bmcdriver
 
 import (
 	"fmt"
@@ -6,14 +6,8 @@ import (
 	"time"
 
 	metal3api "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
-)
 
-// Annotation and values that select the hosts this package drives.
-const (
-	// AnnotationDriver set to DriverBmclib on a BareMetalHost makes the
-	// agent its controller.
-	AnnotationDriver = "hostfleet.io/driver"
-	DriverBmclib     = "bmclib"
+	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
 )
 
 // Driven says whether the agent drives host: it asks for it, or the agent
@@ -26,7 +20,7 @@ func Driven(host *metal3api.BareMetalHost, all bool) bool {
 	if _, ok := host.Annotations[metal3api.DetachedAnnotation]; ok {
 		return false
 	}
-	return all || host.Annotations[AnnotationDriver] == DriverBmclib
+	return all || host.Annotations[hostfleetv1alpha1.AnnotationDriver] == hostfleetv1alpha1.DriverBMCLib
 }
 
 // Backoff is the wait before retrying after the n-th consecutive error:

@@ -1,4 +1,4 @@
-package lifecycle
+package bmcdriver
 
 import (
 	"testing"
@@ -8,6 +8,8 @@ import (
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+
+	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
 )
 
 func TestDriven(t *testing.T) {
@@ -15,10 +17,10 @@ func TestDriven(t *testing.T) {
 	h := func(a map[string]string) *metal3api.BareMetalHost {
 		return &metal3api.BareMetalHost{ObjectMeta: metav1.ObjectMeta{Annotations: a}}
 	}
-	g.Expect(Driven(h(map[string]string{AnnotationDriver: DriverBmclib}), false)).To(BeTrue())
+	g.Expect(Driven(h(map[string]string{hostfleetv1alpha1.AnnotationDriver: hostfleetv1alpha1.DriverBMCLib}), false)).To(BeTrue())
 	g.Expect(Driven(h(nil), false)).To(BeFalse())
 	g.Expect(Driven(h(nil), true)).To(BeTrue())
-	g.Expect(Driven(h(map[string]string{AnnotationDriver: DriverBmclib, metal3api.PausedAnnotation: ""}), true)).To(BeFalse())
+	g.Expect(Driven(h(map[string]string{hostfleetv1alpha1.AnnotationDriver: hostfleetv1alpha1.DriverBMCLib, metal3api.PausedAnnotation: ""}), true)).To(BeFalse())
 	g.Expect(Driven(h(map[string]string{metal3api.DetachedAnnotation: ""}), true)).To(BeFalse())
 }
 

@@ -1,7 +1,7 @@
-// Package lifecycle drives BareMetalHosts that no baremetal-operator
+// Package bmcdriver drives BareMetalHosts that no baremetal-operator
 // manages, through their BMCs with the bmc package: registering,
 // inspecting (HardwareData), available, provisioning (live-ISO images by
 // virtual media), provisioned, deprovisioning, and power from spec.online
 // and the reboot annotations. It writes the host's status as
 // baremetal-operator does, so every consumer sees the usual states.
-package lifecycle
+package bmcdriver

@@ -1,4 +1,4 @@
-package lifecycle_test
+package bmcdriver_test
 
 import (
 	"context"
@@ -18,10 +18,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/hostfleet/hostfleet/agent/bmc"
-	"github.com/hostfleet/hostfleet/agent/lifecycle"
-	"github.com/hostfleet/hostfleet/e2e/ipmisim"
-	"github.com/hostfleet/hostfleet/e2e/planes"
-	"github.com/hostfleet/hostfleet/e2e/redfish"
+	"github.com/hostfleet/hostfleet/agent/bmcdriver"
+	"github.com/hostfleet/hostfleet/e2e/emulators/ipmisim"
+	"github.com/hostfleet/hostfleet/e2e/emulators/redfish"
+	"github.com/hostfleet/hostfleet/e2e/harness/planes"
+	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
 )
 
 func TestMain(m *testing.M) {
@@ -51,7 +52,7 @@ func (e env) host(name string, b *redfish.BMC, password string) *metal3api.BareM
 		scheme = "redfish-virtualmedia+http"
 	}
 	h := &metal3api.BareMetalHost{ObjectMeta: metav1.ObjectMeta{Namespace: "hosts", Name: name,
-		Annotations: map[string]string{lifecycle.AnnotationDriver: lifecycle.DriverBmclib}},
+		Annotations: map[string]string{hostfleetv1alpha1.AnnotationDriver: hostfleetv1alpha1.DriverBMCLib}},
 		Spec: metal3api.BareMetalHostSpec{BMC: metal3api.BMCDetails{Address: scheme + "://" + b.HostPort() + redfish.SystemPath,
 			CredentialsName: name + "-bmc", DisableCertificateVerification: true}}}
 	e.g.Expect(e.c.Create(e.ctx, h)).To(Succeed())
@@ -101,7 +102,7 @@ func start(t *testing.T) env {
 	f := planes.ForTest(t, "infra")
 	c := f.Plane("infra").Client
 	f.ManagerForTest(t, "infra", func(mgr ctrl.Manager) error {
-		return (&lifecycle.Reconciler{Client: mgr.GetClient(), Poll: 2 * time.Second,
+		return (&bmcdriver.Reconciler{Client: mgr.GetClient(), Poll: 2 * time.Second,
 			BMC: bmc.Options{Timeout: 3 * time.Second}}).SetupWithManager(mgr, mgr)
 	})
 	e := env{t: t, g: NewWithT(t), ctx: context.Background(), c: c}
@@ -261,7 +262,7 @@ func TestIPMIHost(t *testing.T) {
 	g.Expect(e.c.Create(e.ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "hosts", Name: "ipmi-bmc"},
 		Data: map[string][]byte{"username": []byte("admin"), "password": []byte("password")}})).To(Succeed())
 	h := &metal3api.BareMetalHost{ObjectMeta: metav1.ObjectMeta{Namespace: "hosts", Name: "ipmi",
-		Annotations: map[string]string{lifecycle.AnnotationDriver: lifecycle.DriverBmclib}},
+		Annotations: map[string]string{hostfleetv1alpha1.AnnotationDriver: hostfleetv1alpha1.DriverBMCLib}},
 		Spec: metal3api.BareMetalHostSpec{BMC: metal3api.BMCDetails{Address: "ipmi://" + sim.Address(), CredentialsName: "ipmi-bmc"}}}
 	g.Expect(e.c.Create(e.ctx, h)).To(Succeed())
 	e.state(h, metal3api.StateAvailable)
@@ -290,7 +291,7 @@ func TestDeleteDeprovisions(t *testing.T) {
 	defer b.Close()
 	h := e.host("doomed", b, "password")
 	e.state(h, metal3api.StateAvailable)
-	g.Expect(h.Finalizers).To(ContainElement(lifecycle.Finalizer))
+	g.Expect(h.Finalizers).To(ContainElement(hostfleetv1alpha1.BMCDriverFinalizer))
 	e.update(h, func(h *metal3api.BareMetalHost) {
 		h.Spec.ConsumerRef = &corev1.ObjectReference{Kind: "HostClaim", Namespace: "tenant-a", Name: "d"}
 		h.Spec.Image = liveISO(img.URL + "/live.iso")

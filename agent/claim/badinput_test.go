@@ -13,7 +13,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/hostfleet/hostfleet/agent/hostspec"
-	"github.com/hostfleet/hostfleet/agent/reflector"
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
 )
 
@@ -93,7 +92,7 @@ func TestBadInputs(t *testing.T) {
 		g.Expect(hub.Get(ctx, key, c)).To(Succeed())
 		avail := condition(c, hostfleetv1alpha1.ConditionAvailableForProvisioning)
 		g.Expect(avail.Status).To(Equal(metav1.ConditionFalse))
-		g.Expect(avail.Reason).To(Equal(reflector.ReasonHostError))
+		g.Expect(avail.Reason).To(Equal(hostfleetv1alpha1.ReasonHostError))
 		g.Expect(avail.Message).To(ContainSubstring("the infrastructure cluster's administrator must fix it"))
 		g.Expect(condition(c, hostfleetv1alpha1.ConditionReady).Status).To(Equal(metav1.ConditionFalse))
 	}).WithTimeout(120 * time.Second).Should(Succeed())

@@ -14,8 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/hostfleet/hostfleet/agent/app"
-	"github.com/hostfleet/hostfleet/agent/lifecycle"
-	"github.com/hostfleet/hostfleet/e2e/redfish"
+	"github.com/hostfleet/hostfleet/e2e/emulators/redfish"
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
 )
 
@@ -30,7 +29,7 @@ func drivenScene(t *testing.T, g Gomega, name string, i int) (*scene, *redfish.B
 	b := redfish.Start(redfish.Options{Username: "admin", Password: "secret"})
 	t.Cleanup(b.Close)
 	h := bmh(name, i, nil)
-	h.Annotations = map[string]string{lifecycle.AnnotationDriver: lifecycle.DriverBmclib}
+	h.Annotations = map[string]string{hostfleetv1alpha1.AnnotationDriver: hostfleetv1alpha1.DriverBMCLib}
 	h.Spec.BMC.Address = "redfish-virtualmedia+http://" + b.HostPort() + redfish.SystemPath
 	mustCreate(t, s.infra, h)
 	startAgent(t, s.f, "infra-1", 2, func(o *app.Options) { o.BMCPoll = 2 * time.Second; o.BMCTimeout = 5 * time.Second })

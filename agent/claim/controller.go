@@ -432,7 +432,7 @@ func (r *Reconciler) release(ctx context.Context, c *metal3api.HostClaim) (ctrl.
 // consumerRef and reports done.
 func (r *Reconciler) releaseHost(ctx context.Context, c *metal3api.HostClaim, h *metal3api.BareMetalHost) (bool, error) {
 	if err := r.Managed.Apply(ctx, client.ApplyConfigurationFromUnstructured(hostspec.Released(h)),
-		client.FieldOwner(hostspec.FieldManager), client.ForceOwnership); err != nil {
+		client.FieldOwner(hostfleetv1alpha1.FieldManagerAgent), client.ForceOwnership); err != nil {
 		return false, fmt.Errorf("deprovision host %s/%s of %s/%s: %w", h.Namespace, h.Name, c.Namespace, c.Name, err)
 	}
 	if !hostspec.Settled(h) {

@@ -10,7 +10,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/hostfleet/hostfleet/agent/claim"
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
 )
 
@@ -32,7 +31,7 @@ func TestDetach(t *testing.T) {
 	g.Eventually(func(g Gomega) {
 		g.Expect(hub.Get(ctx, key, c)).To(Succeed())
 		s := condition(c, hostfleetv1alpha1.ConditionSynchronized)
-		g.Expect(s.Reason).To(Equal(claim.ReasonDetachNotAllowed))
+		g.Expect(s.Reason).To(Equal(hostfleetv1alpha1.ReasonDetachNotAllowed))
 		g.Expect(s.Message).To(ContainSubstring("annotate the policy hostfleet.io/allow-detach=true"))
 	}).WithTimeout(30 * time.Second).Should(Succeed())
 	g.Expect(infra.Get(ctx, hostKey, h)).To(Succeed())

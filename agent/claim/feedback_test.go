@@ -13,8 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/hostfleet/hostfleet/agent/reflector"
-	"github.com/hostfleet/hostfleet/e2e/planes"
+	"github.com/hostfleet/hostfleet/e2e/harness/planes"
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
 )
 
@@ -96,7 +95,7 @@ func TestHostFeedback(t *testing.T) {
 		g.Expect(infraHW.UID).NotTo(Equal(oldSourceUID), "baremetal-operator re-inspected and recreated its HardwareData")
 		g.Expect(hub.Get(ctx, key, hwCopy)).To(Succeed())
 		g.Expect(hwCopy.UID).NotTo(Equal(oldCopyUID))
-		g.Expect(hwCopy.Annotations).To(HaveKeyWithValue(reflector.AnnotationSourceUID, string(infraHW.UID)))
+		g.Expect(hwCopy.Annotations).To(HaveKeyWithValue(hostfleetv1alpha1.AnnotationSourceUID, string(infraHW.UID)))
 	}).WithTimeout(120 * time.Second).Should(Succeed())
 	// baremetal-operator's fixture provisioner reports an inspection as
 	// started only once per host, so after a refresh it never clears
@@ -118,7 +117,7 @@ func TestHostFeedback(t *testing.T) {
 		g.Expect(h.Annotations).To(HaveKey("reboot.metal3.io/maintenance"))
 		g.Expect(hub.Get(ctx, key, c)).To(Succeed())
 		g.Expect(c.Status.PoweredOn).To(BeFalse())
-		g.Expect(condition(c, hostfleetv1alpha1.ConditionReady).Reason).To(Equal(reflector.ReasonPowerPending))
+		g.Expect(condition(c, hostfleetv1alpha1.ConditionReady).Reason).To(Equal(hostfleetv1alpha1.ReasonPowerPending))
 	}).WithTimeout(120 * time.Second).Should(Succeed())
 	setAnnotation(g, hub, key, "reboot.metal3.io/maintenance", "-")
 	g.Eventually(func(g Gomega) {

@@ -82,7 +82,7 @@ func TestLifecycle(t *testing.T) {
 	cp := &corev1.Secret{}
 	g.Expect(infra.Get(ctx, client.ObjectKey{Namespace: hostsNS, Name: copyName}, cp)).To(Succeed())
 	g.Expect(string(cp.Data["userData"])).To(ContainSubstring("hostname: web"))
-	g.Expect(cp.Labels).To(HaveKeyWithValue(hostspec.LabelClaimUID, string(c.UID)))
+	g.Expect(cp.Labels).To(HaveKeyWithValue(hostfleetv1alpha1.LabelClaimUID, string(c.UID)))
 	// The agent owns only its fields; BMO's and the creator's stay theirs.
 	g.Expect(h.Spec.BMC.Address).To(Equal("ipmi://127.0.0.1:6230"))
 	g.Expect(h.Spec.BootMACAddress).To(Equal("00:11:22:33:44:00"))

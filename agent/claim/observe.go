@@ -86,7 +86,7 @@ func (r *Reconciler) deleteHardwareCopy(ctx context.Context, c *metal3api.HostCl
 	if err := r.ClaimReader.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: c.Name}, existing); err != nil {
 		return client.IgnoreNotFound(err)
 	}
-	if existing.Labels[hostspec.LabelClaimUID] != string(c.UID) {
+	if existing.Labels[hostfleetv1alpha1.LabelClaimUID] != string(c.UID) {
 		return nil
 	}
 	if err := r.Claims.Delete(ctx, existing); client.IgnoreNotFound(err) != nil {

@@ -44,7 +44,7 @@ func (r *Reconciler) syncHost(ctx context.Context, c *metal3api.HostClaim, h *me
 			return reflector.Sync{}, err
 		}
 		if err := r.Managed.Apply(ctx, client.ApplyConfigurationFromUnstructured(cp),
-			client.FieldOwner(hostspec.FieldManager), client.ForceOwnership); err != nil {
+			client.FieldOwner(hostfleetv1alpha1.FieldManagerAgent), client.ForceOwnership); err != nil {
 			if apierrors.IsRequestEntityTooLargeError(err) || apierrors.IsInvalid(err) {
 				return reflector.Sync{Reason: ref.Role.SyncFailureReason(), Message: fmt.Sprintf(
 					"secret %s/%s named by spec.%s cannot be copied to the host: %v; make it smaller", c.Namespace, ref.Name, ref.Role.Field(), apierrors.ReasonForError(err))}, nil
@@ -68,7 +68,7 @@ func (r *Reconciler) syncHost(ctx context.Context, c *metal3api.HostClaim, h *me
 		return r.detachSync(c, h, allowDetach), nil
 	}
 	if err := r.Managed.Apply(ctx, client.ApplyConfigurationFromUnstructured(want),
-		client.FieldOwner(hostspec.FieldManager), client.ForceOwnership); err != nil {
+		client.FieldOwner(hostfleetv1alpha1.FieldManagerAgent), client.ForceOwnership); err != nil {
 		if apierrors.IsInvalid(err) {
 			return reflector.Sync{Reason: metal3api.BareMetalHostNotSynchronizedReason, Message: fmt.Sprintf(
 				"the host refused the claim's settings: %v; fix spec.image or spec.customDeploy", err)}, nil
@@ -82,16 +82,12 @@ func (r *Reconciler) syncHost(ctx context.Context, c *metal3api.HostClaim, h *me
 // only if the claim asks to detach where that is not allowed.
 func (r *Reconciler) detachSync(c *metal3api.HostClaim, h *metal3api.BareMetalHost, allowDetach bool) reflector.Sync {
 	if hostspec.WantsDetach(c) && !allowDetach {
-		return reflector.Sync{Reason: ReasonDetachNotAllowed, Message: fmt.Sprintf(
+		return reflector.Sync{Reason: hostfleetv1alpha1.ReasonDetachNotAllowed, Message: fmt.Sprintf(
 			"the claim asks to detach host %s/%s, but no HostDeployPolicy there allows it; remove %s from the claim, or ask the cluster administrator to annotate the policy %s=true",
 			h.Namespace, h.Name, metal3api.DetachedAnnotation, hostfleetv1alpha1.AnnotationAllowDetach)}
 	}
 	return reflector.Sync{OK: true}
 }
-
-// ReasonDetachNotAllowed: the claim asks to detach its host and no policy
-// allows it; everything else was synced.
-const ReasonDetachNotAllowed = "DetachNotAllowed"
 
 // deleteCopies deletes the claim's secret copies in the host's namespace,
 // except those named in keep. Copies have deterministic names, so they are

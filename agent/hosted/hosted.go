@@ -15,12 +15,15 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/hostfleet/hostfleet/hub/api/permissions"
+	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
 )
 
 // Identity is where the agent's identity lives on the managed cluster and
 // where its token is kept locally.
 type Identity struct {
-	// Namespace holds the ServiceAccount and the namespaced Role.
+	// Namespace holds the hostfleetv1alpha1.AgentServiceAccount and the namespaced Role.
 	Namespace string
 	// Name names the ClusterRole, Role and bindings (one agent per
 	// managed cluster: "hostfleet-agent").
@@ -30,13 +33,12 @@ type Identity struct {
 	TokenFile string
 	// TTL is the lifetime asked for each token (at least 10 minutes).
 	TTL time.Duration
-	// LocalClaims adds the rights local claims need (see ClusterRules).
-	LocalClaims bool
-	// BMCDriver adds the rights the BMC driver needs (see ClusterRules).
-	BMCDriver bool
+	// Features select the agent's optional rights on the managed cluster
+	// (permissions.AgentManagedCluster).
+	Features permissions.Features
 }
 
-// Bootstrap creates or updates the agent's ServiceAccount, roles and bindings
+// Bootstrap creates or updates the agent's hostfleetv1alpha1.AgentServiceAccount, roles and bindings
 // with the bootstrap (cluster-admin) config, and writes a first token. The
 // bootstrap config is not used again.
 func Bootstrap(ctx context.Context, bootstrap *rest.Config, id Identity) error {
@@ -56,7 +58,7 @@ func Bootstrap(ctx context.Context, bootstrap *rest.Config, id Identity) error {
 		m.OwnerReferences = owner
 		return m
 	}
-	subject := []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: ServiceAccount, Namespace: id.Namespace}}
+	subject := []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: hostfleetv1alpha1.AgentServiceAccount, Namespace: id.Namespace}}
 	steps := []func() error{
 		func() error {
 			_, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: id.Namespace, Labels: labels}}, metav1.CreateOptions{})
@@ -71,19 +73,19 @@ func Bootstrap(ctx context.Context, bootstrap *rest.Config, id Identity) error {
 			return nil
 		},
 		func() error {
-			sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: ServiceAccount, Namespace: id.Namespace, Labels: labels}}
+			sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: hostfleetv1alpha1.AgentServiceAccount, Namespace: id.Namespace, Labels: labels}}
 			_, err := cs.CoreV1().ServiceAccounts(id.Namespace).Create(ctx, sa, metav1.CreateOptions{})
 			return ignoreExists(err)
 		},
 		func() error {
-			return upsert(ctx, cs.RbacV1().ClusterRoles(), &rbacv1.ClusterRole{ObjectMeta: clusterMeta(), Rules: ClusterRules(id.LocalClaims, id.BMCDriver)})
+			return upsert(ctx, cs.RbacV1().ClusterRoles(), &rbacv1.ClusterRole{ObjectMeta: clusterMeta(), Rules: permissions.AgentManagedCluster(id.Features)})
 		},
 		func() error {
 			return upsert(ctx, cs.RbacV1().ClusterRoleBindings(), &rbacv1.ClusterRoleBinding{ObjectMeta: clusterMeta(), Subjects: subject,
 				RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: id.Name}})
 		},
 		func() error {
-			return upsert(ctx, cs.RbacV1().Roles(id.Namespace), &rbacv1.Role{ObjectMeta: meta(id.Namespace), Rules: NamespaceRules()})
+			return upsert(ctx, cs.RbacV1().Roles(id.Namespace), &rbacv1.Role{ObjectMeta: meta(id.Namespace), Rules: permissions.AgentOwnNamespace()})
 		},
 		func() error {
 			return upsert(ctx, cs.RbacV1().RoleBindings(id.Namespace), &rbacv1.RoleBinding{ObjectMeta: meta(id.Namespace), Subjects: subject,
@@ -113,10 +115,10 @@ func (id Identity) Config(bootstrap *rest.Config) *rest.Config {
 // token expires.
 func (id Identity) renew(ctx context.Context, cs kubernetes.Interface) (time.Time, error) {
 	ttl := int64(id.TTL.Seconds())
-	tr, err := cs.CoreV1().ServiceAccounts(id.Namespace).CreateToken(ctx, ServiceAccount,
+	tr, err := cs.CoreV1().ServiceAccounts(id.Namespace).CreateToken(ctx, hostfleetv1alpha1.AgentServiceAccount,
 		&authv1.TokenRequest{Spec: authv1.TokenRequestSpec{ExpirationSeconds: &ttl}}, metav1.CreateOptions{})
 	if err != nil {
-		return time.Time{}, fmt.Errorf("request a token for %s/%s: %w", id.Namespace, ServiceAccount, err)
+		return time.Time{}, fmt.Errorf("request a token for %s/%s: %w", id.Namespace, hostfleetv1alpha1.AgentServiceAccount, err)
 	}
 	if err := os.MkdirAll(filepath.Dir(id.TokenFile), 0o700); err != nil {
 		return time.Time{}, err

@@ -17,7 +17,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/hostfleet/hostfleet/agent/hosted"
-	"github.com/hostfleet/hostfleet/e2e/planes"
+	"github.com/hostfleet/hostfleet/e2e/harness/planes"
+	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
 )
 
 // TestLeastPrivilege bootstraps the agent's identity on a real API server
@@ -35,7 +36,7 @@ func TestLeastPrivilege(t *testing.T) {
 		Spec: metal3api.BareMetalHostSpec{BMC: metal3api.BMCDetails{Address: "ipmi://127.0.0.1:6230", CredentialsName: "bmc"}}}
 	g.Expect(admin.Create(ctx, h)).To(Succeed())
 
-	id := hosted.Identity{Namespace: "hostfleet-agent", Name: hosted.ServiceAccount,
+	id := hosted.Identity{Namespace: "hostfleet-agent", Name: hostfleetv1alpha1.AgentManagedRole,
 		TokenFile: filepath.Join(t.TempDir(), "token"), TTL: 10 * time.Minute}
 	g.Expect(hosted.Bootstrap(ctx, f.Plane("infra-1").Config, id)).To(Succeed())
 	g.Expect(hosted.Bootstrap(ctx, f.Plane("infra-1").Config, id)).To(Succeed(), "bootstrap is idempotent")
@@ -73,7 +74,7 @@ func TestLeastPrivilege(t *testing.T) {
 	forbidden(agent.Create(ctx, &metal3api.BareMetalHost{ObjectMeta: metav1.ObjectMeta{Namespace: "hosts", Name: "h1"}}))
 	forbidden(agent.Create(ctx, &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "escalate"},
 		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "cluster-admin"},
-		Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: hosted.ServiceAccount, Namespace: "hostfleet-agent"}}}))
+		Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: hostfleetv1alpha1.AgentServiceAccount, Namespace: "hostfleet-agent"}}}))
 	g.Expect(admin.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: "hostfleet-agent", Name: "other"}})).To(Succeed())
 	forbidden(agent.SubResource("token").Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: "hostfleet-agent", Name: "other"}},
 		&authv1.TokenRequest{Spec: authv1.TokenRequestSpec{}}))

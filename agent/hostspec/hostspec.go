@@ -12,17 +12,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-)
 
-// FieldManager owns the fields the agent writes with server-side apply.
-const FieldManager = "hostfleet-agent"
-
-// Labels on the secret copies in the host's namespace.
-const (
-	LabelClaimNamespace = "hostfleet.io/claim-namespace"
-	LabelClaimName      = "hostfleet.io/claim-name"
-	LabelClaimUID       = "hostfleet.io/claim-uid"
-	LabelSecretRole     = "hostfleet.io/secret-role"
+	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
 )
 
 // Role is which of the claim's secrets a copy holds.
@@ -112,9 +103,9 @@ func CopyName(c *metal3api.HostClaim, role Role) string {
 // ClaimLabels identify the objects the agent made for a claim.
 func ClaimLabels(c *metal3api.HostClaim) map[string]string {
 	return map[string]string{
-		LabelClaimNamespace: c.Namespace,
-		LabelClaimName:      c.Name,
-		LabelClaimUID:       string(c.UID),
+		hostfleetv1alpha1.LabelClaimNamespace: c.Namespace,
+		hostfleetv1alpha1.LabelClaimName:      c.Name,
+		hostfleetv1alpha1.LabelClaimUID:       string(c.UID),
 	}
 }
 
@@ -122,7 +113,7 @@ func ClaimLabels(c *metal3api.HostClaim) map[string]string {
 // and data, labelled with the claim's identity.
 func SecretCopy(c *metal3api.HostClaim, ref SecretRef, hubSecret *corev1.Secret, hostNamespace string) *corev1.Secret {
 	labels := ClaimLabels(c)
-	labels[LabelSecretRole] = string(ref.Role)
+	labels[hostfleetv1alpha1.LabelSecretRole] = string(ref.Role)
 	return &corev1.Secret{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
 		ObjectMeta: metav1.ObjectMeta{Namespace: hostNamespace, Name: ref.Copy, Labels: labels},

@@ -8,6 +8,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+
+	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
 )
 
 func claim() *metal3api.HostClaim {
@@ -89,7 +91,7 @@ func TestSecretCopy(t *testing.T) {
 	g.Expect(cp.Name).To(Equal(ref.Copy))
 	g.Expect(cp.Data).To(Equal(hub.Data))
 	g.Expect(cp.Labels).To(Equal(map[string]string{
-		LabelClaimNamespace: "tenant-a", LabelClaimName: "c", LabelClaimUID: "u1", LabelSecretRole: "userdata",
+		hostfleetv1alpha1.LabelClaimNamespace: "tenant-a", hostfleetv1alpha1.LabelClaimName: "c", hostfleetv1alpha1.LabelClaimUID: "u1", hostfleetv1alpha1.LabelSecretRole: "userdata",
 	}), "hub labels are not copied")
 }
 

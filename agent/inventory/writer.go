@@ -18,9 +18,6 @@ import (
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
 )
 
-// FieldManager owns the HostInventory fields the agent writes.
-const FieldManager = "hostfleet-agent"
-
 // Writer publishes the cluster's HostInventory on the hub, in the cluster's
 // namespace, named after the cluster. It recomputes the inventory every
 // Interval from cached hosts and policies and writes only when it changed: at
@@ -103,7 +100,7 @@ func (w *Writer) write(ctx context.Context, st hostfleetv1alpha1.HostInventorySt
 		return err
 	}
 	delete(spec.Object, "status")
-	if err := w.Hub.Apply(ctx, client.ApplyConfigurationFromUnstructured(spec), client.FieldOwner(FieldManager), client.ForceOwnership); err != nil {
+	if err := w.Hub.Apply(ctx, client.ApplyConfigurationFromUnstructured(spec), client.FieldOwner(hostfleetv1alpha1.FieldManagerAgent), client.ForceOwnership); err != nil {
 		return fmt.Errorf("apply HostInventory %s/%s (is the cluster's namespace on the hub?): %w", w.ClusterName, w.ClusterName, err)
 	}
 	now := metav1.Now()
@@ -114,7 +111,7 @@ func (w *Writer) write(ctx context.Context, st hostfleetv1alpha1.HostInventorySt
 		return err
 	}
 	delete(status.Object, "spec")
-	if err := w.Hub.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(status), client.FieldOwner(FieldManager), client.ForceOwnership); err != nil {
+	if err := w.Hub.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(status), client.FieldOwner(hostfleetv1alpha1.FieldManagerAgent), client.ForceOwnership); err != nil {
 		return fmt.Errorf("apply HostInventory status %s/%s: %w", w.ClusterName, w.ClusterName, err)
 	}
 	w.writes.Add(1)

@@ -6,12 +6,8 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/hostfleet/hostfleet/agent/hostspec"
+	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
 )
-
-// AnnotationSourceUID on a hub HardwareData copy is the UID of the
-// infrastructure cluster's HardwareData it was copied from. A different UID
-// means the host was inspected again: the copy is replaced, never edited.
-const AnnotationSourceUID = "hostfleet.io/source-uid"
 
 // HardwareCopy is the hub copy of a host's HardwareData: in the claim's
 // namespace, named after the claim, owned by it, holding only the hardware
@@ -22,7 +18,7 @@ func HardwareCopy(c *metal3api.HostClaim, hw *metal3api.HardwareData) *metal3api
 			Namespace:   c.Namespace,
 			Name:        c.Name,
 			Labels:      hostspec.ClaimLabels(c),
-			Annotations: map[string]string{AnnotationSourceUID: string(hw.UID)},
+			Annotations: map[string]string{hostfleetv1alpha1.AnnotationSourceUID: string(hw.UID)},
 			OwnerReferences: []metav1.OwnerReference{{
 				APIVersion: metal3api.GroupVersion.String(), Kind: "HostClaim", Name: c.Name, UID: c.UID,
 				BlockOwnerDeletion: ptr.To(true),
@@ -34,5 +30,5 @@ func HardwareCopy(c *metal3api.HostClaim, hw *metal3api.HardwareData) *metal3api
 
 // CopyIsCurrent reports whether a hub copy was made from this HardwareData.
 func CopyIsCurrent(copy, hw *metal3api.HardwareData) bool {
-	return copy.Annotations[AnnotationSourceUID] == string(hw.UID)
+	return copy.Annotations[hostfleetv1alpha1.AnnotationSourceUID] == string(hw.UID)
 }

@@ -10,20 +10,6 @@ import (
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
 )
 
-// Condition reasons written by the reflector.
-const (
-	ReasonProvisioned    = "Provisioned"
-	ReasonProvisioning   = "Provisioning"
-	ReasonDeprovisioning = "Deprovisioning"
-	ReasonNoWorkload     = "NoImage"
-	ReasonHostError      = "HostError"
-	ReasonHostNotReady   = "HostNotReady"
-	ReasonHostAvailable  = "HostAvailable"
-	ReasonPowerPending   = "PowerChangePending"
-	ReasonReady          = "Ready"
-	ReasonNotAssociated  = "NotAssociated"
-)
-
 // Sync is the outcome of writing the host spec and secrets.
 type Sync struct {
 	// OK is true when the host spec and secret copies match the claim.
@@ -49,7 +35,7 @@ func Conditions(c *metal3api.HostClaim, h *metal3api.BareMetalHost, sync Sync) [
 		if assoc != nil && assoc.Message != "" {
 			msg = assoc.Message
 		}
-		return []metav1.Condition{cond(hostfleetv1alpha1.ConditionReady, false, ReasonNotAssociated, msg)}
+		return []metav1.Condition{cond(hostfleetv1alpha1.ConditionReady, false, hostfleetv1alpha1.ReasonNotAssociated, msg)}
 	}
 	hostName := h.Namespace + "/" + h.Name
 
@@ -60,16 +46,16 @@ func Conditions(c *metal3api.HostClaim, h *metal3api.BareMetalHost, sync Sync) [
 	}
 
 	errMsg := HostErrorMessage(h)
-	avail := cond(hostfleetv1alpha1.ConditionAvailableForProvisioning, true, ReasonHostAvailable,
+	avail := cond(hostfleetv1alpha1.ConditionAvailableForProvisioning, true, hostfleetv1alpha1.ReasonHostAvailable,
 		fmt.Sprintf("host %s is healthy and can be provisioned", hostName))
 	switch {
 	case errMsg != "":
-		avail = cond(hostfleetv1alpha1.ConditionAvailableForProvisioning, false, ReasonHostError, errMsg)
+		avail = cond(hostfleetv1alpha1.ConditionAvailableForProvisioning, false, hostfleetv1alpha1.ReasonHostError, errMsg)
 	case h.Status.Provisioning.State == metal3api.StateDeprovisioning:
-		avail = cond(hostfleetv1alpha1.ConditionAvailableForProvisioning, false, ReasonDeprovisioning,
+		avail = cond(hostfleetv1alpha1.ConditionAvailableForProvisioning, false, hostfleetv1alpha1.ReasonDeprovisioning,
 			fmt.Sprintf("host %s is being cleaned after a previous deployment; wait", hostName))
 	case !usable(h.Status.Provisioning.State):
-		avail = cond(hostfleetv1alpha1.ConditionAvailableForProvisioning, false, ReasonHostNotReady,
+		avail = cond(hostfleetv1alpha1.ConditionAvailableForProvisioning, false, hostfleetv1alpha1.ReasonHostNotReady,
 			fmt.Sprintf("host %s is %s; wait for it to become available", hostName, stateName(h)))
 	}
 
@@ -84,17 +70,17 @@ func provisioned(c *metal3api.HostClaim, h *metal3api.BareMetalHost, hostName, e
 	st := h.Status.Provisioning.State
 	switch {
 	case c.Spec.Image == nil && c.Spec.CustomDeploy == nil:
-		return cond(t, false, ReasonNoWorkload, "no spec.image or spec.customDeploy: set one to deploy the host")
+		return cond(t, false, hostfleetv1alpha1.ReasonNoWorkload, "no spec.image or spec.customDeploy: set one to deploy the host")
 	case errMsg != "" && h.Status.ErrorType == metal3api.ProvisioningError:
-		return cond(t, false, ReasonHostError, errMsg)
+		return cond(t, false, hostfleetv1alpha1.ReasonHostError, errMsg)
 	case st == metal3api.StateProvisioned && imageMatches(c, h):
-		return cond(t, true, ReasonProvisioned, fmt.Sprintf("host %s is provisioned", hostName))
+		return cond(t, true, hostfleetv1alpha1.ReasonProvisioned, fmt.Sprintf("host %s is provisioned", hostName))
 	case st == metal3api.StateDeprovisioning || (st == metal3api.StateProvisioned && !imageMatches(c, h)):
-		return cond(t, false, ReasonDeprovisioning, fmt.Sprintf("host %s is removing its previous image before deploying the new one", hostName))
+		return cond(t, false, hostfleetv1alpha1.ReasonDeprovisioning, fmt.Sprintf("host %s is removing its previous image before deploying the new one", hostName))
 	case !c.Spec.PoweredOn:
-		return cond(t, false, ReasonPowerPending, "the host is provisioned only while spec.poweredOn is true")
+		return cond(t, false, hostfleetv1alpha1.ReasonPowerPending, "the host is provisioned only while spec.poweredOn is true")
 	default:
-		return cond(t, false, ReasonProvisioning, fmt.Sprintf("host %s is %s", hostName, stateName(h)))
+		return cond(t, false, hostfleetv1alpha1.ReasonProvisioning, fmt.Sprintf("host %s is %s", hostName, stateName(h)))
 	}
 }
 
@@ -112,9 +98,9 @@ func readiness(c *metal3api.HostClaim, h *metal3api.BareMetalHost, synced, avail
 		return cond(t, false, want.Reason, want.Message)
 	}
 	if h.Status.PoweredOn != c.Spec.PoweredOn {
-		return cond(t, false, ReasonPowerPending, fmt.Sprintf("powering the host %s", onOff(c.Spec.PoweredOn)))
+		return cond(t, false, hostfleetv1alpha1.ReasonPowerPending, fmt.Sprintf("powering the host %s", onOff(c.Spec.PoweredOn)))
 	}
-	return cond(t, true, ReasonReady, fmt.Sprintf("host %s/%s is %s and powered %s", h.Namespace, h.Name, stateName(h), onOff(h.Status.PoweredOn)))
+	return cond(t, true, hostfleetv1alpha1.ReasonReady, fmt.Sprintf("host %s/%s is %s and powered %s", h.Namespace, h.Name, stateName(h), onOff(h.Status.PoweredOn)))
 }
 
 // HostErrorMessage describes a host error for a tenant, by its type only, or

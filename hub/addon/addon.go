@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/client-go/kubernetes"
 	"open-cluster-management.io/addon-framework/pkg/addonfactory"
 	"open-cluster-management.io/addon-framework/pkg/addonmanager/constants"
@@ -15,18 +16,13 @@ import (
 	addonv1beta1 "open-cluster-management.io/api/addon/v1beta1"
 	clusterv1 "open-cluster-management.io/api/cluster/v1"
 
-	"github.com/hostfleet/hostfleet/agent/hosted"
+	"github.com/hostfleet/hostfleet/hub/api/permissions"
+	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
 	"github.com/hostfleet/hostfleet/manifests"
 )
 
 // Names the add-on uses.
 const (
-	// Name is the add-on's name: the ClusterManagementAddOn, every
-	// ManagedClusterAddOn, the agent's hub identity and its Lease.
-	Name = "hostfleet-agent"
-	// DefaultNamespace is the agent's namespace on the managed cluster
-	// unless the ManagedClusterAddOn names another.
-	DefaultNamespace = "hostfleet-agent"
 	// ExternalManagedKubeconfig is the klusterlet's Secret (Hosted mode) that
 	// reaches the managed cluster as cluster-admin, in the klusterlet's
 	// namespace on the hosting cluster.
@@ -48,11 +44,11 @@ type Options struct {
 // New is the hostfleet-agent add-on, ready for an addon-framework manager.
 // kube is the hub client the permission callback writes RBAC with.
 func New(kube kubernetes.Interface, o Options) (agent.AgentAddon, error) {
-	return addonfactory.NewAgentAddonFactory(Name, manifests.Addon, manifests.AddonDir).
+	return addonfactory.NewAgentAddonFactory(hostfleetv1alpha1.AddonName, manifests.Addon, manifests.AddonDir).
 		WithGetValuesFuncs(o.values).
 		WithAgentRegistrationOption(&agent.RegistrationOption{
-			Configurations:   agent.KubeClientSignerConfigurations(Name, Name),
-			CSRApproveCheck:  utils.DefaultCSRApprover(Name),
+			Configurations:   agent.KubeClientSignerConfigurations(hostfleetv1alpha1.AddonName, hostfleetv1alpha1.AddonName),
+			CSRApproveCheck:  utils.DefaultCSRApprover(hostfleetv1alpha1.AddonName),
 			PermissionConfig: Permissions(kube),
 		}).
 		WithAgentHostedModeEnabledOption().
@@ -71,7 +67,7 @@ func Hosted(mca *addonv1beta1.ManagedClusterAddOn) (bool, string) {
 
 // InstallNamespace is where the agent runs. Default mode: on the managed
 // cluster, in the namespace the ManagedClusterAddOn asks for, else
-// DefaultNamespace. Hosted mode: on the hosting cluster, in the klusterlet's
+// hostfleetv1alpha1.AgentNamespace. Hosted mode: on the hosting cluster, in the klusterlet's
 // namespace (klusterlet-<cluster>, or the one asked for), because that is
 // where the klusterlet keeps external-managed-kubeconfig and writes the
 // agent's hub kubeconfig.
@@ -82,14 +78,14 @@ func InstallNamespace(mca *addonv1beta1.ManagedClusterAddOn) string {
 	if hosted, _ := Hosted(mca); hosted {
 		return "klusterlet-" + mca.Namespace
 	}
-	return DefaultNamespace
+	return hostfleetv1alpha1.AgentNamespace
 }
 
 // AgentNamespace is the agent's namespace on the managed cluster (Leases,
 // and in Hosted mode its ServiceAccount).
 func AgentNamespace(mca *addonv1beta1.ManagedClusterAddOn) string {
 	if hosted, _ := Hosted(mca); hosted {
-		return DefaultNamespace
+		return hostfleetv1alpha1.AgentNamespace
 	}
 	return InstallNamespace(mca)
 }
@@ -97,13 +93,13 @@ func AgentNamespace(mca *addonv1beta1.ManagedClusterAddOn) string {
 // values are the template values beyond the framework's built-in ones
 // (ClusterName, AddonInstallNamespace, InstallMode, HubKubeConfigSecret).
 func (o Options) values(_ *clusterv1.ManagedCluster, mca *addonv1beta1.ManagedClusterAddOn) (addonfactory.Values, error) {
-	clusterRules, err := json.Marshal(hosted.ClusterRules(false, true))
-	if err != nil {
-		return nil, err
-	}
-	nsRules, err := json.Marshal(hosted.NamespaceRules())
-	if err != nil {
-		return nil, err
+	// JSON is YAML: the templates render the rule sets of hub/api/permissions,
+	// the same ones the Hosted agent gives itself, not a second copy.
+	rules := map[string][]rbacv1.PolicyRule{
+		"ClusterRules":   permissions.AgentManagedCluster(AgentFeatures),
+		"NamespaceRules": permissions.AgentOwnNamespace(),
+		"HostingRules":   permissions.AgentHostingNamespace(),
+		"WorkAgentRules": permissions.WorkAgent(),
 	}
 	pull := o.ImagePullPolicy
 	if pull == "" {
@@ -113,20 +109,34 @@ func (o Options) values(_ *clusterv1.ManagedCluster, mca *addonv1beta1.ManagedCl
 	if replicas < 1 {
 		replicas = 1
 	}
-	return addonfactory.Values{
+	values := addonfactory.Values{
+		"AgentName":               hostfleetv1alpha1.AddonName,
+		"ServiceAccount":          hostfleetv1alpha1.AgentServiceAccount,
+		"ManagedRole":             hostfleetv1alpha1.AgentManagedRole,
+		"HostingRole":             hostfleetv1alpha1.AgentHostingRole,
+		"WorkAgentRole":           hostfleetv1alpha1.WorkAgentRole,
 		"Image":                   o.Image,
 		"ImagePullPolicy":         string(pull),
 		"HubName":                 o.HubName,
 		"Replicas":                replicas,
 		"AgentNamespace":          AgentNamespace(mca),
-		"SharedNamespace":         AgentNamespace(mca) != DefaultNamespace,
+		"SharedNamespace":         AgentNamespace(mca) != hostfleetv1alpha1.AgentNamespace,
 		"ManagedKubeConfigSecret": ExternalManagedKubeconfig,
-		// JSON is YAML: the rules are the agent's own (agent/hosted), not a
-		// second copy kept in the templates.
-		"ClusterRules":   string(clusterRules),
-		"NamespaceRules": string(nsRules),
-	}, nil
+	}
+	for name, set := range rules {
+		data, err := json.Marshal(set)
+		if err != nil {
+			return nil, fmt.Errorf("render %s: %w", name, err)
+		}
+		values[name] = string(data)
+	}
+	return values, nil
 }
+
+// AgentFeatures are the optional rights the add-on gives every agent on its
+// managed cluster: the BMC driver's (it drives the hosts annotated for it by
+// default), not local claims'.
+var AgentFeatures = permissions.Features{BMCDriver: true}
 
 // ValidateImage says what is wrong with an image reference, if anything
 // obvious is.

@@ -35,10 +35,10 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/hostfleet/hostfleet/agent/hosted"
-	"github.com/hostfleet/hostfleet/e2e/planes"
+	"github.com/hostfleet/hostfleet/e2e/harness/planes"
 	"github.com/hostfleet/hostfleet/hub/addon"
 	"github.com/hostfleet/hostfleet/hub/admission"
+	"github.com/hostfleet/hostfleet/hub/api/permissions"
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
 	"github.com/hostfleet/hostfleet/hub/tenant"
 )
@@ -84,7 +84,7 @@ func csr(g Gomega, name, cluster, commonName string, orgs ...string) (*certifica
 	g.Expect(err).NotTo(HaveOccurred())
 	return &certificatesv1.CertificateSigningRequest{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{
-			clusterv1.ClusterNameLabelKey: cluster, addonv1beta1.AddonLabelKey: addon.Name}},
+			clusterv1.ClusterNameLabelKey: cluster, addonv1beta1.AddonLabelKey: hostfleetv1alpha1.AddonName}},
 		Spec: certificatesv1.CertificateSigningRequestSpec{
 			Request:    pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE REQUEST", Bytes: der}),
 			SignerName: certificatesv1.KubeAPIServerClientSignerName,
@@ -122,7 +122,7 @@ func TestAddonManager(t *testing.T) {
 
 	t.Log("the hub registers the add-on")
 	cma := &addonv1beta1.ClusterManagementAddOn{}
-	g.Eventually(func() error { return hub.Get(ctx, client.ObjectKey{Name: addon.Name}, cma) }).WithTimeout(30 * time.Second).Should(Succeed())
+	g.Eventually(func() error { return hub.Get(ctx, client.ObjectKey{Name: hostfleetv1alpha1.AddonName}, cma) }).WithTimeout(30 * time.Second).Should(Succeed())
 	g.Expect(cma.Spec.InstallStrategy.Type).To(Equal(addonv1beta1.AddonInstallStrategyManual))
 
 	// OCM's addon-manager makes each ManagedClusterAddOn owned by the
@@ -138,9 +138,9 @@ func TestAddonManager(t *testing.T) {
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "c2"}},
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "hosting"}},
 		// clusteradm addon enable --names hostfleet-agent --clusters c1
-		&addonv1beta1.ManagedClusterAddOn{ObjectMeta: metav1.ObjectMeta{Namespace: "c1", Name: addon.Name, OwnerReferences: owner}},
+		&addonv1beta1.ManagedClusterAddOn{ObjectMeta: metav1.ObjectMeta{Namespace: "c1", Name: hostfleetv1alpha1.AddonName, OwnerReferences: owner}},
 		// ... and c2, its agent on the hosting cluster
-		&addonv1beta1.ManagedClusterAddOn{ObjectMeta: metav1.ObjectMeta{Namespace: "c2", Name: addon.Name, OwnerReferences: owner,
+		&addonv1beta1.ManagedClusterAddOn{ObjectMeta: metav1.ObjectMeta{Namespace: "c2", Name: hostfleetv1alpha1.AddonName, OwnerReferences: owner,
 			Annotations: map[string]string{addonv1beta1.HostingClusterNameAnnotationKey: "hosting"}}},
 	} {
 		g.Expect(hub.Create(ctx, o)).To(Succeed())
@@ -155,9 +155,9 @@ func TestAddonManager(t *testing.T) {
 	g.Expect(m).To(HaveKey("Namespace//hostfleet-agent"))
 	g.Expect(work.Spec.DeleteOption).To(BeNil(), "the agent's own namespace goes with the add-on")
 	g.Expect(m).To(HaveKey("ServiceAccount/hostfleet-agent/hostfleet-agent"))
-	g.Expect(rules(g, m["ClusterRole//hostfleet-agent"])).To(Equal(hosted.ClusterRules(false, true)), "the agent's rights are the ones it gives itself in Hosted mode")
+	g.Expect(rules(g, m["ClusterRole//hostfleet-agent"])).To(Equal(permissions.AgentManagedCluster(addon.AgentFeatures)), "the agent's rights are the ones it gives itself in Hosted mode")
 	g.Expect(m).To(HaveKey("ClusterRoleBinding//hostfleet-agent"))
-	g.Expect(rules(g, m["Role/hostfleet-agent/hostfleet-agent"])).To(Equal(hosted.NamespaceRules()))
+	g.Expect(rules(g, m["Role/hostfleet-agent/hostfleet-agent"])).To(Equal(permissions.AgentOwnNamespace()))
 	g.Expect(m).To(HaveKey("RoleBinding/hostfleet-agent/hostfleet-agent"))
 	work1 := m["ClusterRole//hostfleet:work-agent"]
 	g.Expect(work1).NotTo(BeNil())
@@ -198,24 +198,24 @@ func TestAddonManager(t *testing.T) {
 	t.Log("health comes from the agent's Lease")
 	mca := &addonv1beta1.ManagedClusterAddOn{}
 	g.Eventually(func(g Gomega) {
-		g.Expect(hub.Get(ctx, client.ObjectKey{Namespace: "c1", Name: addon.Name}, mca)).To(Succeed())
+		g.Expect(hub.Get(ctx, client.ObjectKey{Namespace: "c1", Name: hostfleetv1alpha1.AddonName}, mca)).To(Succeed())
 		g.Expect(mca.Status.HealthCheck.Mode).To(Equal(addonv1beta1.HealthCheckModeLease))
 	}).WithTimeout(30 * time.Second).Should(Succeed())
 
 	t.Log("CSR driver: the registration asks for the add-on identity, which is bound on the hub")
-	user := agent.DefaultUser("c1", addon.Name, addon.Name)
-	groups := agent.DefaultGroups("c1", addon.Name)
+	user := agent.DefaultUser("c1", hostfleetv1alpha1.AddonName, hostfleetv1alpha1.AddonName)
+	groups := agent.DefaultGroups("c1", hostfleetv1alpha1.AddonName)
 	crb := &rbacv1.ClusterRoleBinding{}
 	g.Eventually(func(g Gomega) {
 		g.Expect(hub.Get(ctx, client.ObjectKey{Name: addon.BindingName("c1")}, crb)).To(Succeed())
-		g.Expect(crb.RoleRef.Name).To(Equal(addon.HubRole))
+		g.Expect(crb.RoleRef.Name).To(Equal(hostfleetv1alpha1.AgentHubRole))
 		g.Expect(crb.Subjects).To(ConsistOf(
 			rbacv1.Subject{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: user},
 			rbacv1.Subject{Kind: rbacv1.GroupKind, APIGroup: rbacv1.GroupName, Name: groups[0]},
 			rbacv1.Subject{Kind: rbacv1.GroupKind, APIGroup: rbacv1.GroupName, Name: groups[1]}))
 	}).WithTimeout(30 * time.Second).Should(Succeed())
 	rb := &rbacv1.RoleBinding{}
-	g.Expect(hub.Get(ctx, client.ObjectKey{Namespace: "c1", Name: addon.InventoryRole}, rb)).To(Succeed())
+	g.Expect(hub.Get(ctx, client.ObjectKey{Namespace: "c1", Name: hostfleetv1alpha1.AgentClusterRole}, rb)).To(Succeed())
 	g.Expect(rb.OwnerReferences).To(ContainElement(HaveField("Kind", "ManagedClusterAddOn")), "disabling the add-on removes the grant")
 
 	t.Log("CSRs are approved only for the add-on identity, requested by the cluster's own agent")
@@ -255,7 +255,7 @@ func TestAddonManager(t *testing.T) {
 	t.Log("token driver: the klusterlet declares a ServiceAccount identity, which is bound instead")
 	tokenUser := tenant.AgentTokenUser("c2")
 	g.Eventually(func(g Gomega) {
-		g.Expect(hub.Get(ctx, client.ObjectKey{Namespace: "c2", Name: addon.Name}, mca)).To(Succeed())
+		g.Expect(hub.Get(ctx, client.ObjectKey{Namespace: "c2", Name: hostfleetv1alpha1.AddonName}, mca)).To(Succeed())
 		g.Expect(mca.Status.Registrations).To(HaveLen(1))
 		mca.Status.Registrations[0].KubeClient.Driver = "token"
 		mca.Status.Registrations[0].KubeClient.Subject = addonv1beta1.KubeClientSubject{BaseSubject: addonv1beta1.BaseSubject{User: tokenUser}}
@@ -298,10 +298,10 @@ func TestAddonManager(t *testing.T) {
 	}).WithTimeout(30 * time.Second).Should(Succeed())
 
 	t.Log("disabling the add-on removes the agent's work and its grant in the cluster's namespace")
-	g.Expect(hub.Delete(ctx, &addonv1beta1.ManagedClusterAddOn{ObjectMeta: metav1.ObjectMeta{Namespace: "c1", Name: addon.Name}})).To(Succeed())
+	g.Expect(hub.Delete(ctx, &addonv1beta1.ManagedClusterAddOn{ObjectMeta: metav1.ObjectMeta{Namespace: "c1", Name: hostfleetv1alpha1.AddonName}})).To(Succeed())
 	g.Eventually(func(g Gomega) {
-		g.Expect(hub.Get(ctx, client.ObjectKey{Namespace: "c1", Name: addon.Name}, &addonv1beta1.ManagedClusterAddOn{})).To(Satisfy(apierrors.IsNotFound))
+		g.Expect(hub.Get(ctx, client.ObjectKey{Namespace: "c1", Name: hostfleetv1alpha1.AddonName}, &addonv1beta1.ManagedClusterAddOn{})).To(Satisfy(apierrors.IsNotFound))
 		g.Expect(hub.Get(ctx, client.ObjectKey{Namespace: "c1", Name: "addon-hostfleet-agent-deploy-0"}, &workv1.ManifestWork{})).To(Satisfy(apierrors.IsNotFound))
-		g.Expect(hub.Get(ctx, client.ObjectKey{Namespace: "c1", Name: addon.InventoryRole}, &rbacv1.RoleBinding{})).To(Satisfy(apierrors.IsNotFound))
+		g.Expect(hub.Get(ctx, client.ObjectKey{Namespace: "c1", Name: hostfleetv1alpha1.AgentClusterRole}, &rbacv1.RoleBinding{})).To(Satisfy(apierrors.IsNotFound))
 	}).WithTimeout(60 * time.Second).Should(Succeed())
 }

@@ -13,6 +13,8 @@ import (
 	addonv1beta1 "open-cluster-management.io/api/addon/v1beta1"
 	addonclient "open-cluster-management.io/api/client/addon/clientset/versioned"
 	ctrl "sigs.k8s.io/controller-runtime"
+
+	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
 )
 
 // ClusterManagementAddOn registers the add-on on the hub. Clusters get the
@@ -20,7 +22,7 @@ import (
 // enable --names hostfleet-agent`, or an install strategy an operator sets).
 func ClusterManagementAddOn() *addonv1beta1.ClusterManagementAddOn {
 	return &addonv1beta1.ClusterManagementAddOn{
-		ObjectMeta: metav1.ObjectMeta{Name: Name},
+		ObjectMeta: metav1.ObjectMeta{Name: hostfleetv1alpha1.AddonName},
 		Spec: addonv1beta1.ClusterManagementAddOnSpec{
 			AddOnMeta: addonv1beta1.AddOnMeta{
 				DisplayName: "Hostfleet agent",
@@ -47,7 +49,7 @@ func (m *Manager) Start(ctx context.Context) error {
 		return err
 	}
 	if err := ensureClusterManagementAddOn(ctx, addons); err != nil {
-		return fmt.Errorf("register ClusterManagementAddOn %s: %w", Name, err)
+		return fmt.Errorf("register ClusterManagementAddOn %s: %w", hostfleetv1alpha1.AddonName, err)
 	}
 	kube, err := kubernetes.NewForConfig(m.Config)
 	if err != nil {
@@ -67,7 +69,7 @@ func (m *Manager) Start(ctx context.Context) error {
 	if err := am.Start(ctx); err != nil {
 		return fmt.Errorf("start the add-on manager: %w", err)
 	}
-	log.Info("add-on manager started", "addon", Name, "image", m.Options.Image)
+	log.Info("add-on manager started", "addon", hostfleetv1alpha1.AddonName, "image", m.Options.Image)
 	<-ctx.Done()
 	return nil
 }
@@ -75,7 +77,7 @@ func (m *Manager) Start(ctx context.Context) error {
 func ensureClusterManagementAddOn(ctx context.Context, addons addonclient.Interface) error {
 	want := ClusterManagementAddOn()
 	cmas := addons.AddonV1beta1().ClusterManagementAddOns()
-	have, err := cmas.Get(ctx, Name, metav1.GetOptions{})
+	have, err := cmas.Get(ctx, hostfleetv1alpha1.AddonName, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		_, err = cmas.Create(ctx, want, metav1.CreateOptions{})
 		return err

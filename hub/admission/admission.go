@@ -12,11 +12,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
+	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
 	"github.com/hostfleet/hostfleet/manifests"
 )
-
-// FieldManager owns the installed policies.
-const FieldManager = "hostfleet-hub"
 
 // Install applies every policy and cluster-wide binding.
 func Install(ctx context.Context, c client.Client) error {
@@ -29,7 +27,7 @@ func Install(ctx context.Context, c client.Client) error {
 		if err := yaml.Unmarshal(doc, &u.Object); err != nil {
 			return fmt.Errorf("parse policy: %w", err)
 		}
-		if err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(FieldManager), client.ForceOwnership); err != nil {
+		if err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(hostfleetv1alpha1.FieldManagerHub), client.ForceOwnership); err != nil {
 			return fmt.Errorf("install %s %s: %w", u.GetKind(), u.GetName(), err)
 		}
 	}

@@ -23,25 +23,9 @@ import (
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
 )
 
-// Annotations the scheduler writes on claims.
-const (
-	// AnnotationPlacedBy marks a cluster label the scheduler set (as
-	// opposed to a tenant's pin, which is never moved).
-	AnnotationPlacedBy = "hostfleet.io/placed-by"
-	// AnnotationExcluded lists clusters that did not bind the claim in time.
-	AnnotationExcluded = "hostfleet.io/excluded-clusters"
-	placedBy           = "scheduler"
-)
-
-// Reasons of the Scheduled condition.
-const (
-	ReasonPlaced           = "Placed"
-	ReasonPinned           = "Pinned"
-	ReasonPinnedOutsideSet = "PinnedOutsideSet"
-	ReasonNoCapacity       = "NoCapacity"
-	ReasonRescheduling     = "Rescheduling"
-	ReasonNoTenant         = "NoTenant"
-)
+// placedBy is the value of hostfleetv1alpha1.AnnotationPlacedBy on the claims the scheduler
+// placed.
+const placedBy = "scheduler"
 
 // Indexes on HostClaims.
 const (
@@ -160,7 +144,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, err
 	}
 	if t == nil {
-		return requeueOnConflict(r.setScheduled(ctx, c, false, ReasonNoTenant,
+		return requeueOnConflict(r.setScheduled(ctx, c, false, hostfleetv1alpha1.ReasonNoTenant,
 			fmt.Sprintf("namespace %s belongs to no Tenant: claims are served only in tenant namespaces", c.Namespace)))
 	}
 	clusters, err := r.candidates(ctx, c, t)
@@ -174,7 +158,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	in := Input{Claim: c, Clusters: clusters, Inventories: map[string]*hostfleetv1alpha1.HostInventory{},
 		Pending: map[string][]*metal3api.HostClaim{}, Prefixes: t.Spec.LabelSyncPrefixes, Exclude: map[string]bool{},
 		Placement: c.Annotations[hostfleetv1alpha1.AnnotationPlacement], SetClusters: t.Status.Clusters}
-	for _, e := range strings.Split(c.Annotations[AnnotationExcluded], ",") {
+	for _, e := range strings.Split(c.Annotations[hostfleetv1alpha1.AnnotationExcluded], ",") {
 		if e != "" {
 			in.Exclude[e] = true
 		}
@@ -198,7 +182,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	res := Place(in)
 	if res.Cluster == "" {
-		if err := r.setScheduled(ctx, c, false, ReasonNoCapacity, res.Message); err != nil {
+		if err := r.setScheduled(ctx, c, false, hostfleetv1alpha1.ReasonNoCapacity, res.Message); err != nil {
 			return requeueOnConflict(err)
 		}
 		return ctrl.Result{RequeueAfter: 30 * time.Second}, nil
@@ -211,12 +195,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		c.Annotations = map[string]string{}
 	}
 	c.Labels[hostfleetv1alpha1.LabelCluster] = res.Cluster
-	c.Annotations[AnnotationPlacedBy] = placedBy
+	c.Annotations[hostfleetv1alpha1.AnnotationPlacedBy] = placedBy
 	if err := r.Client.Patch(ctx, c, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
 		return requeueOnConflict(err)
 	}
 	r.expect.add(c)
-	if err := r.setScheduled(ctx, c, true, ReasonPlaced, res.Message); err != nil {
+	if err := r.setScheduled(ctx, c, true, hostfleetv1alpha1.ReasonPlaced, res.Message); err != nil {
 		return requeueOnConflict(err)
 	}
 	return ctrl.Result{RequeueAfter: r.Deadline}, nil
@@ -225,21 +209,21 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 // placed checks a claim that has a cluster: a tenant's pin must be in the
 // tenant's clusters; a placement that did not bind in time is undone.
 func (r *Reconciler) placed(ctx context.Context, c *metal3api.HostClaim, t *hostfleetv1alpha1.Tenant, cluster string, clusters []string) (ctrl.Result, error) {
-	if c.Annotations[AnnotationPlacedBy] != placedBy {
+	if c.Annotations[hostfleetv1alpha1.AnnotationPlacedBy] != placedBy {
 		if !contains(clusters, cluster) {
-			return requeueOnConflict(r.setScheduled(ctx, c, false, ReasonPinnedOutsideSet, fmt.Sprintf(
+			return requeueOnConflict(r.setScheduled(ctx, c, false, hostfleetv1alpha1.ReasonPinnedOutsideSet, fmt.Sprintf(
 				"pinned to %s, which is not among the clusters of tenant %s (set %s: %s); pin one of them or remove the %s label",
 				cluster, t.Name, t.Spec.ClusterSet, strings.Join(clusters, ","), hostfleetv1alpha1.LabelCluster)))
 		}
-		return requeueOnConflict(r.setScheduled(ctx, c, true, ReasonPinned, "pinned by the tenant to "+cluster))
+		return requeueOnConflict(r.setScheduled(ctx, c, true, hostfleetv1alpha1.ReasonPinned, "pinned by the tenant to "+cluster))
 	}
 	if associated(c) || c.Status.BareMetalHost != nil {
 		return ctrl.Result{}, nil // bound, or being bound: the agent has it
 	}
 	cond := meta.FindStatusCondition(c.Status.Conditions, hostfleetv1alpha1.ConditionScheduled)
-	if cond == nil || cond.Reason != ReasonPlaced || cond.Status != metav1.ConditionTrue {
+	if cond == nil || cond.Reason != hostfleetv1alpha1.ReasonPlaced || cond.Status != metav1.ConditionTrue {
 		// Placed, but the condition was not written: the deadline starts now.
-		res, err := requeueOnConflict(r.setScheduled(ctx, c, true, ReasonPlaced, "placed on "+cluster))
+		res, err := requeueOnConflict(r.setScheduled(ctx, c, true, hostfleetv1alpha1.ReasonPlaced, "placed on "+cluster))
 		if err == nil && res.IsZero() {
 			res.RequeueAfter = r.Deadline
 		}
@@ -250,15 +234,15 @@ func (r *Reconciler) placed(ctx context.Context, c *metal3api.HostClaim, t *host
 	}
 	orig := c.DeepCopy()
 	delete(c.Labels, hostfleetv1alpha1.LabelCluster)
-	delete(c.Annotations, AnnotationPlacedBy)
-	excluded := strings.Split(c.Annotations[AnnotationExcluded], ",")
+	delete(c.Annotations, hostfleetv1alpha1.AnnotationPlacedBy)
+	excluded := strings.Split(c.Annotations[hostfleetv1alpha1.AnnotationExcluded], ",")
 	excluded = append(excluded, cluster)
 	sort.Strings(excluded)
-	c.Annotations[AnnotationExcluded] = strings.Trim(strings.Join(excluded, ","), ",")
+	c.Annotations[hostfleetv1alpha1.AnnotationExcluded] = strings.Trim(strings.Join(excluded, ","), ",")
 	if err := r.Client.Patch(ctx, c, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
 		return requeueOnConflict(err)
 	}
-	if err := r.setScheduled(ctx, c, false, ReasonRescheduling,
+	if err := r.setScheduled(ctx, c, false, hostfleetv1alpha1.ReasonRescheduling,
 		fmt.Sprintf("%s did not bind the claim within %s; placing it elsewhere", cluster, r.Deadline)); err != nil {
 		return requeueOnConflict(err)
 	}

@@ -17,7 +17,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/hostfleet/hostfleet/e2e/planes"
+	"github.com/hostfleet/hostfleet/e2e/harness/planes"
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
 	"github.com/hostfleet/hostfleet/hub/scheduler"
 	"github.com/hostfleet/hostfleet/hub/tenant"
@@ -116,7 +116,7 @@ func TestScheduling(t *testing.T) {
 	var firstCluster string
 	g.Eventually(func(g Gomega) {
 		get(g, first)
-		g.Expect(scheduled(first).Reason).To(Equal(scheduler.ReasonPlaced))
+		g.Expect(scheduled(first).Reason).To(Equal(hostfleetv1alpha1.ReasonPlaced))
 		firstCluster = first.Labels[hostfleetv1alpha1.LabelCluster]
 		g.Expect(firstCluster).To(BeElementOf("c1", "c2"))
 	}).WithTimeout(20 * time.Second).Should(Succeed())
@@ -130,7 +130,7 @@ func TestScheduling(t *testing.T) {
 				placed[cl]++
 			} else {
 				waiting++
-				g.Expect(scheduled(c).Reason).To(Equal(scheduler.ReasonNoCapacity))
+				g.Expect(scheduled(c).Reason).To(Equal(hostfleetv1alpha1.ReasonNoCapacity))
 				g.Expect(scheduled(c).Message).To(ContainSubstring("no cluster has a free host matching {example.com/gpu=yes} for namespace tenant-a"))
 			}
 		}
@@ -156,16 +156,16 @@ func TestScheduling(t *testing.T) {
 	}
 	g.Eventually(func(g Gomega) {
 		get(g, first)
-		g.Expect(first.Annotations).To(HaveKeyWithValue(scheduler.AnnotationExcluded, firstCluster))
-		g.Expect(scheduled(first).Reason).To(BeElementOf(scheduler.ReasonNoCapacity, scheduler.ReasonRescheduling))
+		g.Expect(first.Annotations).To(HaveKeyWithValue(hostfleetv1alpha1.AnnotationExcluded, firstCluster))
+		g.Expect(scheduled(first).Reason).To(BeElementOf(hostfleetv1alpha1.ReasonNoCapacity, hostfleetv1alpha1.ReasonRescheduling))
 	}).WithTimeout(deadline + 20*time.Second).Should(Succeed())
 
 	t.Log("pins: inside the set honoured and never moved, outside refused with what to do")
 	pinned := newClaim("pinned", func(c *metal3api.HostClaim) { c.Labels[hostfleetv1alpha1.LabelCluster] = "c1" })
 	outside := newClaim("outside", func(c *metal3api.HostClaim) { c.Labels[hostfleetv1alpha1.LabelCluster] = "c9" })
 	g.Eventually(func(g Gomega) {
-		g.Expect(scheduled(get(g, pinned)).Reason).To(Equal(scheduler.ReasonPinned))
-		g.Expect(scheduled(get(g, outside)).Reason).To(Equal(scheduler.ReasonPinnedOutsideSet))
+		g.Expect(scheduled(get(g, pinned)).Reason).To(Equal(hostfleetv1alpha1.ReasonPinned))
+		g.Expect(scheduled(get(g, outside)).Reason).To(Equal(hostfleetv1alpha1.ReasonPinnedOutsideSet))
 		g.Expect(outside.Status.Conditions[0].Message).To(ContainSubstring("pinned to c9, which is not among the clusters of tenant a (set lab: c1,c2)"))
 	}).WithTimeout(20 * time.Second).Should(Succeed())
 	g.Consistently(func(g Gomega) {
@@ -203,7 +203,7 @@ func TestScheduling(t *testing.T) {
 	g.Eventually(func(g Gomega) {
 		c := &metal3api.HostClaim{}
 		g.Expect(hub.Get(ctx, client.ObjectKey{Namespace: "default", Name: "stray"}, c)).To(Succeed())
-		g.Expect(scheduled(c).Reason).To(Equal(scheduler.ReasonNoTenant))
+		g.Expect(scheduled(c).Reason).To(Equal(hostfleetv1alpha1.ReasonNoTenant))
 	}).WithTimeout(20 * time.Second).Should(Succeed())
 }
 
@@ -250,7 +250,7 @@ func TestPlacementAndShrink(t *testing.T) {
 	g.Eventually(func(g Gomega) {
 		s := scheduled(get(g, nowhere))
 		g.Expect(s.Status).To(Equal(metav1.ConditionFalse))
-		g.Expect(s.Reason).To(Equal(scheduler.ReasonNoCapacity))
+		g.Expect(s.Reason).To(Equal(hostfleetv1alpha1.ReasonNoCapacity))
 		g.Expect(s.Message).To(Equal("Placement picky selects none of the tenant's clusters (c1): change the Placement, or remove the hostfleet.io/placement annotation"))
 	}).WithTimeout(20 * time.Second).Should(Succeed())
 	g.Expect(nowhere.Labels).NotTo(HaveKey(hostfleetv1alpha1.LabelCluster))
@@ -263,7 +263,7 @@ func TestPlacementAndShrink(t *testing.T) {
 	g.Expect(hub.Status().Update(ctx, pd)).To(Succeed())
 	g.Eventually(func(g Gomega) {
 		g.Expect(get(g, nowhere).Labels).To(HaveKeyWithValue(hostfleetv1alpha1.LabelCluster, "c1"))
-		g.Expect(scheduled(nowhere).Reason).To(Equal(scheduler.ReasonPlaced))
+		g.Expect(scheduled(nowhere).Reason).To(Equal(hostfleetv1alpha1.ReasonPlaced))
 	}).WithTimeout(20 * time.Second).Should(Succeed())
 
 	t.Log("two more claims fill c1's three free hosts, none bound yet")
@@ -279,7 +279,7 @@ func TestPlacementAndShrink(t *testing.T) {
 	late := claim("late", nil)
 	g.Eventually(func(g Gomega) {
 		s := scheduled(get(g, late))
-		g.Expect(s.Reason).To(Equal(scheduler.ReasonNoCapacity))
+		g.Expect(s.Reason).To(Equal(hostfleetv1alpha1.ReasonNoCapacity))
 		g.Expect(s.Message).To(ContainSubstring("c1 (1 free matching hosts after 3 pending claims)"))
 	}).WithTimeout(20 * time.Second).Should(Succeed())
 	g.Expect(late.Labels).NotTo(HaveKey(hostfleetv1alpha1.LabelCluster))
@@ -291,7 +291,7 @@ func TestPlacementAndShrink(t *testing.T) {
 	setAvailable(3)
 	g.Eventually(func(g Gomega) {
 		s := scheduled(get(g, late))
-		g.Expect(s.Reason).To(Equal(scheduler.ReasonNoCapacity), "three free hosts, three pending claims: still full")
+		g.Expect(s.Reason).To(Equal(hostfleetv1alpha1.ReasonNoCapacity), "three free hosts, three pending claims: still full")
 		g.Expect(s.Message).To(ContainSubstring("c1 (3 free matching hosts after 3 pending claims)"))
 	}).WithTimeout(20 * time.Second).Should(Succeed())
 	// The agent binds one of them: one host is taken, one claim no longer pending.

@@ -28,20 +28,6 @@ import (
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
 )
 
-// Finalizer keeps a Tenant until its claims are gone.
-const Finalizer = "hostfleet.io/tenant"
-
-// FieldManager owns what the tenant controller applies.
-const FieldManager = "hostfleet-hub"
-
-// Condition reasons on Tenants.
-const (
-	ReasonRegistered        = "Registered"
-	ReasonClusterSetMissing = "ClusterSetMissing"
-	ReasonNamespaceConflict = "NamespaceConflict"
-	ReasonDeletionBlocked   = "DeletionBlocked"
-)
-
 // clusterSetLabel is OCM's exclusive cluster set label on ManagedClusters.
 const clusterSetLabel = "cluster.open-cluster-management.io/clusterset"
 
@@ -101,9 +87,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if !t.DeletionTimestamp.IsZero() {
 		return r.delete(ctx, t, owned, claims)
 	}
-	if !controllerutil.ContainsFinalizer(t, Finalizer) {
+	if !controllerutil.ContainsFinalizer(t, hostfleetv1alpha1.TenantFinalizer) {
 		orig := t.DeepCopy()
-		controllerutil.AddFinalizer(t, Finalizer)
+		controllerutil.AddFinalizer(t, hostfleetv1alpha1.TenantFinalizer)
 		if err := r.Client.Patch(ctx, t, client.MergeFrom(orig)); err != nil {
 			return ctrl.Result{}, err
 		}
@@ -123,7 +109,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	if t.Spec.MaxClaims == nil {
 		for _, ns := range t.DefaultNamespaces() {
-			q := &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: QuotaName}}
+			q := &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: hostfleetv1alpha1.TenantQuota}}
 			if err := r.Client.Delete(ctx, q); client.IgnoreNotFound(err) != nil {
 				return ctrl.Result{}, err
 			}
@@ -137,7 +123,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 	}
 
-	cond := metav1.Condition{Type: hostfleetv1alpha1.ConditionReady, Status: metav1.ConditionTrue, Reason: ReasonRegistered,
+	cond := metav1.Condition{Type: hostfleetv1alpha1.ConditionReady, Status: metav1.ConditionTrue, Reason: hostfleetv1alpha1.ReasonRegistered,
 		Message: fmt.Sprintf("namespaces %s serve the %d clusters of set %s", strings.Join(owned, ","), len(clusters), t.Spec.ClusterSet)}
 	switch {
 	case len(conflicts) > 0:
@@ -146,10 +132,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			parts = append(parts, fmt.Sprintf("namespace %s %s", ns, who))
 		}
 		sort.Strings(parts)
-		cond.Status, cond.Reason = metav1.ConditionFalse, ReasonNamespaceConflict
+		cond.Status, cond.Reason = metav1.ConditionFalse, hostfleetv1alpha1.ReasonNamespaceConflict
 		cond.Message = strings.Join(parts, "; ") + "; choose other names in spec.namespaces"
 	case !setFound:
-		cond.Status, cond.Reason = metav1.ConditionFalse, ReasonClusterSetMissing
+		cond.Status, cond.Reason = metav1.ConditionFalse, hostfleetv1alpha1.ReasonClusterSetMissing
 		cond.Message = fmt.Sprintf("ManagedClusterSet %s does not exist: create it or fix spec.clusterSet; no agent can serve the tenant's claims meanwhile", t.Spec.ClusterSet)
 	}
 	return ctrl.Result{}, r.setStatus(ctx, t, owned, clusters, claims, ready, cond)
@@ -229,7 +215,7 @@ func (r *Reconciler) claims(ctx context.Context, namespaces []string) ([]string,
 // delete keeps the Tenant while claims remain; then deletes its namespaces
 // and lets it go.
 func (r *Reconciler) delete(ctx context.Context, t *hostfleetv1alpha1.Tenant, owned, claims []string) (ctrl.Result, error) {
-	if !controllerutil.ContainsFinalizer(t, Finalizer) {
+	if !controllerutil.ContainsFinalizer(t, hostfleetv1alpha1.TenantFinalizer) {
 		return ctrl.Result{}, nil
 	}
 	if len(claims) > 0 {
@@ -237,7 +223,7 @@ func (r *Reconciler) delete(ctx context.Context, t *hostfleetv1alpha1.Tenant, ow
 		if len(shown) > 10 {
 			shown = append(append([]string(nil), shown[:10]...), fmt.Sprintf("and %d more", len(claims)-10))
 		}
-		cond := metav1.Condition{Type: hostfleetv1alpha1.ConditionReady, Status: metav1.ConditionFalse, Reason: ReasonDeletionBlocked,
+		cond := metav1.Condition{Type: hostfleetv1alpha1.ConditionReady, Status: metav1.ConditionFalse, Reason: hostfleetv1alpha1.ReasonDeletionBlocked,
 			Message: fmt.Sprintf("the tenant is kept while it has claims: %s; delete them first", strings.Join(shown, ", "))}
 		return ctrl.Result{RequeueAfter: 30 * time.Second}, r.setStatus(ctx, t, owned, t.Status.Clusters, claims, t.Status.ReadyClaims, cond)
 	}
@@ -251,7 +237,7 @@ func (r *Reconciler) delete(ctx context.Context, t *hostfleetv1alpha1.Tenant, ow
 		return ctrl.Result{}, err
 	}
 	orig := t.DeepCopy()
-	controllerutil.RemoveFinalizer(t, Finalizer)
+	controllerutil.RemoveFinalizer(t, hostfleetv1alpha1.TenantFinalizer)
 	return ctrl.Result{}, r.Client.Patch(ctx, t, client.MergeFrom(orig))
 }
 
@@ -284,7 +270,7 @@ func (r *Reconciler) apply(ctx context.Context, t *hostfleetv1alpha1.Tenant, obj
 	u.SetGroupVersionKind(gvk)
 	unstructured.RemoveNestedField(u.Object, "metadata", "creationTimestamp")
 	unstructured.RemoveNestedField(u.Object, "status")
-	if err := r.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(FieldManager), client.ForceOwnership); err != nil {
+	if err := r.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(hostfleetv1alpha1.FieldManagerHub), client.ForceOwnership); err != nil {
 		return fmt.Errorf("apply %s %s/%s for tenant %s: %w", gvk.Kind, obj.GetNamespace(), obj.GetName(), t.Name, err)
 	}
 	return nil

@@ -20,7 +20,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/hostfleet/hostfleet/e2e/planes"
+	"github.com/hostfleet/hostfleet/e2e/harness/planes"
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
 	"github.com/hostfleet/hostfleet/hub/tenant"
 )
@@ -66,7 +66,7 @@ func TestTenantRegistration(t *testing.T) {
 		g.Expect(ready(ta).Status).To(Equal(metav1.ConditionTrue), ready(ta).Message)
 		g.Expect(ta.Status.Namespaces).To(Equal([]string{"tenant-a"}))
 		g.Expect(ta.Status.Clusters).To(Equal([]string{"c1", "c2"}))
-		g.Expect(ta.Finalizers).To(ContainElement(tenant.Finalizer))
+		g.Expect(ta.Finalizers).To(ContainElement(hostfleetv1alpha1.TenantFinalizer))
 	}).WithTimeout(30 * time.Second).Should(Succeed())
 	ns := &corev1.Namespace{}
 	g.Expect(hub.Get(ctx, client.ObjectKey{Name: "tenant-a"}, ns)).To(Succeed())
@@ -75,8 +75,8 @@ func TestTenantRegistration(t *testing.T) {
 	g.Expect(hub.Get(ctx, client.ObjectKey{Namespace: "tenant-a", Name: "lab"}, mcsb)).To(Succeed())
 	g.Expect(mcsb.Spec.ClusterSet).To(Equal("lab"))
 	quota := &corev1.ResourceQuota{}
-	g.Expect(hub.Get(ctx, client.ObjectKey{Namespace: "tenant-a", Name: tenant.QuotaName}, quota)).To(Succeed())
-	g.Expect(quota.Spec.Hard[tenant.QuotaClaim]).To(Equal(resource.MustParse("2")))
+	g.Expect(hub.Get(ctx, client.ObjectKey{Namespace: "tenant-a", Name: hostfleetv1alpha1.TenantQuota}, quota)).To(Succeed())
+	g.Expect(quota.Spec.Hard[hostfleetv1alpha1.QuotaClaims]).To(Equal(resource.MustParse("2")))
 
 	t.Log("the admin edits claims and secrets in the tenant's namespace, and nothing else")
 	aliceCfg, err := f.AddUser("hub", "alice")
@@ -136,23 +136,23 @@ func TestTenantRegistration(t *testing.T) {
 	g.Eventually(func(g Gomega) {
 		tb := &hostfleetv1alpha1.Tenant{}
 		g.Expect(hub.Get(ctx, client.ObjectKey{Name: "b"}, tb)).To(Succeed())
-		g.Expect(ready(tb).Reason).To(Equal(tenant.ReasonClusterSetMissing))
+		g.Expect(ready(tb).Reason).To(Equal(hostfleetv1alpha1.ReasonClusterSetMissing))
 		g.Expect(ready(tb).Message).To(ContainSubstring("ManagedClusterSet nope does not exist: create it or fix spec.clusterSet"))
 		th := &hostfleetv1alpha1.Tenant{}
 		g.Expect(hub.Get(ctx, client.ObjectKey{Name: "thief"}, th)).To(Succeed())
-		g.Expect(ready(th).Reason).To(Equal(tenant.ReasonNamespaceConflict))
+		g.Expect(ready(th).Reason).To(Equal(hostfleetv1alpha1.ReasonNamespaceConflict))
 		g.Expect(ready(th).Message).To(ContainSubstring("namespace tenant-a belongs to tenant a"))
 		g.Expect(th.Status.Namespaces).To(Equal([]string{"thief-ns"}))
 	}).WithTimeout(30 * time.Second).Should(Succeed())
 	rb := &rbacv1.RoleBinding{}
-	g.Expect(hub.Get(ctx, client.ObjectKey{Namespace: "tenant-a", Name: tenant.AdminRole}, rb)).To(Succeed())
+	g.Expect(hub.Get(ctx, client.ObjectKey{Namespace: "tenant-a", Name: hostfleetv1alpha1.TenantAdminRole}, rb)).To(Succeed())
 	g.Expect(rb.Subjects).To(Equal([]rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: "alice"}}), "the thief did not touch tenant-a")
 
 	t.Log("a tenant with claims is kept, and says why")
 	g.Expect(hub.Delete(ctx, ta)).To(Succeed())
 	g.Eventually(func(g Gomega) {
 		g.Expect(hub.Get(ctx, client.ObjectKey{Name: "a"}, ta)).To(Succeed())
-		g.Expect(ready(ta).Reason).To(Equal(tenant.ReasonDeletionBlocked))
+		g.Expect(ready(ta).Reason).To(Equal(hostfleetv1alpha1.ReasonDeletionBlocked))
 		g.Expect(ready(ta).Message).To(ContainSubstring("tenant-a/c; delete them first"))
 	}).WithTimeout(30 * time.Second).Should(Succeed())
 	g.Expect(hub.Delete(ctx, claim)).To(Succeed())

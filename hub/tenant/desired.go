@@ -13,58 +13,23 @@ import (
 	clusterv1beta2 "open-cluster-management.io/api/cluster/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/hostfleet/hostfleet/hub/api/permissions"
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
 )
 
-// Names of the objects made in each tenant namespace.
-const (
-	AdminRole  = "hostfleet-tenant-admin"
-	AgentRole  = "hostfleet-agent"
-	QuotaName  = "hostfleet-claims"
-	AddonName  = "hostfleet-agent"
-	QuotaClaim = "count/hostclaims.metal3.io"
-)
-
-// ClaimsPolicy is the ValidatingAdmissionPolicy (manifests/policies) whose
-// per-tenant bindings the controller makes.
-const ClaimsPolicy = "hostfleet-claims"
-
-// ClaimsBinding names a tenant's binding of ClaimsPolicy.
-func ClaimsBinding(tenant string) string { return ClaimsPolicy + "-" + tenant }
+// ClaimsBinding names a tenant's binding of the claims admission policy.
+func ClaimsBinding(tenant string) string { return hostfleetv1alpha1.ClaimsPolicy + "-" + tenant }
 
 // AgentGroup is the hub identity group of a cluster's agent, as the OCM
 // add-on registration gives it.
 func AgentGroup(cluster string) string {
-	return fmt.Sprintf("system:open-cluster-management:cluster:%s:addon:%s", cluster, AddonName)
+	return fmt.Sprintf("system:open-cluster-management:cluster:%s:addon:%s", cluster, hostfleetv1alpha1.AddonName)
 }
 
 // AgentTokenUser is the hub identity of a cluster's agent registered with
 // OCM's token driver: a ServiceAccount in the cluster's namespace.
 func AgentTokenUser(cluster string) string {
-	return fmt.Sprintf("system:serviceaccount:%s:%s-%s-agent", cluster, cluster, AddonName)
-}
-
-// AdminRules: edit claims and secrets, view HardwareData; nothing else.
-func AdminRules() []rbacv1.PolicyRule {
-	edit := []string{"get", "list", "watch", "create", "update", "patch", "delete"}
-	view := []string{"get", "list", "watch"}
-	return []rbacv1.PolicyRule{
-		{APIGroups: []string{"metal3.io"}, Resources: []string{"hostclaims"}, Verbs: edit},
-		{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: edit},
-		{APIGroups: []string{"metal3.io"}, Resources: []string{"hardwaredata"}, Verbs: view},
-		{APIGroups: []string{"metal3.io"}, Resources: []string{"hostclaims/status"}, Verbs: []string{"get"}},
-	}
-}
-
-// AgentRules: what an agent needs in a tenant namespace to serve its claims.
-func AgentRules() []rbacv1.PolicyRule {
-	return []rbacv1.PolicyRule{
-		{APIGroups: []string{"metal3.io"}, Resources: []string{"hostclaims"}, Verbs: []string{"get", "list", "watch", "patch", "update"}},
-		{APIGroups: []string{"metal3.io"}, Resources: []string{"hostclaims/status"}, Verbs: []string{"patch", "update"}},
-		{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get"}},
-		{APIGroups: []string{"metal3.io"}, Resources: []string{"hardwaredata"}, Verbs: []string{"get", "create", "delete"}},
-		{APIGroups: []string{"events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},
-	}
+	return fmt.Sprintf("system:serviceaccount:%s:%s-%s-agent", cluster, cluster, hostfleetv1alpha1.AddonName)
 }
 
 // Desired is every object the Tenant should have, in each of its
@@ -84,7 +49,7 @@ func Desired(t *hostfleetv1alpha1.Tenant, clusters []string) []client.Object {
 	out := []client.Object{&admissionv1.ValidatingAdmissionPolicyBinding{
 		ObjectMeta: metav1.ObjectMeta{Name: ClaimsBinding(t.Name), Labels: labels},
 		Spec: admissionv1.ValidatingAdmissionPolicyBindingSpec{
-			PolicyName:        ClaimsPolicy,
+			PolicyName:        hostfleetv1alpha1.ClaimsPolicy,
 			ParamRef:          &admissionv1.ParamRef{Name: t.Name, ParameterNotFoundAction: ptr.To(admissionv1.DenyAction)},
 			MatchResources:    &admissionv1.MatchResources{NamespaceSelector: &metav1.LabelSelector{MatchLabels: labels}},
 			ValidationActions: []admissionv1.ValidationAction{admissionv1.Deny},
@@ -96,18 +61,18 @@ func Desired(t *hostfleetv1alpha1.Tenant, clusters []string) []client.Object {
 		}
 		out = append(out,
 			&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: labels}},
-			&rbacv1.Role{ObjectMeta: meta(AdminRole), Rules: AdminRules()},
-			&rbacv1.RoleBinding{ObjectMeta: meta(AdminRole), Subjects: t.Spec.Admins,
-				RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: AdminRole}},
-			&rbacv1.Role{ObjectMeta: meta(AgentRole), Rules: AgentRules()},
-			&rbacv1.RoleBinding{ObjectMeta: meta(AgentRole), Subjects: agents,
-				RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: AgentRole}},
+			&rbacv1.Role{ObjectMeta: meta(hostfleetv1alpha1.TenantAdminRole), Rules: permissions.TenantAdmin()},
+			&rbacv1.RoleBinding{ObjectMeta: meta(hostfleetv1alpha1.TenantAdminRole), Subjects: t.Spec.Admins,
+				RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: hostfleetv1alpha1.TenantAdminRole}},
+			&rbacv1.Role{ObjectMeta: meta(hostfleetv1alpha1.AgentTenantRole), Rules: permissions.AgentTenantNamespace()},
+			&rbacv1.RoleBinding{ObjectMeta: meta(hostfleetv1alpha1.AgentTenantRole), Subjects: agents,
+				RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: hostfleetv1alpha1.AgentTenantRole}},
 			&clusterv1beta2.ManagedClusterSetBinding{ObjectMeta: meta(t.Spec.ClusterSet),
 				Spec: clusterv1beta2.ManagedClusterSetBindingSpec{ClusterSet: t.Spec.ClusterSet}},
 		)
 		if t.Spec.MaxClaims != nil {
-			out = append(out, &corev1.ResourceQuota{ObjectMeta: meta(QuotaName), Spec: corev1.ResourceQuotaSpec{
-				Hard: corev1.ResourceList{QuotaClaim: *resource.NewQuantity(int64(*t.Spec.MaxClaims), resource.DecimalSI)}}})
+			out = append(out, &corev1.ResourceQuota{ObjectMeta: meta(hostfleetv1alpha1.TenantQuota), Spec: corev1.ResourceQuotaSpec{
+				Hard: corev1.ResourceList{hostfleetv1alpha1.QuotaClaims: *resource.NewQuantity(int64(*t.Spec.MaxClaims), resource.DecimalSI)}}})
 		}
 	}
 	return out

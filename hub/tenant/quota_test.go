@@ -16,7 +16,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/hostfleet/hostfleet/e2e/planes"
+	"github.com/hostfleet/hostfleet/e2e/harness/planes"
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
 	"github.com/hostfleet/hostfleet/hub/tenant"
 )
@@ -41,10 +41,10 @@ func TestMaxClaimsAtAdmission(t *testing.T) {
 		Spec: hostfleetv1alpha1.TenantSpec{ClusterSet: "lab", MaxClaims: ptr.To[int32](2)}})).To(Succeed())
 	quota := &corev1.ResourceQuota{}
 	g.Eventually(func() error {
-		return hub.Get(ctx, client.ObjectKey{Namespace: "tenant-q", Name: tenant.QuotaName}, quota)
+		return hub.Get(ctx, client.ObjectKey{Namespace: "tenant-q", Name: hostfleetv1alpha1.TenantQuota}, quota)
 	}).WithTimeout(30 * time.Second).Should(Succeed())
 	quota.Status.Hard = quota.Spec.Hard
-	quota.Status.Used = corev1.ResourceList{tenant.QuotaClaim: resource.MustParse("0")}
+	quota.Status.Used = corev1.ResourceList{hostfleetv1alpha1.QuotaClaims: resource.MustParse("0")}
 	g.Expect(hub.Status().Update(ctx, quota)).To(Succeed())
 
 	// Quota admission reads quotas from the API server's cache: until the
@@ -54,7 +54,7 @@ func TestMaxClaimsAtAdmission(t *testing.T) {
 		c0 := &metal3api.HostClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant-q", Name: "c0"}}
 		g.Expect(hub.Create(ctx, c0)).To(Succeed())
 		g.Expect(hub.Get(ctx, client.ObjectKeyFromObject(quota), quota)).To(Succeed())
-		used := quota.Status.Used[tenant.QuotaClaim]
+		used := quota.Status.Used[hostfleetv1alpha1.QuotaClaims]
 		if used.IsZero() {
 			g.Expect(hub.Delete(ctx, c0)).To(Succeed())
 		}
@@ -63,6 +63,6 @@ func TestMaxClaimsAtAdmission(t *testing.T) {
 	g.Expect(hub.Create(ctx, &metal3api.HostClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant-q", Name: "c1"}})).To(Succeed())
 	err := hub.Create(ctx, &metal3api.HostClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant-q", Name: "c2"}})
 	g.Expect(apierrors.IsForbidden(err)).To(BeTrue(), "got %v", err)
-	g.Expect(err.Error()).To(ContainSubstring("exceeded quota: " + tenant.QuotaName))
+	g.Expect(err.Error()).To(ContainSubstring("exceeded quota: " + hostfleetv1alpha1.TenantQuota))
 	t.Logf("the third claim: %v", err)
 }

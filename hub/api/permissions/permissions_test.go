@@ -1,19 +1,18 @@
-package hosted_test
+package permissions_test
 
 import (
 	"testing"
 
 	. "github.com/onsi/gomega"
 
-	"github.com/hostfleet/hostfleet/agent/hosted"
+	"github.com/hostfleet/hostfleet/hub/api/permissions"
 )
 
 func TestSecretsAreNeverListed(t *testing.T) {
-	for _, tc := range []struct{ local, bmc bool }{{false, false}, {true, false}, {false, true}} {
-		local := tc.local
+	for _, f := range []permissions.Features{{}, {LocalClaims: true}, {BMCDriver: true}} {
 		g := NewWithT(t)
 		verbs := map[string]bool{}
-		for _, r := range hosted.ClusterRules(tc.local, tc.bmc) {
+		for _, r := range permissions.AgentManagedCluster(f) {
 			for _, res := range r.Resources {
 				if res == "secrets" {
 					for _, v := range r.Verbs {
@@ -22,9 +21,9 @@ func TestSecretsAreNeverListed(t *testing.T) {
 				}
 			}
 		}
-		g.Expect(verbs).NotTo(HaveKey("list"), "local=%v", local)
-		g.Expect(verbs).NotTo(HaveKey("watch"), "local=%v", local)
-		g.Expect(verbs["get"]).To(Equal(local || tc.bmc), "secrets are read only to serve local claims or reach BMCs")
+		g.Expect(verbs).NotTo(HaveKey("list"), "%+v", f)
+		g.Expect(verbs).NotTo(HaveKey("watch"), "%+v", f)
+		g.Expect(verbs["get"]).To(Equal(f.LocalClaims || f.BMCDriver), "secrets are read only to serve local claims or reach BMCs")
 		g.Expect(verbs).To(HaveKey("create"))
 		g.Expect(verbs).To(HaveKey("delete"))
 	}

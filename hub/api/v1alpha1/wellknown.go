@@ -34,6 +34,15 @@ const (
 	LabelTenant = "hostfleet.io/tenant"
 )
 
+// Scheduler annotations on hub claims.
+const (
+	// AnnotationPlacedBy marks a cluster label the scheduler set (as
+	// opposed to a tenant's pin, which is never moved).
+	AnnotationPlacedBy = "hostfleet.io/placed-by"
+	// AnnotationExcluded lists clusters that did not bind the claim in time.
+	AnnotationExcluded = "hostfleet.io/excluded-clusters"
+)
+
 // Metadata keys on BareMetalHosts in infrastructure clusters.
 const (
 	// AnnotationHub names the hub whose claim holds the host. Together with
@@ -46,6 +55,27 @@ const (
 	AnnotationClaimUID = "hostfleet.io/claim-uid"
 )
 
+// AnnotationDriver on a BareMetalHost ("bmclib") asks the agent's BMC
+// driver to drive the host (no baremetal-operator manages it).
+const (
+	AnnotationDriver = "hostfleet.io/driver"
+	// DriverBMCLib is the value of AnnotationDriver for the agent's driver.
+	DriverBMCLib = "bmclib"
+)
+
+// Labels on the copies of a claim's secrets that the agent makes next to
+// the host, so that it can find and delete them.
+const (
+	LabelClaimNamespace = "hostfleet.io/claim-namespace"
+	LabelClaimName      = "hostfleet.io/claim-name"
+	LabelClaimUID       = "hostfleet.io/claim-uid"
+	LabelSecretRole     = "hostfleet.io/secret-role"
+)
+
+// AnnotationSourceUID on a hub HardwareData copy is the UID of the
+// infrastructure cluster's HardwareData it was copied from.
+const AnnotationSourceUID = "hostfleet.io/source-uid"
+
 // AnnotationAllowDetach on a HostDeployPolicy ("true") lets the claims it
 // admits detach their hosts with baremetalhost.metal3.io/detached; without it
 // the agent does not pass that annotation on.
@@ -56,9 +86,67 @@ const AnnotationAllowDetach = "hostfleet.io/allow-detach"
 // namespace and name.
 const ConsumerKind = "HostClaim"
 
-// AgentFinalizer is put on hub claims by the agent that binds them; it is
-// removed only after the host has been released.
-const AgentFinalizer = "hostfleet.io/agent"
+// Finalizers.
+const (
+	// AgentFinalizer is put on hub claims by the agent that binds them; it
+	// is removed only after the host has been released.
+	AgentFinalizer = "hostfleet.io/agent"
+	// TenantFinalizer keeps a Tenant until its claims are gone.
+	TenantFinalizer = "hostfleet.io/tenant"
+	// BMCDriverFinalizer keeps a BareMetalHost the agent's BMC driver drives
+	// until it is deprovisioned.
+	BMCDriverFinalizer = "hostfleet.io/bmc-driver"
+)
+
+// Field managers for server-side apply: the agent's (BareMetalHost spec
+// parts, secret copies, HostInventory) and the hub's (tenant objects,
+// admission policies).
+const (
+	FieldManagerAgent = "hostfleet-agent"
+	FieldManagerHub   = "hostfleet-hub"
+)
+
+// Names of the hostfleet-agent add-on and of what it runs as.
+const (
+	// AddonName names the ClusterManagementAddOn, every
+	// ManagedClusterAddOn, the agent's Deployment and its health Lease.
+	AddonName = "hostfleet-agent"
+	// AgentServiceAccount is the agent's ServiceAccount on the managed
+	// cluster (and its pod's, wherever it runs).
+	AgentServiceAccount = "hostfleet-agent"
+	// AgentNamespace is the agent's namespace on the managed cluster unless
+	// the ManagedClusterAddOn names another.
+	AgentNamespace = "hostfleet-agent"
+	// AgentManagedRole names the agent's ClusterRole and Role (and their
+	// bindings) on the managed cluster.
+	AgentManagedRole = "hostfleet-agent"
+	// AgentHostingRole names the agent's Role (and binding) on a Hosted mode
+	// hosting cluster.
+	AgentHostingRole = "hostfleet-agent-lease"
+	// AgentHubRole is the ClusterRole every agent identity is bound to on
+	// the hub; AgentClusterRole the Role in its cluster's namespace;
+	// AgentTenantRole the Role in the namespaces of the tenants it serves.
+	AgentHubRole     = "hostfleet:agent"
+	AgentClusterRole = "hostfleet:agent-inventory"
+	AgentTenantRole  = "hostfleet-agent"
+	// WorkAgentRole is the ClusterRole aggregated into the OCM work agent's
+	// role for forwarded claims.
+	WorkAgentRole = "hostfleet:work-agent"
+)
+
+// Names of the objects the hub makes for each tenant.
+const (
+	// TenantAdminRole is the Role (and binding) of a tenant's admins in
+	// each of its namespaces.
+	TenantAdminRole = "hostfleet-tenant-admin"
+	// TenantQuota is the ResourceQuota that enforces Tenant.spec.maxClaims.
+	TenantQuota = "hostfleet-claims"
+	// QuotaClaims is the quota's resource: HostClaims counted by object.
+	QuotaClaims = "count/hostclaims.metal3.io"
+	// ClaimsPolicy is the ValidatingAdmissionPolicy on tenants' claims; the
+	// hub binds it once per tenant, with the Tenant as its parameter.
+	ClaimsPolicy = "hostfleet-claims"
+)
 
 // Condition types on hub HostClaims. Ready summarises the others.
 const (
@@ -86,6 +174,42 @@ const (
 	ReasonBinding = "Binding"
 	// ReasonReleasing: the claim is being deleted and its host released.
 	ReasonReleasing = "Releasing"
+	// ReasonDetachNotAllowed: the claim asks to detach its host and no
+	// policy allows it; everything else was synced.
+	ReasonDetachNotAllowed = "DetachNotAllowed"
+)
+
+// Reasons the agent's reflector writes (Provisioned, AvailableForProvisioning,
+// Ready) from the bound host's state.
+const (
+	ReasonProvisioned    = "Provisioned"
+	ReasonProvisioning   = "Provisioning"
+	ReasonDeprovisioning = "Deprovisioning"
+	ReasonNoWorkload     = "NoImage"
+	ReasonHostError      = "HostError"
+	ReasonHostNotReady   = "HostNotReady"
+	ReasonHostAvailable  = "HostAvailable"
+	ReasonPowerPending   = "PowerChangePending"
+	ReasonReady          = "Ready"
+	ReasonNotAssociated  = "NotAssociated"
+)
+
+// Reasons of the Scheduled condition, written by the hub scheduler.
+const (
+	ReasonPlaced           = "Placed"
+	ReasonPinned           = "Pinned"
+	ReasonPinnedOutsideSet = "PinnedOutsideSet"
+	ReasonNoCapacity       = "NoCapacity"
+	ReasonRescheduling     = "Rescheduling"
+	ReasonNoTenant         = "NoTenant"
+)
+
+// Reasons of a Tenant's Ready condition.
+const (
+	ReasonRegistered        = "Registered"
+	ReasonClusterSetMissing = "ClusterSetMissing"
+	ReasonNamespaceConflict = "NamespaceConflict"
+	ReasonDeletionBlocked   = "DeletionBlocked"
 )
 
 // ReservedLabelPrefixes are label prefixes that no Tenant may sync from

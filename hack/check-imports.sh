@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# check-imports.sh fails when the product's parts import each other: the hub,
+# the agent and the operator share only the API packages under hub/api (and
+# the embedded manifests), and no product package imports the test harness,
+# the emulators or the programs under e2e/.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+mod=$(go list -m)
+bad=0
+# deny <packages> <forbidden import prefix>... [-- <allowed import prefix>...]
+deny() {
+	local pkgs=$1
+	shift
+	local forbidden=() allowed=() dep f a ok
+	while [[ $# -gt 0 && $1 != -- ]]; do forbidden+=("${mod}/$1"); shift; done
+	[[ $# -gt 0 ]] && shift
+	while [[ $# -gt 0 ]]; do allowed+=("${mod}/$1"); shift; done
+	while IFS= read -r dep; do
+		for f in "${forbidden[@]}"; do
+			[[ ${dep} == "${f}" || ${dep} == "${f}"/* ]] || continue
+			ok=0
+			for a in "${allowed[@]}"; do [[ ${dep} == "${a}" || ${dep} == "${a}"/* ]] && ok=1; done
+			if ((!ok)); then
+				echo "./${pkgs} depends on ${dep#"${mod}"/}: $(go list -deps -f '{{.ImportPath}} {{join .Imports " "}}' "./${pkgs}" | grep -F " ${dep}" | cut -d' ' -f1 | sed "s#${mod}/##" | head -3 | tr '\n' ' ')"
+				bad=1
+			fi
+		done
+	done < <(go list -deps "./${pkgs}")
+}
+
+deny hub/... agent operator e2e
+deny agent/... hub operator e2e -- hub/api
+if compgen -G "operator/*/" >/dev/null || compgen -G "operator/*.go" >/dev/null; then
+	deny operator/... hub agent e2e -- hub/api
+fi
+if ((bad)); then
+	echo "the hub, the agent and the operator share only hub/api and manifests: move the shared piece there"
+	exit 1
+fi
+echo "check-imports: hub, agent and operator import only hub/api and manifests from each other"

@@ -1,0 +1,145 @@
+// Package permissions defines, once, every right a Hostfleet identity holds:
+// the agent on its managed cluster, on a Hosted mode hosting cluster and on
+// the hub (its cluster's namespace and its tenants' namespaces), the OCM work
+// agent for forwarded claims, and a tenant's admins. Every renderer reads these
+// sets: the add-on templates (through their values), the Hosted agent's own
+// minting, the tenant controller's grants and the add-on's PermissionConfig.
+// The package depends on nothing of Hostfleet's but the well-known names.
+package permissions
+
+import (
+	rbacv1 "k8s.io/api/rbac/v1"
+
+	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
+)
+
+var (
+	view = []string{"get", "list", "watch"}
+	edit = []string{"get", "list", "watch", "create", "update", "patch", "delete"}
+)
+
+const (
+	metal3Group = "metal3.io"
+	leaseGroup  = "coordination.k8s.io"
+)
+
+// Features select the optional rights of an agent on its managed cluster.
+type Features struct {
+	// LocalClaims: the agent also serves HostClaims on the managed cluster
+	// (forwarded claims arrive this way) and reads the secrets they reference.
+	LocalClaims bool
+	// BMCDriver: the agent drives BareMetalHosts through their BMCs, writes
+	// their status and HardwareData and reads their BMC credentials.
+	BMCDriver bool
+}
+
+// AgentManagedCluster is everything the agent may do cluster-wide on its
+// managed cluster. Secrets can be written (the copies of claim secrets next
+// to their hosts) but never listed or watched; they are read (get) only with
+// LocalClaims or BMCDriver.
+func AgentManagedCluster(f Features) []rbacv1.PolicyRule {
+	rules := []rbacv1.PolicyRule{
+		{APIGroups: []string{metal3Group}, Resources: []string{"baremetalhosts"}, Verbs: []string{"get", "list", "watch", "patch"}},
+		{APIGroups: []string{metal3Group}, Resources: []string{"hardwaredata", "hostdeploypolicies"}, Verbs: view},
+		{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"create", "patch", "delete"}},
+	}
+	if f.LocalClaims {
+		rules = append(rules,
+			rbacv1.PolicyRule{APIGroups: []string{metal3Group}, Resources: []string{"hostclaims"}, Verbs: []string{"get", "list", "watch", "patch", "update"}},
+			rbacv1.PolicyRule{APIGroups: []string{metal3Group}, Resources: []string{"hostclaims/status"}, Verbs: []string{"patch", "update"}},
+			rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get"}},
+			rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"namespaces"}, Verbs: []string{"get"}},
+			rbacv1.PolicyRule{APIGroups: []string{"events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},
+		)
+	}
+	if f.BMCDriver {
+		rules = append(rules,
+			rbacv1.PolicyRule{APIGroups: []string{metal3Group}, Resources: []string{"baremetalhosts/status"}, Verbs: []string{"update", "patch"}},
+			rbacv1.PolicyRule{APIGroups: []string{metal3Group}, Resources: []string{"hardwaredata"}, Verbs: []string{"create", "update", "patch"}},
+			rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get"}},
+		)
+	}
+	return rules
+}
+
+// AgentOwnNamespace is what the agent may do in its own namespace on the
+// managed cluster: hold its leader election Lease, renew its own token, and
+// name its ServiceAccount as its Leases' owner.
+func AgentOwnNamespace() []rbacv1.PolicyRule {
+	sa := []string{hostfleetv1alpha1.AgentServiceAccount}
+	return []rbacv1.PolicyRule{
+		{APIGroups: []string{leaseGroup}, Resources: []string{"leases"}, Verbs: []string{"get", "create", "update"}},
+		{APIGroups: []string{""}, Resources: []string{"serviceaccounts/token"}, ResourceNames: sa, Verbs: []string{"create"}},
+		{APIGroups: []string{""}, Resources: []string{"serviceaccounts"}, ResourceNames: sa, Verbs: []string{"get"}},
+	}
+}
+
+// AgentHostingNamespace is all the agent's pod may do on a Hosted mode
+// hosting cluster, in its namespace there: keep the add-on's health Lease
+// (which OCM reads there) and make its ServiceAccount that Lease's owner.
+// A create cannot be limited by resource name, hence two Lease rules.
+func AgentHostingNamespace() []rbacv1.PolicyRule {
+	return []rbacv1.PolicyRule{
+		{APIGroups: []string{leaseGroup}, Resources: []string{"leases"}, Verbs: []string{"create"}},
+		{APIGroups: []string{leaseGroup}, Resources: []string{"leases"}, ResourceNames: []string{hostfleetv1alpha1.AddonName}, Verbs: []string{"get", "update"}},
+		{APIGroups: []string{""}, Resources: []string{"serviceaccounts"}, ResourceNames: []string{hostfleetv1alpha1.AgentServiceAccount}, Verbs: []string{"get"}},
+	}
+}
+
+// AgentHub is what every agent identity may do cluster-wide on the hub:
+// watch the claims (its cache asks the server only for those labelled for
+// its cluster), and see tenants and their namespaces to compute the
+// inventory.
+func AgentHub() []rbacv1.PolicyRule {
+	return []rbacv1.PolicyRule{
+		{APIGroups: []string{metal3Group}, Resources: []string{"hostclaims"}, Verbs: view},
+		{APIGroups: []string{hostfleetv1alpha1.GroupVersion.Group}, Resources: []string{"tenants"}, Verbs: view},
+		{APIGroups: []string{""}, Resources: []string{"namespaces"}, Verbs: view},
+	}
+}
+
+// AgentClusterNamespace is what an agent may do in its cluster's namespace
+// on the hub: write the cluster's HostInventory, and keep the add-on Lease
+// the agent keeps on the hub when its cluster has none.
+func AgentClusterNamespace() []rbacv1.PolicyRule {
+	return []rbacv1.PolicyRule{
+		{APIGroups: []string{hostfleetv1alpha1.GroupVersion.Group}, Resources: []string{"hostinventories"},
+			Verbs: []string{"get", "list", "watch", "create", "update", "patch"}},
+		{APIGroups: []string{hostfleetv1alpha1.GroupVersion.Group}, Resources: []string{"hostinventories/status"}, Verbs: []string{"update", "patch"}},
+		{APIGroups: []string{leaseGroup}, Resources: []string{"leases"}, ResourceNames: []string{hostfleetv1alpha1.AddonName},
+			Verbs: []string{"get", "create", "update"}},
+	}
+}
+
+// AgentTenantNamespace is what an agent needs in the hub namespace of a
+// tenant its cluster serves: its claims and their status, the secrets they
+// reference, HardwareData copies, and Events.
+func AgentTenantNamespace() []rbacv1.PolicyRule {
+	return []rbacv1.PolicyRule{
+		{APIGroups: []string{metal3Group}, Resources: []string{"hostclaims"}, Verbs: []string{"get", "list", "watch", "patch", "update"}},
+		{APIGroups: []string{metal3Group}, Resources: []string{"hostclaims/status"}, Verbs: []string{"patch", "update"}},
+		{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get"}},
+		{APIGroups: []string{metal3Group}, Resources: []string{"hardwaredata"}, Verbs: []string{"get", "create", "delete"}},
+		{APIGroups: []string{"events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},
+	}
+}
+
+// TenantAdmin is what a tenant's admins may do in the tenant's namespaces:
+// edit claims and secrets, view HardwareData and claim status; nothing else.
+func TenantAdmin() []rbacv1.PolicyRule {
+	return []rbacv1.PolicyRule{
+		{APIGroups: []string{metal3Group}, Resources: []string{"hostclaims"}, Verbs: edit},
+		{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: edit},
+		{APIGroups: []string{metal3Group}, Resources: []string{"hardwaredata"}, Verbs: view},
+		{APIGroups: []string{metal3Group}, Resources: []string{"hostclaims/status"}, Verbs: []string{"get"}},
+	}
+}
+
+// WorkAgent is what the OCM work agent on a managed cluster needs to apply
+// what the hub forwards through ManifestWork: plain metal3 HostClaims. It is
+// aggregated into the work agent's role.
+func WorkAgent() []rbacv1.PolicyRule {
+	return []rbacv1.PolicyRule{
+		{APIGroups: []string{metal3Group}, Resources: []string{"hostclaims"}, Verbs: edit},
+	}
+}
