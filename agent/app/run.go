@@ -140,74 +140,12 @@ type Agent struct {
 // it and the controllers set up. Tests call it to run an agent in-process
 // against real planes.
 func New(hubCfg, managedCfg *rest.Config, o *Options) (*Agent, error) {
-	scheme := Scheme()
-	mgr, err := ctrl.NewManager(hubCfg, ctrl.Options{
-		Scheme:                 scheme,
-		Metrics:                metricsserver.Options{BindAddress: o.MetricsAddr},
-		HealthProbeBindAddress: o.HealthAddr,
-		Controller:             config.Controller{SkipNameValidation: &o.InProcess},
-		// One active agent per cluster; the Lease lives on the managed
-		// cluster, which is what the agent serves.
-		LeaderElection:                o.LeaderElect,
-		LeaderElectionID:              "hostfleet-agent-" + o.ClusterName,
-		LeaderElectionNamespace:       o.AgentNamespace,
-		LeaderElectionConfig:          managedCfg,
-		LeaderElectionReleaseOnCancel: true,
-		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
-			// Only the claims placed on this cluster, filtered by the server.
-			&metal3api.HostClaim{}: {Label: ClaimSelector(o.ClusterName)},
-		}},
-	})
+	mgr, managed, err := newManager(hubCfg, managedCfg, o)
 	if err != nil {
-		return nil, fmt.Errorf("hub manager: %w", err)
-	}
-	managed, err := cluster.New(managedCfg, func(co *cluster.Options) { co.Scheme = scheme })
-	if err != nil {
-		return nil, fmt.Errorf("managed cluster: %w", err)
-	}
-	if err := mgr.Add(managed); err != nil {
 		return nil, err
 	}
-	if err := claim.IndexHosts(context.Background(), managed); err != nil {
+	if err := setupControllers(mgr, managed, o); err != nil {
 		return nil, err
-	}
-	if err := (&claim.Reconciler{
-		Claims:        mgr.GetClient(),
-		ClaimReader:   mgr.GetAPIReader(),
-		Managed:       managed.GetClient(),
-		ManagedReader: managed.GetAPIReader(),
-		Recorder:      mgr.GetEventRecorder("hostfleet-agent"),
-		Consumer:      binder.HubConsumer(o.HubName),
-		ClusterName:   o.ClusterName,
-		RetryAfter:    o.RetryAfter,
-		Resync:        o.Resync,
-	}).SetupWithManager(mgr, managed, o.Concurrency); err != nil {
-		return nil, fmt.Errorf("claim controller: %w", err)
-	}
-	if o.LocalClaims {
-		// Upstream HostClaims on the managed cluster itself (forwarded
-		// claims arrive this way), bound by the same code.
-		if err := (&claim.Reconciler{
-			Claims:        managed.GetClient(),
-			ClaimReader:   managed.GetAPIReader(),
-			Managed:       managed.GetClient(),
-			ManagedReader: managed.GetAPIReader(),
-			Recorder:      managed.GetEventRecorder("hostfleet-agent"),
-			Consumer:      binder.LocalConsumer(),
-			ClusterName:   o.ClusterName,
-			RetryAfter:    o.RetryAfter,
-			Resync:        o.Resync,
-		}).SetupWithManager(mgr, managed, o.Concurrency); err != nil {
-			return nil, fmt.Errorf("local claim controller: %w", err)
-		}
-	}
-	if o.BMHDriver != "none" {
-		if err := (&bmcdriver.Reconciler{Client: managed.GetClient(), Secrets: managed.GetAPIReader(), All: o.BMHDriver == "all",
-			Workers: o.BMCWorkers, Poll: o.BMCPoll,
-			BMC: bmc.Options{Timeout: o.BMCTimeout, IpmitoolPath: o.Ipmitool, Logger: ctrl.Log.WithName("bmc")},
-		}).SetupWithManager(mgr, managed); err != nil {
-			return nil, fmt.Errorf("BMC driver: %w", err)
-		}
 	}
 	if o.HealthAddr != "0" && o.HealthAddr != "" {
 		if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
@@ -228,37 +166,129 @@ func New(hubCfg, managedCfg *rest.Config, o *Options) (*Agent, error) {
 		return nil, err
 	}
 	if o.HealthLease {
-		// The add-on's health on the hub: OCM's registration agent reads this
-		// Lease (every replica keeps it while the managed cluster answers)
-		// on the managed cluster, or in Hosted mode on the hosting cluster.
-		leaseCfg, leaseNS := managedCfg, o.AgentNamespace
-		if o.BootstrapManagedKubeconfig != "" {
-			cfg, err := kubeconfigOrDefault(o.HostingKubeconfig, "hosting cluster")
-			if err != nil {
-				return nil, err
-			}
-			leaseCfg, leaseNS = cfg, o.HostingNamespace
-		}
-		kube, err := kubernetes.NewForConfig(leaseCfg)
-		if err != nil {
-			return nil, err
-		}
-		updater := lease.NewLeaseUpdater(kube, hostfleetv1alpha1.AddonName, leaseNS).WithHubLeaseConfig(hubCfg, o.ClusterName)
-		if err := mgr.Add(healthLease{updater}); err != nil {
-			return nil, err
-		}
-		if o.LeaseOwner != "" {
-			leases := []string{hostfleetv1alpha1.AddonName}
-			if o.LeaderElect && o.BootstrapManagedKubeconfig == "" {
-				leases = append(leases, "hostfleet-agent-"+o.ClusterName) // beside it, in the same namespace
-			}
-			if err := mgr.Add(leaseOwner{client: kube, namespace: leaseNS, serviceAccount: o.LeaseOwner, leases: leases, every: 5 * time.Second}); err != nil {
-				return nil, err
-			}
+		if err := addHealthLease(mgr, hubCfg, managedCfg, o); err != nil {
+			return nil, fmt.Errorf("health Lease: %w", err)
 		}
 	}
 	return &Agent{Manager: mgr, Managed: managed, Inventory: inv}, nil
 }
+
+// newManager is the agent's manager on the hub, watching only the claims
+// placed on its cluster, with the managed cluster added to it.
+func newManager(hubCfg, managedCfg *rest.Config, o *Options) (ctrl.Manager, cluster.Cluster, error) {
+	scheme := Scheme()
+	mgr, err := ctrl.NewManager(hubCfg, ctrl.Options{
+		Scheme:                 scheme,
+		Metrics:                metricsserver.Options{BindAddress: o.MetricsAddr},
+		HealthProbeBindAddress: o.HealthAddr,
+		Controller:             config.Controller{SkipNameValidation: &o.InProcess},
+		// One active agent per cluster; the Lease lives on the managed
+		// cluster, which is what the agent serves.
+		LeaderElection:                o.LeaderElect,
+		LeaderElectionID:              leaderElectionID(o.ClusterName),
+		LeaderElectionNamespace:       o.AgentNamespace,
+		LeaderElectionConfig:          managedCfg,
+		LeaderElectionReleaseOnCancel: true,
+		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
+			// Only the claims placed on this cluster, filtered by the server.
+			&metal3api.HostClaim{}: {Label: ClaimSelector(o.ClusterName)},
+		}},
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("hub manager: %w", err)
+	}
+	managed, err := cluster.New(managedCfg, func(co *cluster.Options) { co.Scheme = scheme })
+	if err != nil {
+		return nil, nil, fmt.Errorf("managed cluster: %w", err)
+	}
+	if err := mgr.Add(managed); err != nil {
+		return nil, nil, err
+	}
+	return mgr, managed, nil
+}
+
+// setupControllers sets up the claim controllers (hub claims, and local
+// ones with --local-claims) and the BMC driver.
+func setupControllers(mgr ctrl.Manager, managed cluster.Cluster, o *Options) error {
+	if err := claim.IndexHosts(context.Background(), managed); err != nil {
+		return err
+	}
+	if err := (&claim.Reconciler{
+		Claims:        mgr.GetClient(),
+		ClaimReader:   mgr.GetAPIReader(),
+		Managed:       managed.GetClient(),
+		ManagedReader: managed.GetAPIReader(),
+		Recorder:      mgr.GetEventRecorder("hostfleet-agent"),
+		Consumer:      binder.HubConsumer(o.HubName),
+		ClusterName:   o.ClusterName,
+		RetryAfter:    o.RetryAfter,
+		Resync:        o.Resync,
+	}).SetupWithManager(mgr, managed, o.Concurrency); err != nil {
+		return fmt.Errorf("claim controller: %w", err)
+	}
+	if o.LocalClaims {
+		// Upstream HostClaims on the managed cluster itself (forwarded
+		// claims arrive this way), bound by the same code.
+		if err := (&claim.Reconciler{
+			Claims:        managed.GetClient(),
+			ClaimReader:   managed.GetAPIReader(),
+			Managed:       managed.GetClient(),
+			ManagedReader: managed.GetAPIReader(),
+			Recorder:      managed.GetEventRecorder("hostfleet-agent"),
+			Consumer:      binder.LocalConsumer(),
+			ClusterName:   o.ClusterName,
+			RetryAfter:    o.RetryAfter,
+			Resync:        o.Resync,
+		}).SetupWithManager(mgr, managed, o.Concurrency); err != nil {
+			return fmt.Errorf("local claim controller: %w", err)
+		}
+	}
+	if o.BMHDriver != "none" {
+		if err := (&bmcdriver.Reconciler{Client: managed.GetClient(), Secrets: managed.GetAPIReader(), All: o.BMHDriver == "all",
+			Workers: o.BMCWorkers, Poll: o.BMCPoll,
+			BMC: bmc.Options{Timeout: o.BMCTimeout, IpmitoolPath: o.Ipmitool, Logger: ctrl.Log.WithName("bmc")},
+		}).SetupWithManager(mgr, managed); err != nil {
+			return fmt.Errorf("BMC driver: %w", err)
+		}
+	}
+	return nil
+}
+
+// addHealthLease keeps the add-on's health Lease (every replica keeps it
+// while the managed cluster answers), where OCM's registration agent reads
+// it: on the managed cluster, or in Hosted mode on the hosting cluster.
+func addHealthLease(mgr ctrl.Manager, hubCfg, managedCfg *rest.Config, o *Options) error {
+	leaseCfg, leaseNS := managedCfg, o.AgentNamespace
+	if o.BootstrapManagedKubeconfig != "" {
+		cfg, err := kubeconfigOrDefault(o.HostingKubeconfig, "hosting cluster")
+		if err != nil {
+			return err
+		}
+		leaseCfg, leaseNS = cfg, o.HostingNamespace
+	}
+	kube, err := kubernetes.NewForConfig(leaseCfg)
+	if err != nil {
+		return err
+	}
+	updater := lease.NewLeaseUpdater(kube, hostfleetv1alpha1.AddonName, leaseNS).WithHubLeaseConfig(hubCfg, o.ClusterName)
+	if err := mgr.Add(healthLease{updater}); err != nil {
+		return err
+	}
+	if o.LeaseOwner != "" {
+		leases := []string{hostfleetv1alpha1.AddonName}
+		if o.LeaderElect && o.BootstrapManagedKubeconfig == "" {
+			leases = append(leases, leaderElectionID(o.ClusterName)) // beside it, in the same namespace
+		}
+		if err := mgr.Add(leaseOwner{client: kube, namespace: leaseNS, serviceAccount: o.LeaseOwner, leases: leases, every: 5 * time.Second}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// leaderElectionID names the agent replicas' leader election Lease on the
+// managed cluster, in the agent's namespace.
+func leaderElectionID(cluster string) string { return hostfleetv1alpha1.AddonName + "-" + cluster }
 
 // healthLease keeps the add-on's health Lease on every replica.
 type healthLease struct{ lease.LeaseUpdater }

@@ -285,99 +285,133 @@ func errorKind(host *metal3api.BareMetalHost) metal3api.ErrorType {
 	return metal3api.PowerManagementError
 }
 
+// stateHandler does what one provisioning state asks of a host, once,
+// through its BMC.
+type stateHandler func(r *Reconciler, ctx context.Context, host *metal3api.BareMetalHost, d bmc.Driver) (ctrl.Result, *failure)
+
+// handlers are the states the driver moves hosts through, as
+// baremetal-operator's host state machine does.
+var handlers = map[metal3api.ProvisioningState]stateHandler{
+	metal3api.StateNone:           (*Reconciler).register,
+	metal3api.StateRegistering:    (*Reconciler).register,
+	metal3api.StateInspecting:     (*Reconciler).inspect,
+	metal3api.StateAvailable:      (*Reconciler).available,
+	metal3api.StateProvisioning:   (*Reconciler).provision,
+	metal3api.StateProvisioned:    (*Reconciler).provisioned,
+	metal3api.StateDeprovisioning: (*Reconciler).deprovision,
+}
+
 // step does what the host's state asks, once, through d.
 func (r *Reconciler) step(ctx context.Context, host *metal3api.BareMetalHost, d bmc.Driver) (ctrl.Result, *failure) {
-	st := &host.Status.Provisioning
-	kind := errorKind(host)
-	switch st.State {
-	case metal3api.StateNone, metal3api.StateRegistering:
-		on, err := d.Power(ctx)
-		if err != nil {
-			return ctrl.Result{}, fail(metal3api.RegistrationError, "%v", err)
-		}
-		host.Status.PoweredOn = on
-		st.State = metal3api.StateInspecting
-		if InspectionDisabled(host) {
-			st.State = metal3api.StateAvailable
-		}
-		return again, nil
+	h, ok := handlers[host.Status.Provisioning.State]
+	if !ok {
+		return ctrl.Result{}, fail(errorKind(host), "state %q is not one the agent's BMC driver handles", host.Status.Provisioning.State)
+	}
+	return h(r, ctx, host, d)
+}
 
-	case metal3api.StateInspecting:
-		hw, err := d.Inventory(ctx)
-		switch {
-		case errors.Is(err, bmc.ErrUnsupported):
-			// IPMI reports no inventory: the host is available without
-			// HardwareData, as with inspection disabled.
-		case err != nil:
-			return ctrl.Result{}, fail(metal3api.InspectionError, "%v", err)
-		default:
-			if err := r.saveHardware(ctx, host, hw); err != nil {
-				return ctrl.Result{}, fail(metal3api.InspectionError, "save HardwareData: %v", err)
-			}
-			host.Status.HardwareDetails = hw
-			host.Status.HardwareProfile = "unknown"
-		}
-		delete(host.Annotations, metal3api.InspectAnnotationPrefix)
-		st.State = metal3api.StateAvailable
-		return again, nil
+// register checks that the BMC answers with the credentials, then inspects
+// (or, with inspection disabled, makes the host available).
+func (r *Reconciler) register(ctx context.Context, host *metal3api.BareMetalHost, d bmc.Driver) (ctrl.Result, *failure) {
+	on, err := d.Power(ctx)
+	if err != nil {
+		return ctrl.Result{}, fail(metal3api.RegistrationError, "%v", err)
+	}
+	host.Status.PoweredOn = on
+	host.Status.Provisioning.State = metal3api.StateInspecting
+	if InspectionDisabled(host) {
+		host.Status.Provisioning.State = metal3api.StateAvailable
+	}
+	return again, nil
+}
 
-	case metal3api.StateAvailable:
-		if img := host.Spec.Image; img != nil && img.URL != "" && host.Spec.ConsumerRef != nil {
-			if err := ValidateImage(img); err != nil {
-				return ctrl.Result{}, fail(metal3api.ProvisioningError, "%v", err)
-			}
-			st.State = metal3api.StateProvisioning
-			return again, nil
+// inspect reads the BMC's inventory into the host's HardwareData.
+func (r *Reconciler) inspect(ctx context.Context, host *metal3api.BareMetalHost, d bmc.Driver) (ctrl.Result, *failure) {
+	hw, err := d.Inventory(ctx)
+	switch {
+	case errors.Is(err, bmc.ErrUnsupported):
+		// IPMI reports no inventory: the host is available without
+		// HardwareData, as with inspection disabled.
+	case err != nil:
+		return ctrl.Result{}, fail(metal3api.InspectionError, "%v", err)
+	default:
+		if err := r.saveHardware(ctx, host, hw); err != nil {
+			return ctrl.Result{}, fail(metal3api.InspectionError, "save HardwareData: %v", err)
 		}
-		if v, ok := host.Annotations[metal3api.InspectAnnotationPrefix]; ok && v != inspectDisabled {
-			st.State = metal3api.StateInspecting // re-inspection asked for
-			return again, nil
-		}
-		return r.power(ctx, d, host)
+		host.Status.HardwareDetails = hw
+		host.Status.HardwareProfile = "unknown"
+	}
+	delete(host.Annotations, metal3api.InspectAnnotationPrefix)
+	host.Status.Provisioning.State = metal3api.StateAvailable
+	return again, nil
+}
 
-	case metal3api.StateProvisioning:
-		img := host.Spec.Image
-		if img == nil || img.URL == "" {
-			st.State = metal3api.StateDeprovisioning
-			return again, nil
-		}
+// available provisions a host that a consumer gave an image, inspects it
+// again when asked, and otherwise keeps its power as spec.online says.
+func (r *Reconciler) available(ctx context.Context, host *metal3api.BareMetalHost, d bmc.Driver) (ctrl.Result, *failure) {
+	if img := host.Spec.Image; img != nil && img.URL != "" && host.Spec.ConsumerRef != nil {
 		if err := ValidateImage(img); err != nil {
 			return ctrl.Result{}, fail(metal3api.ProvisioningError, "%v", err)
 		}
-		if err := d.InsertMedia(ctx, img.URL); err != nil {
-			return ctrl.Result{}, fail(metal3api.ProvisioningError, "boot the live ISO: %v", err)
-		}
-		if err := d.SetBootOnce(ctx, bmc.BootCDROM); err != nil {
-			return ctrl.Result{}, fail(metal3api.ProvisioningError, "boot the live ISO: %v", err)
-		}
-		if err := d.Reboot(ctx, true); err != nil {
-			return ctrl.Result{}, fail(metal3api.ProvisioningError, "boot the live ISO: %v", err)
-		}
-		host.Status.PoweredOn = true
-		st.Image = *img.DeepCopy()
-		st.State = metal3api.StateProvisioned
-		return again, nil
-
-	case metal3api.StateProvisioned:
-		if Deprovision(host) {
-			st.State = metal3api.StateDeprovisioning
-			return again, nil
-		}
-		return r.power(ctx, d, host)
-
-	case metal3api.StateDeprovisioning:
-		if err := d.SetPower(ctx, false, true); err != nil {
-			return ctrl.Result{}, fail(metal3api.ProvisioningError, "deprovision: %v", err)
-		}
-		if err := d.EjectMedia(ctx); err != nil {
-			return ctrl.Result{}, fail(metal3api.ProvisioningError, "deprovision: %v", err)
-		}
-		host.Status.PoweredOn = false
-		st.Image = metal3api.Image{}
-		st.State = metal3api.StateAvailable
+		host.Status.Provisioning.State = metal3api.StateProvisioning
 		return again, nil
 	}
-	return ctrl.Result{}, fail(kind, "state %q is not one the agent's BMC driver handles", st.State)
+	if v, ok := host.Annotations[metal3api.InspectAnnotationPrefix]; ok && v != inspectDisabled {
+		host.Status.Provisioning.State = metal3api.StateInspecting // re-inspection asked for
+		return again, nil
+	}
+	return r.power(ctx, d, host)
+}
+
+// provision boots the live ISO by virtual media: insert, boot once from the
+// CD, reset.
+func (r *Reconciler) provision(ctx context.Context, host *metal3api.BareMetalHost, d bmc.Driver) (ctrl.Result, *failure) {
+	st := &host.Status.Provisioning
+	img := host.Spec.Image
+	if img == nil || img.URL == "" {
+		st.State = metal3api.StateDeprovisioning
+		return again, nil
+	}
+	if err := ValidateImage(img); err != nil {
+		return ctrl.Result{}, fail(metal3api.ProvisioningError, "%v", err)
+	}
+	if err := d.InsertMedia(ctx, img.URL); err != nil {
+		return ctrl.Result{}, fail(metal3api.ProvisioningError, "boot the live ISO: %v", err)
+	}
+	if err := d.SetBootOnce(ctx, bmc.BootCDROM); err != nil {
+		return ctrl.Result{}, fail(metal3api.ProvisioningError, "boot the live ISO: %v", err)
+	}
+	if err := d.Reboot(ctx, true); err != nil {
+		return ctrl.Result{}, fail(metal3api.ProvisioningError, "boot the live ISO: %v", err)
+	}
+	host.Status.PoweredOn = true
+	st.Image = *img.DeepCopy()
+	st.State = metal3api.StateProvisioned
+	return again, nil
+}
+
+// provisioned deprovisions a host its consumer let go, and otherwise keeps
+// its power as spec.online and the reboot annotations say.
+func (r *Reconciler) provisioned(ctx context.Context, host *metal3api.BareMetalHost, d bmc.Driver) (ctrl.Result, *failure) {
+	if Deprovision(host) {
+		host.Status.Provisioning.State = metal3api.StateDeprovisioning
+		return again, nil
+	}
+	return r.power(ctx, d, host)
+}
+
+// deprovision powers the host off and ejects its media.
+func (r *Reconciler) deprovision(ctx context.Context, host *metal3api.BareMetalHost, d bmc.Driver) (ctrl.Result, *failure) {
+	if err := d.SetPower(ctx, false, true); err != nil {
+		return ctrl.Result{}, fail(metal3api.ProvisioningError, "deprovision: %v", err)
+	}
+	if err := d.EjectMedia(ctx); err != nil {
+		return ctrl.Result{}, fail(metal3api.ProvisioningError, "deprovision: %v", err)
+	}
+	host.Status.PoweredOn = false
+	host.Status.Provisioning.Image = metal3api.Image{}
+	host.Status.Provisioning.State = metal3api.StateAvailable
+	return again, nil
 }
 
 // power applies spec.online and the reboot annotations, and reads the power

@@ -14,7 +14,6 @@ import (
 
 	"github.com/hostfleet/hostfleet/agent/hostspec"
 	"github.com/hostfleet/hostfleet/agent/reflector"
-	"github.com/hostfleet/hostfleet/agent/ssa"
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
 )
 
@@ -39,11 +38,7 @@ func (r *Reconciler) syncHost(ctx context.Context, c *metal3api.HostClaim, h *me
 			}
 			return reflector.Sync{}, fmt.Errorf("get hub secret %s/%s: %w", c.Namespace, ref.Name, err)
 		}
-		cp, err := ssa.Unstructured(hostspec.SecretCopy(c, ref, hubSecret, h.Namespace))
-		if err != nil {
-			return reflector.Sync{}, err
-		}
-		if err := r.Managed.Apply(ctx, client.ApplyConfigurationFromUnstructured(cp),
+		if err := r.Managed.Apply(ctx, hostspec.SecretCopy(c, ref, hubSecret, h.Namespace),
 			client.FieldOwner(hostfleetv1alpha1.FieldManagerAgent), client.ForceOwnership); err != nil {
 			if apierrors.IsRequestEntityTooLargeError(err) || apierrors.IsInvalid(err) {
 				return reflector.Sync{Reason: ref.Role.SyncFailureReason(), Message: fmt.Sprintf(

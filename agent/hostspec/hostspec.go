@@ -9,9 +9,9 @@ import (
 	metal3api "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
 )
@@ -111,15 +111,10 @@ func ClaimLabels(c *metal3api.HostClaim) map[string]string {
 
 // SecretCopy is the copy of a hub secret in the host's namespace: same type
 // and data, labelled with the claim's identity.
-func SecretCopy(c *metal3api.HostClaim, ref SecretRef, hubSecret *corev1.Secret, hostNamespace string) *corev1.Secret {
+func SecretCopy(c *metal3api.HostClaim, ref SecretRef, hubSecret *corev1.Secret, hostNamespace string) *corev1ac.SecretApplyConfiguration {
 	labels := ClaimLabels(c)
 	labels[hostfleetv1alpha1.LabelSecretRole] = string(ref.Role)
-	return &corev1.Secret{
-		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
-		ObjectMeta: metav1.ObjectMeta{Namespace: hostNamespace, Name: ref.Copy, Labels: labels},
-		Type:       hubSecret.Type,
-		Data:       hubSecret.Data,
-	}
+	return corev1ac.Secret(ref.Copy, hostNamespace).WithLabels(labels).WithType(hubSecret.Type).WithData(hubSecret.Data)
 }
 
 // Bound is the apply object for a host bound to a claim: online follows

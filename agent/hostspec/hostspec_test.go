@@ -87,8 +87,8 @@ func TestSecretCopy(t *testing.T) {
 		Type: corev1.SecretTypeOpaque, Data: map[string][]byte{"value": []byte("#cloud-config")}}
 	ref := SecretRef{Role: UserData, Name: "ud", Copy: CopyName(c, UserData)}
 	cp := SecretCopy(c, ref, hub, "hosts")
-	g.Expect(cp.Namespace).To(Equal("hosts"))
-	g.Expect(cp.Name).To(Equal(ref.Copy))
+	g.Expect(*cp.Namespace).To(Equal("hosts"))
+	g.Expect(*cp.Name).To(Equal(ref.Copy))
 	g.Expect(cp.Data).To(Equal(hub.Data))
 	g.Expect(cp.Labels).To(Equal(map[string]string{
 		hostfleetv1alpha1.LabelClaimNamespace: "tenant-a", hostfleetv1alpha1.LabelClaimName: "c", hostfleetv1alpha1.LabelClaimUID: "u1", hostfleetv1alpha1.LabelSecretRole: "userdata",

@@ -10,11 +10,12 @@ import (
 	metal3api "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/hostfleet/hostfleet/agent/labelsync"
-	"github.com/hostfleet/hostfleet/agent/ssa"
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
 )
 
@@ -95,7 +96,7 @@ func (w *Writer) write(ctx context.Context, st hostfleetv1alpha1.HostInventorySt
 		ObjectMeta: metav1.ObjectMeta{Namespace: w.ClusterName, Name: w.ClusterName},
 		Spec:       hostfleetv1alpha1.HostInventorySpec{ClusterName: w.ClusterName},
 	}
-	spec, err := ssa.Unstructured(inv)
+	spec, err := applyObject(inv)
 	if err != nil {
 		return err
 	}
@@ -106,7 +107,7 @@ func (w *Writer) write(ctx context.Context, st hostfleetv1alpha1.HostInventorySt
 	now := metav1.Now()
 	inv.Status = st
 	inv.Status.LastUpdated = &now
-	status, err := ssa.Unstructured(inv)
+	status, err := applyObject(inv)
 	if err != nil {
 		return err
 	}
@@ -116,4 +117,16 @@ func (w *Writer) write(ctx context.Context, st hostfleetv1alpha1.HostInventorySt
 	}
 	w.writes.Add(1)
 	return nil
+}
+
+// applyObject converts a typed object (with TypeMeta set) to an apply
+// object, dropping the null creationTimestamp that typed objects carry.
+func applyObject(obj runtime.Object) (*unstructured.Unstructured, error) {
+	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+	if err != nil {
+		return nil, err
+	}
+	u := &unstructured.Unstructured{Object: m}
+	unstructured.RemoveNestedField(u.Object, "metadata", "creationTimestamp")
+	return u, nil
 }

@@ -3,42 +3,14 @@ package claim
 import (
 	"context"
 	"fmt"
-	"maps"
 
 	metal3api "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/hostfleet/hostfleet/agent/hostspec"
-	"github.com/hostfleet/hostfleet/agent/labelsync"
 	"github.com/hostfleet/hostfleet/agent/reflector"
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
 )
-
-// forwardReboot hands a one-shot reboot.metal3.io request to the host, then
-// removes it from the claim. The host annotation is not an owned field:
-// baremetal-operator removes it when the reboot is done.
-func (r *Reconciler) forwardReboot(ctx context.Context, c *metal3api.HostClaim, h *metal3api.BareMetalHost) error {
-	v, ok := hostspec.OneShotReboot(c)
-	if !ok {
-		return nil
-	}
-	orig := h.DeepCopy()
-	if h.Annotations == nil {
-		h.Annotations = map[string]string{}
-	}
-	h.Annotations[metal3api.RebootAnnotationPrefix] = v
-	if err := r.Managed.Patch(ctx, h, client.MergeFrom(orig)); err != nil {
-		return fmt.Errorf("reboot host %s/%s: %w", h.Namespace, h.Name, err)
-	}
-	origClaim := c.DeepCopy()
-	delete(c.Annotations, metal3api.RebootAnnotationPrefix)
-	if err := r.Claims.Patch(ctx, c, client.MergeFrom(origClaim)); err != nil {
-		return fmt.Errorf("clear reboot request on %s/%s: %w", c.Namespace, c.Name, err)
-	}
-	r.Recorder.Eventf(c, nil, "Normal", "RebootRequested", "Reboot", "reboot requested on BareMetalHost %s/%s", h.Namespace, h.Name)
-	return nil
-}
 
 // syncHardware keeps the hub copy of the host's HardwareData current and
 // returns its reference, or nil while the host has none.
@@ -91,44 +63,6 @@ func (r *Reconciler) deleteHardwareCopy(ctx context.Context, c *metal3api.HostCl
 	}
 	if err := r.Claims.Delete(ctx, existing); client.IgnoreNotFound(err) != nil {
 		return fmt.Errorf("delete HardwareData copy %s/%s: %w", c.Namespace, c.Name, err)
-	}
-	return nil
-}
-
-// tenantPrefixes are the label sync prefixes of the Tenant that owns the
-// claim's namespace (none when the namespace has no tenant).
-func (r *Reconciler) tenantPrefixes(ctx context.Context, nsLabels map[string]string) ([]string, error) {
-	name := nsLabels[hostfleetv1alpha1.LabelTenant]
-	if name == "" || r.local() {
-		return nil, nil
-	}
-	t := &hostfleetv1alpha1.Tenant{}
-	if err := r.ClaimReader.Get(ctx, client.ObjectKey{Name: name}, t); err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil, nil
-		}
-		return nil, fmt.Errorf("get tenant %s: %w", name, err)
-	}
-	valid, _ := labelsync.Prefixes(t.Spec.LabelSyncPrefixes)
-	return valid, nil
-}
-
-// syncLabels mirrors the host's prefixed labels onto the claim and sets the
-// bound-host hint from the truth (h nil: erased).
-func (r *Reconciler) syncLabels(ctx context.Context, c *metal3api.HostClaim, h *metal3api.BareMetalHost, prefixes []string) error {
-	var hostLabels map[string]string
-	bound := ""
-	if h != nil {
-		hostLabels, bound = h.Labels, labelsync.BoundHostValue(h.Name)
-	}
-	want := labelsync.Desired(c.Labels, hostLabels, prefixes, bound)
-	if maps.Equal(want, c.Labels) {
-		return nil
-	}
-	orig := c.DeepCopy()
-	c.Labels = want
-	if err := r.Claims.Patch(ctx, c, client.MergeFrom(orig)); err != nil {
-		return fmt.Errorf("sync labels of %s/%s: %w", c.Namespace, c.Name, err)
 	}
 	return nil
 }

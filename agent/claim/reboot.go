@@ -1,0 +1,36 @@
+package claim
+
+import (
+	"context"
+	"fmt"
+
+	metal3api "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/hostfleet/hostfleet/agent/hostspec"
+)
+
+// forwardReboot hands a one-shot reboot.metal3.io request to the host, then
+// removes it from the claim. The host annotation is not an owned field:
+// baremetal-operator removes it when the reboot is done.
+func (r *Reconciler) forwardReboot(ctx context.Context, c *metal3api.HostClaim, h *metal3api.BareMetalHost) error {
+	v, ok := hostspec.OneShotReboot(c)
+	if !ok {
+		return nil
+	}
+	orig := h.DeepCopy()
+	if h.Annotations == nil {
+		h.Annotations = map[string]string{}
+	}
+	h.Annotations[metal3api.RebootAnnotationPrefix] = v
+	if err := r.Managed.Patch(ctx, h, client.MergeFrom(orig)); err != nil {
+		return fmt.Errorf("reboot host %s/%s: %w", h.Namespace, h.Name, err)
+	}
+	origClaim := c.DeepCopy()
+	delete(c.Annotations, metal3api.RebootAnnotationPrefix)
+	if err := r.Claims.Patch(ctx, c, client.MergeFrom(origClaim)); err != nil {
+		return fmt.Errorf("clear reboot request on %s/%s: %w", c.Namespace, c.Name, err)
+	}
+	r.Recorder.Eventf(c, nil, "Normal", "RebootRequested", "Reboot", "reboot requested on BareMetalHost %s/%s", h.Namespace, h.Name)
+	return nil
+}
