@@ -9,6 +9,9 @@ CONTROLLER_GEN = $(shell $(TOOLS) --print-bin controller-gen)
 STATICCHECK = $(shell $(TOOLS) --print-bin staticcheck)
 BIN := bin
 GO_TEST_FLAGS ?= -count=1 -timeout 20m
+# Packages tested with the race detector in `make test` (the rest run without
+# it: -race costs CI more time than it has on the end-to-end suites).
+RACE_PKGS ?= $(shell hack/unit-packages.sh) ./hub/scheduler/ ./hub/tenant/ ./agent/binder/ ./agent/inventory/ ./e2e/harness/pods/
 
 .PHONY: help
 help: ## List the targets.
@@ -16,7 +19,7 @@ help: ## List the targets.
 
 .PHONY: tools
 tools: ## Build every tool the tests need into $(HOSTFLEET_CACHE) (minutes the first time, seconds after).
-	$(TOOLS) envtest kube-controller-manager baremetal-operator controller-gen staticcheck ipmi ocm clusteradm
+	$(TOOLS) envtest kube-controller-manager baremetal-operator controller-gen staticcheck shellcheck ipmi ocm clusteradm
 
 .PHONY: build
 build: ## Build the binaries into bin/.
@@ -34,20 +37,27 @@ manifests: ## Generate our CRDs and vendor the upstream metal3 and OCM CRDs into
 	hack/vendor-crds.sh
 
 .PHONY: verify
-verify: ## Fail when generated code, CRDs or go.mod/go.sum are stale (changes nothing).
+verify: ## Fail when generated code, CRDs or go.mod/go.sum are stale, a build output is tracked, the parts import each other or the README's layout is out of date (changes nothing).
 	hack/verify.sh
 
 .PHONY: lint
-lint: ## gofmt, go vet and staticcheck.
-	$(TOOLS) staticcheck
+lint: ## gofmt, go vet, staticcheck and shellcheck.
+	$(TOOLS) staticcheck shellcheck
 	@if [[ -n "$$(gofmt -l .)" ]]; then gofmt -l .; echo "run gofmt -w on the files above"; exit 1; fi
 	go vet ./...
 	$(STATICCHECK) ./...
+	shellcheck hack/*.sh .ci/run
 
 .PHONY: test
-test: verify lint tools ## Everything CI runs: verify, lint, unit and integration tests on real control planes.
+test: verify lint tools ## Everything CI runs: verify, lint, unit, integration and end-to-end tests on real control planes (root).
 	KUBEBUILDER_ASSETS="$$($(TOOLS) --print-assets)" HOSTFLEET_BMO="$$($(TOOLS) --print-bmo)" \
-		go test $(GO_TEST_FLAGS) ./...
+		go test $(GO_TEST_FLAGS) $$(go list ./... | grep -vxF -f <(go list $(RACE_PKGS)))
+	KUBEBUILDER_ASSETS="$$($(TOOLS) --print-assets)" HOSTFLEET_BMO="$$($(TOOLS) --print-bmo)" \
+		go test $(GO_TEST_FLAGS) -race $(RACE_PKGS)
+
+.PHONY: test-unit
+test-unit: ## Only the tests that start no process (no control plane, no emulator): under a minute.
+	go test $(GO_TEST_FLAGS) $$(hack/unit-packages.sh)
 
 .PHONY: e2e-local
 e2e-local: ## The real OCM flow on local planes: clusteradm init/join (Default and Hosted), the add-on enabled, claims Ready, teardown (root).
@@ -56,14 +66,15 @@ e2e-local: ## The real OCM flow on local planes: clusteradm init/join (Default a
 		go test $(GO_TEST_FLAGS) -v ./e2e/harness/pods/ ./e2e/suites/local/
 
 .PHONY: demo
-demo: build ## Local hub and two infrastructure clusters, hub and agents running, a tenant's claims going Ready (Ctrl-C stops it).
+demo: build ## Local hub and three infrastructure clusters, hub and agents running, a tenant's claims going Ready (Ctrl-C stops it).
 	$(TOOLS) envtest baremetal-operator ipmi
 	go build -o $(BIN)/hostfleet-demo ./e2e/programs/demo/cmd
 	KUBEBUILDER_ASSETS="$$($(TOOLS) --print-assets)" HOSTFLEET_BMO="$$($(TOOLS) --print-bmo)" $(BIN)/hostfleet-demo --bin $(BIN)
 
 .PHONY: bench
 bench: tools ## Benchmarks on real control planes, each printed beside a baseline measured in the same run.
-	KUBEBUILDER_ASSETS="$$($(TOOLS) --print-assets)" go run ./e2e/programs/bench -n $${BENCH_N:-1000}
+	go build -o $(BIN)/hostfleet-bench ./e2e/programs/bench
+	KUBEBUILDER_ASSETS="$$($(TOOLS) --print-assets)" $(BIN)/hostfleet-bench -n $${BENCH_N:-1000}
 
 .PHONY: clean
 clean: ## Remove bin/ (the tool cache stays; delete $(HOSTFLEET_CACHE) to rebuild it).

@@ -12,7 +12,9 @@ if [[ -z ${table} ]]; then
 	echo "README.md has no '## Layout' table"
 	exit 1
 fi
-named=$(grep -o '`[a-z0-9_./-]*`' <<<"${table}" | tr -d '`' | sed 's#/$##' | sort -u)
+# The paths a row names: backquoted, in its first column.
+# shellcheck disable=SC2016 # the backquotes are literal
+named=$(cut -d'|' -f2 <<<"${table}" | grep -o '`[a-z0-9_./-]*`' | tr -d '`' | sed 's#/$##' | sort -u)
 bad=0
 while IFS= read -r pkg; do
 	rel=${pkg#"${mod}"}

@@ -11,10 +11,11 @@
 # in throw-away wrapper modules. A tool whose binary is already in the cache is
 # skipped, so a second run takes seconds.
 #
-# The IPMI emulator (ipmi_sim) and ipmitool are Debian packages: "ipmi" installs
-# them with apt-get when they are missing (as root, or with sudo).
+# The IPMI emulator (ipmi_sim), ipmitool and shellcheck are Debian packages:
+# "ipmi" and "shellcheck" install them with apt-get when they are missing (as
+# root, or with sudo).
 #
-# usage: hack/tools.sh [kube-apiserver|etcd|kube-controller-manager|baremetal-operator|controller-gen|staticcheck|ipmi|ocm|clusteradm|all]...
+# usage: hack/tools.sh [kube-apiserver|etcd|kube-controller-manager|baremetal-operator|controller-gen|staticcheck|shellcheck|ipmi|ocm|clusteradm|all]...
 #        hack/tools.sh --print-assets   # the KUBEBUILDER_ASSETS directory
 set -euo pipefail
 
@@ -96,9 +97,8 @@ require (
 
 replace github.com/metal3-io/ironic-standalone-operator/api => github.com/metal3-io/ironic-standalone-operator/api ${IRSO_API_VERSION}
 MOD
-		export GONOSUMDB="github.com/metal3-io/ironic-standalone-operator"
-		go get "github.com/metal3-io/baremetal-operator@${BMO_VERSION}"
-		CGO_ENABLED=0 go build -trimpath -ldflags '-s -w' -o "${out}" github.com/metal3-io/baremetal-operator
+		GONOSUMDB="github.com/metal3-io/ironic-standalone-operator" go get "github.com/metal3-io/baremetal-operator@${BMO_VERSION}"
+		GONOSUMDB="github.com/metal3-io/ironic-standalone-operator" CGO_ENABLED=0 go build -trimpath -ldflags '-s -w' -o "${out}" github.com/metal3-io/baremetal-operator
 	)
 	log "baremetal-operator ${BMO_VERSION}: built ${out}"
 }
@@ -128,24 +128,28 @@ build_tools_module() {
 	(
 		cd "${ROOT}/${mod}"
 		# about-api is a pseudo-version the checksum database does not know.
-		export GONOSUMDB="sigs.k8s.io/about-api" GOFLAGS=-mod=readonly
-		CGO_ENABLED=0 go build -trimpath -ldflags '-s -w' -o "${dir}/" "$@"
+		GONOSUMDB="sigs.k8s.io/about-api" GOFLAGS=-mod=readonly CGO_ENABLED=0 go build -trimpath -ldflags '-s -w' -o "${dir}/" "$@"
 	)
 	log "${name} ${version}: built into ${dir}"
 }
 
-# install_ipmi installs ipmi_sim (openipmi) and ipmitool from Debian.
-install_ipmi() {
-	if command -v ipmi_sim >/dev/null && command -v ipmitool >/dev/null; then
-		log "ipmi_sim, ipmitool: installed"
+# apt_install <command>... -- <package>...: installs the Debian packages when
+# any of the commands is missing.
+apt_install() {
+	local cmds=() missing=0 c
+	while [[ $1 != -- ]]; do cmds+=("$1"); shift; done
+	shift
+	for c in "${cmds[@]}"; do command -v "${c}" >/dev/null || missing=1; done
+	if ((!missing)); then
+		log "${cmds[*]}: installed"
 		return
 	fi
 	local sudo=""
 	[[ $(id -u) -eq 0 ]] || sudo="sudo"
-	log "ipmi_sim, ipmitool: apt-get install openipmi ipmitool"
+	log "${cmds[*]}: apt-get install $*"
 	${sudo} apt-get update -qq
-	DEBIAN_FRONTEND=noninteractive ${sudo} apt-get install -y -qq --no-install-recommends openipmi ipmitool >/dev/null
-	log "ipmi_sim, ipmitool: installed"
+	DEBIAN_FRONTEND=noninteractive ${sudo} apt-get install -y -qq --no-install-recommends "$@" >/dev/null
+	log "${cmds[*]}: installed"
 }
 
 # link_assets puts kube-apiserver and etcd in one directory for KUBEBUILDER_ASSETS.
@@ -166,7 +170,7 @@ case "${1:-all}" in
 esac
 
 tools=("$@")
-[[ ${#tools[@]} -eq 0 || ${tools[0]} == all ]] && tools=(etcd kube-apiserver kube-controller-manager baremetal-operator controller-gen staticcheck ipmi ocm clusteradm)
+[[ ${#tools[@]} -eq 0 || ${tools[0]} == all ]] && tools=(etcd kube-apiserver kube-controller-manager baremetal-operator controller-gen staticcheck shellcheck ipmi ocm clusteradm)
 for t in "${tools[@]}"; do
 	case "${t}" in
 	kube-apiserver) build_kube_apiserver; [[ -x ${CACHE}/etcd-${ETCD_VERSION}/bin/etcd ]] && link_assets ;;
@@ -178,7 +182,8 @@ for t in "${tools[@]}"; do
 	staticcheck) go_install staticcheck honnef.co/go/tools/cmd/staticcheck "${STATICCHECK_VERSION}" ;;
 	ocm) build_tools_module ocm "${OCM_VERSION}" e2e/tools/ocm open-cluster-management.io/ocm/cmd/{registration-operator,registration,work,placement,addon} ;;
 	clusteradm) build_tools_module clusteradm "${CLUSTERADM_VERSION}" e2e/tools/clusteradm open-cluster-management.io/clusteradm/cmd/clusteradm ;;
-	ipmi) install_ipmi ;;
+	ipmi) apt_install ipmi_sim ipmitool -- openipmi ipmitool ;;
+	shellcheck) apt_install shellcheck -- shellcheck ;;
 	*) log "unknown tool ${t}"; exit 2 ;;
 	esac
 done

@@ -43,4 +43,4 @@ for f in \
 	addon/v1alpha1/0000_03_addon.open-cluster-management.io_addontemplates.crd.yaml; do
 	copy "${OCM_API_DIR}/${f}" "manifests/crds/ocm/$(basename "${f}" .crd.yaml | sed 's/^0000_0[0-9]_//').yaml" "open-cluster-management.io/api@${OCM_API_VERSION}"
 done
-echo "[vendor-crds] metal3 ${BMO_VERSION}: $(ls manifests/crds/metal3 | wc -l) CRDs; ocm ${OCM_API_VERSION}: $(ls manifests/crds/ocm | wc -l) CRDs"
+echo "[vendor-crds] metal3 ${BMO_VERSION}: $(find manifests/crds/metal3 -name '*.yaml' | wc -l) CRDs; ocm ${OCM_API_VERSION}: $(find manifests/crds/ocm -name '*.yaml' | wc -l) CRDs"

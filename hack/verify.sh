@@ -1,10 +1,19 @@
 #!/usr/bin/env bash
-# verify.sh fails when generated files (deepcopy code, CRDs, vendored CRDs) or
-# go.mod/go.sum differ from what the generators make. It never changes the
-# working tree: it snapshots the generated paths, regenerates, compares, and
-# puts the snapshot back.
+# verify.sh fails when a build output is tracked (check-tree.sh), when the
+# hub, agent and operator import each other (check-imports.sh), when the
+# README's layout table misses a package (check-layout.sh), and when
+# generated files (deepcopy code, CRDs, vendored CRDs) or go.mod/go.sum differ
+# from what the generators make. It never changes the working tree: it
+# snapshots the generated paths, regenerates, compares, and puts the snapshot
+# back.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+# The fast checks first: nothing compiled tracked, the parts' imports, the
+# README's layout table.
+hack/check-tree.sh
+hack/check-imports.sh
+hack/check-layout.sh
 
 paths=(go.mod go.sum hub/api manifests)
 snap=$(mktemp -d)
