@@ -46,25 +46,25 @@ func (m *Manager) Start(ctx context.Context) error {
 	log := ctrl.LoggerFrom(ctx).WithName("addon")
 	addons, err := addonclient.NewForConfig(m.Config)
 	if err != nil {
-		return err
+		return fmt.Errorf("add-on client: %w", err)
 	}
 	if err := ensureClusterManagementAddOn(ctx, addons); err != nil {
 		return fmt.Errorf("register ClusterManagementAddOn %s: %w", hostfleetv1alpha1.AddonName, err)
 	}
 	kube, err := kubernetes.NewForConfig(m.Config)
 	if err != nil {
-		return err
+		return fmt.Errorf("kubernetes client: %w", err)
 	}
 	am, err := addonmanager.New(m.Config)
 	if err != nil {
-		return err
+		return fmt.Errorf("add-on manager: %w", err)
 	}
 	a, err := New(kube, m.Options)
 	if err != nil {
-		return err
+		return fmt.Errorf("add-on %s: %w", hostfleetv1alpha1.AddonName, err)
 	}
 	if err := am.AddAgent(a); err != nil {
-		return err
+		return fmt.Errorf("add the %s agent to the add-on manager: %w", hostfleetv1alpha1.AddonName, err)
 	}
 	if err := am.Start(ctx); err != nil {
 		return fmt.Errorf("start the add-on manager: %w", err)

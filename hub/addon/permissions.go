@@ -13,6 +13,7 @@ import (
 	"open-cluster-management.io/addon-framework/pkg/utils"
 	addonv1beta1 "open-cluster-management.io/api/addon/v1beta1"
 	clusterv1 "open-cluster-management.io/api/cluster/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/hostfleet/hostfleet/hub/api/permissions"
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
@@ -58,6 +59,7 @@ func Permissions(kube kubernetes.Interface) agent.PermissionConfigFunc {
 			RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: hostfleetv1alpha1.AgentClusterRole}}); err != nil {
 			return fmt.Errorf("inventory role binding in %s: %w", cluster.Name, err)
 		}
+		ctrl.LoggerFrom(ctx).WithName("addon").V(1).Info("agent identity bound on the hub", "cluster", cluster.Name, "subjects", subjects)
 		return nil
 	}
 }

@@ -134,11 +134,11 @@ func New(cfg *rest.Config, o *Options) (ctrl.Manager, error) {
 		return nil, fmt.Errorf("hub manager: %w", err)
 	}
 	if err := mgr.Add(&admission.Installer{Client: mgr.GetClient()}); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("admission policy installer: %w", err)
 	}
 	if o.AddonManager {
 		if err := mgr.Add(&addon.Manager{Config: cfg, Options: o.Addon}); err != nil {
-			return nil, err
+			return nil, fmt.Errorf("add-on manager: %w", err)
 		}
 	}
 	if err := (&tenant.Reconciler{Client: mgr.GetClient(), Scheme: scheme}).SetupWithManager(mgr); err != nil {
@@ -149,7 +149,7 @@ func New(cfg *rest.Config, o *Options) (ctrl.Manager, error) {
 	}
 	if o.HealthAddr != "0" && o.HealthAddr != "" {
 		if err := errors.Join(mgr.AddHealthzCheck("ping", healthz.Ping), mgr.AddReadyzCheck("ping", healthz.Ping)); err != nil {
-			return nil, err
+			return nil, fmt.Errorf("health checks: %w", err)
 		}
 	}
 	return mgr, nil
@@ -172,5 +172,7 @@ func Run(ctx context.Context, o *Options) error {
 	if err != nil {
 		return err
 	}
+	ctrl.Log.Info("starting the hub", "server", cfg.Host, "addonManager", o.AddonManager, "agentImage", o.Addon.Image,
+		"bindDeadline", o.BindDeadline, "leaderElection", o.LeaderElect)
 	return mgr.Start(ctx)
 }

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
 	clusterv1beta1 "open-cluster-management.io/api/cluster/v1beta1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -38,6 +39,9 @@ const (
 // Reconciler places claims.
 type Reconciler struct {
 	Client client.Client
+	// Recorder records an Event on a claim whenever its Scheduled condition
+	// changes; SetupWithManager makes one if nil.
+	Recorder events.EventRecorder
 	// Deadline is how long a placed claim may stay unbound before it is
 	// placed elsewhere.
 	Deadline time.Duration
@@ -95,6 +99,9 @@ func associated(c *metal3api.HostClaim) bool {
 
 // SetupWithManager wires the controller and its indexes.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if r.Recorder == nil {
+		r.Recorder = mgr.GetEventRecorder("hostfleet-scheduler")
+	}
 	idx := mgr.GetFieldIndexer()
 	if err := idx.IndexField(context.Background(), &metal3api.HostClaim{}, pendingIndex, func(o client.Object) []string {
 		c := o.(*metal3api.HostClaim)
@@ -141,7 +148,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	t, err := r.tenant(ctx, c.Namespace)
 	if err != nil {
-		return ctrl.Result{}, err
+		return ctrl.Result{}, fmt.Errorf("find the tenant of claim %s/%s: %w", c.Namespace, c.Name, err)
 	}
 	if t == nil {
 		return requeueOnConflict(r.setScheduled(ctx, c, false, hostfleetv1alpha1.ReasonNoTenant,
@@ -149,7 +156,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	clusters, err := r.candidates(ctx, c, t)
 	if err != nil {
-		return ctrl.Result{}, err
+		return ctrl.Result{}, fmt.Errorf("candidate clusters of claim %s/%s: %w", c.Namespace, c.Name, err)
 	}
 	if cluster := c.Labels[hostfleetv1alpha1.LabelCluster]; cluster != "" {
 		return r.placed(ctx, c, t, cluster, clusters)
@@ -168,12 +175,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		if err := r.Client.Get(ctx, client.ObjectKey{Namespace: cl, Name: cl}, inv); err == nil {
 			in.Inventories[cl] = inv
 		} else if !apierrors.IsNotFound(err) {
-			return ctrl.Result{}, err
+			return ctrl.Result{}, fmt.Errorf("read HostInventory %s/%s: %w", cl, cl, err)
 		}
 		var pending metal3api.HostClaimList
 		// Counted only, never changed: no copies.
 		if err := r.Client.List(ctx, &pending, client.MatchingFields{pendingIndex: cl}, client.UnsafeDisableDeepCopy); err != nil {
-			return ctrl.Result{}, err
+			return ctrl.Result{}, fmt.Errorf("list the claims pending on %s: %w", cl, err)
 		}
 		for i := range pending.Items {
 			in.Pending[cl] = append(in.Pending[cl], &pending.Items[i])
@@ -181,8 +188,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		in.Pending[cl] = append(in.Pending[cl], r.expect.missing(ctx, r.Client, cl)...)
 	}
 	res := Place(in)
+	log := ctrl.LoggerFrom(ctx)
 	if res.Cluster == "" {
-		if err := r.setScheduled(ctx, c, false, hostfleetv1alpha1.ReasonNoCapacity, res.Message); err != nil {
+		log.V(1).Info("claim not placed", "reason", res.Reason, "why", res.Message)
+		if err := r.setScheduled(ctx, c, false, res.Reason, res.Message); err != nil {
 			return requeueOnConflict(err)
 		}
 		return ctrl.Result{RequeueAfter: 30 * time.Second}, nil
@@ -197,8 +206,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	c.Labels[hostfleetv1alpha1.LabelCluster] = res.Cluster
 	c.Annotations[hostfleetv1alpha1.AnnotationPlacedBy] = placedBy
 	if err := r.Client.Patch(ctx, c, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
-		return requeueOnConflict(err)
+		return requeueOnConflict(fmt.Errorf("place claim %s/%s on %s: %w", c.Namespace, c.Name, res.Cluster, err))
 	}
+	log.V(1).Info("claim placed", "cluster", res.Cluster, "free", res.Free, "candidates", len(clusters))
 	r.expect.add(c)
 	if err := r.setScheduled(ctx, c, true, hostfleetv1alpha1.ReasonPlaced, res.Message); err != nil {
 		return requeueOnConflict(err)
@@ -240,8 +250,9 @@ func (r *Reconciler) placed(ctx context.Context, c *metal3api.HostClaim, t *host
 	sort.Strings(excluded)
 	c.Annotations[hostfleetv1alpha1.AnnotationExcluded] = strings.Trim(strings.Join(excluded, ","), ",")
 	if err := r.Client.Patch(ctx, c, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
-		return requeueOnConflict(err)
+		return requeueOnConflict(fmt.Errorf("take claim %s/%s back from %s: %w", c.Namespace, c.Name, cluster, err))
 	}
+	ctrl.LoggerFrom(ctx).V(1).Info("claim not bound in time: placing it elsewhere", "cluster", cluster, "deadline", r.Deadline, "excluded", c.Annotations[hostfleetv1alpha1.AnnotationExcluded])
 	if err := r.setScheduled(ctx, c, false, hostfleetv1alpha1.ReasonRescheduling,
 		fmt.Sprintf("%s did not bind the claim within %s; placing it elsewhere", cluster, r.Deadline)); err != nil {
 		return requeueOnConflict(err)
@@ -295,7 +306,9 @@ func (r *Reconciler) candidates(ctx context.Context, c *metal3api.HostClaim, t *
 }
 
 // setScheduled writes the Scheduled condition if it changed, with the
-// claim's resourceVersion (the agent writes the same status).
+// claim's resourceVersion (the agent writes the same status), and records an
+// Event when its status or reason changed: Normal when scheduled, Warning
+// when not.
 func (r *Reconciler) setScheduled(ctx context.Context, c *metal3api.HostClaim, ok bool, reason, msg string) error {
 	status := metav1.ConditionFalse
 	if ok {
@@ -305,10 +318,21 @@ func (r *Reconciler) setScheduled(ctx context.Context, c *metal3api.HostClaim, o
 	if cur != nil && cur.Status == status && cur.Reason == reason && cur.Message == msg {
 		return nil
 	}
+	changed := cur == nil || cur.Status != status || cur.Reason != reason
 	orig := c.DeepCopy()
 	meta.SetStatusCondition(&c.Status.Conditions, metav1.Condition{Type: hostfleetv1alpha1.ConditionScheduled,
 		Status: status, Reason: reason, Message: msg, ObservedGeneration: c.Generation})
-	return r.Client.Status().Patch(ctx, c, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}))
+	if err := r.Client.Status().Patch(ctx, c, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
+		return fmt.Errorf("write the Scheduled condition of claim %s/%s: %w", c.Namespace, c.Name, err)
+	}
+	if changed {
+		kind := corev1.EventTypeWarning
+		if ok {
+			kind = corev1.EventTypeNormal
+		}
+		r.Recorder.Eventf(c, nil, kind, reason, "Schedule", "%s", msg)
+	}
+	return nil
 }
 
 func requeueOnConflict(err error) (ctrl.Result, error) {

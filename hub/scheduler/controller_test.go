@@ -132,6 +132,7 @@ func TestScheduling(t *testing.T) {
 				waiting++
 				g.Expect(scheduled(c).Reason).To(Equal(hostfleetv1alpha1.ReasonNoCapacity))
 				g.Expect(scheduled(c).Message).To(ContainSubstring("no cluster has a free host matching {example.com/gpu=yes} for namespace tenant-a"))
+				g.Expect(planes.Events(ctx, hub, c)).To(ContainElement(HavePrefix("Warning/NoCapacity: no cluster has a free host matching")), "unschedulable, with why")
 			}
 		}
 		g.Expect(placed).To(Equal(map[string]int{"c1": 1, "c2": 1}), "one per cluster")
@@ -158,6 +159,8 @@ func TestScheduling(t *testing.T) {
 		get(g, first)
 		g.Expect(first.Annotations).To(HaveKeyWithValue(hostfleetv1alpha1.AnnotationExcluded, firstCluster))
 		g.Expect(scheduled(first).Reason).To(BeElementOf(hostfleetv1alpha1.ReasonNoCapacity, hostfleetv1alpha1.ReasonRescheduling))
+		g.Expect(planes.Events(ctx, hub, first)).To(ContainElements(HavePrefix("Normal/Placed: placed on "+firstCluster),
+			HavePrefix("Warning/Rescheduling: "+firstCluster+" did not bind the claim")), "scheduled, then re-placed")
 	}).WithTimeout(deadline + 20*time.Second).Should(Succeed())
 
 	t.Log("pins: inside the set honoured and never moved, outside refused with what to do")

@@ -42,20 +42,24 @@ type Result struct {
 	Free int
 	// Message explains a placement, or the lack of one, per cluster.
 	Message string
+	// Reason is why no cluster was chosen: ReasonWaitingForInventory while
+	// none of the candidates has published a HostInventory, else
+	// ReasonNoCapacity. Empty when placed.
+	Reason string
 }
 
 // Place chooses a cluster for a claim.
 func Place(in Input) Result {
 	sel, err := selector(in.Claim.Spec.HostSelector, in.Prefixes)
 	if err != nil {
-		return Result{Message: fmt.Sprintf("spec.hostSelector is invalid: %v", err)}
+		return Result{Reason: hostfleetv1alpha1.ReasonNoCapacity, Message: fmt.Sprintf("spec.hostSelector is invalid: %v", err)}
 	}
 	type cand struct {
 		name string
 		free int
 	}
 	var cands []cand
-	var why []string
+	var why, noInventory []string
 	clusters := append([]string(nil), in.Clusters...)
 	sort.Strings(clusters)
 	for _, c := range clusters {
@@ -66,6 +70,7 @@ func Place(in Input) Result {
 		inv := in.Inventories[c]
 		if inv == nil {
 			why = append(why, c+" (no HostInventory yet)")
+			noInventory = append(noInventory, c)
 			continue
 		}
 		// The pools the claim may use; within a failure domain that has
@@ -103,13 +108,18 @@ func Place(in Input) Result {
 	}
 	if len(cands) == 0 {
 		if len(clusters) == 0 && in.Placement != "" && len(in.SetClusters) > 0 {
-			return Result{Message: fmt.Sprintf("Placement %s selects none of the tenant's clusters (%s): change the Placement, or remove the %s annotation",
+			return Result{Reason: hostfleetv1alpha1.ReasonNoCapacity, Message: fmt.Sprintf("Placement %s selects none of the tenant's clusters (%s): change the Placement, or remove the %s annotation",
 				in.Placement, strings.Join(in.SetClusters, ","), hostfleetv1alpha1.AnnotationPlacement)}
 		}
 		if len(clusters) == 0 {
-			return Result{Message: "no cluster can serve the claim: the tenant's cluster set (and Placement, if any) has no clusters"}
+			return Result{Reason: hostfleetv1alpha1.ReasonNoCapacity, Message: "no cluster can serve the claim: the tenant's cluster set (and Placement, if any) has no clusters"}
 		}
-		return Result{Message: fmt.Sprintf("no cluster has a free host matching %s for namespace %s: %s; the claim is placed as soon as one has",
+		if len(noInventory) == len(clusters) {
+			return Result{Reason: hostfleetv1alpha1.ReasonWaitingForInventory, Message: fmt.Sprintf(
+				"waiting for the agents of %s to publish their HostInventories: no cluster has reported its hosts yet; the claim is placed as soon as one does",
+				strings.Join(noInventory, ", "))}
+		}
+		return Result{Reason: hostfleetv1alpha1.ReasonNoCapacity, Message: fmt.Sprintf("no cluster has a free host matching %s for namespace %s: %s; the claim is placed as soon as one has",
 			describe(in.Claim), in.Claim.Namespace, strings.Join(why, ", "))}
 	}
 	// Most free hosts first; among equals, a hash of the claim spreads claims.

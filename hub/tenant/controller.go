@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/events"
 	clusterv1 "open-cluster-management.io/api/cluster/v1"
 	clusterv1beta2 "open-cluster-management.io/api/cluster/v1beta2"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -35,10 +36,16 @@ const clusterSetLabel = "cluster.open-cluster-management.io/clusterset"
 type Reconciler struct {
 	Client client.Client
 	Scheme *runtime.Scheme
+	// Recorder records an Event on a Tenant whenever its Ready condition
+	// changes; SetupWithManager makes one if nil.
+	Recorder events.EventRecorder
 }
 
 // SetupWithManager wires the controller.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if r.Recorder == nil {
+		r.Recorder = mgr.GetEventRecorder("hostfleet-tenant")
+	}
 	toAll := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, _ client.Object) []reconcile.Request {
 		var list hostfleetv1alpha1.TenantList
 		if err := r.Client.List(ctx, &list); err != nil {
@@ -78,11 +85,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	owned, conflicts, err := r.namespaces(ctx, t)
 	if err != nil {
-		return ctrl.Result{}, err
+		return ctrl.Result{}, fmt.Errorf("namespaces of tenant %s: %w", t.Name, err)
 	}
 	claims, ready, err := r.claims(ctx, owned)
 	if err != nil {
-		return ctrl.Result{}, err
+		return ctrl.Result{}, fmt.Errorf("claims of tenant %s: %w", t.Name, err)
 	}
 	if !t.DeletionTimestamp.IsZero() {
 		return r.delete(ctx, t, owned, claims)
@@ -91,13 +98,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		orig := t.DeepCopy()
 		controllerutil.AddFinalizer(t, hostfleetv1alpha1.TenantFinalizer)
 		if err := r.Client.Patch(ctx, t, client.MergeFrom(orig)); err != nil {
-			return ctrl.Result{}, err
+			return ctrl.Result{}, fmt.Errorf("add finalizer to tenant %s: %w", t.Name, err)
 		}
 	}
 
 	clusters, setFound, err := r.clusters(ctx, t.Spec.ClusterSet)
 	if err != nil {
-		return ctrl.Result{}, err
+		return ctrl.Result{}, fmt.Errorf("clusters of tenant %s: %w", t.Name, err)
 	}
 	for _, obj := range Desired(t, clusters) {
 		if conflicts[namespaceOf(obj)] != "" {
@@ -111,7 +118,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		for _, ns := range t.DefaultNamespaces() {
 			q := &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: hostfleetv1alpha1.TenantQuota}}
 			if err := r.Client.Delete(ctx, q); client.IgnoreNotFound(err) != nil {
-				return ctrl.Result{}, err
+				return ctrl.Result{}, fmt.Errorf("delete ResourceQuota %s/%s of tenant %s: %w", ns, q.Name, t.Name, err)
 			}
 		}
 	}
@@ -123,21 +130,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 	}
 
-	cond := metav1.Condition{Type: hostfleetv1alpha1.ConditionReady, Status: metav1.ConditionTrue, Reason: hostfleetv1alpha1.ReasonRegistered,
-		Message: fmt.Sprintf("namespaces %s serve the %d clusters of set %s", strings.Join(owned, ","), len(clusters), t.Spec.ClusterSet)}
-	switch {
-	case len(conflicts) > 0:
-		var parts []string
-		for ns, who := range conflicts {
-			parts = append(parts, fmt.Sprintf("namespace %s %s", ns, who))
-		}
-		sort.Strings(parts)
-		cond.Status, cond.Reason = metav1.ConditionFalse, hostfleetv1alpha1.ReasonNamespaceConflict
-		cond.Message = strings.Join(parts, "; ") + "; choose other names in spec.namespaces"
-	case !setFound:
-		cond.Status, cond.Reason = metav1.ConditionFalse, hostfleetv1alpha1.ReasonClusterSetMissing
-		cond.Message = fmt.Sprintf("ManagedClusterSet %s does not exist: create it or fix spec.clusterSet; no agent can serve the tenant's claims meanwhile", t.Spec.ClusterSet)
-	}
+	ctrl.LoggerFrom(ctx).V(1).Info("tenant registered", "namespaces", owned, "clusterSet", t.Spec.ClusterSet, "clusters", clusters,
+		"conflicts", len(conflicts), "claims", len(claims))
+	cond := ReadyCondition(Registration{ClusterSet: t.Spec.ClusterSet, SetFound: setFound, Clusters: clusters,
+		Namespaces: owned, Conflicts: conflicts})
 	return ctrl.Result{}, r.setStatus(ctx, t, owned, clusters, claims, ready, cond)
 }
 
@@ -152,7 +148,7 @@ func (r *Reconciler) namespaces(ctx context.Context, t *hostfleetv1alpha1.Tenant
 		switch {
 		case apierrors.IsNotFound(err):
 		case err != nil:
-			return nil, nil, err
+			return nil, nil, fmt.Errorf("get namespace %s: %w", name, err)
 		case ns.Labels[hostfleetv1alpha1.LabelTenant] == t.Name:
 			owned = append(owned, name)
 		case ns.Labels[hostfleetv1alpha1.LabelTenant] != "":
@@ -171,7 +167,7 @@ func (r *Reconciler) clusters(ctx context.Context, set string) ([]string, bool, 
 		if apierrors.IsNotFound(err) {
 			return nil, false, nil
 		}
-		return nil, false, err
+		return nil, false, fmt.Errorf("get ManagedClusterSet %s: %w", set, err)
 	}
 	sel := labels.SelectorFromSet(labels.Set{clusterSetLabel: set})
 	if s := mcs.Spec.ClusterSelector; s.SelectorType == clusterv1beta2.LabelSelector && s.LabelSelector != nil {
@@ -182,7 +178,7 @@ func (r *Reconciler) clusters(ctx context.Context, set string) ([]string, bool, 
 	}
 	var list clusterv1.ManagedClusterList
 	if err := r.Client.List(ctx, &list, client.MatchingLabelsSelector{Selector: sel}); err != nil {
-		return nil, true, err
+		return nil, true, fmt.Errorf("list the ManagedClusters of set %s: %w", set, err)
 	}
 	var out []string
 	for _, c := range list.Items {
@@ -199,7 +195,7 @@ func (r *Reconciler) claims(ctx context.Context, namespaces []string) ([]string,
 	for _, ns := range namespaces {
 		var list metal3api.HostClaimList
 		if err := r.Client.List(ctx, &list, client.InNamespace(ns)); err != nil {
-			return nil, 0, err
+			return nil, 0, fmt.Errorf("list the claims in %s: %w", ns, err)
 		}
 		for i := range list.Items {
 			c := &list.Items[i]
@@ -229,19 +225,27 @@ func (r *Reconciler) delete(ctx context.Context, t *hostfleetv1alpha1.Tenant, ow
 	}
 	for _, name := range owned {
 		if err := r.Client.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}); client.IgnoreNotFound(err) != nil {
-			return ctrl.Result{}, err
+			return ctrl.Result{}, fmt.Errorf("delete namespace %s of tenant %s: %w", name, t.Name, err)
 		}
 	}
 	binding := &admissionv1.ValidatingAdmissionPolicyBinding{ObjectMeta: metav1.ObjectMeta{Name: ClaimsBinding(t.Name)}}
 	if err := r.Client.Delete(ctx, binding); client.IgnoreNotFound(err) != nil {
-		return ctrl.Result{}, err
+		return ctrl.Result{}, fmt.Errorf("delete ValidatingAdmissionPolicyBinding %s of tenant %s: %w", binding.Name, t.Name, err)
 	}
 	orig := t.DeepCopy()
 	controllerutil.RemoveFinalizer(t, hostfleetv1alpha1.TenantFinalizer)
-	return ctrl.Result{}, r.Client.Patch(ctx, t, client.MergeFrom(orig))
+	if err := r.Client.Patch(ctx, t, client.MergeFrom(orig)); err != nil {
+		return ctrl.Result{}, fmt.Errorf("remove finalizer from tenant %s: %w", t.Name, err)
+	}
+	ctrl.LoggerFrom(ctx).V(1).Info("tenant deregistered", "namespaces", owned)
+	return ctrl.Result{}, nil
 }
 
+// setStatus writes the Tenant's status, and records an Event when its Ready
+// condition's status or reason changed.
 func (r *Reconciler) setStatus(ctx context.Context, t *hostfleetv1alpha1.Tenant, owned, clusters, claims []string, ready int32, cond metav1.Condition) error {
+	prev := meta.FindStatusCondition(t.Status.Conditions, hostfleetv1alpha1.ConditionReady)
+	changed := prev == nil || prev.Status != cond.Status || prev.Reason != cond.Reason
 	orig := t.DeepCopy()
 	cond.ObservedGeneration = t.Generation
 	t.Status.ObservedGeneration = t.Generation
@@ -250,21 +254,31 @@ func (r *Reconciler) setStatus(ctx context.Context, t *hostfleetv1alpha1.Tenant,
 	t.Status.Claims = int32(len(claims))
 	t.Status.ReadyClaims = ready
 	meta.SetStatusCondition(&t.Status.Conditions, cond)
-	return r.Client.Status().Patch(ctx, t, client.MergeFrom(orig))
+	if err := r.Client.Status().Patch(ctx, t, client.MergeFrom(orig)); err != nil {
+		return fmt.Errorf("write the status of tenant %s: %w", t.Name, err)
+	}
+	if changed {
+		kind := corev1.EventTypeWarning
+		if cond.Status == metav1.ConditionTrue {
+			kind = corev1.EventTypeNormal
+		}
+		r.Recorder.Eventf(t, nil, kind, cond.Reason, "Register", "%s", cond.Message)
+	}
+	return nil
 }
 
 // apply server-side applies one desired object, owned by the Tenant.
 func (r *Reconciler) apply(ctx context.Context, t *hostfleetv1alpha1.Tenant, obj client.Object) error {
-	if err := controllerutil.SetOwnerReference(t, obj, r.Scheme); err != nil {
-		return err
-	}
 	gvk, err := apiutil.GVKForObject(obj, r.Scheme)
 	if err != nil {
-		return err
+		return fmt.Errorf("kind of %T for tenant %s: %w", obj, t.Name, err)
+	}
+	if err := controllerutil.SetOwnerReference(t, obj, r.Scheme); err != nil {
+		return fmt.Errorf("own %s %s/%s by tenant %s: %w", gvk.Kind, obj.GetNamespace(), obj.GetName(), t.Name, err)
 	}
 	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
 	if err != nil {
-		return err
+		return fmt.Errorf("convert %s %s/%s for tenant %s: %w", gvk.Kind, obj.GetNamespace(), obj.GetName(), t.Name, err)
 	}
 	u := &unstructured.Unstructured{Object: m}
 	u.SetGroupVersionKind(gvk)

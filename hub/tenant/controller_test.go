@@ -143,6 +143,9 @@ func TestTenantRegistration(t *testing.T) {
 		g.Expect(ready(th).Reason).To(Equal(hostfleetv1alpha1.ReasonNamespaceConflict))
 		g.Expect(ready(th).Message).To(ContainSubstring("namespace tenant-a belongs to tenant a"))
 		g.Expect(th.Status.Namespaces).To(Equal([]string{"thief-ns"}))
+		g.Expect(planes.Events(ctx, hub, tb)).To(ContainElement(HavePrefix("Warning/ClusterSetMissing: ManagedClusterSet nope does not exist")))
+		g.Expect(planes.Events(ctx, hub, th)).To(ContainElement(HavePrefix("Warning/NamespaceConflict: namespace tenant-a belongs to tenant a")))
+		g.Expect(planes.Events(ctx, hub, ta)).To(ContainElement(HavePrefix("Normal/Registered: namespaces tenant-a serve")))
 	}).WithTimeout(30 * time.Second).Should(Succeed())
 	rb := &rbacv1.RoleBinding{}
 	g.Expect(hub.Get(ctx, client.ObjectKey{Namespace: "tenant-a", Name: hostfleetv1alpha1.TenantAdminRole}, rb)).To(Succeed())

@@ -50,12 +50,14 @@ type HostInventoryStatus struct {
 	Pools []HostPool `json:"pools,omitempty"`
 
 	// Total is the number of BareMetalHosts on the cluster.
+	// Always written, so that kubectl prints 0.
 	// +optional
-	Total int32 `json:"total,omitempty"`
+	Total int32 `json:"total"`
 
 	// Available is the number of hosts a claim could bind now.
+	// Always written, so that kubectl prints 0.
 	// +optional
-	Available int32 `json:"available,omitempty"`
+	Available int32 `json:"available"`
 
 	// LastUpdated is when the agent last wrote this inventory. The agent
 	// writes at a bounded rate, never once per host event.

@@ -200,8 +200,11 @@ const (
 	ReasonPinned           = "Pinned"
 	ReasonPinnedOutsideSet = "PinnedOutsideSet"
 	ReasonNoCapacity       = "NoCapacity"
-	ReasonRescheduling     = "Rescheduling"
-	ReasonNoTenant         = "NoTenant"
+	// ReasonWaitingForInventory: none of the candidate clusters' agents has
+	// published a HostInventory yet (a hub that just started, say).
+	ReasonWaitingForInventory = "WaitingForInventory"
+	ReasonRescheduling        = "Rescheduling"
+	ReasonNoTenant            = "NoTenant"
 )
 
 // Reasons of a Tenant's Ready condition.
