@@ -151,7 +151,7 @@ func Run(ctx context.Context, o Options) error {
 		return err
 	}
 	say("Claims created in tenant-acme: web-1 pinned by the tenant to infra-1 and web-2 (medium hosts, an image and")
-	say("cloud-init user data each), db-1 (a large host, no image); the hub scheduler places web-2 and db-1.")
+	say("cloud-init user data each), db-1 (a large host, powered on, no image); the hub scheduler places web-2 and db-1.")
 	say("edge-1 (a live ISO, booted by virtual media) and edge-2 (powered on, no image) are pinned to infra-3.")
 	say("")
 	seen := map[string]string{}
@@ -265,6 +265,11 @@ func setUpHub(ctx context.Context, hub client.Client) error {
 // baremetal-operator in test mode drives: namespace hosts, the BMC secret, a
 // HostDeployPolicy admitting claims from tenant-* namespaces, and two hosts
 // (server-0 medium, server-1 large) in rack r<index+1>.
+//
+// Every host starts online, and every claim the demo makes on these hosts is
+// powered on: baremetal-operator's test mode keeps one power flag for all the
+// hosts it drives, so a host kept off and a host kept on would switch each
+// other at every periodic refresh, and a claim's Ready would blink.
 func InfraHosts(index int) []client.Object {
 	objs := []client.Object{
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "hosts"}},
@@ -279,6 +284,7 @@ func InfraHosts(index int) []client.Object {
 			Spec: metal3api.BareMetalHostSpec{
 				BMC:            metal3api.BMCDetails{Address: fmt.Sprintf("ipmi://127.0.0.1:%d", 16230+10*index+i), CredentialsName: "bmc"},
 				BootMACAddress: fmt.Sprintf("00:5a:%02x:00:00:%02x", index, i),
+				Online:         true,
 			},
 		})
 	}
@@ -337,8 +343,10 @@ func createClaims(ctx context.Context, hub client.Client, liveURL string) error 
 			claim.Spec.PoweredOn = true
 			claim.Spec.Image = &metal3api.Image{URL: c.image, Checksum: c.image + ".sha256sum"}
 			claim.Spec.UserData = &corev1.SecretReference{Name: "web-userdata"}
-		case c.cluster == edge:
-			claim.Spec.PoweredOn = true // the IPMI host: power only
+		default:
+			// Power only: the IPMI host, and db-1 on a baremetal-operator
+			// host (all of those stay on: see InfraHosts).
+			claim.Spec.PoweredOn = true
 		}
 		if c.size != "" {
 			claim.Spec.HostSelector.MatchLabels = map[string]string{"example.com/size": c.size}
