@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr"
 	metal3api "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
@@ -25,10 +24,7 @@ import (
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
 )
 
-func TestMain(m *testing.M) {
-	ctrl.SetLogger(logr.Discard())
-	m.Run()
-}
+func TestMain(m *testing.M) { planes.Main(m) }
 
 // images serves */live.iso; anything else is 404.
 func images(t *testing.T) *httptest.Server {

@@ -14,7 +14,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr"
 	metal3api "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
@@ -26,7 +25,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
-	"k8s.io/klog/v2"
 	"open-cluster-management.io/addon-framework/pkg/agent"
 	addonv1beta1 "open-cluster-management.io/api/addon/v1beta1"
 	clusterv1 "open-cluster-management.io/api/cluster/v1"
@@ -43,11 +41,7 @@ import (
 	"github.com/hostfleet/hostfleet/hub/tenant"
 )
 
-func TestMain(m *testing.M) {
-	ctrl.SetLogger(logr.Discard())
-	klog.SetLogger(logr.Discard())
-	m.Run()
-}
+func TestMain(m *testing.M) { planes.Main(m) }
 
 // manifests are a ManifestWork's manifests by "Kind/namespace/name".
 func manifests(g Gomega, w *workv1.ManifestWork) map[string]*unstructured.Unstructured {

@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr"
 	metal3api "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
@@ -22,10 +21,7 @@ import (
 	"github.com/hostfleet/hostfleet/hub/tenant"
 )
 
-func TestMain(m *testing.M) {
-	ctrl.SetLogger(logr.Discard())
-	m.Run()
-}
+func TestMain(m *testing.M) { planes.Main(m) }
 
 // TestPolicies shows each admission rule refusing, on a real API server, as
 // the user it is meant for.

@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr"
 	metal3api "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
@@ -23,10 +22,7 @@ import (
 	"github.com/hostfleet/hostfleet/hub/tenant"
 )
 
-func TestMain(m *testing.M) {
-	ctrl.SetLogger(logr.Discard())
-	m.Run()
-}
+func TestMain(m *testing.M) { planes.Main(m) }
 
 func scheduled(c *metal3api.HostClaim) metav1.Condition {
 	if s := meta.FindStatusCondition(c.Status.Conditions, hostfleetv1alpha1.ConditionScheduled); s != nil {

@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr"
 	metal3api "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
@@ -25,10 +24,7 @@ import (
 	"github.com/hostfleet/hostfleet/hub/tenant"
 )
 
-func TestMain(m *testing.M) {
-	ctrl.SetLogger(logr.Discard())
-	m.Run()
-}
+func TestMain(m *testing.M) { planes.Main(m) }
 
 func ready(t *hostfleetv1alpha1.Tenant) metav1.Condition {
 	if c := meta.FindStatusCondition(t.Status.Conditions, hostfleetv1alpha1.ConditionReady); c != nil {

@@ -8,8 +8,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
+	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 )
 
@@ -117,4 +120,17 @@ func (f *Fleet) StartControllerManagerForTest(t testing.TB, plane string) *Proce
 		t.Fatalf("%v", err)
 	}
 	return p
+}
+
+// Main is a TestMain for packages whose tests run controllers in-process:
+// their controller-runtime and klog logs are dropped unless
+// HOSTFLEET_TEST_AGENT_LOGS is set, when they go to stderr.
+func Main(m *testing.M) {
+	if os.Getenv("HOSTFLEET_TEST_AGENT_LOGS") != "" {
+		ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr)))
+	} else {
+		ctrl.SetLogger(logr.Discard())
+		klog.SetLogger(logr.Discard())
+	}
+	os.Exit(m.Run())
 }

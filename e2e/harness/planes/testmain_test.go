@@ -1,15 +1,11 @@
 package planes_test
 
 import (
-	"os"
 	"testing"
 
-	"github.com/go-logr/logr"
-	ctrl "sigs.k8s.io/controller-runtime"
+	"github.com/hostfleet/hostfleet/e2e/harness/planes"
 )
 
-// TestMain drops controller-runtime's logs from the test process itself.
-func TestMain(m *testing.M) {
-	ctrl.SetLogger(logr.Discard())
-	os.Exit(m.Run())
-}
+// TestMain drops controller-runtime's logs from the test process itself
+// (HOSTFLEET_TEST_AGENT_LOGS=1 shows them).
+func TestMain(m *testing.M) { planes.Main(m) }
