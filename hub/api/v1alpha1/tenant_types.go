@@ -34,7 +34,8 @@ type TenantSpec struct {
 
 	// LabelSyncPrefixes are the BareMetalHost label prefixes (the part of a
 	// label key before "/") that the tenant sees: labels under them are copied
-	// from a bound host to its claim and on to the workload cluster's Node.
+	// from a bound host to its claim on the hub. (Copying them on to the
+	// workload cluster's Nodes is not built yet.)
 	// The Kubernetes prefixes kubernetes.io, k8s.io, kubelet.kubernetes.io and
 	// beta.kubernetes.io are refused; other sub-domains of kubernetes.io are
 	// allowed. hostfleet.io and its sub-domains are refused.
