@@ -12,7 +12,6 @@ import (
 	"open-cluster-management.io/addon-framework/pkg/addonfactory"
 	"open-cluster-management.io/addon-framework/pkg/addonmanager/constants"
 	"open-cluster-management.io/addon-framework/pkg/agent"
-	"open-cluster-management.io/addon-framework/pkg/utils"
 	addonv1beta1 "open-cluster-management.io/api/addon/v1beta1"
 	clusterv1 "open-cluster-management.io/api/cluster/v1"
 
@@ -48,7 +47,7 @@ func New(kube kubernetes.Interface, o Options) (agent.AgentAddon, error) {
 		WithGetValuesFuncs(o.values).
 		WithAgentRegistrationOption(&agent.RegistrationOption{
 			Configurations:   agent.KubeClientSignerConfigurations(hostfleetv1alpha1.AddonName, hostfleetv1alpha1.AddonName),
-			CSRApproveCheck:  utils.DefaultCSRApprover(hostfleetv1alpha1.AddonName),
+			CSRApproveCheck:  approveCSR,
 			PermissionConfig: Permissions(kube),
 		}).
 		WithAgentHostedModeEnabledOption().

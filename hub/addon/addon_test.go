@@ -21,6 +21,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -205,8 +206,8 @@ func TestAddonManager(t *testing.T) {
 		g.Expect(crb.RoleRef.Name).To(Equal(hostfleetv1alpha1.AgentHubRole))
 		g.Expect(crb.Subjects).To(ConsistOf(
 			rbacv1.Subject{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: user},
-			rbacv1.Subject{Kind: rbacv1.GroupKind, APIGroup: rbacv1.GroupName, Name: groups[0]},
-			rbacv1.Subject{Kind: rbacv1.GroupKind, APIGroup: rbacv1.GroupName, Name: groups[1]}))
+			rbacv1.Subject{Kind: rbacv1.GroupKind, APIGroup: rbacv1.GroupName, Name: groups[0]}),
+			"the cluster's own user and group; never %s, which every cluster's agent holds", groups[1])
 	}).WithTimeout(30 * time.Second).Should(Succeed())
 	rb := &rbacv1.RoleBinding{}
 	g.Expect(hub.Get(ctx, client.ObjectKey{Namespace: "c1", Name: hostfleetv1alpha1.AgentClusterRole}, rb)).To(Succeed())
@@ -242,12 +243,51 @@ func TestAddonManager(t *testing.T) {
 	g.Expect(asAgent.Create(ctx, &hostfleetv1alpha1.HostInventory{ObjectMeta: metav1.ObjectMeta{Namespace: "c1", Name: "c1"},
 		Spec: hostfleetv1alpha1.HostInventorySpec{ClusterName: "c1"}}, client.DryRunAll)).To(Succeed())
 	g.Expect(asAgent.List(ctx, &corev1.SecretList{}, client.InNamespace("c1"))).To(Satisfy(apierrors.IsForbidden))
+	g.Expect(rb.Subjects).NotTo(ContainElement(HaveField("Name", groups[1])), "no agent may write another cluster's inventory or Lease")
 	forged := &certificatesv1.CertificateSigningRequest{}
 	g.Expect(hub.Get(ctx, client.ObjectKey{Name: "addon-c1-hostfleet-agent-forged"}, forged)).To(Succeed())
 	g.Expect(approved(forged)).To(BeFalse(), "a CSR for another user is left for a person to judge")
 
-	t.Log("token driver: the klusterlet declares a ServiceAccount identity, which is bound instead")
-	tokenUser := tenant.AgentTokenUser("c2")
+	t.Log("a cluster's registration agent asking for a certificate that carries another cluster's agent group is never signed")
+	stolenCSR, _ := csr(g, "addon-c1-hostfleet-agent-stolen", "c1", user, append(groups, hostfleetv1alpha1.AgentHubGroup("c2"))...)
+	g.Expect(reg.Create(ctx, stolenCSR)).To(Succeed())
+	otherCSR, _ := csr(g, "addon-c1-hostfleet-agent-other", "c1", hostfleetv1alpha1.AgentHubUser("c2"), agent.DefaultGroups("c2", hostfleetv1alpha1.AddonName)...)
+	g.Expect(reg.Create(ctx, otherCSR)).To(Succeed())
+	sentinel, _ := csr(g, "addon-c1-hostfleet-agent-after", "c1", user, groups...)
+	g.Expect(reg.Create(ctx, sentinel)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		// A good CSR made after the bad ones is signed: the approver has seen them all.
+		after := &certificatesv1.CertificateSigningRequest{}
+		g.Expect(hub.Get(ctx, client.ObjectKey{Name: "addon-c1-hostfleet-agent-after"}, after)).To(Succeed())
+		g.Expect(after.Status.Certificate).NotTo(BeEmpty())
+	}).WithTimeout(30 * time.Second).Should(Succeed())
+	for _, name := range []string{"addon-c1-hostfleet-agent-stolen", "addon-c1-hostfleet-agent-other"} {
+		bad := &certificatesv1.CertificateSigningRequest{}
+		g.Expect(hub.Get(ctx, client.ObjectKey{Name: name}, bad)).To(Succeed())
+		g.Expect(approved(bad)).To(BeFalse(), name)
+		g.Expect(bad.Status.Certificate).To(BeEmpty(), name)
+	}
+
+	t.Log("token driver: a subject the registration names is refused unless it is the cluster's own ServiceAccount")
+	g.Eventually(func(g Gomega) {
+		g.Expect(hub.Get(ctx, client.ObjectKey{Namespace: "c2", Name: hostfleetv1alpha1.AddonName}, mca)).To(Succeed())
+		g.Expect(mca.Status.Registrations).To(HaveLen(1))
+		mca.Status.Registrations[0].KubeClient.Driver = "token"
+		mca.Status.Registrations[0].KubeClient.Subject = addonv1beta1.KubeClientSubject{BaseSubject: addonv1beta1.BaseSubject{Groups: []string{"system:serviceaccounts"}}}
+		g.Expect(hub.Status().Update(ctx, mca)).To(Succeed())
+	}).WithTimeout(30 * time.Second).Should(Succeed())
+	g.Eventually(func(g Gomega) {
+		g.Expect(hub.Get(ctx, client.ObjectKey{Namespace: "c2", Name: hostfleetv1alpha1.AddonName}, mca)).To(Succeed())
+		applied := meta.FindStatusCondition(mca.Status.Conditions, addonv1beta1.ManagedClusterAddOnRegistrationApplied)
+		g.Expect(applied).NotTo(BeNil())
+		g.Expect(applied.Status).To(Equal(metav1.ConditionFalse))
+		g.Expect(applied.Message).To(ContainSubstring("the agent of cluster c2 may be only"))
+	}).WithTimeout(30 * time.Second).Should(Succeed())
+	g.Expect(hub.Get(ctx, client.ObjectKey{Name: addon.BindingName("c2")}, crb)).To(Succeed())
+	g.Expect(crb.Subjects).NotTo(ContainElement(HaveField("Name", "system:serviceaccounts")))
+
+	t.Log("token driver: the klusterlet declares the cluster's ServiceAccount identity, which is bound instead")
+	tokenUser := hostfleetv1alpha1.AgentTokenUser("c2")
 	g.Eventually(func(g Gomega) {
 		g.Expect(hub.Get(ctx, client.ObjectKey{Namespace: "c2", Name: hostfleetv1alpha1.AddonName}, mca)).To(Succeed())
 		g.Expect(mca.Status.Registrations).To(HaveLen(1))

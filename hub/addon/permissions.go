@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	certificatesv1 "k8s.io/api/certificates/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -22,14 +21,19 @@ import (
 // BindingName names the ClusterRoleBinding of one cluster's agent.
 func BindingName(cluster string) string { return hostfleetv1alpha1.AgentHubRole + ":" + cluster }
 
-// Permissions binds the identity the agent registered with (the CSR
-// driver's user and groups, or the token driver's ServiceAccount user), as
-// the ManagedClusterAddOn's status says, to hostfleetv1alpha1.AgentHubRole and, in the cluster's
-// namespace, hostfleetv1alpha1.AgentClusterRole. Until the identity is known it reports
-// SubjectNotReady and is called again when the status changes.
+// Permissions binds the identity the agent registered with, as Subjects
+// accepts it from the ManagedClusterAddOn's status, to AgentHubRole and, in
+// the cluster's namespace, AgentClusterRole. Until the identity is known it
+// reports SubjectNotReady and is called again when the status changes; an
+// identity Subjects refuses is reported on the add-on (RegistrationApplied
+// False) and bound to nothing.
 func Permissions(kube kubernetes.Interface) agent.PermissionConfigFunc {
 	return func(ctx context.Context, cluster *clusterv1.ManagedCluster, mca *addonv1beta1.ManagedClusterAddOn) error {
-		subjects := utils.BuildSubjectsFromRegistration(mca, certificatesv1.KubeAPIServerClientSignerName)
+		subjects, err := Subjects(cluster.Name, mca)
+		if err != nil {
+			ctrl.LoggerFrom(ctx).WithName("addon").Info("agent identity refused", "cluster", cluster.Name, "why", err.Error())
+			return fmt.Errorf("refused: %w", err)
+		}
 		if len(subjects) == 0 {
 			return &agent.SubjectNotReadyError{}
 		}

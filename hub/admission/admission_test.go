@@ -70,7 +70,7 @@ func TestPolicies(t *testing.T) {
 	alice := user("alice")
 	agentOf := func(cluster string) client.Client {
 		return user("system:open-cluster-management:cluster:"+cluster+":addon:hostfleet-agent:agent:hostfleet-agent",
-			tenant.AgentGroup(cluster), "system:open-cluster-management:addon:hostfleet-agent")
+			hostfleetv1alpha1.AgentHubGroup(cluster), "system:open-cluster-management:addon:hostfleet-agent")
 	}
 	c1 := agentOf("c1")
 	claim := func(name string, mut func(*metal3api.HostClaim)) *metal3api.HostClaim {

@@ -89,7 +89,7 @@ func TestTenantRegistration(t *testing.T) {
 
 	t.Log("exactly the agents of the set's clusters serve the namespace")
 	agent := func(cluster string) client.Client {
-		cfg, err := f.AddUser("hub", "system:open-cluster-management:cluster:"+cluster+":addon:hostfleet-agent:agent:hostfleet-agent", tenant.AgentGroup(cluster))
+		cfg, err := f.AddUser("hub", "system:open-cluster-management:cluster:"+cluster+":addon:hostfleet-agent:agent:hostfleet-agent", hostfleetv1alpha1.AgentHubGroup(cluster))
 		g.Expect(err).NotTo(HaveOccurred())
 		c, err := client.New(cfg, client.Options{Scheme: f.Scheme})
 		g.Expect(err).NotTo(HaveOccurred())

@@ -1,7 +1,6 @@
 package tenant
 
 import (
-	"fmt"
 	"sort"
 
 	admissionv1 "k8s.io/api/admissionregistration/v1"
@@ -20,18 +19,6 @@ import (
 // ClaimsBinding names a tenant's binding of the claims admission policy.
 func ClaimsBinding(tenant string) string { return hostfleetv1alpha1.ClaimsPolicy + "-" + tenant }
 
-// AgentGroup is the hub identity group of a cluster's agent, as the OCM
-// add-on registration gives it.
-func AgentGroup(cluster string) string {
-	return fmt.Sprintf("system:open-cluster-management:cluster:%s:addon:%s", cluster, hostfleetv1alpha1.AddonName)
-}
-
-// AgentTokenUser is the hub identity of a cluster's agent registered with
-// OCM's token driver: a ServiceAccount in the cluster's namespace.
-func AgentTokenUser(cluster string) string {
-	return fmt.Sprintf("system:serviceaccount:%s:%s-%s-agent", cluster, cluster, hostfleetv1alpha1.AddonName)
-}
-
 // Desired is every object the Tenant should have, in each of its
 // namespaces, given the clusters currently in its cluster set.
 func Desired(t *hostfleetv1alpha1.Tenant, clusters []string) []client.Object {
@@ -41,8 +28,8 @@ func Desired(t *hostfleetv1alpha1.Tenant, clusters []string) []client.Object {
 	var agents []rbacv1.Subject
 	for _, c := range clusters {
 		agents = append(agents,
-			rbacv1.Subject{Kind: rbacv1.GroupKind, APIGroup: rbacv1.GroupName, Name: AgentGroup(c)},
-			rbacv1.Subject{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: AgentTokenUser(c)})
+			rbacv1.Subject{Kind: rbacv1.GroupKind, APIGroup: rbacv1.GroupName, Name: hostfleetv1alpha1.AgentHubGroup(c)},
+			rbacv1.Subject{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: hostfleetv1alpha1.AgentTokenUser(c)})
 	}
 	// The claims admission policy, with this Tenant as its parameter, over
 	// the tenant's namespaces.

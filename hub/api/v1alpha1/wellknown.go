@@ -1,6 +1,9 @@
 package v1alpha1
 
-import "strings"
+import (
+	"fmt"
+	"strings"
+)
 
 // Metadata keys on hub HostClaims. Hostfleet's extras to the upstream claim ride
 // on labels and annotations so that kubectl, CAPM3 and other HostClaim clients
@@ -133,6 +136,38 @@ const (
 	// role for forwarded claims.
 	WorkAgentRole = "hostfleet:work-agent"
 )
+
+// The hub identities of a cluster's agent, as OCM's add-on registration
+// makes them. With the CSR driver the agent's certificate carries
+// AgentHubUser as its common name and AgentHubGroup and AgentSharedGroup as
+// its organizations; with the token driver it is AgentTokenUser. The hub
+// binds rights only to the per-cluster names, never to AgentSharedGroup,
+// which every cluster's agent holds.
+
+// AgentHubUser is a cluster's agent's user with the CSR driver.
+func AgentHubUser(cluster string) string {
+	return fmt.Sprintf("system:open-cluster-management:cluster:%s:addon:%s:agent:%s", cluster, AddonName, AddonName)
+}
+
+// AgentHubGroup is a cluster's agent's own group with the CSR driver.
+func AgentHubGroup(cluster string) string {
+	return fmt.Sprintf("system:open-cluster-management:cluster:%s:addon:%s", cluster, AddonName)
+}
+
+// AgentSharedGroup is the group every cluster's agent carries: never bound.
+const AgentSharedGroup = "system:open-cluster-management:addon:" + AddonName
+
+// AgentTokenUser is a cluster's agent's user with the token driver: the
+// ServiceAccount the driver makes in the cluster's namespace on the hub.
+func AgentTokenUser(cluster string) string {
+	return fmt.Sprintf("system:serviceaccount:%s:%s-%s-agent", cluster, cluster, AddonName)
+}
+
+// RegistrationGroup is the group of a cluster's OCM registration agent on
+// the hub; its user is "system:open-cluster-management:<cluster>:<agent>".
+func RegistrationGroup(cluster string) string {
+	return "system:open-cluster-management:" + cluster
+}
 
 // Names of the objects the hub makes for each tenant.
 const (
