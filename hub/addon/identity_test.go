@@ -85,11 +85,15 @@ func TestCheckCSR(t *testing.T) {
 		{"another cluster's agent group instead", base(with(func(r *x509.CertificateRequest) {
 			r.Subject.Organization = []string{hostfleetv1alpha1.AgentHubGroup("c2"), hostfleetv1alpha1.AgentSharedGroup}
 		}), nil), "are not exactly"},
-		{"system:masters added", base(with(func(r *x509.CertificateRequest) { r.Subject.Organization = append(r.Subject.Organization, "system:masters") }), nil), "are not exactly"},
+		{"system:masters added", base(with(func(r *x509.CertificateRequest) {
+			r.Subject.Organization = append(r.Subject.Organization, "system:masters")
+		}), nil), "are not exactly"},
 		{"system:authenticated added", base(with(func(r *x509.CertificateRequest) {
 			r.Subject.Organization = append(r.Subject.Organization, "system:authenticated")
 		}), nil), "are not exactly"},
-		{"the cluster's group missing", base(with(func(r *x509.CertificateRequest) { r.Subject.Organization = []string{hostfleetv1alpha1.AgentSharedGroup} }), nil), "are not exactly"},
+		{"the cluster's group missing", base(with(func(r *x509.CertificateRequest) {
+			r.Subject.Organization = []string{hostfleetv1alpha1.AgentSharedGroup}
+		}), nil), "are not exactly"},
 		{"no organization", base(with(func(r *x509.CertificateRequest) { r.Subject.Organization = nil }), nil), "are not exactly"},
 		{"a DNS name", base(with(func(r *x509.CertificateRequest) { r.DNSNames = []string{"kubernetes.default"} }), nil), "names hosts"},
 		{"an IP address", base(with(func(r *x509.CertificateRequest) { r.IPAddresses = []net.IP{net.IPv4(127, 0, 0, 1)} }), nil), "names hosts"},
@@ -117,7 +121,9 @@ func TestSubjects(t *testing.T) {
 			Type: addonv1beta1.KubeClient, KubeClient: &addonv1beta1.KubeClientConfig{Driver: driver,
 				Subject: addonv1beta1.KubeClientSubject{BaseSubject: addonv1beta1.BaseSubject{User: user, Groups: groups}}}}}}}
 	}
-	userSubject := func(n string) rbacv1.Subject { return rbacv1.Subject{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: n} }
+	userSubject := func(n string) rbacv1.Subject {
+		return rbacv1.Subject{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: n}
+	}
 	for _, tc := range []struct {
 		name string
 		mca  *addonv1beta1.ManagedClusterAddOn

@@ -2,6 +2,8 @@ package admission_test
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"testing"
 	"time"
 
@@ -98,7 +100,57 @@ func TestPolicies(t *testing.T) {
 		c.Spec.UserData = &corev1.SecretReference{Name: "x", Namespace: "tenant-b"}
 	})), "secrets must be in the claim's namespace")
 	refused(alice.Create(ctx, claim("reboot", func(c *metal3api.HostClaim) { c.Annotations["reboot.metal3.io/x"] = "now please" })),
-		"reboot.metal3.io annotations take an empty value or JSON")
+		"reboot.metal3.io annotations take an empty value or a JSON object")
+	t.Log("reboot annotations: exactly the JSON forms baremetal-operator reads, nothing that is not JSON")
+	for i, tc := range []struct {
+		value string
+		admit bool
+	}{
+		{``, true},
+		{`{}`, true},
+		{` { } `, true},
+		{`{"mode":"hard"}`, true},
+		{`{"mode":"soft"}`, true},
+		{`{"mode":""}`, true},
+		{`{"force":true}`, true},
+		{`{"force":false}`, true},
+		{`{"mode":"hard","force":true}`, true},
+		{`{"force":false, "mode":"soft"}`, true},
+		{"{\n  \"mode\": \"hard\",\n  \"force\": true\n}", true},
+		{`{"mode":"hard",}`, false},                   // trailing comma
+		{`{"mode":"hard" "force":true}`, false},       // missing comma
+		{`{"mode":"hard","mode":"soft"}`, false},      // duplicate key
+		{`{"force":true,"force":false}`, false},       // duplicate key
+		{`{"mode":"HARD"}`, false},                    // modes are lower case
+		{`{"mode":"reset"}`, false},                   // not a mode
+		{`{"force":"true"}`, false},                   // force is a boolean
+		{`{"force":1}`, false},                        // force is a boolean
+		{`{"mode":hard}`, false},                      // not JSON
+		{`{'mode':'hard'}`, false},                    // not JSON
+		{`{"other":1}`, false},                        // not a reboot argument
+		{`{"mode":"hard","force":true,"x":1}`, false}, // not a reboot argument
+		{`[]`, false},
+		{`null`, false},
+		{`"hard"`, false},
+		{`hard`, false},
+		{`{"mode":"hard"}}`, false},
+		{`{{"mode":"hard"}`, false},
+		{`now please`, false},
+	} {
+		c := claim(fmt.Sprintf("reboot-%d", i), func(c *metal3api.HostClaim) { c.Annotations["reboot.metal3.io/k"] = tc.value })
+		err := alice.Create(ctx, c, client.DryRunAll)
+		if !tc.admit {
+			g.Expect(err).To(MatchError(ContainSubstring("reboot.metal3.io annotations take an empty value or a JSON object")), "%q must be refused", tc.value)
+			continue
+		}
+		g.Expect(err).NotTo(HaveOccurred(), "%q must be admitted", tc.value)
+		if tc.value != "" {
+			// What is admitted, baremetal-operator reads (its webhook's own check).
+			args := metal3api.RebootAnnotationArguments{}
+			g.Expect(json.Unmarshal([]byte(tc.value), &args)).To(Succeed(), tc.value)
+			g.Expect(args.Mode).To(BeElementOf(metal3api.RebootMode("hard"), metal3api.RebootMode("soft"), metal3api.RebootMode("")), tc.value)
+		}
+	}
 	ok := claim("ok", func(c *metal3api.HostClaim) {
 		c.Labels[hostfleetv1alpha1.LabelCluster] = "c1"
 		c.Annotations["reboot.metal3.io"] = `{"mode":"hard","force":true}`
