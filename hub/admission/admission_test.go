@@ -161,6 +161,25 @@ func TestPolicies(t *testing.T) {
 	ok.Labels[hostfleetv1alpha1.LabelBoundHost] = "h9"
 	refused(alice.Update(ctx, ok), "hostfleet.io/bound-host is set by Hostfleet")
 
+	t.Log("only the agents' exact ServiceAccounts are exempt: <cluster>/<cluster>-hostfleet-agent-agent, not a look-alike in another namespace")
+	lookAlike := user("system:serviceaccount:c2:c1-hostfleet-agent-agent", "system:serviceaccounts", "system:serviceaccounts:c2")
+	g.Expect(admin.Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant-a", Name: "look-alike"},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: hostfleetv1alpha1.TenantAdminRole},
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: "system:serviceaccount:c2:c1-hostfleet-agent-agent"}}})).To(Succeed())
+	g.Eventually(func() error {
+		return lookAlike.Create(ctx, claim("look-alike", func(c *metal3api.HostClaim) { c.Labels[hostfleetv1alpha1.LabelBoundHost] = "h0" }), client.DryRunAll)
+	}).WithTimeout(20 * time.Second).Should(MatchError(ContainSubstring("hostfleet.io/bound-host is set by Hostfleet")))
+
+	t.Log("tenants keep only Opaque secrets: no service-account tokens, no other typed secrets")
+	g.Expect(alice.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant-a", Name: "ud"},
+		StringData: map[string]string{"userData": "#cloud-config"}})).To(Succeed(), "user data")
+	for _, typ := range []corev1.SecretType{corev1.SecretTypeServiceAccountToken, corev1.SecretTypeTLS, corev1.SecretTypeDockerConfigJson, "example.com/custom"} {
+		s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant-a", Name: "typed",
+			Annotations: map[string]string{corev1.ServiceAccountNameKey: "default"}}, Type: typ,
+			Data: map[string][]byte{corev1.TLSCertKey: []byte("x"), corev1.TLSPrivateKeyKey: []byte("x"), corev1.DockerConfigJsonKey: []byte("{}")}}
+		refused(alice.Create(ctx, s, client.DryRunAll), "must be of type Opaque")
+	}
+
 	t.Log("agents: only their cluster's claims, never moved; only their own inventory")
 	g.Expect(c1.Get(ctx, client.ObjectKeyFromObject(ok), ok)).To(Succeed())
 	ok.Status.BareMetalHost = &metal3api.ObjectReference{Namespace: "hosts", Name: "h0"}
