@@ -469,12 +469,12 @@ func (r *Reconciler) setStatus(ctx context.Context, c *metal3api.HostClaim, h *m
 		c.Status.BareMetalHost = &metal3api.ObjectReference{Namespace: h.Namespace, Name: h.Name}
 		c.Status.PoweredOn = h.Status.PoweredOn
 	}
-	meta.SetStatusCondition(&c.Status.Conditions, assoc)
+	hostfleetv1alpha1.SetCondition(&c.Status.Conditions, assoc)
 	if conds == nil {
 		conds = reflector.Conditions(c, nil, reflector.Sync{})
 	}
 	for _, cond := range conds {
-		meta.SetStatusCondition(&c.Status.Conditions, cond)
+		hostfleetv1alpha1.SetCondition(&c.Status.Conditions, cond)
 	}
 	if equalStatus(orig.Status, c.Status) {
 		return nil

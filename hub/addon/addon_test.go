@@ -18,6 +18,7 @@ import (
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	certificatesv1 "k8s.io/api/certificates/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -243,6 +244,11 @@ func TestAddonManager(t *testing.T) {
 	g.Expect(asAgent.Create(ctx, &hostfleetv1alpha1.HostInventory{ObjectMeta: metav1.ObjectMeta{Namespace: "c1", Name: "c1"},
 		Spec: hostfleetv1alpha1.HostInventorySpec{ClusterName: "c1"}}, client.DryRunAll)).To(Succeed())
 	g.Expect(asAgent.List(ctx, &corev1.SecretList{}, client.InNamespace("c1"))).To(Satisfy(apierrors.IsForbidden))
+	hubLease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: "c1", Name: hostfleetv1alpha1.AddonName}}
+	g.Expect(asAgent.Create(ctx, hubLease)).To(Succeed(), "the agent creates its health Lease on the hub")
+	g.Expect(asAgent.Update(ctx, hubLease)).To(Succeed(), "and renews it")
+	g.Expect(asAgent.Update(ctx, &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: "c2", Name: hostfleetv1alpha1.AddonName}})).
+		To(Satisfy(apierrors.IsForbidden), "never another cluster's")
 	g.Expect(rb.Subjects).NotTo(ContainElement(HaveField("Name", groups[1])), "no agent may write another cluster's inventory or Lease")
 	forged := &certificatesv1.CertificateSigningRequest{}
 	g.Expect(hub.Get(ctx, client.ObjectKey{Name: "addon-c1-hostfleet-agent-forged"}, forged)).To(Succeed())

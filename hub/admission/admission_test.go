@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -99,6 +100,11 @@ func TestPolicies(t *testing.T) {
 	refused(alice.Create(ctx, claim("elsewhere", func(c *metal3api.HostClaim) {
 		c.Spec.UserData = &corev1.SecretReference{Name: "x", Namespace: "tenant-b"}
 	})), "secrets must be in the claim's namespace")
+	refused(alice.Create(ctx, claim("huge-placement", func(c *metal3api.HostClaim) {
+		c.Annotations[hostfleetv1alpha1.AnnotationPlacement] = strings.Repeat("p", 42*1024)
+	})), "hostfleet.io/placement names an OCM Placement in the claim's namespace")
+	refused(alice.Create(ctx, claim("bad-placement", func(c *metal3api.HostClaim) { c.Annotations[hostfleetv1alpha1.AnnotationPlacement] = "Not A Name" })),
+		"hostfleet.io/placement names an OCM Placement in the claim's namespace")
 	refused(alice.Create(ctx, claim("reboot", func(c *metal3api.HostClaim) { c.Annotations["reboot.metal3.io/x"] = "now please" })),
 		"reboot.metal3.io annotations take an empty value or a JSON object")
 	t.Log("reboot annotations: exactly the JSON forms baremetal-operator reads, nothing that is not JSON")

@@ -320,7 +320,7 @@ func (r *Reconciler) setScheduled(ctx context.Context, c *metal3api.HostClaim, o
 	}
 	changed := cur == nil || cur.Status != status || cur.Reason != reason
 	orig := c.DeepCopy()
-	meta.SetStatusCondition(&c.Status.Conditions, metav1.Condition{Type: hostfleetv1alpha1.ConditionScheduled,
+	hostfleetv1alpha1.SetCondition(&c.Status.Conditions, metav1.Condition{Type: hostfleetv1alpha1.ConditionScheduled,
 		Status: status, Reason: reason, Message: msg, ObservedGeneration: c.Generation})
 	if err := r.Client.Status().Patch(ctx, c, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
 		return fmt.Errorf("write the Scheduled condition of claim %s/%s: %w", c.Namespace, c.Name, err)

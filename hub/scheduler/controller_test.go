@@ -2,6 +2,7 @@ package scheduler_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -203,6 +204,17 @@ func TestScheduling(t *testing.T) {
 		c := &metal3api.HostClaim{}
 		g.Expect(hub.Get(ctx, client.ObjectKey{Namespace: "default", Name: "stray"}, c)).To(Succeed())
 		g.Expect(scheduled(c).Reason).To(Equal(hostfleetv1alpha1.ReasonNoTenant))
+	}).WithTimeout(20 * time.Second).Should(Succeed())
+
+	t.Log("a 42 KB placement annotation (an administrator's: tenants are refused at admission) still gets a bounded condition")
+	huge := newClaim("huge-placement", func(c *metal3api.HostClaim) {
+		c.Annotations = map[string]string{hostfleetv1alpha1.AnnotationPlacement: strings.Repeat("p", 42*1024)}
+	})
+	g.Eventually(func(g Gomega) {
+		get(g, huge)
+		g.Expect(scheduled(huge).Reason).To(Equal(hostfleetv1alpha1.ReasonNoCapacity))
+		g.Expect(len(scheduled(huge).Message)).To(BeNumerically("<=", hostfleetv1alpha1.MaxConditionMessage))
+		g.Expect(scheduled(huge).Message).To(HavePrefix("Placement ppp"))
 	}).WithTimeout(20 * time.Second).Should(Succeed())
 }
 

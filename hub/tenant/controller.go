@@ -253,7 +253,7 @@ func (r *Reconciler) setStatus(ctx context.Context, t *hostfleetv1alpha1.Tenant,
 	t.Status.Clusters = clusters
 	t.Status.Claims = int32(len(claims))
 	t.Status.ReadyClaims = ready
-	meta.SetStatusCondition(&t.Status.Conditions, cond)
+	hostfleetv1alpha1.SetCondition(&t.Status.Conditions, cond)
 	if err := r.Client.Status().Patch(ctx, t, client.MergeFrom(orig)); err != nil {
 		return fmt.Errorf("write the status of tenant %s: %w", t.Name, err)
 	}

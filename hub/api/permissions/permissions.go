@@ -100,14 +100,17 @@ func AgentHub() []rbacv1.PolicyRule {
 
 // AgentClusterNamespace is what an agent may do in its cluster's namespace
 // on the hub: write the cluster's HostInventory, and keep the add-on Lease
-// the agent keeps on the hub when its cluster has none.
+// the agent keeps on the hub when its cluster has none. RBAC cannot limit a
+// create by name, so creating Leases is granted in the namespace, and
+// changing one only by the add-on's name.
 func AgentClusterNamespace() []rbacv1.PolicyRule {
 	return []rbacv1.PolicyRule{
 		{APIGroups: []string{hostfleetv1alpha1.GroupVersion.Group}, Resources: []string{"hostinventories"},
 			Verbs: []string{"get", "list", "watch", "create", "update", "patch"}},
 		{APIGroups: []string{hostfleetv1alpha1.GroupVersion.Group}, Resources: []string{"hostinventories/status"}, Verbs: []string{"update", "patch"}},
+		{APIGroups: []string{leaseGroup}, Resources: []string{"leases"}, Verbs: []string{"create"}},
 		{APIGroups: []string{leaseGroup}, Resources: []string{"leases"}, ResourceNames: []string{hostfleetv1alpha1.AddonName},
-			Verbs: []string{"get", "create", "update"}},
+			Verbs: []string{"get", "update"}},
 	}
 }
 

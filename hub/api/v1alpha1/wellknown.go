@@ -3,6 +3,10 @@ package v1alpha1
 import (
 	"fmt"
 	"strings"
+	"unicode/utf8"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // Metadata keys on hub HostClaims. Hostfleet's extras to the upstream claim ride
@@ -274,4 +278,23 @@ func UnderPrefixes(key string, prefixes []string) bool {
 		}
 	}
 	return false
+}
+
+// MaxConditionMessage bounds every condition message Hostfleet writes, well
+// under the API's 32 KiB limit on metav1.Condition messages, so that a
+// message built from user input (a long annotation, many cluster names)
+// can never make a status write fail.
+const MaxConditionMessage = 4096
+
+// SetCondition is meta.SetStatusCondition with the message bounded to
+// MaxConditionMessage bytes (cut at a rune boundary, marked with "…").
+func SetCondition(conds *[]metav1.Condition, c metav1.Condition) {
+	if len(c.Message) > MaxConditionMessage {
+		cut := MaxConditionMessage - len("…")
+		for cut > 0 && !utf8.RuneStart(c.Message[cut]) {
+			cut--
+		}
+		c.Message = c.Message[:cut] + "…"
+	}
+	meta.SetStatusCondition(conds, c)
 }
