@@ -67,7 +67,7 @@ e2e-local: ## The real OCM flow on local planes: clusteradm init/join (Default a
 
 .PHONY: demo
 demo: build ## Local hub and three infrastructure clusters, hub and agents running, a tenant's claims going Ready (Ctrl-C stops it).
-	$(TOOLS) envtest baremetal-operator ipmi
+	$(TOOLS) envtest kube-controller-manager baremetal-operator ipmi
 	go build -o $(BIN)/hostfleet-demo ./e2e/programs/demo/cmd
 	KUBEBUILDER_ASSETS="$$($(TOOLS) --print-assets)" HOSTFLEET_BMO="$$($(TOOLS) --print-bmo)" $(BIN)/hostfleet-demo --bin $(BIN)
 

@@ -19,6 +19,7 @@ import (
 
 	metal3api "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -86,6 +87,11 @@ func Run(ctx context.Context, o Options) error {
 	}()
 	say("  up in %s", time.Since(start).Round(100*time.Millisecond))
 	hub := f.Plane("hub").Client
+	// kube-controller-manager on the hub keeps ResourceQuota status, without
+	// which the API server cannot enforce a Tenant's maxClaims.
+	if _, err := f.StartControllerManager("hub"); err != nil {
+		return fmt.Errorf("kube-controller-manager on the hub: %w", err)
+	}
 
 	if err := setUpHub(ctx, hub); err != nil {
 		return err
@@ -182,6 +188,11 @@ func Run(ctx context.Context, o Options) error {
 	if err := summary(ctx, out, hub); err != nil {
 		return err
 	}
+	say("")
+	if err := quotaRefuses(ctx, hub); err != nil {
+		return err
+	}
+	say("A sixth claim is refused: tenant acme's maxClaims is 5 (a ResourceQuota the API server enforces).")
 	say("")
 	say("Look around with kubectl:")
 	for _, name := range append(append([]string{"hub"}, infras...), edge) {
@@ -383,6 +394,29 @@ func wait(ctx context.Context, timeout time.Duration, cond func() (bool, error))
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-time.After(500 * time.Millisecond):
+		}
+	}
+}
+
+// quotaRefuses shows maxClaims at work: with the tenant's five claims made, a
+// sixth is refused by the API server's quota admission (once
+// kube-controller-manager has counted the five).
+func quotaRefuses(ctx context.Context, hub client.Client) error {
+	sixth := &metal3api.HostClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant-acme", Name: "one-too-many"}}
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	for {
+		err := hub.Create(ctx, sixth, client.DryRunAll)
+		if apierrors.IsForbidden(err) && strings.Contains(err.Error(), "exceeded quota") {
+			return nil
+		}
+		if err != nil && !apierrors.IsForbidden(err) {
+			return fmt.Errorf("try a sixth claim: %w", err)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("a sixth claim was not refused by the quota: %v", err)
+		case <-time.After(time.Second):
 		}
 	}
 }

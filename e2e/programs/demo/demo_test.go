@@ -55,6 +55,7 @@ func TestDemo(t *testing.T) {
 		func() string { return output() + "\n" + stderr.String() })
 	t.Log("\n" + output())
 	g.Expect(output()).To(ContainSubstring("All 5 claims are Ready"))
+	g.Expect(output()).To(ContainSubstring("A sixth claim is refused: tenant acme's maxClaims is 5"))
 	g.Expect(output()).To(MatchRegexp(`edge-1\s+infra-3\s+hosts/server-0\s+on\s+hardwaredata/edge-1`), "the Redfish host, driven by the agent, booted the live ISO")
 	g.Expect(output()).To(MatchRegexp(`edge-2\s+infra-3\s+hosts/server-1\s+on\s`), "the IPMI host, driven by the agent, is powered on")
 	g.Expect(output()).To(MatchRegexp(`web-1\s+infra-1\s+hosts/server-\d\s+on\s+hardwaredata/web-1`))
