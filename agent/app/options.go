@@ -34,6 +34,10 @@ type Options struct {
 	// BMHDriver chooses the BareMetalHosts the agent drives through their
 	// BMCs: "annotated" (hostfleet.io/driver: bmclib), "all", or "none".
 	BMHDriver string
+	// BMCNamespaces limits the BMC driver to the hosts of these namespaces,
+	// where alone it reads BMC credentials (and, in Hosted mode, is granted
+	// to). Empty: every namespace, which Hosted mode refuses.
+	BMCNamespaces []string
 	// BMCWorkers bounds the hosts driven at once; BMCTimeout each BMC call;
 	// BMCPoll how often a settled host's power is read again.
 	BMCWorkers int
@@ -127,6 +131,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.Burst, "kube-api-burst", o.Burst, "client-side burst to each API server")
 	fs.StringVar(&o.BMHDriver, "bmh-driver", o.BMHDriver,
 		"BareMetalHosts the agent drives itself through their BMCs (no baremetal-operator): annotated (hostfleet.io/driver: bmclib), all, or none")
+	fs.StringSliceVar(&o.BMCNamespaces, "bmc-namespaces", o.BMCNamespaces,
+		"namespaces whose hosts the BMC driver drives, and where alone it reads BMC credentials (default: all; required in Hosted mode unless --bmh-driver=none)")
 	fs.IntVar(&o.BMCWorkers, "bmc-workers", o.BMCWorkers, "hosts driven at once, and so BMCs spoken to at once")
 	fs.DurationVar(&o.BMCTimeout, "bmc-timeout", o.BMCTimeout, "bound on each BMC call")
 	fs.DurationVar(&o.BMCPoll, "bmc-poll", o.BMCPoll, "how often the power of a settled driven host is read again")
@@ -196,6 +202,14 @@ func (o *Options) Validate() []error {
 	case "annotated", "all", "none":
 	default:
 		errs = append(errs, fmt.Errorf("--bmh-driver %q must be annotated, all or none", o.BMHDriver))
+	}
+	for _, ns := range o.BMCNamespaces {
+		if len(validation.IsDNS1123Label(ns)) > 0 {
+			errs = append(errs, fmt.Errorf("--bmc-namespaces: %q is not a namespace name", ns))
+		}
+	}
+	if o.BootstrapManagedKubeconfig != "" && o.BMHDriver != "none" && len(o.BMCNamespaces) == 0 {
+		errs = append(errs, errors.New("--bmc-namespaces is required in Hosted mode with the BMC driver on: the agent is granted BMC credentials only in the namespaces it drives, never cluster-wide (or set --bmh-driver=none)"))
 	}
 	if o.BMCWorkers < 1 {
 		errs = append(errs, fmt.Errorf("--bmc-workers %d must be at least 1", o.BMCWorkers))

@@ -96,7 +96,7 @@ func hostedIdentity(ctx context.Context, o *Options) (*rest.Config, *hosted.Refr
 		dir = filepath.Join(os.TempDir(), "hostfleet-agent-"+o.ClusterName)
 	}
 	id := hosted.Identity{Namespace: o.AgentNamespace, Name: hostfleetv1alpha1.AgentManagedRole, TokenFile: filepath.Join(dir, "token"), TTL: o.TokenTTL,
-		Features: permissions.Features{LocalClaims: o.LocalClaims, BMCDriver: o.BMHDriver != "none"}}
+		Features: permissions.Features{LocalClaims: o.LocalClaims, BMCDriver: o.BMHDriver != "none"}, BMCNamespaces: o.BMCNamespaces}
 	if err := hosted.Bootstrap(ctx, bootstrap, id); err != nil {
 		return nil, nil, err
 	}
@@ -244,7 +244,7 @@ func setupControllers(mgr ctrl.Manager, managed cluster.Cluster, o *Options) err
 		}
 	}
 	if o.BMHDriver != "none" {
-		if err := (&bmcdriver.Reconciler{Client: managed.GetClient(), Secrets: managed.GetAPIReader(), All: o.BMHDriver == "all",
+		if err := (&bmcdriver.Reconciler{Client: managed.GetClient(), Secrets: managed.GetAPIReader(), All: o.BMHDriver == "all", Namespaces: o.BMCNamespaces,
 			Workers: o.BMCWorkers, Poll: o.BMCPoll,
 			BMC: bmc.Options{Timeout: o.BMCTimeout, IpmitoolPath: o.Ipmitool, Logger: ctrl.Log.WithName("bmc")},
 		}).SetupWithManager(mgr, managed); err != nil {

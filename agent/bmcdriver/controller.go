@@ -34,6 +34,9 @@ type Reconciler struct {
 	Secrets client.Reader
 	// All drives every host, not only the annotated ones.
 	All bool
+	// Namespaces, when set, limits the driver to the hosts of these
+	// namespaces: the only ones whose BMC credentials the agent may read.
+	Namespaces []string
 	// BMC tunes the BMC calls.
 	BMC bmc.Options
 	// Poll is how often the power of a settled host is read again.
@@ -57,13 +60,13 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, managed cluster.Cluster)
 		WatchesRawSource(source.Kind(managed.GetCache(), &metal3api.BareMetalHost{},
 			&handler.TypedEnqueueRequestForObject[*metal3api.BareMetalHost]{},
 			predicate.TypedFuncs[*metal3api.BareMetalHost]{
-				CreateFunc:  func(e event.TypedCreateEvent[*metal3api.BareMetalHost]) bool { return Driven(e.Object, r.All) },
+				CreateFunc:  func(e event.TypedCreateEvent[*metal3api.BareMetalHost]) bool { return r.drives(e.Object) },
 				DeleteFunc:  func(event.TypedDeleteEvent[*metal3api.BareMetalHost]) bool { return false },
-				GenericFunc: func(e event.TypedGenericEvent[*metal3api.BareMetalHost]) bool { return Driven(e.Object, r.All) },
+				GenericFunc: func(e event.TypedGenericEvent[*metal3api.BareMetalHost]) bool { return r.drives(e.Object) },
 				// Status writes are our own: spec, annotations and
 				// deletion matter.
 				UpdateFunc: func(e event.TypedUpdateEvent[*metal3api.BareMetalHost]) bool {
-					return Driven(e.ObjectNew, r.All) && (e.ObjectOld.GetGeneration() != e.ObjectNew.GetGeneration() ||
+					return r.drives(e.ObjectNew) && (e.ObjectOld.GetGeneration() != e.ObjectNew.GetGeneration() ||
 						!maps.Equal(e.ObjectOld.GetAnnotations(), e.ObjectNew.GetAnnotations()) ||
 						e.ObjectNew.GetDeletionTimestamp() != nil)
 				},
@@ -72,13 +75,18 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, managed cluster.Cluster)
 		Complete(r)
 }
 
+// drives says whether the driver drives host.
+func (r *Reconciler) drives(host *metal3api.BareMetalHost) bool {
+	return DrivenIn(host, r.All, r.Namespaces)
+}
+
 // Reconcile moves one host one step.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	host := &metal3api.BareMetalHost{}
 	if err := r.Client.Get(ctx, req.NamespacedName, host); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	driven := Driven(host, r.All)
+	driven := r.drives(host)
 	switch {
 	case host.DeletionTimestamp != nil:
 		return r.delete(ctx, host, driven)

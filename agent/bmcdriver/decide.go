@@ -2,6 +2,7 @@ package bmcdriver
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -21,6 +22,12 @@ func Driven(host *metal3api.BareMetalHost, all bool) bool {
 		return false
 	}
 	return all || host.Annotations[hostfleetv1alpha1.AnnotationDriver] == hostfleetv1alpha1.DriverBMCLib
+}
+
+// DrivenIn is Driven, limited to the hosts of namespaces when any are
+// given: the agent reads BMC credentials nowhere else.
+func DrivenIn(host *metal3api.BareMetalHost, all bool, namespaces []string) bool {
+	return (len(namespaces) == 0 || slices.Contains(namespaces, host.Namespace)) && Driven(host, all)
 }
 
 // Backoff is the wait before retrying after the n-th consecutive error:

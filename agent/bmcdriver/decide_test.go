@@ -24,6 +24,18 @@ func TestDriven(t *testing.T) {
 	g.Expect(Driven(h(map[string]string{metal3api.DetachedAnnotation: ""}), true)).To(BeFalse())
 }
 
+func TestDrivenIn(t *testing.T) {
+	g := NewWithT(t)
+	h := func(ns string) *metal3api.BareMetalHost {
+		return &metal3api.BareMetalHost{ObjectMeta: metav1.ObjectMeta{Namespace: ns,
+			Annotations: map[string]string{hostfleetv1alpha1.AnnotationDriver: hostfleetv1alpha1.DriverBMCLib}}}
+	}
+	g.Expect(DrivenIn(h("hosts"), false, nil)).To(BeTrue(), "no namespaces given: every namespace")
+	g.Expect(DrivenIn(h("hosts"), false, []string{"hosts", "edge"})).To(BeTrue())
+	g.Expect(DrivenIn(h("other"), false, []string{"hosts", "edge"})).To(BeFalse(), "its credentials are out of the agent's reach")
+	g.Expect(DrivenIn(h("other"), true, []string{"hosts"})).To(BeFalse(), "--bmh-driver=all stays within the namespaces")
+}
+
 func TestBackoff(t *testing.T) {
 	g := NewWithT(t)
 	g.Expect(Backoff(0)).To(Equal(2 * time.Second))

@@ -36,6 +36,10 @@ type Identity struct {
 	// Features select the agent's optional rights on the managed cluster
 	// (permissions.AgentManagedCluster).
 	Features permissions.Features
+	// BMCNamespaces are the namespaces whose hosts the BMC driver drives:
+	// in each, a Role lets the agent read BMC credentials
+	// (permissions.AgentBMCNamespace). Nowhere else.
+	BMCNamespaces []string
 }
 
 // Bootstrap creates or updates the agent's hostfleetv1alpha1.AgentServiceAccount, roles and bindings
@@ -57,6 +61,11 @@ func Bootstrap(ctx context.Context, bootstrap *rest.Config, id Identity) error {
 		m := meta("")
 		m.OwnerReferences = owner
 		return m
+	}
+	// The BMC credential Roles live in the hosts' namespaces, which the
+	// agent's namespace cannot own: they carry the agent's label instead.
+	bmcMeta := func(ns string) metav1.ObjectMeta {
+		return metav1.ObjectMeta{Name: hostfleetv1alpha1.AgentBMCRole, Namespace: ns, Labels: labels}
 	}
 	subject := []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: hostfleetv1alpha1.AgentServiceAccount, Namespace: id.Namespace}}
 	steps := []func() error{
@@ -91,6 +100,16 @@ func Bootstrap(ctx context.Context, bootstrap *rest.Config, id Identity) error {
 			return upsert(ctx, cs.RbacV1().RoleBindings(id.Namespace), &rbacv1.RoleBinding{ObjectMeta: meta(id.Namespace), Subjects: subject,
 				RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: id.Name}})
 		},
+	}
+	for _, ns := range id.BMCNamespaces {
+		steps = append(steps,
+			func() error {
+				return upsert(ctx, cs.RbacV1().Roles(ns), &rbacv1.Role{ObjectMeta: bmcMeta(ns), Rules: permissions.AgentBMCNamespace()})
+			},
+			func() error {
+				return upsert(ctx, cs.RbacV1().RoleBindings(ns), &rbacv1.RoleBinding{ObjectMeta: bmcMeta(ns), Subjects: subject,
+					RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: hostfleetv1alpha1.AgentBMCRole}})
+			})
 	}
 	for _, step := range steps {
 		if err := step(); err != nil {

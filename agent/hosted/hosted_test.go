@@ -18,6 +18,7 @@ import (
 
 	"github.com/hostfleet/hostfleet/agent/hosted"
 	"github.com/hostfleet/hostfleet/e2e/harness/planes"
+	"github.com/hostfleet/hostfleet/hub/api/permissions"
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
 )
 
@@ -78,6 +79,21 @@ func TestLeastPrivilege(t *testing.T) {
 	g.Expect(admin.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: "hostfleet-agent", Name: "other"}})).To(Succeed())
 	forbidden(agent.SubResource("token").Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: "hostfleet-agent", Name: "other"}},
 		&authv1.TokenRequest{Spec: authv1.TokenRequestSpec{}}))
+
+	t.Log("with the BMC driver, BMC credentials are readable in the namespaces it drives, and only there")
+	g.Expect(admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "elsewhere"}})).To(Succeed())
+	g.Expect(admin.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "elsewhere", Name: "bmc"},
+		StringData: map[string]string{"username": "admin", "password": "other"}})).To(Succeed())
+	withBMC := id
+	withBMC.Features = permissions.Features{BMCDriver: true}
+	withBMC.BMCNamespaces = []string{"hosts"}
+	g.Expect(hosted.Bootstrap(ctx, f.Plane("infra-1").Config, withBMC)).To(Succeed())
+	g.Eventually(func() error {
+		return agent.Get(ctx, client.ObjectKey{Namespace: "hosts", Name: "bmc"}, &corev1.Secret{})
+	}).WithTimeout(10*time.Second).Should(Succeed(), "the credentials of the hosts it drives")
+	forbidden(agent.Get(ctx, client.ObjectKey{Namespace: "elsewhere", Name: "bmc"}, &corev1.Secret{}))
+	forbidden(agent.List(ctx, &corev1.SecretList{}, client.InNamespace("hosts")))
+	forbidden(agent.List(ctx, &corev1.SecretList{}))
 
 	t.Log("the agent renews its own token, without the bootstrap credentials")
 	before, err := os.ReadFile(id.TokenFile)

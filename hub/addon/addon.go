@@ -8,6 +8,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	"open-cluster-management.io/addon-framework/pkg/addonfactory"
 	"open-cluster-management.io/addon-framework/pkg/addonmanager/constants"
@@ -38,12 +40,23 @@ type Options struct {
 	HubName string
 	// Replicas of each agent; more than one wait on a leader Lease.
 	Replicas int
+	// BMCNamespaces are the namespaces, on every managed cluster, whose
+	// hosts the agent's BMC driver drives (--bmc-namespaces): it reads BMC
+	// credentials there and nowhere else. Empty: the driver is off
+	// (--bmh-driver=none) and the agent reads no Secret on the cluster.
+	BMCNamespaces []string
+}
+
+// features are the optional rights every agent gets on its managed cluster:
+// the BMC driver's when it drives some namespaces; never local claims'.
+func (o Options) features() permissions.Features {
+	return permissions.Features{BMCDriver: len(o.BMCNamespaces) > 0}
 }
 
 // New is the hostfleet-agent add-on, ready for an addon-framework manager.
 // kube is the hub client the permission callback writes RBAC with.
 func New(kube kubernetes.Interface, o Options) (agent.AgentAddon, error) {
-	return addonfactory.NewAgentAddonFactory(hostfleetv1alpha1.AddonName, manifests.Addon, manifests.AddonDir).
+	a, err := addonfactory.NewAgentAddonFactory(hostfleetv1alpha1.AddonName, manifests.Addon, manifests.AddonDir).
 		WithGetValuesFuncs(o.values).
 		WithAgentRegistrationOption(&agent.RegistrationOption{
 			Configurations:   agent.KubeClientSignerConfigurations(hostfleetv1alpha1.AddonName, hostfleetv1alpha1.AddonName),
@@ -56,6 +69,43 @@ func New(kube kubernetes.Interface, o Options) (agent.AgentAddon, error) {
 		}).
 		WithAgentHealthProber(&agent.HealthProber{Type: agent.HealthProberTypeLease}).
 		BuildTemplateAgentAddon()
+	if err != nil {
+		return nil, err
+	}
+	return bmcRoles{AgentAddon: a, namespaces: o.BMCNamespaces}, nil
+}
+
+// bmcRoles adds to the templates' objects, in Default mode, a Role and
+// RoleBinding in each namespace whose hosts the agent drives, reading BMC
+// credentials there (their number varies: one template makes one object).
+// In Hosted mode the agent makes them itself, with the external managed
+// kubeconfig, as it makes its other rights.
+type bmcRoles struct {
+	agent.AgentAddon
+	namespaces []string
+}
+
+func (b bmcRoles) Manifests(ctx context.Context, cluster *clusterv1.ManagedCluster, mca *addonv1beta1.ManagedClusterAddOn) ([]runtime.Object, error) {
+	objs, err := b.AgentAddon.Manifests(ctx, cluster, mca)
+	if err != nil {
+		return nil, err
+	}
+	if hosted, _ := Hosted(mca); hosted {
+		return objs, nil
+	}
+	for _, ns := range b.namespaces {
+		meta := metav1.ObjectMeta{Name: hostfleetv1alpha1.AgentBMCRole, Namespace: ns,
+			Annotations: map[string]string{addonv1beta1.HostedManifestLocationAnnotationKey: addonv1beta1.HostedManifestLocationManagedValue}}
+		objs = append(objs,
+			&rbacv1.Role{TypeMeta: metav1.TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: "Role"},
+				ObjectMeta: meta, Rules: permissions.AgentBMCNamespace()},
+			&rbacv1.RoleBinding{TypeMeta: metav1.TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: "RoleBinding"},
+				ObjectMeta: meta,
+				RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: hostfleetv1alpha1.AgentBMCRole},
+				Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: hostfleetv1alpha1.AgentServiceAccount,
+					Namespace: InstallNamespace(mca)}}})
+	}
+	return objs, nil
 }
 
 // Hosted says whether the add-on runs in Hosted mode and on which cluster.
@@ -95,7 +145,7 @@ func (o Options) values(_ *clusterv1.ManagedCluster, mca *addonv1beta1.ManagedCl
 	// JSON is YAML: the templates render the rule sets of hub/api/permissions,
 	// the same ones the Hosted agent gives itself, not a second copy.
 	rules := map[string][]rbacv1.PolicyRule{
-		"ClusterRules":   permissions.AgentManagedCluster(AgentFeatures),
+		"ClusterRules":   permissions.AgentManagedCluster(o.features()),
 		"NamespaceRules": permissions.AgentOwnNamespace(),
 		"HostingRules":   permissions.AgentHostingNamespace(),
 		"WorkAgentRules": permissions.WorkAgent(),
@@ -121,6 +171,11 @@ func (o Options) values(_ *clusterv1.ManagedCluster, mca *addonv1beta1.ManagedCl
 		"AgentNamespace":          AgentNamespace(mca),
 		"SharedNamespace":         AgentNamespace(mca) != hostfleetv1alpha1.AgentNamespace,
 		"ManagedKubeConfigSecret": ExternalManagedKubeconfig,
+		"BMHDriver":               "none",
+		"BMCNamespaces":           strings.Join(o.BMCNamespaces, ","),
+	}
+	if len(o.BMCNamespaces) > 0 {
+		values["BMHDriver"] = "annotated"
 	}
 	for name, set := range rules {
 		data, err := json.Marshal(set)
@@ -131,11 +186,6 @@ func (o Options) values(_ *clusterv1.ManagedCluster, mca *addonv1beta1.ManagedCl
 	}
 	return values, nil
 }
-
-// AgentFeatures are the optional rights the add-on gives every agent on its
-// managed cluster: the BMC driver's (it drives the hosts annotated for it by
-// default), not local claims'.
-var AgentFeatures = permissions.Features{BMCDriver: true}
 
 // ValidateImage says what is wrong with an image reference, if anything
 // obvious is.

@@ -151,7 +151,7 @@ func TestAddonManager(t *testing.T) {
 	g.Expect(m).To(HaveKey("Namespace//hostfleet-agent"))
 	g.Expect(work.Spec.DeleteOption).To(BeNil(), "the agent's own namespace goes with the add-on")
 	g.Expect(m).To(HaveKey("ServiceAccount/hostfleet-agent/hostfleet-agent"))
-	g.Expect(rules(g, m["ClusterRole//hostfleet-agent"])).To(Equal(permissions.AgentManagedCluster(addon.AgentFeatures)), "the agent's rights are the ones it gives itself in Hosted mode")
+	g.Expect(rules(g, m["ClusterRole//hostfleet-agent"])).To(Equal(permissions.AgentManagedCluster(permissions.Features{})), "the agent's rights are the ones it gives itself in Hosted mode")
 	g.Expect(m).To(HaveKey("ClusterRoleBinding//hostfleet-agent"))
 	g.Expect(rules(g, m["Role/hostfleet-agent/hostfleet-agent"])).To(Equal(permissions.AgentOwnNamespace()))
 	g.Expect(m).To(HaveKey("RoleBinding/hostfleet-agent/hostfleet-agent"))
@@ -163,7 +163,8 @@ func TestAddonManager(t *testing.T) {
 	c := d.Spec.Template.Spec.Containers[0]
 	g.Expect(c.Image).To(Equal(opts.Image))
 	g.Expect(c.Args).To(ContainElements("--hub-kubeconfig=/var/run/hub/kubeconfig", "--cluster-name=c1",
-		"--hub-name=lab-hub", "--agent-namespace=hostfleet-agent", "--lease-owner=hostfleet-agent"))
+		"--hub-name=lab-hub", "--agent-namespace=hostfleet-agent", "--lease-owner=hostfleet-agent", "--bmh-driver=none"),
+		"no BMC namespaces given: the driver is off, and the agent reads no Secret on the cluster")
 	g.Expect(c.Args).NotTo(ContainElement(HavePrefix("--bootstrap-managed-kubeconfig")))
 	g.Expect(d.Spec.Template.Spec.Volumes).To(ContainElement(HaveField("Secret.SecretName", "hostfleet-agent-hub-kubeconfig")))
 
@@ -344,4 +345,58 @@ func TestAddonManager(t *testing.T) {
 		g.Expect(hub.Get(ctx, client.ObjectKey{Namespace: "c1", Name: "addon-hostfleet-agent-deploy-0"}, &workv1.ManifestWork{})).To(Satisfy(apierrors.IsNotFound))
 		g.Expect(hub.Get(ctx, client.ObjectKey{Namespace: "c1", Name: hostfleetv1alpha1.AgentClusterRole}, &rbacv1.RoleBinding{})).To(Satisfy(apierrors.IsNotFound))
 	}).WithTimeout(60 * time.Second).Should(Succeed())
+}
+
+// TestBMCNamespaces: the agent reads BMC credentials only in the namespaces
+// whose hosts it drives, never cluster-wide, in both modes.
+func TestBMCNamespaces(t *testing.T) {
+	g := NewWithT(t)
+	a, err := addon.New(nil, addon.Options{Image: "registry.example/hostfleet-agent:v1", HubName: "lab-hub", BMCNamespaces: []string{"hosts", "edge"}})
+	g.Expect(err).NotTo(HaveOccurred())
+	cluster := &clusterv1.ManagedCluster{ObjectMeta: metav1.ObjectMeta{Name: "c1"}}
+	render := func(mca *addonv1beta1.ManagedClusterAddOn) map[string]runtime.Object {
+		objs, err := a.Manifests(context.Background(), cluster, mca)
+		g.Expect(err).NotTo(HaveOccurred())
+		out := map[string]runtime.Object{}
+		for _, o := range objs {
+			m, err := meta.Accessor(o)
+			g.Expect(err).NotTo(HaveOccurred())
+			out[o.GetObjectKind().GroupVersionKind().Kind+"/"+m.GetNamespace()+"/"+m.GetName()] = o
+		}
+		return out
+	}
+	args := func(objs map[string]runtime.Object, key string) []string {
+		d, ok := objs[key].(*appsv1.Deployment)
+		g.Expect(ok).To(BeTrue(), "%s: %T", key, objs[key])
+		return d.Spec.Template.Spec.Containers[0].Args
+	}
+
+	t.Log("Default mode: a Role reading Secrets in each namespace, no Secret read in the ClusterRole")
+	def := render(&addonv1beta1.ManagedClusterAddOn{ObjectMeta: metav1.ObjectMeta{Namespace: "c1", Name: hostfleetv1alpha1.AddonName}})
+	for _, ns := range []string{"hosts", "edge"} {
+		role, ok := def["Role/"+ns+"/"+hostfleetv1alpha1.AgentBMCRole].(*rbacv1.Role)
+		g.Expect(ok).To(BeTrue(), "Role in %s", ns)
+		g.Expect(role.Rules).To(Equal(permissions.AgentBMCNamespace()))
+		rb, ok := def["RoleBinding/"+ns+"/"+hostfleetv1alpha1.AgentBMCRole].(*rbacv1.RoleBinding)
+		g.Expect(ok).To(BeTrue(), "RoleBinding in %s", ns)
+		g.Expect(rb.Subjects).To(Equal([]rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: hostfleetv1alpha1.AgentServiceAccount, Namespace: hostfleetv1alpha1.AgentNamespace}}))
+	}
+	cr, ok := def["ClusterRole//"+hostfleetv1alpha1.AgentManagedRole].(*rbacv1.ClusterRole)
+	g.Expect(ok).To(BeTrue())
+	g.Expect(cr.Rules).To(Equal(permissions.AgentManagedCluster(permissions.Features{BMCDriver: true})))
+	for _, r := range cr.Rules {
+		if slices.Contains(r.Resources, "secrets") {
+			g.Expect(r.Verbs).NotTo(ContainElement("get"), "never cluster-wide")
+		}
+	}
+	g.Expect(args(def, "Deployment/hostfleet-agent/hostfleet-agent")).To(ContainElements("--bmh-driver=annotated", "--bmc-namespaces=hosts,edge"))
+
+	t.Log("Hosted mode: the agent mints the same Roles itself; the hub renders none")
+	hosted := render(&addonv1beta1.ManagedClusterAddOn{ObjectMeta: metav1.ObjectMeta{Namespace: "c1", Name: hostfleetv1alpha1.AddonName,
+		Annotations: map[string]string{addonv1beta1.HostingClusterNameAnnotationKey: "hosting"}}})
+	for key := range hosted {
+		g.Expect(key).NotTo(HavePrefix("Role/hosts/"))
+	}
+	g.Expect(args(hosted, "Deployment/klusterlet-c1/hostfleet-agent")).To(ContainElements("--bmh-driver=annotated", "--bmc-namespaces=hosts,edge",
+		"--bootstrap-managed-kubeconfig=/var/run/managed/kubeconfig"))
 }

@@ -74,6 +74,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 		"pull policy of the agents' image: Always, IfNotPresent or Never")
 	fs.IntVar(&o.Addon.Replicas, "agent-replicas", o.Addon.Replicas, "replicas of each agent; one is active, the others wait on its Lease")
 	fs.StringVar(&o.Addon.HubName, "hub-name", o.Addon.HubName, "this hub's name, written by its agents on the hosts they bind")
+	fs.StringSliceVar(&o.Addon.BMCNamespaces, "agent-bmc-namespaces", o.Addon.BMCNamespaces,
+		"namespaces, on every managed cluster, whose hosts the agents drive through their BMCs; they read BMC credentials there and nowhere else (default: none, the BMC driver off)")
 	fs.StringVar(&o.MetricsAddr, "metrics-bind-address", o.MetricsAddr, "metrics listen address; 0 disables")
 	fs.StringVar(&o.HealthAddr, "health-probe-bind-address", o.HealthAddr, "healthz/readyz listen address; 0 disables")
 }
@@ -98,6 +100,11 @@ func (o *Options) Validate() []error {
 		}
 		if len(validation.IsDNS1123Label(o.Addon.HubName)) > 0 {
 			errs = append(errs, fmt.Errorf("--hub-name %q must be a DNS label", o.Addon.HubName))
+		}
+		for _, ns := range o.Addon.BMCNamespaces {
+			if len(validation.IsDNS1123Label(ns)) > 0 {
+				errs = append(errs, fmt.Errorf("--agent-bmc-namespaces: %q is not a namespace name", ns))
+			}
 		}
 	}
 	if o.BindDeadline < time.Second {

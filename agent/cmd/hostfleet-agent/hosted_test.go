@@ -57,6 +57,8 @@ func TestHostedMode(t *testing.T) {
 		"--token-dir=" + t.TempDir(),
 		"--cluster-name=infra-1",
 		"--retry-after=2s",
+		// The BMC driver reads credentials only where it drives hosts.
+		"--bmc-namespaces=hosts",
 	})
 	g.Expect(err).NotTo(HaveOccurred())
 

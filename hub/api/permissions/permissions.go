@@ -28,15 +28,17 @@ type Features struct {
 	// LocalClaims: the agent also serves HostClaims on the managed cluster
 	// (forwarded claims arrive this way) and reads the secrets they reference.
 	LocalClaims bool
-	// BMCDriver: the agent drives BareMetalHosts through their BMCs, writes
-	// their status and HardwareData and reads their BMC credentials.
+	// BMCDriver: the agent drives BareMetalHosts through their BMCs and
+	// writes their status and HardwareData. It reads their BMC credentials
+	// only in the namespaces it drives, with AgentBMCNamespace there.
 	BMCDriver bool
 }
 
 // AgentManagedCluster is everything the agent may do cluster-wide on its
 // managed cluster. Secrets can be written (the copies of claim secrets next
-// to their hosts) but never listed or watched; they are read (get) only with
-// LocalClaims or BMCDriver.
+// to their hosts) but never listed or watched; they are read (get)
+// cluster-wide only with LocalClaims. The BMC driver's credentials are read
+// per namespace (AgentBMCNamespace), never cluster-wide.
 func AgentManagedCluster(f Features) []rbacv1.PolicyRule {
 	rules := []rbacv1.PolicyRule{
 		{APIGroups: []string{metal3Group}, Resources: []string{"baremetalhosts"}, Verbs: []string{"get", "list", "watch", "patch"}},
@@ -56,10 +58,17 @@ func AgentManagedCluster(f Features) []rbacv1.PolicyRule {
 		rules = append(rules,
 			rbacv1.PolicyRule{APIGroups: []string{metal3Group}, Resources: []string{"baremetalhosts/status"}, Verbs: []string{"update", "patch"}},
 			rbacv1.PolicyRule{APIGroups: []string{metal3Group}, Resources: []string{"hardwaredata"}, Verbs: []string{"create", "update", "patch"}},
-			rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get"}},
 		)
 	}
 	return rules
+}
+
+// AgentBMCNamespace is what the agent's BMC driver may do in each namespace
+// whose hosts it drives: read their BMC credentials, by name.
+func AgentBMCNamespace() []rbacv1.PolicyRule {
+	return []rbacv1.PolicyRule{
+		{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get"}},
+	}
 }
 
 // AgentOwnNamespace is what the agent may do in its own namespace on the

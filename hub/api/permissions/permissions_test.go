@@ -23,8 +23,14 @@ func TestSecretsAreNeverListed(t *testing.T) {
 		}
 		g.Expect(verbs).NotTo(HaveKey("list"), "%+v", f)
 		g.Expect(verbs).NotTo(HaveKey("watch"), "%+v", f)
-		g.Expect(verbs["get"]).To(Equal(f.LocalClaims || f.BMCDriver), "secrets are read only to serve local claims or reach BMCs")
+		g.Expect(verbs["get"]).To(Equal(f.LocalClaims), "secrets are read cluster-wide only to serve local claims; BMC credentials per namespace")
 		g.Expect(verbs).To(HaveKey("create"))
 		g.Expect(verbs).To(HaveKey("delete"))
 	}
+}
+
+func TestBMCCredentialsPerNamespace(t *testing.T) {
+	g := NewWithT(t)
+	g.Expect(permissions.AgentBMCNamespace()).To(ConsistOf(HaveField("Verbs", []string{"get"})), "get only: never list or watch")
+	g.Expect(permissions.AgentBMCNamespace()[0].Resources).To(Equal([]string{"secrets"}))
 }

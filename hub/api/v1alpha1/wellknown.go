@@ -127,6 +127,9 @@ const (
 	// AgentManagedRole names the agent's ClusterRole and Role (and their
 	// bindings) on the managed cluster.
 	AgentManagedRole = "hostfleet-agent"
+	// AgentBMCRole names the agent's Role (and binding) in each namespace
+	// whose hosts its BMC driver drives: the BMC credentials there.
+	AgentBMCRole = "hostfleet-agent-bmc"
 	// AgentHostingRole names the agent's Role (and binding) on a Hosted mode
 	// hosting cluster.
 	AgentHostingRole = "hostfleet-agent-lease"
