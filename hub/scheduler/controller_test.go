@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/hostfleet/hostfleet/e2e/harness/planes"
+	"github.com/hostfleet/hostfleet/hub/admission"
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
 	"github.com/hostfleet/hostfleet/hub/scheduler"
 	"github.com/hostfleet/hostfleet/hub/tenant"
@@ -41,6 +42,10 @@ const deadline = 8 * time.Second
 func schedulerPlane(t *testing.T, deadline time.Duration) client.Client {
 	f := planes.ForTest(t, "hub")
 	f.ManagerForTest(t, "hub", func(mgr ctrl.Manager) error {
+		// The tenant controller grants RBAC only once the tenant's policy is in force.
+		if err := mgr.Add(&admission.Installer{Client: mgr.GetClient()}); err != nil {
+			return err
+		}
 		if err := (&tenant.Reconciler{Client: mgr.GetClient(), Scheme: f.Scheme}).SetupWithManager(mgr); err != nil {
 			return err
 		}

@@ -10,12 +10,14 @@ import (
 	metal3api "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
 	admissionv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/events"
 	clusterv1 "open-cluster-management.io/api/cluster/v1"
 	clusterv1beta2 "open-cluster-management.io/api/cluster/v1beta2"
@@ -39,12 +41,24 @@ type Reconciler struct {
 	// Recorder records an Event on a Tenant whenever its Ready condition
 	// changes; SetupWithManager makes one if nil.
 	Recorder events.EventRecorder
+	// Probe dry-runs, as AdmissionProbeUser, a claim the tenant's policy
+	// must refuse; SetupWithManager makes it by impersonation if nil.
+	Probe client.Client
 }
 
 // SetupWithManager wires the controller.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Recorder == nil {
 		r.Recorder = mgr.GetEventRecorder("hostfleet-tenant")
+	}
+	if r.Probe == nil {
+		cfg := rest.CopyConfig(mgr.GetConfig())
+		cfg.Impersonate = rest.ImpersonationConfig{UserName: hostfleetv1alpha1.AdmissionProbeUser}
+		probe, err := client.New(cfg, client.Options{Scheme: mgr.GetScheme()})
+		if err != nil {
+			return fmt.Errorf("admission probe client: %w", err)
+		}
+		r.Probe = probe
 	}
 	toAll := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, _ client.Object) []reconcile.Request {
 		var list hostfleetv1alpha1.TenantList
@@ -106,10 +120,37 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err != nil {
 		return ctrl.Result{}, fmt.Errorf("clusters of tenant %s: %w", t.Name, err)
 	}
-	for _, obj := range Desired(t, clusters) {
+	desired := Desired(t, clusters)
+	var grants []client.Object
+	for _, obj := range desired {
 		if conflicts[namespaceOf(obj)] != "" {
 			continue
 		}
+		if Grant(obj) {
+			grants = append(grants, obj)
+			continue
+		}
+		if err := r.apply(ctx, t, obj); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	// Rights only once the policy guards them: a binding takes a moment to
+	// reach the API server's admission, and the first request it must
+	// refuse could come the instant a RoleBinding allows it.
+	for _, ns := range t.DefaultNamespaces() {
+		if conflicts[ns] != "" {
+			continue
+		}
+		inForce, err := r.policyInForce(ctx, t, ns)
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		if !inForce {
+			ctrl.LoggerFrom(ctx).V(1).Info("waiting for the tenant's admission policy to take effect before granting its RBAC", "namespace", ns)
+			return ctrl.Result{RequeueAfter: 500 * time.Millisecond}, nil
+		}
+	}
+	for _, obj := range grants {
 		if err := r.apply(ctx, t, obj); err != nil {
 			return ctrl.Result{}, err
 		}
@@ -298,4 +339,32 @@ func namespaceOf(obj client.Object) string {
 		return obj.GetName()
 	}
 	return obj.GetNamespace()
+}
+
+// policyInForce says whether the tenant's claims policy is in force in ns:
+// a dry-run claim with a forged hostfleet.io/bound-host label, made as
+// AdmissionProbeUser, is refused by it. Once the tenant's RoleBindings exist
+// in ns they were granted after such a check, and it is not repeated.
+func (r *Reconciler) policyInForce(ctx context.Context, t *hostfleetv1alpha1.Tenant, ns string) (bool, error) {
+	granted := &rbacv1.RoleBinding{}
+	err := r.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: hostfleetv1alpha1.TenantAdminRole}, granted)
+	if err == nil {
+		return true, nil
+	}
+	if !apierrors.IsNotFound(err) {
+		return false, fmt.Errorf("get RoleBinding %s/%s of tenant %s: %w", ns, hostfleetv1alpha1.TenantAdminRole, t.Name, err)
+	}
+	probe := &metal3api.HostClaim{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: hostfleetv1alpha1.AdmissionProbeRole,
+		Labels: map[string]string{hostfleetv1alpha1.LabelBoundHost: "admission-probe"}}}
+	err = r.Probe.Create(ctx, probe, client.DryRunAll)
+	switch {
+	case err == nil:
+		return false, nil // admitted: not in force yet
+	case apierrors.IsForbidden(err) && strings.Contains(err.Error(), ClaimsBinding(t.Name)):
+		return true, nil
+	case apierrors.IsForbidden(err) || apierrors.IsNotFound(err):
+		return false, nil // the probe's own RoleBinding or the namespace not visible yet
+	default:
+		return false, fmt.Errorf("probe the admission policy of tenant %s in %s: %w", t.Name, ns, err)
+	}
 }

@@ -7,6 +7,7 @@ import (
 
 	metal3api "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
 	. "github.com/onsi/gomega"
+	admissionv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -20,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/hostfleet/hostfleet/e2e/harness/planes"
+	"github.com/hostfleet/hostfleet/hub/admission"
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
 	"github.com/hostfleet/hostfleet/hub/tenant"
 )
@@ -39,6 +41,10 @@ func TestTenantRegistration(t *testing.T) {
 	f := planes.ForTest(t, "hub")
 	hub := f.Plane("hub").Client
 	f.ManagerForTest(t, "hub", func(mgr ctrl.Manager) error {
+		// The tenant controller grants RBAC only once the tenant's policy is in force.
+		if err := mgr.Add(&admission.Installer{Client: mgr.GetClient()}); err != nil {
+			return err
+		}
 		return (&tenant.Reconciler{Client: mgr.GetClient(), Scheme: f.Scheme}).SetupWithManager(mgr)
 	})
 
@@ -79,7 +85,8 @@ func TestTenantRegistration(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	alice, err := client.New(aliceCfg, client.Options{Scheme: f.Scheme})
 	g.Expect(err).NotTo(HaveOccurred())
-	claim := &metal3api.HostClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant-a", Name: "c"}}
+	claim := &metal3api.HostClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant-a", Name: "c",
+		Labels: map[string]string{hostfleetv1alpha1.LabelCluster: "c1"}}} // placed on c1: its agent may write its status
 	g.Expect(alice.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant-a", Name: "ud"}})).To(Succeed())
 	g.Expect(alice.Create(ctx, claim)).To(Succeed())
 	claim.Status.BareMetalHost = &metal3api.ObjectReference{Namespace: "x", Name: "forged"}
@@ -147,8 +154,10 @@ func TestTenantRegistration(t *testing.T) {
 	g.Expect(hub.Get(ctx, client.ObjectKey{Namespace: "tenant-a", Name: hostfleetv1alpha1.TenantAdminRole}, rb)).To(Succeed())
 	g.Expect(rb.Subjects).To(Equal([]rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: "alice"}}), "the thief did not touch tenant-a")
 
-	t.Log("a tenant with claims is kept, and says why")
-	g.Expect(hub.Delete(ctx, ta)).To(Succeed())
+	t.Log("a tenant with claims is kept, and says why (admission refuses the delete; should one get through, the finalizer keeps it)")
+	g.Expect(hub.Delete(ctx, ta)).To(MatchError(ContainSubstring("tenant a still has 1 claims in tenant-a; delete them first")))
+	g.Expect(hub.Delete(ctx, &admissionv1.ValidatingAdmissionPolicyBinding{ObjectMeta: metav1.ObjectMeta{Name: "hostfleet-tenant-delete"}})).To(Succeed())
+	g.Eventually(func() error { return hub.Delete(ctx, ta) }).WithTimeout(20 * time.Second).Should(Succeed())
 	g.Eventually(func(g Gomega) {
 		g.Expect(hub.Get(ctx, client.ObjectKey{Name: "a"}, ta)).To(Succeed())
 		g.Expect(ready(ta).Reason).To(Equal(hostfleetv1alpha1.ReasonDeletionBlocked))

@@ -48,6 +48,10 @@ func Desired(t *hostfleetv1alpha1.Tenant, clusters []string) []client.Object {
 		}
 		out = append(out,
 			&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: labels}},
+			&rbacv1.Role{ObjectMeta: meta(hostfleetv1alpha1.AdmissionProbeRole), Rules: permissions.AdmissionProbe()},
+			&rbacv1.RoleBinding{ObjectMeta: meta(hostfleetv1alpha1.AdmissionProbeRole),
+				Subjects: []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: hostfleetv1alpha1.AdmissionProbeUser}},
+				RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: hostfleetv1alpha1.AdmissionProbeRole}},
 			&rbacv1.Role{ObjectMeta: meta(hostfleetv1alpha1.TenantAdminRole), Rules: permissions.TenantAdmin()},
 			&rbacv1.RoleBinding{ObjectMeta: meta(hostfleetv1alpha1.TenantAdminRole), Subjects: t.Spec.Admins,
 				RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: hostfleetv1alpha1.TenantAdminRole}},
@@ -63,4 +67,13 @@ func Desired(t *hostfleetv1alpha1.Tenant, clusters []string) []client.Object {
 		}
 	}
 	return out
+}
+
+// Grant says whether obj grants rights to the tenant's admins or agents:
+// such objects are applied only once the tenant's admission policy is in
+// force in their namespace, so that no request they allow is ever admitted
+// without it.
+func Grant(obj client.Object) bool {
+	rb, ok := obj.(*rbacv1.RoleBinding)
+	return ok && rb.Name != hostfleetv1alpha1.AdmissionProbeRole
 }

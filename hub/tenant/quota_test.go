@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/hostfleet/hostfleet/e2e/harness/planes"
+	"github.com/hostfleet/hostfleet/hub/admission"
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
 	"github.com/hostfleet/hostfleet/hub/tenant"
 )
@@ -33,6 +34,10 @@ func TestMaxClaimsAtAdmission(t *testing.T) {
 	f := planes.ForTest(t, "hub")
 	hub := f.Plane("hub").Client
 	f.ManagerForTest(t, "hub", func(mgr ctrl.Manager) error {
+		// The tenant controller grants RBAC only once the tenant's policy is in force.
+		if err := mgr.Add(&admission.Installer{Client: mgr.GetClient()}); err != nil {
+			return err
+		}
 		return (&tenant.Reconciler{Client: mgr.GetClient(), Scheme: f.Scheme}).SetupWithManager(mgr)
 	})
 

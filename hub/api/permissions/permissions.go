@@ -147,6 +147,15 @@ func TenantAdmin() []rbacv1.PolicyRule {
 	}
 }
 
+// AdmissionProbe is what the hub's admission probe identity may do in a
+// tenant namespace: create HostClaims (it only ever dry-runs one that the
+// tenant's policy must refuse).
+func AdmissionProbe() []rbacv1.PolicyRule {
+	return []rbacv1.PolicyRule{
+		{APIGroups: []string{metal3Group}, Resources: []string{"hostclaims"}, Verbs: []string{"create"}},
+	}
+}
+
 // WorkAgent is what the OCM work agent on a managed cluster needs to apply
 // what the hub forwards through ManifestWork: plain metal3 HostClaims. It is
 // aggregated into the work agent's role.

@@ -178,6 +178,13 @@ func RegistrationGroup(cluster string) string {
 
 // Names of the objects the hub makes for each tenant.
 const (
+	// AdmissionProbeUser is the identity the hub impersonates to check, with
+	// a dry run, that a tenant's admission policy is in force before it
+	// grants the tenant's RBAC. Nobody can authenticate as it; its only
+	// right (Role and RoleBinding AdmissionProbeRole in each tenant
+	// namespace) is to create HostClaims, and it only ever dry-runs.
+	AdmissionProbeUser = "hostfleet:admission-probe"
+	AdmissionProbeRole = "hostfleet-admission-probe"
 	// TenantAdminRole is the Role (and binding) of a tenant's admins in
 	// each of its namespaces.
 	TenantAdminRole = "hostfleet-tenant-admin"
