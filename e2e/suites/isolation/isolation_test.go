@@ -1,0 +1,289 @@
+package isolation_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	metal3api "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
+	. "github.com/onsi/gomega"
+	certificatesv1 "k8s.io/api/certificates/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	addonv1beta1 "open-cluster-management.io/api/addon/v1beta1"
+	clusterv1 "open-cluster-management.io/api/cluster/v1"
+	clusterv1beta2 "open-cluster-management.io/api/cluster/v1beta2"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/hostfleet/hostfleet/e2e/harness/planes"
+	"github.com/hostfleet/hostfleet/hub/addon"
+	"github.com/hostfleet/hostfleet/hub/admission"
+	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
+	"github.com/hostfleet/hostfleet/hub/tenant"
+)
+
+func TestMain(m *testing.M) { planes.Main(m) }
+
+// A request one identity must not be able to make, and what the refusal says:
+// "rbac" for the API server's authorizer, else a fragment of the admission
+// policy's message.
+type refusal struct {
+	who, what string
+	do        func(context.Context) error
+	says      string
+}
+
+func TestIsolation(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	f := planes.ForTest(t, "hub")
+	hub := f.Plane("hub").Client
+	f.ManagerForTest(t, "hub", func(mgr ctrl.Manager) error {
+		if err := mgr.Add(&admission.Installer{Client: mgr.GetClient()}); err != nil {
+			return err
+		}
+		return (&tenant.Reconciler{Client: mgr.GetClient(), Scheme: f.Scheme}).SetupWithManager(mgr)
+	})
+
+	t.Log("a hub with two tenants: a on set lab (c1, c2), b on set edge (c3)")
+	set := func(s string) map[string]string { return map[string]string{clusterv1beta2.ClusterSetLabel: s} }
+	admin := func(n string) []rbacv1.Subject {
+		return []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: n}}
+	}
+	for _, o := range []client.Object{
+		&clusterv1beta2.ManagedClusterSet{ObjectMeta: metav1.ObjectMeta{Name: "lab"}},
+		&clusterv1beta2.ManagedClusterSet{ObjectMeta: metav1.ObjectMeta{Name: "edge"}},
+		&clusterv1.ManagedCluster{ObjectMeta: metav1.ObjectMeta{Name: "c1", Labels: set("lab")}},
+		&clusterv1.ManagedCluster{ObjectMeta: metav1.ObjectMeta{Name: "c2", Labels: set("lab")}},
+		&clusterv1.ManagedCluster{ObjectMeta: metav1.ObjectMeta{Name: "c3", Labels: set("edge")}},
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "c1"}},
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "c2"}},
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "c3"}},
+		&hostfleetv1alpha1.Tenant{ObjectMeta: metav1.ObjectMeta{Name: "a"}, Spec: hostfleetv1alpha1.TenantSpec{ClusterSet: "lab", Admins: admin("alice")}},
+		&hostfleetv1alpha1.Tenant{ObjectMeta: metav1.ObjectMeta{Name: "b"}, Spec: hostfleetv1alpha1.TenantSpec{ClusterSet: "edge", Admins: admin("bob")}},
+	} {
+		g.Expect(hub.Create(ctx, o)).To(Succeed())
+	}
+	g.Eventually(func(g Gomega) {
+		for _, name := range []string{"a", "b"} {
+			tn := &hostfleetv1alpha1.Tenant{}
+			g.Expect(hub.Get(ctx, client.ObjectKey{Name: name}, tn)).To(Succeed())
+			g.Expect(tn.Status.Conditions).To(ContainElement(HaveField("Reason", hostfleetv1alpha1.ReasonRegistered)))
+		}
+	}).WithTimeout(60 * time.Second).Should(Succeed())
+
+	t.Log("each cluster's agent registers with the CSR driver; the hub binds what the permission callback accepts")
+	kube, err := kubernetes.NewForConfig(f.Plane("hub").Config)
+	g.Expect(err).NotTo(HaveOccurred())
+	bind := func(cluster string, subject addonv1beta1.BaseSubject) error {
+		mc := &clusterv1.ManagedCluster{}
+		g.Expect(hub.Get(ctx, client.ObjectKey{Name: cluster}, mc)).To(Succeed())
+		mca := &addonv1beta1.ManagedClusterAddOn{ObjectMeta: metav1.ObjectMeta{Namespace: cluster, Name: hostfleetv1alpha1.AddonName}}
+		if err := hub.Create(ctx, mca); err != nil && !apierrors.IsAlreadyExists(err) {
+			return err
+		}
+		mca.Status.Registrations = []addonv1beta1.RegistrationConfig{{Type: addonv1beta1.KubeClient,
+			KubeClient: &addonv1beta1.KubeClientConfig{Subject: addonv1beta1.KubeClientSubject{BaseSubject: subject}}}}
+		return addon.Permissions(kube)(ctx, mc, mca)
+	}
+	csrIdentity := func(c string) addonv1beta1.BaseSubject {
+		return addonv1beta1.BaseSubject{User: hostfleetv1alpha1.AgentHubUser(c), Groups: []string{hostfleetv1alpha1.AgentHubGroup(c), hostfleetv1alpha1.AgentSharedGroup}}
+	}
+	for _, c := range []string{"c1", "c2", "c3"} {
+		g.Expect(bind(c, csrIdentity(c))).To(Succeed())
+	}
+	g.Expect(bind("c2", addonv1beta1.BaseSubject{Groups: []string{"system:serviceaccounts"}})).To(MatchError(ContainSubstring("may be only")),
+		"a registration naming every ServiceAccount is refused")
+	g.Expect(bind("c2", addonv1beta1.BaseSubject{User: "mallory"})).To(MatchError(ContainSubstring("may be only")), "and a plain user")
+	g.Expect(bind("c2", csrIdentity("c2"))).To(Succeed())
+
+	as := func(name string, groups ...string) client.Client {
+		cfg, err := f.AddUser("hub", name, groups...)
+		g.Expect(err).NotTo(HaveOccurred())
+		c, err := client.New(cfg, client.Options{Scheme: f.Scheme})
+		g.Expect(err).NotTo(HaveOccurred())
+		return c
+	}
+	agent := func(c string) client.Client {
+		return as(hostfleetv1alpha1.AgentHubUser(c), hostfleetv1alpha1.AgentHubGroup(c), hostfleetv1alpha1.AgentSharedGroup, "system:authenticated")
+	}
+	alice, bob := as("alice", "system:authenticated"), as("bob", "system:authenticated")
+	c1, c3 := agent("c1"), agent("c3")
+	workload := as("system:serviceaccount:tenant-a:default", "system:serviceaccounts", "system:serviceaccounts:tenant-a", "system:authenticated")
+	registration := as("system:open-cluster-management:c1:reg", "system:open-cluster-management:c1", "system:open-cluster-management:managed-clusters", "system:authenticated")
+	lookAlike := as("system:serviceaccount:tenant-a:c1-hostfleet-agent-agent", "system:serviceaccounts", "system:serviceaccounts:tenant-a", "system:authenticated")
+	mallory := as("mallory", "system:authenticated")
+
+	t.Log("positive controls: the legitimate path works, so the refusals below are not vacuous")
+	claimOn := func(ns, name, cluster string) *metal3api.HostClaim {
+		c := &metal3api.HostClaim{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{}, Annotations: map[string]string{}}}
+		if cluster != "" {
+			c.Labels[hostfleetv1alpha1.LabelCluster] = cluster
+		}
+		return c
+	}
+	secret := func(ns, name string) *corev1.Secret {
+		return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, StringData: map[string]string{"userData": "#cloud-config"}}
+	}
+	g.Eventually(func() error { return alice.Create(ctx, secret("tenant-a", "ud")) }).WithTimeout(30 * time.Second).Should(Succeed())
+	onC1, onC2 := claimOn("tenant-a", "on-c1", "c1"), claimOn("tenant-a", "on-c2", "c2")
+	g.Expect(alice.Create(ctx, onC1)).To(Succeed())
+	g.Expect(alice.Create(ctx, onC2)).To(Succeed())
+	g.Eventually(func() error { return bob.Create(ctx, secret("tenant-b", "ud")) }).WithTimeout(30 * time.Second).Should(Succeed())
+	onC3 := claimOn("tenant-b", "on-c3", "c3")
+	g.Expect(bob.Create(ctx, onC3)).To(Succeed())
+	g.Eventually(func() error {
+		return c1.Get(ctx, client.ObjectKey{Namespace: "tenant-a", Name: "ud"}, &corev1.Secret{})
+	}).WithTimeout(30 * time.Second).Should(Succeed())
+	g.Expect(c3.Get(ctx, client.ObjectKey{Namespace: "tenant-b", Name: "ud"}, &corev1.Secret{})).To(Succeed())
+	g.Expect(c1.Get(ctx, client.ObjectKeyFromObject(onC1), onC1)).To(Succeed())
+	onC1.Status.PoweredOn = true
+	g.Expect(c1.Status().Update(ctx, onC1)).To(Succeed(), "an agent writes the status of its own cluster's claim")
+	g.Expect(c1.Create(ctx, &hostfleetv1alpha1.HostInventory{ObjectMeta: metav1.ObjectMeta{Namespace: "c1", Name: "c1"},
+		Spec: hostfleetv1alpha1.HostInventorySpec{ClusterName: "c1"}})).To(Succeed())
+	g.Expect(c1.Create(ctx, &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: "c1", Name: hostfleetv1alpha1.AddonName}})).To(Succeed())
+	g.Expect(c3.Create(ctx, &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: "c3", Name: hostfleetv1alpha1.AddonName}})).To(Succeed())
+	g.Expect(alice.Get(ctx, client.ObjectKeyFromObject(onC2), &metal3api.HostClaim{})).To(Succeed())
+
+	get := func(c client.Client, ns, name string, obj client.Object) func(context.Context) error {
+		return func(ctx context.Context) error { return c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, obj) }
+	}
+	list := func(c client.Client, ns string, l client.ObjectList) func(context.Context) error {
+		return func(ctx context.Context) error { return c.List(ctx, l, client.InNamespace(ns)) }
+	}
+	create := func(c client.Client, obj client.Object) func(context.Context) error {
+		return func(ctx context.Context) error { return c.Create(ctx, obj, client.DryRunAll) }
+	}
+	mutate := func(c client.Client, obj client.Object, status bool, change func()) func(context.Context) error {
+		return func(ctx context.Context) error {
+			if err := c.Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
+				return err
+			}
+			change()
+			if status {
+				return c.Status().Update(ctx, obj, client.DryRunAll)
+			}
+			return c.Update(ctx, obj, client.DryRunAll)
+		}
+	}
+	del := func(c client.Client, obj client.Object) func(context.Context) error {
+		return func(ctx context.Context) error { return c.Delete(ctx, obj, client.DryRunAll) }
+	}
+	with := func(c *metal3api.HostClaim, f func(*metal3api.HostClaim)) *metal3api.HostClaim { f(c); return c }
+	typed := func(ns string, typ corev1.SecretType) *corev1.Secret {
+		return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "typed", Annotations: map[string]string{corev1.ServiceAccountNameKey: "default"}},
+			Type: typ, Data: map[string][]byte{corev1.TLSCertKey: []byte("x"), corev1.TLSPrivateKeyKey: []byte("x"), corev1.DockerConfigJsonKey: []byte("{}")}}
+	}
+	csr := &certificatesv1.CertificateSigningRequest{ObjectMeta: metav1.ObjectMeta{Name: "x"},
+		Spec: certificatesv1.CertificateSigningRequestSpec{SignerName: certificatesv1.KubeAPIServerClientSignerName, Request: []byte("x"),
+			Usages: []certificatesv1.KeyUsage{certificatesv1.UsageClientAuth}}}
+	moved := claimOn("tenant-a", "on-c1", "")
+	const rbac = "rbac"
+	refusals := []refusal{
+		// A tenant admin, against the other tenant and outside its rights.
+		{"alice", "read tenant b's claim", get(alice, "tenant-b", "on-c3", &metal3api.HostClaim{}), rbac},
+		{"alice", "list tenant b's claims", list(alice, "tenant-b", &metal3api.HostClaimList{}), rbac},
+		{"alice", "create a claim in tenant b", create(alice, claimOn("tenant-b", "x", "")), rbac},
+		{"alice", "read tenant b's secret", get(alice, "tenant-b", "ud", &corev1.Secret{}), rbac},
+		{"alice", "list tenant b's secrets", list(alice, "tenant-b", &corev1.SecretList{}), rbac},
+		{"alice", "create a secret in tenant b", create(alice, secret("tenant-b", "x")), rbac},
+		{"alice", "list secrets cluster-wide", list(alice, "", &corev1.SecretList{}), rbac},
+		{"alice", "list claims cluster-wide", list(alice, "", &metal3api.HostClaimList{}), rbac},
+		{"alice", "write her claim's status", mutate(alice, claimOn("tenant-a", "on-c1", ""), true, func() {}), rbac},
+		{"alice", "forge bound-host", create(alice, with(claimOn("tenant-a", "x", ""), func(c *metal3api.HostClaim) { c.Labels[hostfleetv1alpha1.LabelBoundHost] = "h0" })), "hostfleet.io/bound-host is set by Hostfleet"},
+		{"alice", "pin outside her set", create(alice, claimOn("tenant-a", "x", "c3")), "cluster c3 is not in the cluster set of tenant a"},
+		{"alice", "reference another namespace's secret", create(alice, with(claimOn("tenant-a", "x", ""), func(c *metal3api.HostClaim) {
+			c.Spec.UserData = &corev1.SecretReference{Name: "ud", Namespace: "tenant-b"}
+		})), "secrets must be in the claim's namespace"},
+		{"alice", "send a reboot value that is not JSON", create(alice, with(claimOn("tenant-a", "x", ""), func(c *metal3api.HostClaim) { c.Annotations["reboot.metal3.io"] = `{"mode":"hard",}` })), "reboot.metal3.io annotations take"},
+		{"alice", "send a 42 KB placement", create(alice, with(claimOn("tenant-a", "x", ""), func(c *metal3api.HostClaim) {
+			c.Annotations[hostfleetv1alpha1.AnnotationPlacement] = strings.Repeat("p", 42*1024)
+		})), "hostfleet.io/placement names an OCM Placement"},
+		{"alice", "mint a service-account token", create(alice, typed("tenant-a", corev1.SecretTypeServiceAccountToken)), "must be of type Opaque"},
+		{"alice", "plant a TLS secret", create(alice, typed("tenant-a", corev1.SecretTypeTLS)), "must be of type Opaque"},
+		{"alice", "plant a registry credential", create(alice, typed("tenant-a", corev1.SecretTypeDockerConfigJson)), "must be of type Opaque"},
+		{"alice", "create a ConfigMap", create(alice, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant-a", Name: "x"}}), rbac},
+		{"alice", "create a ServiceAccount", create(alice, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant-a", Name: "x"}}), rbac},
+		{"alice", "grant herself a role", create(alice, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant-a", Name: "x"},
+			RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "admin"}, Subjects: admin("alice")}), rbac},
+		{"alice", "delete her namespace", del(alice, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "tenant-a"}}), rbac},
+		{"alice", "edit her Tenant", mutate(alice, &hostfleetv1alpha1.Tenant{ObjectMeta: metav1.ObjectMeta{Name: "a"}}, false, func() {}), rbac},
+		{"alice", "read tenant b", get(alice, "", "b", &hostfleetv1alpha1.Tenant{}), rbac},
+		{"alice", "create a HardwareData copy", create(alice, &metal3api.HardwareData{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant-a", Name: "on-c1"}}), rbac},
+		{"alice", "write a HostInventory", create(alice, &hostfleetv1alpha1.HostInventory{ObjectMeta: metav1.ObjectMeta{Namespace: "c1", Name: "c1"}}), rbac},
+		{"alice", "bind another cluster set", create(alice, &clusterv1beta2.ManagedClusterSetBinding{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant-a", Name: "edge"},
+			Spec: clusterv1beta2.ManagedClusterSetBindingSpec{ClusterSet: "edge"}}), rbac},
+		{"alice", "read a cluster's namespace", list(alice, "c1", &corev1.SecretList{}), rbac},
+		{"bob", "read tenant a's claim", get(bob, "tenant-a", "on-c1", &metal3api.HostClaim{}), rbac},
+		{"bob", "read tenant a's secret", get(bob, "tenant-a", "ud", &corev1.Secret{}), rbac},
+		{"bob", "delete tenant a's claim", del(bob, claimOn("tenant-a", "on-c1", "")), rbac},
+		{"bob", "pin to a cluster of tenant a's set", create(bob, claimOn("tenant-b", "x", "c1")), "cluster c1 is not in the cluster set of tenant b"},
+		// A tenant's workload: a ServiceAccount in the tenant's namespace holds no tenant right.
+		{"tenant a's workload", "read its tenant's claims", list(workload, "tenant-a", &metal3api.HostClaimList{}), rbac},
+		{"tenant a's workload", "read its tenant's secrets", get(workload, "tenant-a", "ud", &corev1.Secret{}), rbac},
+		{"tenant a's workload", "create a claim", create(workload, claimOn("tenant-a", "x", "")), rbac},
+		{"tenant a's workload", "read HardwareData", list(workload, "tenant-a", &metal3api.HardwareDataList{}), rbac},
+		{"a look-alike agent ServiceAccount in a tenant namespace", "read tenant a's secrets", get(lookAlike, "tenant-a", "ud", &corev1.Secret{}), rbac},
+		{"a look-alike agent ServiceAccount in a tenant namespace", "write a claim's status", mutate(lookAlike, claimOn("tenant-a", "on-c1", ""), true, func() {}), rbac},
+		// A cluster's add-on agent.
+		{"agent c1", "read tenant b's secret (c1 is not in set edge)", get(c1, "tenant-b", "ud", &corev1.Secret{}), rbac},
+		{"agent c1", "write a claim of tenant b", mutate(c1, claimOn("tenant-b", "on-c3", ""), true, func() {}), rbac},
+		{"agent c1", "write the status of a claim placed on c2", mutate(c1, claimOn("tenant-a", "on-c2", ""), true, func() {}), "an agent may only change claims placed on its own cluster"},
+		{"agent c1", "move its claim to c2", mutate(c1, moved, false, func() { moved.Labels[hostfleetv1alpha1.LabelCluster] = "c2" }), "an agent may not move a claim"},
+		{"agent c1", "write c2's HostInventory", create(c1, &hostfleetv1alpha1.HostInventory{ObjectMeta: metav1.ObjectMeta{Namespace: "c2", Name: "c2"},
+			Spec: hostfleetv1alpha1.HostInventorySpec{ClusterName: "c2"}}), rbac},
+		{"agent c1", "read c2's HostInventory", get(c1, "c2", "c2", &hostfleetv1alpha1.HostInventory{}), rbac},
+		{"agent c1", "renew c3's health Lease", mutate(c1, &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: "c3", Name: hostfleetv1alpha1.AddonName}}, false, func() {}), rbac},
+		{"agent c1", "write an inventory for c2 in its own namespace", create(c1, &hostfleetv1alpha1.HostInventory{ObjectMeta: metav1.ObjectMeta{Namespace: "c1", Name: "c2"},
+			Spec: hostfleetv1alpha1.HostInventorySpec{ClusterName: "c2"}}), "an agent may only write the HostInventory of its own cluster"},
+		{"agent c1", "list tenant a's secrets", list(c1, "tenant-a", &corev1.SecretList{}), rbac},
+		{"agent c1", "create a secret in tenant a", create(c1, secret("tenant-a", "x")), rbac},
+		{"agent c1", "delete a claim", del(c1, claimOn("tenant-a", "on-c1", "")), rbac},
+		{"agent c1", "create a claim", create(c1, claimOn("tenant-a", "x", "c1")), rbac},
+		{"agent c1", "read secrets in its cluster's namespace", list(c1, "c1", &corev1.SecretList{}), rbac},
+		{"agent c1", "create a CSR", create(c1, csr.DeepCopy()), rbac},
+		{"agent c1", "grant itself cluster-admin", create(c1, &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "x"},
+			RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "cluster-admin"}, Subjects: admin("alice")}), rbac},
+		{"agent c1", "edit a Tenant", mutate(c1, &hostfleetv1alpha1.Tenant{ObjectMeta: metav1.ObjectMeta{Name: "a"}}, false, func() {}), rbac},
+		{"agent c1", "edit a ManagedCluster", mutate(c1, &clusterv1.ManagedCluster{ObjectMeta: metav1.ObjectMeta{Name: "c1"}}, false, func() {}), rbac},
+		{"agent c3", "read tenant a's secret", get(c3, "tenant-a", "ud", &corev1.Secret{}), rbac},
+		{"agent c3", "write tenant a's claim status", mutate(c3, claimOn("tenant-a", "on-c1", ""), true, func() {}), rbac},
+		// A cluster's registration agent holds no agent right.
+		{"c1's registration agent", "read tenant a's secret", get(registration, "tenant-a", "ud", &corev1.Secret{}), rbac},
+		{"c1's registration agent", "list claims", list(registration, "", &metal3api.HostClaimList{}), rbac},
+		{"c1's registration agent", "write a claim's status", mutate(registration, claimOn("tenant-a", "on-c1", ""), true, func() {}), rbac},
+		{"c1's registration agent", "write its cluster's inventory", create(registration, &hostfleetv1alpha1.HostInventory{ObjectMeta: metav1.ObjectMeta{Namespace: "c1", Name: "c1"},
+			Spec: hostfleetv1alpha1.HostInventorySpec{ClusterName: "c1"}}), rbac},
+		// An unbound user.
+		{"mallory", "read a claim", get(mallory, "tenant-a", "on-c1", &metal3api.HostClaim{}), rbac},
+		{"mallory", "list claims", list(mallory, "", &metal3api.HostClaimList{}), rbac},
+		{"mallory", "read a secret", get(mallory, "tenant-a", "ud", &corev1.Secret{}), rbac},
+		{"mallory", "list tenants", list(mallory, "", &hostfleetv1alpha1.TenantList{}), rbac},
+		{"mallory", "register a tenant", create(mallory, &hostfleetv1alpha1.Tenant{ObjectMeta: metav1.ObjectMeta{Name: "m"}, Spec: hostfleetv1alpha1.TenantSpec{ClusterSet: "lab"}}), rbac},
+		{"mallory", "create a claim", create(mallory, claimOn("tenant-a", "x", "")), rbac},
+		{"mallory", "read HardwareData", list(mallory, "tenant-a", &metal3api.HardwareDataList{}), rbac},
+		{"mallory", "read inventories", list(mallory, "c1", &hostfleetv1alpha1.HostInventoryList{}), rbac},
+	}
+	g.Expect(len(refusals)).To(BeNumerically(">=", 60))
+	for _, r := range refusals {
+		err := r.do(ctx)
+		g.Expect(err).To(HaveOccurred(), "%s must not %s", r.who, r.what)
+		if r.says == rbac {
+			g.Expect(apierrors.IsForbidden(err)).To(BeTrue(), "%s: %s: want Forbidden, got %v", r.who, r.what, err)
+			// Refused by the authorizer, not by a policy: the identity holds no such right at all.
+			g.Expect(err.Error()).NotTo(ContainSubstring("ValidatingAdmissionPolicy"), "%s: %s", r.who, r.what)
+			continue
+		}
+		// A policy refuses with its own reason: Forbidden, or Invalid for malformed input.
+		g.Expect(apierrors.IsForbidden(err) || apierrors.IsInvalid(err)).To(BeTrue(), "%s: %s: got %v", r.who, r.what, err)
+		g.Expect(err.Error()).To(ContainSubstring("ValidatingAdmissionPolicy"), "%s: %s", r.who, r.what)
+		g.Expect(err.Error()).To(ContainSubstring(r.says), "%s: %s", r.who, r.what)
+	}
+	t.Logf("%d requests refused with the expected reason, beside the positive controls above", len(refusals))
+}
