@@ -31,6 +31,15 @@ type Options struct {
 	// cluster itself. Off by default: a baremetal-operator with its HostClaim
 	// controller may own them.
 	LocalClaims bool
+	// ClaimScope is where the agent watches hub claims: "tenants" (the
+	// namespaces of the tenants whose cluster set holds its cluster, which is
+	// all its hub identity may read) or "all" (cluster-wide, for a hub
+	// identity that may list claims everywhere).
+	ClaimScope string
+	// ServedNamespaces, when not nil, are the hub namespaces whose claims the
+	// agent watches. Run sets it from the Tenants with ClaimScope "tenants";
+	// nil watches every namespace.
+	ServedNamespaces []string
 	// BMHDriver chooses the BareMetalHosts the agent drives through their
 	// BMCs: "annotated" (hostfleet.io/driver: bmclib), "all", or "none".
 	BMHDriver string
@@ -104,6 +113,7 @@ func NewOptions() *Options {
 		LeaderElect:       true,
 		HealthLease:       true,
 		BMHDriver:         "annotated",
+		ClaimScope:        "tenants",
 		BMCWorkers:        10,
 		BMCTimeout:        30 * time.Second,
 		BMCPoll:           time.Minute,
@@ -129,6 +139,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 		"the HostInventory on the hub is recomputed and, if it changed, written at most this often")
 	fs.Float32Var(&o.QPS, "kube-api-qps", o.QPS, "client-side queries per second to each API server")
 	fs.IntVar(&o.Burst, "kube-api-burst", o.Burst, "client-side burst to each API server")
+	fs.StringVar(&o.ClaimScope, "claim-scope", o.ClaimScope,
+		"where hub claims are watched: tenants (the namespaces of the tenants whose cluster set holds this cluster, followed as they change) or all (cluster-wide; the hub identity must be allowed to list claims everywhere)")
 	fs.StringVar(&o.BMHDriver, "bmh-driver", o.BMHDriver,
 		"BareMetalHosts the agent drives itself through their BMCs (no baremetal-operator): annotated (hostfleet.io/driver: bmclib), all, or none")
 	fs.StringSliceVar(&o.BMCNamespaces, "bmc-namespaces", o.BMCNamespaces,
@@ -197,6 +209,9 @@ func (o *Options) Validate() []error {
 	}
 	if o.QPS <= 0 || o.Burst < 1 {
 		errs = append(errs, fmt.Errorf("--kube-api-qps %v and --kube-api-burst %d must be positive", o.QPS, o.Burst))
+	}
+	if o.ClaimScope != "tenants" && o.ClaimScope != "all" {
+		errs = append(errs, fmt.Errorf("--claim-scope %q must be tenants or all", o.ClaimScope))
 	}
 	switch o.BMHDriver {
 	case "annotated", "all", "none":

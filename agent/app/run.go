@@ -71,16 +71,48 @@ func Run(ctx context.Context, o *Options) error {
 		return err
 	}
 	managedCfg.QPS, managedCfg.Burst = o.QPS, o.Burst
-	a, err := New(hubCfg, managedCfg, o)
-	if err != nil {
-		return err
-	}
-	if refresher != nil {
-		if err := a.Manager.Add(refresher); err != nil {
-			return err
+	var reader client.Reader
+	if o.ClaimScope == "tenants" {
+		if reader, err = client.New(hubCfg, client.Options{Scheme: Scheme()}); err != nil {
+			return fmt.Errorf("hub client: %w", err)
 		}
 	}
-	return a.Manager.Start(ctx)
+	// The claim cache watches a fixed set of namespaces: when the tenants
+	// this cluster serves change, the agent's controllers start again over
+	// the new set (the managed cluster's identity and token are kept).
+	for first := true; ; first = false {
+		run := *o
+		// Controller names are registered once per process.
+		run.InProcess = o.InProcess || !first
+		if reader != nil {
+			if run.ServedNamespaces, err = ServedNamespaces(ctx, reader, o.ClusterName); err != nil {
+				return err
+			}
+		}
+		a, err := New(hubCfg, managedCfg, &run)
+		if err != nil {
+			return err
+		}
+		if refresher != nil {
+			if err := a.Manager.Add(refresher); err != nil {
+				return err
+			}
+		}
+		runCtx, cancel := context.WithCancel(ctx)
+		changed := &servedWatcher{reader: reader, cluster: o.ClusterName, served: run.ServedNamespaces, every: 2 * time.Second, changed: cancel}
+		if reader != nil {
+			if err := a.Manager.Add(changed); err != nil {
+				cancel()
+				return err
+			}
+		}
+		err = a.Manager.Start(runCtx)
+		cancel()
+		if ctx.Err() != nil || !changed.fired.Load() {
+			return err
+		}
+		ctrl.Log.Info("the tenants this cluster serves changed: starting the controllers again over their namespaces")
+	}
 }
 
 // hostedIdentity creates the agent's least-privilege identity on the managed
@@ -190,8 +222,9 @@ func newManager(hubCfg, managedCfg *rest.Config, o *Options) (ctrl.Manager, clus
 		LeaderElectionConfig:          managedCfg,
 		LeaderElectionReleaseOnCancel: true,
 		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
-			// Only the claims placed on this cluster, filtered by the server.
-			&metal3api.HostClaim{}: {Label: ClaimSelector(o.ClusterName)},
+			// Only the claims placed on this cluster, filtered by the server,
+			// in the namespaces it serves.
+			&metal3api.HostClaim{}: {Label: ClaimSelector(o.ClusterName), Namespaces: namespaceConfigs(o.ServedNamespaces)},
 		}},
 	})
 	if err != nil {

@@ -6,6 +6,7 @@ package metrics
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	metal3api "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
@@ -63,8 +64,17 @@ func (c *ClaimCollector) Collect(ch chan<- prometheus.Metric) {
 // Register adds the agent's metrics to controller-runtime's registry.
 func Register(claims *ClaimCollector) error {
 	for _, col := range []prometheus.Collector{BindLatency, claims} {
-		if err := crmetrics.Registry.Register(col); err != nil {
-			if _, dup := err.(prometheus.AlreadyRegisteredError); !dup {
+		err := crmetrics.Registry.Register(col)
+		var dup prometheus.AlreadyRegisteredError
+		switch {
+		case err == nil:
+		case !errors.As(err, &dup):
+			return err
+		case col == prometheus.Collector(claims):
+			// The agent's controllers started again: count from the new
+			// manager's cache, not the stopped one's.
+			crmetrics.Registry.Unregister(dup.ExistingCollector)
+			if err := crmetrics.Registry.Register(col); err != nil {
 				return err
 			}
 		}

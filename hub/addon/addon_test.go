@@ -241,7 +241,9 @@ func TestAddonManager(t *testing.T) {
 	agentCfg.KeyData = pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER})
 	asAgent, err := client.New(agentCfg, client.Options{Scheme: f.Scheme})
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(asAgent.List(ctx, &metal3api.HostClaimList{}, client.MatchingLabels{hostfleetv1alpha1.LabelCluster: "c1"})).To(Succeed())
+	g.Expect(asAgent.List(ctx, &metal3api.HostClaimList{}, client.InNamespace("c1"), client.MatchingLabels{hostfleetv1alpha1.LabelCluster: "c1"})).To(Succeed())
+	g.Expect(asAgent.List(ctx, &metal3api.HostClaimList{}, client.MatchingLabels{hostfleetv1alpha1.LabelCluster: "c1"})).To(Satisfy(apierrors.IsForbidden),
+		"never claims cluster-wide: only in the namespaces of the tenants its cluster serves")
 	g.Expect(asAgent.Create(ctx, &hostfleetv1alpha1.HostInventory{ObjectMeta: metav1.ObjectMeta{Namespace: "c1", Name: "c1"},
 		Spec: hostfleetv1alpha1.HostInventorySpec{ClusterName: "c1"}}, client.DryRunAll)).To(Succeed())
 	g.Expect(asAgent.List(ctx, &corev1.SecretList{}, client.InNamespace("c1"))).To(Satisfy(apierrors.IsForbidden))
@@ -320,7 +322,9 @@ func TestAddonManager(t *testing.T) {
 	}).WithTimeout(30 * time.Second).Should(Succeed())
 	g.Expect(hub.Create(ctx, &metal3api.HostClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant-a", Name: "on-c1",
 		Labels: map[string]string{hostfleetv1alpha1.LabelCluster: "c1"}}})).To(Succeed())
-	g.Expect(tok.List(ctx, &metal3api.HostClaimList{}, client.MatchingLabels{hostfleetv1alpha1.LabelCluster: "c2"})).To(Succeed())
+	g.Eventually(func() error {
+		return tok.List(ctx, &metal3api.HostClaimList{}, client.InNamespace("tenant-a"), client.MatchingLabels{hostfleetv1alpha1.LabelCluster: "c2"})
+	}).WithTimeout(30 * time.Second).Should(Succeed(), "in its tenant's namespace")
 	g.Expect(tok.List(ctx, &hostfleetv1alpha1.TenantList{})).To(Succeed())
 	inv := func(ns string) *hostfleetv1alpha1.HostInventory {
 		return &hostfleetv1alpha1.HostInventory{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: ns},

@@ -29,7 +29,7 @@ func TestHostedMode(t *testing.T) {
 	f := planes.ForTest(t, "hub", "infra-1")
 	hub, infra := f.Plane("hub").Client, f.Plane("infra-1").Client
 	f.StartBMOForTest(t, "infra-1")
-	g.Expect(hub.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "tenant-a"}})).To(Succeed())
+	tenantA(t, hub)
 	g.Expect(hub.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "klusterlet-infra-1"}})).To(Succeed())
 	owner := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: "klusterlet-infra-1", Name: "hostfleet-agent"}}
 	g.Expect(hub.Create(ctx, owner)).To(Succeed())

@@ -26,7 +26,7 @@ func TestLeaderElection(t *testing.T) {
 	bin := buildAgent(t)
 	f := planes.ForTest(t, "hub", "infra-1")
 	hub, infra := f.Plane("hub").Client, f.Plane("infra-1").Client
-	g.Expect(hub.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "tenant-a"}})).To(Succeed())
+	tenantA(t, hub)
 	for _, o := range []client.Object{
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "hosts"}},
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "hostfleet-agent"}},

@@ -23,6 +23,21 @@ import (
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
 )
 
+// tenantA registers tenant a on the hub as the hub's tenant controller
+// would: namespace tenant-a, served by cluster infra-1 (the agent watches
+// claims only in the namespaces of the tenants its cluster serves).
+func tenantA(t *testing.T, hub client.Client) {
+	t.Helper()
+	g := NewWithT(t)
+	ctx := context.Background()
+	g.Expect(hub.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "tenant-a",
+		Labels: map[string]string{hostfleetv1alpha1.LabelTenant: "a"}}})).To(Succeed())
+	tn := &hostfleetv1alpha1.Tenant{ObjectMeta: metav1.ObjectMeta{Name: "a"}, Spec: hostfleetv1alpha1.TenantSpec{ClusterSet: "lab"}}
+	g.Expect(hub.Create(ctx, tn)).To(Succeed())
+	tn.Status = hostfleetv1alpha1.TenantStatus{Namespaces: []string{"tenant-a"}, Clusters: []string{"infra-1"}}
+	g.Expect(hub.Status().Update(ctx, tn)).To(Succeed())
+}
+
 func buildAgent(t *testing.T) string {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "hostfleet-agent")
@@ -52,7 +67,7 @@ func TestBinaryBindsClaim(t *testing.T) {
 	f := planes.ForTest(t, "hub", "infra-1")
 	hub, infra := f.Plane("hub").Client, f.Plane("infra-1").Client
 
-	g.Expect(hub.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "tenant-a"}})).To(Succeed())
+	tenantA(t, hub)
 	for _, o := range []client.Object{
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "hosts"}},
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "hostfleet-agent"}}, // leader election Lease
@@ -114,6 +129,36 @@ func TestBinaryBindsClaim(t *testing.T) {
 		g.Expect(infra.Get(ctx, client.ObjectKey{Namespace: "hostfleet-agent", Name: "hostfleet-agent"}, health)).To(Succeed())
 		g.Expect(time.Since(health.Spec.RenewTime.Time)).To(BeNumerically("<", time.Minute))
 	}).WithTimeout(30 * time.Second).Should(Succeed())
+
+	// Claims are watched only in the namespaces of the tenants infra-1
+	// serves: a tenant whose set gains infra-1 is served from then on, by the
+	// same process (its controllers start again over the new namespaces).
+	h1 := &metal3api.BareMetalHost{ObjectMeta: metav1.ObjectMeta{Namespace: "hosts", Name: "h1"},
+		Spec: metal3api.BareMetalHostSpec{BMC: metal3api.BMCDetails{Address: "ipmi://127.0.0.1:6231", CredentialsName: "bmc"}}}
+	g.Expect(infra.Create(ctx, h1)).To(Succeed())
+	h1.Status.Provisioning.State = metal3api.StateAvailable
+	h1.Status.OperationalStatus = metal3api.OperationalStatusOK
+	g.Expect(infra.Status().Update(ctx, h1)).To(Succeed())
+	g.Expect(hub.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "tenant-b",
+		Labels: map[string]string{hostfleetv1alpha1.LabelTenant: "b"}}})).To(Succeed())
+	tb := &hostfleetv1alpha1.Tenant{ObjectMeta: metav1.ObjectMeta{Name: "b"}, Spec: hostfleetv1alpha1.TenantSpec{ClusterSet: "edge"}}
+	g.Expect(hub.Create(ctx, tb)).To(Succeed())
+	cb := &metal3api.HostClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant-b", Name: "c",
+		Labels: map[string]string{hostfleetv1alpha1.LabelCluster: "infra-1"}}}
+	g.Expect(hub.Create(ctx, cb)).To(Succeed())
+	g.Consistently(func(g Gomega) {
+		g.Expect(hub.Get(ctx, client.ObjectKeyFromObject(cb), cb)).To(Succeed())
+		g.Expect(cb.Status.BareMetalHost).To(BeNil(), "infra-1 does not serve tenant b")
+	}).WithTimeout(4 * time.Second).Should(Succeed())
+	tb.Status = hostfleetv1alpha1.TenantStatus{Namespaces: []string{"tenant-b"}, Clusters: []string{"infra-1"}}
+	g.Expect(hub.Status().Update(ctx, tb)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		g.Expect(proc.Exited()).To(BeFalse(), "agent exited; see %s", proc.Log)
+		g.Expect(hub.Get(ctx, client.ObjectKeyFromObject(cb), cb)).To(Succeed())
+		g.Expect(cb.Status.BareMetalHost).To(Equal(&metal3api.ObjectReference{Namespace: "hosts", Name: "h1"}))
+	}).WithTimeout(30 * time.Second).Should(Succeed())
+	g.Expect(hub.Get(ctx, client.ObjectKeyFromObject(c), c)).To(Succeed())
+	g.Expect(c.Status.BareMetalHost).To(Equal(&metal3api.ObjectReference{Namespace: "hosts", Name: "h0"}), "tenant a's claim keeps its host")
 
 	// SIGTERM stops it cleanly, and promptly.
 	stopStart := time.Now()

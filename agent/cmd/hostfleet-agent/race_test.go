@@ -29,7 +29,7 @@ func TestOneToOneAcrossKill(t *testing.T) {
 	f := planes.ForTest(t, "hub", "infra-1")
 	hub, infra := f.Plane("hub").Client, f.Plane("infra-1").Client
 
-	g.Expect(hub.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "tenant-a"}})).To(Succeed())
+	tenantA(t, hub)
 	g.Expect(infra.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "hosts"}})).To(Succeed())
 	g.Expect(infra.Create(ctx, &metal3api.HostDeployPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: "hosts", Name: "all"},
 		Spec: metal3api.HostDeployPolicySpec{HostClaimNamespaces: &metal3api.HostClaimNamespaces{NameMatches: ".*"}}})).To(Succeed())

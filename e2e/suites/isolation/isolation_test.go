@@ -252,6 +252,11 @@ func TestIsolation(t *testing.T) {
 			RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "cluster-admin"}, Subjects: admin("alice")}), rbac},
 		{"agent c1", "edit a Tenant", mutate(c1, &hostfleetv1alpha1.Tenant{ObjectMeta: metav1.ObjectMeta{Name: "a"}}, false, func() {}), rbac},
 		{"agent c1", "edit a ManagedCluster", mutate(c1, &clusterv1.ManagedCluster{ObjectMeta: metav1.ObjectMeta{Name: "c1"}}, false, func() {}), rbac},
+		{"agent c1", "list claims cluster-wide", list(c1, "", &metal3api.HostClaimList{}), rbac},
+		{"agent c1", "read tenant b's claim", get(c1, "tenant-b", "on-c3", &metal3api.HostClaim{}), rbac},
+		{"agent c1", "list tenant b's claims", list(c1, "tenant-b", &metal3api.HostClaimList{}), rbac},
+		{"agent c3", "read tenant a's claim", get(c3, "tenant-a", "on-c1", &metal3api.HostClaim{}), rbac},
+		{"agent c3", "list tenant a's claims", list(c3, "tenant-a", &metal3api.HostClaimList{}), rbac},
 		{"agent c3", "read tenant a's secret", get(c3, "tenant-a", "ud", &corev1.Secret{}), rbac},
 		{"agent c3", "write tenant a's claim status", mutate(c3, claimOn("tenant-a", "on-c1", ""), true, func() {}), rbac},
 		// A cluster's registration agent holds no agent right.

@@ -95,13 +95,11 @@ func AgentHostingNamespace() []rbacv1.PolicyRule {
 	}
 }
 
-// AgentHub is what every agent identity may do cluster-wide on the hub:
-// watch the claims (its cache asks the server only for those labelled for
-// its cluster), and see tenants and their namespaces to compute the
-// inventory.
+// AgentHub is what every agent identity may do cluster-wide on the hub: see
+// tenants and namespaces, to find the namespaces it serves and compute the
+// inventory. Claims it reads only in those namespaces (AgentTenantNamespace).
 func AgentHub() []rbacv1.PolicyRule {
 	return []rbacv1.PolicyRule{
-		{APIGroups: []string{metal3Group}, Resources: []string{"hostclaims"}, Verbs: view},
 		{APIGroups: []string{hostfleetv1alpha1.GroupVersion.Group}, Resources: []string{"tenants"}, Verbs: view},
 		{APIGroups: []string{""}, Resources: []string{"namespaces"}, Verbs: view},
 	}
@@ -111,9 +109,12 @@ func AgentHub() []rbacv1.PolicyRule {
 // on the hub: write the cluster's HostInventory, and keep the add-on Lease
 // the agent keeps on the hub when its cluster has none. RBAC cannot limit a
 // create by name, so creating Leases is granted in the namespace, and
-// changing one only by the add-on's name.
+// changing one only by the add-on's name. It may also watch the claims
+// there (there are none: the namespace keeps the agent's set of watched
+// namespaces from ever being empty).
 func AgentClusterNamespace() []rbacv1.PolicyRule {
 	return []rbacv1.PolicyRule{
+		{APIGroups: []string{metal3Group}, Resources: []string{"hostclaims"}, Verbs: view},
 		{APIGroups: []string{hostfleetv1alpha1.GroupVersion.Group}, Resources: []string{"hostinventories"},
 			Verbs: []string{"get", "list", "watch", "create", "update", "patch"}},
 		{APIGroups: []string{hostfleetv1alpha1.GroupVersion.Group}, Resources: []string{"hostinventories/status"}, Verbs: []string{"update", "patch"}},

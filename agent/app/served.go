@@ -1,0 +1,82 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync/atomic"
+	"time"
+
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
+)
+
+// ServedNamespaces are the hub namespaces whose claims the agent of cluster
+// watches: those of the tenants whose cluster set holds the cluster (as the
+// Tenants' status says), which are where the hub grants its identity to
+// read claims, and the cluster's own namespace, which holds no claims but
+// keeps the set from ever being empty (an empty set would mean every
+// namespace). Sorted.
+func ServedNamespaces(ctx context.Context, hub client.Reader, cluster string) ([]string, error) {
+	var tenants hostfleetv1alpha1.TenantList
+	if err := hub.List(ctx, &tenants); err != nil {
+		return nil, fmt.Errorf("list tenants to find the namespaces cluster %s serves: %w", cluster, err)
+	}
+	out := []string{cluster}
+	for _, t := range tenants.Items {
+		if slices.Contains(t.Status.Clusters, cluster) {
+			out = append(out, t.Status.Namespaces...)
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out), nil
+}
+
+// namespaceConfigs is the claim cache's namespaces: nil (every namespace)
+// for nil.
+func namespaceConfigs(namespaces []string) map[string]cache.Config {
+	if namespaces == nil {
+		return nil
+	}
+	out := make(map[string]cache.Config, len(namespaces))
+	for _, ns := range namespaces {
+		out[ns] = cache.Config{}
+	}
+	return out
+}
+
+// servedWatcher calls changed, once, when the namespaces the cluster serves
+// differ from served.
+type servedWatcher struct {
+	reader  client.Reader
+	cluster string
+	served  []string
+	every   time.Duration
+	changed func()
+	fired   atomic.Bool
+}
+
+// NeedLeaderElection is false: every replica watches the claims.
+func (w *servedWatcher) NeedLeaderElection() bool { return false }
+
+// Start compares every w.every until ctx is done or the set changed.
+func (w *servedWatcher) Start(ctx context.Context) error {
+	t := time.NewTicker(w.every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+		now, err := ServedNamespaces(ctx, w.reader, w.cluster)
+		if err != nil || slices.Equal(now, w.served) {
+			continue // a failed read is tried again at the next tick
+		}
+		w.fired.Store(true)
+		w.changed()
+		return nil
+	}
+}
