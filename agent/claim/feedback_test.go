@@ -85,6 +85,21 @@ func TestHostFeedback(t *testing.T) {
 	raw, _ = json.Marshal(hubClaimJSON)
 	g.Expect(string(raw)).NotTo(ContainSubstring("ipmi://"))
 
+	g.Expect(hwCopy.Labels).To(HaveKeyWithValue(hostfleetv1alpha1.LabelCluster, "infra-1"), "labelled with the cluster whose agent made it")
+
+	t.Log("a copy forged with the right labels but invented hardware is repaired: the content is checked, not only the source")
+	g.Expect(hub.Delete(ctx, hwCopy)).To(Succeed())
+	forged := &metal3api.HardwareData{ObjectMeta: metav1.ObjectMeta{Namespace: hwCopy.Namespace, Name: hwCopy.Name,
+		Labels: hwCopy.Labels, Annotations: hwCopy.Annotations},
+		Spec: metal3api.HardwareDataSpec{HardwareDetails: &metal3api.HardwareDetails{RAMMebibytes: 1, Hostname: "invented"}}}
+	g.Eventually(func() error { return hub.Create(ctx, forged) }).WithTimeout(10 * time.Second).Should(Succeed())
+	want := hwCopy.Spec.HardwareDetails.RAMMebibytes
+	g.Eventually(func(g Gomega) {
+		g.Expect(hub.Get(ctx, key, hwCopy)).To(Succeed())
+		g.Expect(hwCopy.UID).NotTo(Equal(forged.UID))
+		g.Expect(hwCopy.Spec.HardwareDetails.RAMMebibytes).To(Equal(want))
+	}).WithTimeout(30 * time.Second).Should(Succeed())
+
 	t.Log("a re-inspection replaces the copy: copies are never edited")
 	infraHW := &metal3api.HardwareData{}
 	g.Expect(infra.Get(ctx, hostKey, infraHW)).To(Succeed())

@@ -33,17 +33,20 @@ func (r *Reconciler) syncHardware(ctx context.Context, c *metal3api.HostClaim, h
 	existing := &metal3api.HardwareData{}
 	err := r.ClaimReader.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: c.Name}, existing)
 	switch {
-	case err == nil && reflector.CopyIsCurrent(existing, hw):
+	case err == nil && reflector.CopyIsCurrent(existing, hw, r.ClusterName):
 		return ref, nil
 	case err == nil:
-		// Inspected again: copies are immutable, so replace it.
+		// Inspected again, or not this agent's copy of this host: copies are
+		// immutable, so replace it. A copy another cluster's agent made is
+		// not this agent's to delete (admission): the hub removes it.
 		if err := r.Claims.Delete(ctx, existing, client.Preconditions{UID: &existing.UID}); client.IgnoreNotFound(err) != nil {
-			return nil, fmt.Errorf("replace HardwareData copy %s/%s: %w", c.Namespace, c.Name, err)
+			return nil, fmt.Errorf("replace HardwareData copy %s/%s (made by %q): %w", c.Namespace, c.Name,
+				existing.Labels[hostfleetv1alpha1.LabelCluster], err)
 		}
 	case !apierrors.IsNotFound(err):
 		return nil, fmt.Errorf("get HardwareData copy %s/%s: %w", c.Namespace, c.Name, err)
 	}
-	if err := r.Claims.Create(ctx, reflector.HardwareCopy(c, hw)); err != nil {
+	if err := r.Claims.Create(ctx, reflector.HardwareCopy(c, hw, r.ClusterName)); err != nil {
 		return nil, fmt.Errorf("copy HardwareData to %s/%s: %w", c.Namespace, c.Name, err)
 	}
 	return ref, nil
@@ -58,8 +61,8 @@ func (r *Reconciler) deleteHardwareCopy(ctx context.Context, c *metal3api.HostCl
 	if err := r.ClaimReader.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: c.Name}, existing); err != nil {
 		return client.IgnoreNotFound(err)
 	}
-	if existing.Labels[hostfleetv1alpha1.LabelClaimUID] != string(c.UID) {
-		return nil
+	if existing.Labels[hostfleetv1alpha1.LabelClaimUID] != string(c.UID) || existing.Labels[hostfleetv1alpha1.LabelCluster] != r.ClusterName {
+		return nil // not this agent's copy: the claim's ownership removes it
 	}
 	if err := r.Claims.Delete(ctx, existing); client.IgnoreNotFound(err) != nil {
 		return fmt.Errorf("delete HardwareData copy %s/%s: %w", c.Namespace, c.Name, err)

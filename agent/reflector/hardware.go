@@ -2,6 +2,7 @@ package reflector
 
 import (
 	metal3api "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
@@ -9,15 +10,19 @@ import (
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
 )
 
-// HardwareCopy is the hub copy of a host's HardwareData: in the claim's
-// namespace, named after the claim, owned by it, holding only the hardware
-// details (which carry nothing of the host's BMC address or credentials).
-func HardwareCopy(c *metal3api.HostClaim, hw *metal3api.HardwareData) *metal3api.HardwareData {
+// HardwareCopy is the hub copy of a host's HardwareData made by the agent of
+// cluster: in the claim's namespace, named after the claim, owned by it,
+// labelled with the cluster (admission lets an agent write only copies
+// labelled with its own), holding only the hardware details (which carry
+// nothing of the host's BMC address or credentials).
+func HardwareCopy(c *metal3api.HostClaim, hw *metal3api.HardwareData, cluster string) *metal3api.HardwareData {
+	labels := hostspec.ClaimLabels(c)
+	labels[hostfleetv1alpha1.LabelCluster] = cluster
 	return &metal3api.HardwareData{
 		ObjectMeta: metav1.ObjectMeta{
 			Namespace:   c.Namespace,
 			Name:        c.Name,
-			Labels:      hostspec.ClaimLabels(c),
+			Labels:      labels,
 			Annotations: map[string]string{hostfleetv1alpha1.AnnotationSourceUID: string(hw.UID)},
 			OwnerReferences: []metav1.OwnerReference{{
 				APIVersion: metal3api.GroupVersion.String(), Kind: "HostClaim", Name: c.Name, UID: c.UID,
@@ -28,7 +33,12 @@ func HardwareCopy(c *metal3api.HostClaim, hw *metal3api.HardwareData) *metal3api
 	}
 }
 
-// CopyIsCurrent reports whether a hub copy was made from this HardwareData.
-func CopyIsCurrent(copy, hw *metal3api.HardwareData) bool {
-	return copy.Annotations[hostfleetv1alpha1.AnnotationSourceUID] == string(hw.UID)
+// CopyIsCurrent reports whether a hub copy is the one the agent of cluster
+// makes from this HardwareData now: made from it (source UID), by that
+// cluster's agent (label), with exactly its hardware details. Anything else
+// (a re-inspection, or a copy forged or edited by someone else) is replaced.
+func CopyIsCurrent(copy, hw *metal3api.HardwareData, cluster string) bool {
+	return copy.Annotations[hostfleetv1alpha1.AnnotationSourceUID] == string(hw.UID) &&
+		copy.Labels[hostfleetv1alpha1.LabelCluster] == cluster &&
+		equality.Semantic.DeepEqual(copy.Spec.HardwareDetails, hw.Spec.HardwareDetails)
 }

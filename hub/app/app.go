@@ -26,6 +26,7 @@ import (
 	"github.com/hostfleet/hostfleet/hub/addon"
 	"github.com/hostfleet/hostfleet/hub/admission"
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
+	"github.com/hostfleet/hostfleet/hub/hardwarecopy"
 	"github.com/hostfleet/hostfleet/hub/scheduler"
 	"github.com/hostfleet/hostfleet/hub/tenant"
 )
@@ -150,6 +151,9 @@ func New(cfg *rest.Config, o *Options) (ctrl.Manager, error) {
 	}
 	if err := (&tenant.Reconciler{Client: mgr.GetClient(), Scheme: scheme}).SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("tenant controller: %w", err)
+	}
+	if err := (&hardwarecopy.Reconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
+		return nil, fmt.Errorf("HardwareData copy controller: %w", err)
 	}
 	if err := (&scheduler.Reconciler{Client: mgr.GetClient(), Deadline: o.BindDeadline}).SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("scheduler: %w", err)

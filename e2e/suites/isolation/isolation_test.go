@@ -150,6 +150,14 @@ func TestIsolation(t *testing.T) {
 	g.Expect(c1.Create(ctx, &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: "c1", Name: hostfleetv1alpha1.AddonName}})).To(Succeed())
 	g.Expect(c3.Create(ctx, &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: "c3", Name: hostfleetv1alpha1.AddonName}})).To(Succeed())
 	g.Expect(alice.Get(ctx, client.ObjectKeyFromObject(onC2), &metal3api.HostClaim{})).To(Succeed())
+	hwCopy := func(claim *metal3api.HostClaim, cluster string) *metal3api.HardwareData {
+		return &metal3api.HardwareData{ObjectMeta: metav1.ObjectMeta{Namespace: claim.Namespace, Name: claim.Name,
+			Labels: map[string]string{hostfleetv1alpha1.LabelClaimUID: string(claim.UID), hostfleetv1alpha1.LabelCluster: cluster}},
+			Spec: metal3api.HardwareDataSpec{HardwareDetails: &metal3api.HardwareDetails{RAMMebibytes: 1024}}}
+	}
+	g.Eventually(func() error { return c1.Create(ctx, hwCopy(onC1, "c1")) }).WithTimeout(30*time.Second).Should(Succeed(),
+		"an agent makes its own cluster's HardwareData copies")
+	c2 := agent("c2")
 
 	get := func(c client.Client, ns, name string, obj client.Object) func(context.Context) error {
 		return func(ctx context.Context) error { return c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, obj) }
@@ -255,6 +263,10 @@ func TestIsolation(t *testing.T) {
 		{"agent c1", "list claims cluster-wide", list(c1, "", &metal3api.HostClaimList{}), rbac},
 		{"agent c1", "read tenant b's claim", get(c1, "tenant-b", "on-c3", &metal3api.HostClaim{}), rbac},
 		{"agent c1", "list tenant b's claims", list(c1, "tenant-b", &metal3api.HostClaimList{}), rbac},
+		{"agent c2", "delete the HardwareData copy c1's agent made", del(c2, hwCopy(onC1, "c1")), "an agent may only write the HardwareData copies of its own cluster"},
+		{"agent c2", "forge a copy in c1's name", create(c2, hwCopy(claimOn("tenant-a", "x", ""), "c1")), "an agent may only write the HardwareData copies of its own cluster"},
+		{"agent c2", "make an unlabelled copy", create(c2, hwCopy(claimOn("tenant-a", "x", ""), "")), "this one is not labelled"},
+		{"agent c2", "edit c1's copy", mutate(c2, hwCopy(onC1, "c1"), false, func() {}), rbac},
 		{"agent c3", "read tenant a's claim", get(c3, "tenant-a", "on-c1", &metal3api.HostClaim{}), rbac},
 		{"agent c3", "list tenant a's claims", list(c3, "tenant-a", &metal3api.HostClaimList{}), rbac},
 		{"agent c3", "read tenant a's secret", get(c3, "tenant-a", "ud", &corev1.Secret{}), rbac},
