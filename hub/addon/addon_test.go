@@ -324,7 +324,7 @@ func TestAddonManager(t *testing.T) {
 		Labels: map[string]string{hostfleetv1alpha1.LabelCluster: "c1"}}})).To(Succeed())
 	g.Eventually(func() error {
 		return tok.List(ctx, &metal3api.HostClaimList{}, client.InNamespace("tenant-a"), client.MatchingLabels{hostfleetv1alpha1.LabelCluster: "c2"})
-	}).WithTimeout(30 * time.Second).Should(Succeed(), "in its tenant's namespace")
+	}).WithTimeout(30*time.Second).Should(Succeed(), "in its tenant's namespace")
 	g.Expect(tok.List(ctx, &hostfleetv1alpha1.TenantList{})).To(Succeed())
 	inv := func(ns string) *hostfleetv1alpha1.HostInventory {
 		return &hostfleetv1alpha1.HostInventory{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: ns},

@@ -81,7 +81,9 @@ func TestRemovesCopiesThatAreNotTheClaims(t *testing.T) {
 		return hw
 	}
 	gone := func(hw *metal3api.HardwareData) func() bool {
-		return func() bool { return apierrors.IsNotFound(hub.Get(ctx, client.ObjectKeyFromObject(hw), &metal3api.HardwareData{})) }
+		return func() bool {
+			return apierrors.IsNotFound(hub.Get(ctx, client.ObjectKeyFromObject(hw), &metal3api.HardwareData{}))
+		}
 	}
 
 	forgedFor := claim("forged")
