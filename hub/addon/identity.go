@@ -18,6 +18,10 @@ import (
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
 )
 
+// AddonDNSName is the one DNS name OCM's registration agent puts in an
+// add-on's CSR.
+const AddonDNSName = hostfleetv1alpha1.AddonName + ".addon.open-cluster-management.io"
+
 // usages a client certificate of the agent may carry; client auth is
 // required.
 var allowedUsages = []certificatesv1.KeyUsage{certificatesv1.UsageDigitalSignature, certificatesv1.UsageKeyEncipherment, certificatesv1.UsageClientAuth}
@@ -28,7 +32,8 @@ var allowedUsages = []certificatesv1.KeyUsage{certificatesv1.UsageDigitalSignatu
 // agent (user "system:open-cluster-management:<cluster>:<name>" in group
 // "system:open-cluster-management:<cluster>"), for the kube-apiserver client
 // signer with client usages only, with the agent's exact common name and
-// exactly its two organizations, and no other name.
+// exactly its two organizations, and no other name than the add-on's DNS
+// name OCM's registration agent adds.
 func CheckCSR(cluster string, csr *certificatesv1.CertificateSigningRequest) error {
 	prefix := hostfleetv1alpha1.RegistrationGroup(cluster) + ":"
 	name, ok := strings.CutPrefix(csr.Spec.Username, prefix)
@@ -65,8 +70,11 @@ func CheckCSR(cluster string, csr *certificatesv1.CertificateSigningRequest) err
 	if slices.Sort(want); !slices.Equal(got, want) {
 		return fmt.Errorf("organizations %v are not exactly %v", req.Subject.Organization, want)
 	}
-	if len(req.DNSNames)+len(req.IPAddresses)+len(req.EmailAddresses)+len(req.URIs) > 0 {
-		return errors.New("request names hosts, addresses or URIs: a client certificate names none")
+	// OCM's registration agent names the add-on's DNS name, and nothing else.
+	if len(req.DNSNames) > 1 || (len(req.DNSNames) == 1 && req.DNSNames[0] != AddonDNSName) ||
+		len(req.IPAddresses)+len(req.EmailAddresses)+len(req.URIs) > 0 {
+		return fmt.Errorf("request names hosts, addresses or URIs %v %v %v %v: a client certificate of the agent names at most %s",
+			req.DNSNames, req.IPAddresses, req.EmailAddresses, req.URIs, AddonDNSName)
 	}
 	if len(req.Subject.OrganizationalUnit)+len(req.Subject.Country)+len(req.Subject.Locality)+len(req.Subject.Province)+
 		len(req.Subject.StreetAddress)+len(req.Subject.PostalCode)+len(req.Subject.ExtraNames) > 0 || req.Subject.SerialNumber != "" {

@@ -63,6 +63,15 @@ func TestCheckCSR(t *testing.T) {
 		want string // "" approves
 	}{
 		{"the registration agent asks for its agent", base(good, nil), ""},
+		{"as OCM's registration agent does: with the add-on's DNS name", base(with(func(r *x509.CertificateRequest) {
+			r.DNSNames = []string{"hostfleet-agent.addon.open-cluster-management.io"}
+		}), nil), ""},
+		{"another add-on's DNS name", base(with(func(r *x509.CertificateRequest) {
+			r.DNSNames = []string{"other.addon.open-cluster-management.io"}
+		}), nil), "names hosts"},
+		{"a second DNS name", base(with(func(r *x509.CertificateRequest) {
+			r.DNSNames = []string{"hostfleet-agent.addon.open-cluster-management.io", "kubernetes.default"}
+		}), nil), "names hosts"},
 		{"digital signature and client auth only", base(good, func(s *spec) {
 			s.Usages = []certificatesv1.KeyUsage{certificatesv1.UsageDigitalSignature, certificatesv1.UsageClientAuth}
 		}), ""},
