@@ -37,10 +37,8 @@ import (
 
 	"github.com/hostfleet/hostfleet/e2e/harness/planes"
 	"github.com/hostfleet/hostfleet/hub/addon"
-	"github.com/hostfleet/hostfleet/hub/admission"
 	"github.com/hostfleet/hostfleet/hub/api/permissions"
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
-	"github.com/hostfleet/hostfleet/hub/tenant"
 )
 
 func TestMain(m *testing.M) { planes.Main(m) }
@@ -106,14 +104,8 @@ func TestAddonManager(t *testing.T) {
 	hubPlane := f.Plane("hub")
 	hub := hubPlane.Client
 	opts := addon.Options{Image: "registry.example/hostfleet-agent:v1", HubName: "lab-hub"}
-	f.ManagerForTest(t, "hub", func(mgr ctrl.Manager) error {
-		if err := mgr.Add(&addon.Manager{Config: hubPlane.Config, Options: opts}); err != nil {
-			return err
-		}
-		if err := mgr.Add(&admission.Installer{Client: mgr.GetClient()}); err != nil {
-			return err
-		}
-		return (&tenant.Reconciler{Client: mgr.GetClient(), Scheme: f.Scheme}).SetupWithManager(mgr)
+	f.HubForTest(t, "hub", func(mgr ctrl.Manager) error {
+		return mgr.Add(&addon.Manager{Config: hubPlane.Config, Options: opts})
 	})
 
 	t.Log("the hub registers the add-on")

@@ -18,10 +18,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/hostfleet/hostfleet/e2e/harness/planes"
-	"github.com/hostfleet/hostfleet/hub/admission"
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
 	"github.com/hostfleet/hostfleet/hub/scheduler"
-	"github.com/hostfleet/hostfleet/hub/tenant"
 )
 
 func TestMain(m *testing.M) { planes.Main(m) }
@@ -41,14 +39,7 @@ const deadline = 8 * time.Second
 // scheduler with the given bind deadline.
 func schedulerPlane(t *testing.T, deadline time.Duration) client.Client {
 	f := planes.ForTest(t, "hub")
-	f.ManagerForTest(t, "hub", func(mgr ctrl.Manager) error {
-		// The tenant controller grants RBAC only once the tenant's policy is in force.
-		if err := mgr.Add(&admission.Installer{Client: mgr.GetClient()}); err != nil {
-			return err
-		}
-		if err := (&tenant.Reconciler{Client: mgr.GetClient(), Scheme: f.Scheme}).SetupWithManager(mgr); err != nil {
-			return err
-		}
+	f.HubForTest(t, "hub", func(mgr ctrl.Manager) error {
 		return (&scheduler.Reconciler{Client: mgr.GetClient(), Deadline: deadline}).SetupWithManager(mgr)
 	})
 	return f.Plane("hub").Client

@@ -17,13 +17,10 @@ import (
 	"k8s.io/utils/ptr"
 	clusterv1 "open-cluster-management.io/api/cluster/v1"
 	clusterv1beta2 "open-cluster-management.io/api/cluster/v1beta2"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/hostfleet/hostfleet/e2e/harness/planes"
-	"github.com/hostfleet/hostfleet/hub/admission"
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
-	"github.com/hostfleet/hostfleet/hub/tenant"
 )
 
 func TestMain(m *testing.M) { planes.Main(m) }
@@ -40,13 +37,7 @@ func TestTenantRegistration(t *testing.T) {
 	ctx := context.Background()
 	f := planes.ForTest(t, "hub")
 	hub := f.Plane("hub").Client
-	f.ManagerForTest(t, "hub", func(mgr ctrl.Manager) error {
-		// The tenant controller grants RBAC only once the tenant's policy is in force.
-		if err := mgr.Add(&admission.Installer{Client: mgr.GetClient()}); err != nil {
-			return err
-		}
-		return (&tenant.Reconciler{Client: mgr.GetClient(), Scheme: f.Scheme}).SetupWithManager(mgr)
-	})
+	f.HubForTest(t, "hub")
 
 	for _, o := range []client.Object{
 		&clusterv1beta2.ManagedClusterSet{ObjectMeta: metav1.ObjectMeta{Name: "lab"}},

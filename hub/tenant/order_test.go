@@ -12,13 +12,10 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clusterv1beta2 "open-cluster-management.io/api/cluster/v1beta2"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/hostfleet/hostfleet/e2e/harness/planes"
-	"github.com/hostfleet/hostfleet/hub/admission"
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
-	"github.com/hostfleet/hostfleet/hub/tenant"
 )
 
 // TestPolicyBeforeRBAC: from the instant a tenant admin's RoleBinding lets a
@@ -30,12 +27,7 @@ func TestPolicyBeforeRBAC(t *testing.T) {
 	ctx := context.Background()
 	f := planes.ForTest(t, "hub")
 	hub := f.Plane("hub").Client
-	f.ManagerForTest(t, "hub", func(mgr ctrl.Manager) error {
-		if err := mgr.Add(&admission.Installer{Client: mgr.GetClient()}); err != nil {
-			return err
-		}
-		return (&tenant.Reconciler{Client: mgr.GetClient(), Scheme: f.Scheme}).SetupWithManager(mgr)
-	})
+	f.HubForTest(t, "hub")
 	g.Expect(hub.Create(ctx, &clusterv1beta2.ManagedClusterSet{ObjectMeta: metav1.ObjectMeta{Name: "lab"}})).To(Succeed())
 	bobCfg, err := f.AddUser("hub", "bob")
 	g.Expect(err).NotTo(HaveOccurred())

@@ -13,13 +13,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	clusterv1beta2 "open-cluster-management.io/api/cluster/v1beta2"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/hostfleet/hostfleet/e2e/harness/planes"
-	"github.com/hostfleet/hostfleet/hub/admission"
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
-	"github.com/hostfleet/hostfleet/hub/tenant"
 )
 
 // TestMaxClaimsAtAdmission: maxClaims becomes a ResourceQuota that the API
@@ -33,13 +30,7 @@ func TestMaxClaimsAtAdmission(t *testing.T) {
 	ctx := context.Background()
 	f := planes.ForTest(t, "hub")
 	hub := f.Plane("hub").Client
-	f.ManagerForTest(t, "hub", func(mgr ctrl.Manager) error {
-		// The tenant controller grants RBAC only once the tenant's policy is in force.
-		if err := mgr.Add(&admission.Installer{Client: mgr.GetClient()}); err != nil {
-			return err
-		}
-		return (&tenant.Reconciler{Client: mgr.GetClient(), Scheme: f.Scheme}).SetupWithManager(mgr)
-	})
+	f.HubForTest(t, "hub")
 
 	g.Expect(hub.Create(ctx, &clusterv1beta2.ManagedClusterSet{ObjectMeta: metav1.ObjectMeta{Name: "lab"}})).To(Succeed())
 	g.Expect(hub.Create(ctx, &hostfleetv1alpha1.Tenant{ObjectMeta: metav1.ObjectMeta{Name: "q"},

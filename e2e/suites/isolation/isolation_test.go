@@ -18,14 +18,11 @@ import (
 	addonv1beta1 "open-cluster-management.io/api/addon/v1beta1"
 	clusterv1 "open-cluster-management.io/api/cluster/v1"
 	clusterv1beta2 "open-cluster-management.io/api/cluster/v1beta2"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/hostfleet/hostfleet/e2e/harness/planes"
 	"github.com/hostfleet/hostfleet/hub/addon"
-	"github.com/hostfleet/hostfleet/hub/admission"
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
-	"github.com/hostfleet/hostfleet/hub/tenant"
 )
 
 func TestMain(m *testing.M) { planes.Main(m) }
@@ -44,12 +41,7 @@ func TestIsolation(t *testing.T) {
 	ctx := context.Background()
 	f := planes.ForTest(t, "hub")
 	hub := f.Plane("hub").Client
-	f.ManagerForTest(t, "hub", func(mgr ctrl.Manager) error {
-		if err := mgr.Add(&admission.Installer{Client: mgr.GetClient()}); err != nil {
-			return err
-		}
-		return (&tenant.Reconciler{Client: mgr.GetClient(), Scheme: f.Scheme}).SetupWithManager(mgr)
-	})
+	f.HubForTest(t, "hub")
 
 	t.Log("a hub with two tenants: a on set lab (c1, c2), b on set edge (c3)")
 	set := func(s string) map[string]string { return map[string]string{clusterv1beta2.ClusterSetLabel: s} }
