@@ -161,6 +161,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if cluster := c.Labels[hostfleetv1alpha1.LabelCluster]; cluster != "" {
 		return r.placed(ctx, c, t, cluster, clusters)
 	}
+	if c.Status.BareMetalHost != nil {
+		// It holds a host on the cluster its label named: placing it again
+		// would strand that host. Only the agent that holds it lets it go.
+		return requeueOnConflict(r.setScheduled(ctx, c, false, hostfleetv1alpha1.ReasonHoldsHost, fmt.Sprintf(
+			"the claim holds host %s/%s but has no %s label: it is not placed elsewhere; put the label back, or delete the claim to release the host",
+			c.Status.BareMetalHost.Namespace, c.Status.BareMetalHost.Name, hostfleetv1alpha1.LabelCluster)))
+	}
 
 	in := Input{Claim: c, Clusters: clusters, Inventories: map[string]*hostfleetv1alpha1.HostInventory{},
 		Pending: map[string][]*metal3api.HostClaim{}, Prefixes: t.Spec.LabelSyncPrefixes, Exclude: map[string]bool{},
@@ -227,10 +234,15 @@ func (r *Reconciler) placed(ctx context.Context, c *metal3api.HostClaim, t *host
 		}
 		return requeueOnConflict(r.setScheduled(ctx, c, true, hostfleetv1alpha1.ReasonPinned, "pinned by the tenant to "+cluster))
 	}
-	if associated(c) || c.Status.BareMetalHost != nil {
-		return ctrl.Result{}, nil // bound, or being bound: the agent has it
-	}
 	cond := meta.FindStatusCondition(c.Status.Conditions, hostfleetv1alpha1.ConditionScheduled)
+	if associated(c) || c.Status.BareMetalHost != nil {
+		// Bound, or being bound: the agent has it. A Scheduled condition
+		// that lost a write race to the agent is repaired, never left stale.
+		if cond == nil || cond.Reason != hostfleetv1alpha1.ReasonPlaced || cond.Status != metav1.ConditionTrue {
+			return requeueOnConflict(r.setScheduled(ctx, c, true, hostfleetv1alpha1.ReasonPlaced, "placed on "+cluster))
+		}
+		return ctrl.Result{}, nil
+	}
 	if cond == nil || cond.Reason != hostfleetv1alpha1.ReasonPlaced || cond.Status != metav1.ConditionTrue {
 		// Placed, but the condition was not written: the deadline starts now.
 		res, err := requeueOnConflict(r.setScheduled(ctx, c, true, hostfleetv1alpha1.ReasonPlaced, "placed on "+cluster))

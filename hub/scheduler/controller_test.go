@@ -133,21 +133,33 @@ func TestScheduling(t *testing.T) {
 	}).WithTimeout(20 * time.Second).Should(Succeed())
 
 	t.Log("a bound claim stays; an unbound one is placed elsewhere after the deadline")
+	var bound *metal3api.HostClaim
 	for _, c := range []*metal3api.HostClaim{second, third} {
 		if get(g, c).Labels[hostfleetv1alpha1.LabelCluster] == "" {
 			continue
 		}
-		// This one is bound, as its agent would report (the scheduler
-		// writes the same status: re-read on conflict).
+		// This one is bound, as its agent would report; and its agent's
+		// status write won a race against the scheduler's, leaving a stale
+		// Scheduled condition (the scheduler writes the same status:
+		// re-read on conflict).
+		bound = c
 		g.Eventually(func() error {
 			if err := hub.Get(ctx, client.ObjectKeyFromObject(c), c); err != nil {
 				return err
 			}
 			meta.SetStatusCondition(&c.Status.Conditions, metav1.Condition{Type: hostfleetv1alpha1.ConditionAssociated, Status: metav1.ConditionTrue, Reason: "BareMetalHostAssociated"})
+			meta.SetStatusCondition(&c.Status.Conditions, metav1.Condition{Type: hostfleetv1alpha1.ConditionScheduled, Status: metav1.ConditionFalse,
+				Reason: hostfleetv1alpha1.ReasonNoCapacity, Message: "no cluster has a free host (stale)"})
 			c.Status.BareMetalHost = &metal3api.ObjectReference{Namespace: "hosts", Name: "h"}
 			return hub.Status().Update(ctx, c)
 		}).WithTimeout(10 * time.Second).Should(Succeed())
 	}
+	g.Expect(bound).NotTo(BeNil())
+	g.Eventually(func(g Gomega) {
+		get(g, bound)
+		g.Expect(scheduled(bound).Reason).To(Equal(hostfleetv1alpha1.ReasonPlaced), "a stale Scheduled condition on a bound claim is repaired")
+		g.Expect(scheduled(bound).Status).To(Equal(metav1.ConditionTrue))
+	}).WithTimeout(20 * time.Second).Should(Succeed())
 	g.Eventually(func(g Gomega) {
 		get(g, first)
 		g.Expect(first.Annotations).To(HaveKeyWithValue(hostfleetv1alpha1.AnnotationExcluded, firstCluster))
@@ -155,6 +167,24 @@ func TestScheduling(t *testing.T) {
 		g.Expect(planes.Events(ctx, hub, first)).To(ContainElements(HavePrefix("Normal/Placed: placed on "+firstCluster),
 			HavePrefix("Warning/Rescheduling: "+firstCluster+" did not bind the claim")), "scheduled, then re-placed")
 	}).WithTimeout(deadline + 20*time.Second).Should(Succeed())
+
+	t.Log("a bound claim that loses its cluster label is not placed again: it holds a host")
+	boundCluster := bound.Labels[hostfleetv1alpha1.LabelCluster]
+	g.Eventually(func() error {
+		if err := hub.Get(ctx, client.ObjectKeyFromObject(bound), bound); err != nil {
+			return err
+		}
+		delete(bound.Labels, hostfleetv1alpha1.LabelCluster)
+		return hub.Update(ctx, bound)
+	}).WithTimeout(10 * time.Second).Should(Succeed())
+	g.Eventually(func(g Gomega) {
+		get(g, bound)
+		g.Expect(scheduled(bound).Reason).To(Equal(hostfleetv1alpha1.ReasonHoldsHost))
+		g.Expect(scheduled(bound).Message).To(ContainSubstring("the claim holds host hosts/h but has no hostfleet.io/cluster label"))
+	}).WithTimeout(20 * time.Second).Should(Succeed())
+	g.Consistently(func(g Gomega) {
+		g.Expect(get(g, bound).Labels).NotTo(HaveKey(hostfleetv1alpha1.LabelCluster), "never re-placed (it was on %s)", boundCluster)
+	}).WithTimeout(3 * time.Second).Should(Succeed())
 
 	t.Log("pins: inside the set honoured and never moved, outside refused with what to do")
 	pinned := newClaim("pinned", func(c *metal3api.HostClaim) { c.Labels[hostfleetv1alpha1.LabelCluster] = "c1" })

@@ -3,6 +3,7 @@ package scheduler
 import (
 	"fmt"
 	"hash/fnv"
+	"slices"
 	"sort"
 	"strings"
 
@@ -136,8 +137,33 @@ func Place(in Input) Result {
 	h := fnv.New32a()
 	_, _ = h.Write([]byte(in.Claim.UID))
 	chosen := top[int(h.Sum32()%uint32(len(top)))]
-	return Result{Cluster: chosen.name, Free: chosen.free,
-		Message: fmt.Sprintf("placed on %s: %d free hosts match", chosen.name, chosen.free)}
+	msg := fmt.Sprintf("placed on %s: %d free hosts match", chosen.name, chosen.free)
+	if keys := unpublished(in.Claim.Spec.HostSelector, in.Prefixes); len(keys) > 0 {
+		// Say only what is known: inventories carry only the tenant's
+		// prefixed labels, so these keys were not matched here.
+		msg = fmt.Sprintf("placed on %s: %d free hosts match the labels the inventories publish; hostSelector keys %s are not published "+
+			"(they are not under the tenant's labelSyncPrefixes), so they could not be checked here and the agent of %s checks them when it binds",
+			chosen.name, chosen.free, strings.Join(keys, ", "), chosen.name)
+	}
+	return Result{Cluster: chosen.name, Free: chosen.free, Message: msg}
+}
+
+// unpublished are the hostSelector keys that no inventory reports (outside
+// the prefixes), sorted.
+func unpublished(hs metal3api.HostSelector, prefixes []string) []string {
+	var keys []string
+	for k := range hs.MatchLabels {
+		if !hostfleetv1alpha1.UnderPrefixes(k, prefixes) {
+			keys = append(keys, k)
+		}
+	}
+	for _, e := range hs.MatchExpressions {
+		if !hostfleetv1alpha1.UnderPrefixes(e.Key, prefixes) && !slices.Contains(keys, e.Key) {
+			keys = append(keys, e.Key)
+		}
+	}
+	sort.Strings(keys)
+	return keys
 }
 
 // competes says whether a pending claim could take a host of one of pools.

@@ -100,7 +100,7 @@ func TestPlace(t *testing.T) {
 				c.Spec.HostSelector.MatchLabels = map[string]string{"private.org/x": "y"}
 			}),
 				Clusters: []string{"a"}, Inventories: map[string]*hostfleetv1alpha1.HostInventory{"a": inv(pool(1, "", nil))}, Prefixes: []string{"example.com"}},
-			want: "a"},
+			want: "a", contains: "hostSelector keys private.org/x are not published (they are not under the tenant's labelSyncPrefixes), so they could not be checked here"},
 		{name: "a failure domain with free hosts is preferred",
 			in: Input{Claim: claim(func(c *metal3api.HostClaim) { c.Spec.FailureDomain = "rack-2" }), Clusters: []string{"a", "b"},
 				Inventories: map[string]*hostfleetv1alpha1.HostInventory{"a": inv(pool(5, "rack-1", nil)), "b": inv(pool(1, "rack-2", nil), pool(1, "", nil))}},

@@ -254,6 +254,9 @@ const (
 	ReasonWaitingForInventory = "WaitingForInventory"
 	ReasonRescheduling        = "Rescheduling"
 	ReasonNoTenant            = "NoTenant"
+	// ReasonHoldsHost: the claim holds a host but lost its cluster label;
+	// the scheduler never places such a claim again.
+	ReasonHoldsHost = "HoldsHost"
 )
 
 // Reasons of a Tenant's Ready condition.
