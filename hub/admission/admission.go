@@ -5,9 +5,11 @@
 package admission
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
@@ -16,13 +18,25 @@ import (
 	"github.com/hostfleet/hostfleet/manifests"
 )
 
-// Install applies every policy and cluster-wide binding.
+// HubUserPlaceholder stands, in the policies, for the hub's own user name
+// (the scheduler moves claims, which tenants may not): Install puts in the
+// name the API server knows the hub by.
+const HubUserPlaceholder = "__HOSTFLEET_HUB_USER__"
+
+// Install applies every policy and cluster-wide binding, as the identity of
+// c, which the policies then exempt where the hub must act for everyone.
 func Install(ctx context.Context, c client.Client) error {
 	docs, err := manifests.Policies()
 	if err != nil {
 		return err
 	}
+	self := &authenticationv1.SelfSubjectReview{}
+	if err := c.Create(ctx, self); err != nil {
+		return fmt.Errorf("who is the hub (SelfSubjectReview): %w", err)
+	}
+	hubUser := self.Status.UserInfo.Username
 	for _, doc := range docs {
+		doc = bytes.ReplaceAll(doc, []byte(HubUserPlaceholder), []byte(hubUser))
 		u := &unstructured.Unstructured{}
 		if err := yaml.Unmarshal(doc, &u.Object); err != nil {
 			return fmt.Errorf("parse policy: %w", err)

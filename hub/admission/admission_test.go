@@ -167,6 +167,37 @@ func TestPolicies(t *testing.T) {
 	ok.Labels[hostfleetv1alpha1.LabelBoundHost] = "h9"
 	refused(alice.Update(ctx, ok), "hostfleet.io/bound-host is set by Hostfleet")
 
+	t.Log("a placed claim keeps its cluster and kind, and its agent's finalizer, whatever its tenant does")
+	edit := func(c client.Client, change func(*metal3api.HostClaim)) error {
+		fresh := &metal3api.HostClaim{}
+		g.Expect(admin.Get(ctx, client.ObjectKeyFromObject(ok), fresh)).To(Succeed())
+		change(fresh)
+		return c.Update(ctx, fresh, client.DryRunAll)
+	}
+	refused(edit(alice, func(c *metal3api.HostClaim) { delete(c.Labels, hostfleetv1alpha1.LabelCluster) }),
+		"the claim is placed on c1: only the hub moves a placed claim; to use another cluster, delete the claim and create it again")
+	refused(edit(alice, func(c *metal3api.HostClaim) { c.Labels[hostfleetv1alpha1.LabelKind] = hostfleetv1alpha1.KindRemote }),
+		"hostfleet.io/kind cannot change once a claim is placed")
+	g.Expect(edit(alice, func(c *metal3api.HostClaim) { c.Labels[hostfleetv1alpha1.LabelKind] = hostfleetv1alpha1.KindBaremetal })).
+		To(Succeed(), "spelling out the default kind changes nothing")
+	withFinalizer := &metal3api.HostClaim{}
+	g.Expect(admin.Get(ctx, client.ObjectKeyFromObject(ok), withFinalizer)).To(Succeed())
+	withFinalizer.Finalizers = append(withFinalizer.Finalizers, hostfleetv1alpha1.AgentFinalizer)
+	g.Expect(admin.Update(ctx, withFinalizer)).To(Succeed(), "as the agent serving it would")
+	refused(edit(alice, func(c *metal3api.HostClaim) { c.Finalizers = nil }), "the hostfleet.io/agent finalizer is removed by the agent")
+
+	t.Log("the hub itself, not a cluster administrator, may move a placed claim: the policies exempt the identity that installed them")
+	hubUser := user("hostfleet-hub", "system:authenticated")
+	g.Expect(admin.Create(ctx, &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "hostfleet-hub"},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "cluster-admin"},
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: "hostfleet-hub"}}})).To(Succeed())
+	refused(edit(hubUser, func(c *metal3api.HostClaim) { delete(c.Labels, hostfleetv1alpha1.LabelCluster) }), "only the hub moves a placed claim")
+	g.Expect(admission.Install(ctx, hubUser)).To(Succeed())
+	g.Eventually(func() error {
+		return edit(hubUser, func(c *metal3api.HostClaim) { delete(c.Labels, hostfleetv1alpha1.LabelCluster) })
+	}).WithTimeout(20 * time.Second).Should(Succeed())
+	refused(edit(alice, func(c *metal3api.HostClaim) { delete(c.Labels, hostfleetv1alpha1.LabelCluster) }), "only the hub moves a placed claim")
+
 	t.Log("only the agents' exact ServiceAccounts are exempt: <cluster>/<cluster>-hostfleet-agent-agent, not a look-alike in another namespace")
 	lookAlike := user("system:serviceaccount:c2:c1-hostfleet-agent-agent", "system:serviceaccounts", "system:serviceaccounts:c2")
 	g.Expect(admin.Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant-a", Name: "look-alike"},

@@ -184,6 +184,7 @@ func TestIsolation(t *testing.T) {
 		Spec: certificatesv1.CertificateSigningRequestSpec{SignerName: certificatesv1.KubeAPIServerClientSignerName, Request: []byte("x"),
 			Usages: []certificatesv1.KeyUsage{certificatesv1.UsageClientAuth}}}
 	moved := claimOn("tenant-a", "on-c1", "")
+	unplaced, repinned, rekinded := claimOn("tenant-a", "on-c1", ""), claimOn("tenant-a", "on-c1", ""), claimOn("tenant-a", "on-c1", "")
 	const rbac = "rbac"
 	refusals := []refusal{
 		// A tenant admin, against the other tenant and outside its rights.
@@ -205,6 +206,12 @@ func TestIsolation(t *testing.T) {
 		{"alice", "send a 42 KB placement", create(alice, with(claimOn("tenant-a", "x", ""), func(c *metal3api.HostClaim) {
 			c.Annotations[hostfleetv1alpha1.AnnotationPlacement] = strings.Repeat("p", 42*1024)
 		})), "hostfleet.io/placement names an OCM Placement"},
+		{"alice", "take her placed claim off its cluster", mutate(alice, unplaced, false, func() { delete(unplaced.Labels, hostfleetv1alpha1.LabelCluster) }),
+			"only the hub moves a placed claim"},
+		{"alice", "re-pin her placed claim", mutate(alice, repinned, false, func() { repinned.Labels[hostfleetv1alpha1.LabelCluster] = "c2" }),
+			"only the hub moves a placed claim"},
+		{"alice", "turn her placed claim remote", mutate(alice, rekinded, false, func() { rekinded.Labels[hostfleetv1alpha1.LabelKind] = hostfleetv1alpha1.KindRemote }),
+			"hostfleet.io/kind cannot change once a claim is placed"},
 		{"alice", "mint a service-account token", create(alice, typed("tenant-a", corev1.SecretTypeServiceAccountToken)), "must be of type Opaque"},
 		{"alice", "plant a TLS secret", create(alice, typed("tenant-a", corev1.SecretTypeTLS)), "must be of type Opaque"},
 		{"alice", "plant a registry credential", create(alice, typed("tenant-a", corev1.SecretTypeDockerConfigJson)), "must be of type Opaque"},
