@@ -31,6 +31,9 @@ type Options struct {
 	// cluster itself. Off by default: a baremetal-operator with its HostClaim
 	// controller may own them.
 	LocalClaims bool
+	// OrphanGrace is how long the claim holding a host must be gone before
+	// the agent releases the host.
+	OrphanGrace time.Duration
 	// ClaimScope is where the agent watches hub claims: "tenants" (the
 	// namespaces of the tenants whose cluster set holds its cluster, which is
 	// all its hub identity may read) or "all" (cluster-wide, for a hub
@@ -114,6 +117,7 @@ func NewOptions() *Options {
 		HealthLease:       true,
 		BMHDriver:         "annotated",
 		ClaimScope:        "tenants",
+		OrphanGrace:       5 * time.Minute,
 		BMCWorkers:        10,
 		BMCTimeout:        30 * time.Second,
 		BMCPoll:           time.Minute,
@@ -139,6 +143,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 		"the HostInventory on the hub is recomputed and, if it changed, written at most this often")
 	fs.Float32Var(&o.QPS, "kube-api-qps", o.QPS, "client-side queries per second to each API server")
 	fs.IntVar(&o.Burst, "kube-api-burst", o.Burst, "client-side burst to each API server")
+	fs.DurationVar(&o.OrphanGrace, "orphan-grace", o.OrphanGrace,
+		"a host whose claim has been gone (deleted with its finalizer forced off, lost with a hub restore) this long is released")
 	fs.StringVar(&o.ClaimScope, "claim-scope", o.ClaimScope,
 		"where hub claims are watched: tenants (the namespaces of the tenants whose cluster set holds this cluster, followed as they change) or all (cluster-wide; the hub identity must be allowed to list claims everywhere)")
 	fs.StringVar(&o.BMHDriver, "bmh-driver", o.BMHDriver,
@@ -209,6 +215,9 @@ func (o *Options) Validate() []error {
 	}
 	if o.QPS <= 0 || o.Burst < 1 {
 		errs = append(errs, fmt.Errorf("--kube-api-qps %v and --kube-api-burst %d must be positive", o.QPS, o.Burst))
+	}
+	if o.OrphanGrace < time.Second {
+		errs = append(errs, fmt.Errorf("--orphan-grace %s must be at least 1s", o.OrphanGrace))
 	}
 	if o.ClaimScope != "tenants" && o.ClaimScope != "all" {
 		errs = append(errs, fmt.Errorf("--claim-scope %q must be tenants or all", o.ClaimScope))

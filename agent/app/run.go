@@ -246,7 +246,8 @@ func setupControllers(mgr ctrl.Manager, managed cluster.Cluster, o *Options) err
 	if err := claim.IndexHosts(context.Background(), managed); err != nil {
 		return err
 	}
-	if err := (&claim.Reconciler{
+	hostEvents := managed.GetEventRecorder("hostfleet-agent")
+	claims := &claim.Reconciler{
 		Claims:        mgr.GetClient(),
 		ClaimReader:   mgr.GetAPIReader(),
 		Managed:       managed.GetClient(),
@@ -256,24 +257,21 @@ func setupControllers(mgr ctrl.Manager, managed cluster.Cluster, o *Options) err
 		ClusterName:   o.ClusterName,
 		RetryAfter:    o.RetryAfter,
 		Resync:        o.Resync,
-	}).SetupWithManager(mgr, managed, o.Concurrency); err != nil {
-		return fmt.Errorf("claim controller: %w", err)
 	}
+	reconcilers := []*claim.Reconciler{claims}
 	if o.LocalClaims {
 		// Upstream HostClaims on the managed cluster itself (forwarded
 		// claims arrive this way), bound by the same code.
-		if err := (&claim.Reconciler{
-			Claims:        managed.GetClient(),
-			ClaimReader:   managed.GetAPIReader(),
-			Managed:       managed.GetClient(),
-			ManagedReader: managed.GetAPIReader(),
-			Recorder:      managed.GetEventRecorder("hostfleet-agent"),
-			Consumer:      binder.LocalConsumer(),
-			ClusterName:   o.ClusterName,
-			RetryAfter:    o.RetryAfter,
-			Resync:        o.Resync,
-		}).SetupWithManager(mgr, managed, o.Concurrency); err != nil {
-			return fmt.Errorf("local claim controller: %w", err)
+		local := *claims
+		local.Claims, local.ClaimReader, local.Recorder, local.Consumer = managed.GetClient(), managed.GetAPIReader(), hostEvents, binder.LocalConsumer()
+		reconcilers = append(reconcilers, &local)
+	}
+	for _, r := range reconcilers {
+		if err := r.SetupWithManager(mgr, managed, o.Concurrency); err != nil {
+			return fmt.Errorf("claim controller (%s): %w", r.Consumer.APIVersion, err)
+		}
+		if err := (&claim.Orphans{Reconciler: r, Grace: o.OrphanGrace, HostRecorder: hostEvents}).SetupWithManager(mgr, managed); err != nil {
+			return fmt.Errorf("orphaned host controller (%s): %w", r.Consumer.APIVersion, err)
 		}
 	}
 	if o.BMHDriver != "none" {

@@ -403,6 +403,10 @@ func (r *Reconciler) release(ctx context.Context, c *metal3api.HostClaim) (ctrl.
 		if err != nil {
 			return requeueOnConflict(err)
 		}
+		if done {
+			r.Recorder.Eventf(c, nil, corev1.EventTypeNormal, hostfleetv1alpha1.ReasonReleasing, "Release",
+				"released BareMetalHost %s/%s on cluster %s", h.Namespace, h.Name, r.ClusterName)
+		}
 		if err := r.deleteCopies(ctx, c, h.Namespace, nil); err != nil {
 			return ctrl.Result{}, err
 		}
@@ -442,12 +446,11 @@ func (r *Reconciler) releaseHost(ctx context.Context, c *metal3api.HostClaim, h 
 	h.Spec.ConsumerRef = nil
 	delete(h.Annotations, hostfleetv1alpha1.AnnotationHub)
 	delete(h.Annotations, hostfleetv1alpha1.AnnotationClaimUID)
+	delete(h.Annotations, hostfleetv1alpha1.AnnotationOrphanedSince)
 	if err := r.Managed.Patch(ctx, h, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
 		return false, fmt.Errorf("release host %s/%s of %s/%s: %w", h.Namespace, h.Name, c.Namespace, c.Name, err)
 	}
-	r.Recorder.Eventf(c, nil, corev1.EventTypeNormal, hostfleetv1alpha1.ReasonReleasing, "Release",
-		"released BareMetalHost %s/%s on cluster %s", h.Namespace, h.Name, r.ClusterName)
-	ctrl.LoggerFrom(ctx).Info("released", "host", h.Namespace+"/"+h.Name)
+	ctrl.LoggerFrom(ctx).Info("released", "host", h.Namespace+"/"+h.Name, "claim", c.Namespace+"/"+c.Name)
 	return true, nil
 }
 

@@ -63,7 +63,7 @@ func (c *ClaimCollector) Collect(ch chan<- prometheus.Metric) {
 
 // Register adds the agent's metrics to controller-runtime's registry.
 func Register(claims *ClaimCollector) error {
-	for _, col := range []prometheus.Collector{BindLatency, claims} {
+	for _, col := range []prometheus.Collector{BindLatency, OrphansReleased, claims} {
 		err := crmetrics.Registry.Register(col)
 		var dup prometheus.AlreadyRegisteredError
 		switch {
@@ -81,3 +81,10 @@ func Register(claims *ClaimCollector) error {
 	}
 	return nil
 }
+
+// OrphansReleased counts the hosts the agent released because the claim
+// that held them was gone.
+var OrphansReleased = prometheus.NewCounter(prometheus.CounterOpts{
+	Name: "hostfleet_agent_orphaned_hosts_released_total",
+	Help: "BareMetalHosts released because the claim that held them no longer exists.",
+})

@@ -44,6 +44,8 @@ func AgentManagedCluster(f Features) []rbacv1.PolicyRule {
 		{APIGroups: []string{metal3Group}, Resources: []string{"baremetalhosts"}, Verbs: []string{"get", "list", "watch", "patch"}},
 		{APIGroups: []string{metal3Group}, Resources: []string{"hardwaredata", "hostdeploypolicies"}, Verbs: view},
 		{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"create", "patch", "delete"}},
+		// Events on hosts (an orphaned host found and released).
+		{APIGroups: []string{"events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},
 	}
 	if f.LocalClaims {
 		rules = append(rules,
@@ -51,7 +53,6 @@ func AgentManagedCluster(f Features) []rbacv1.PolicyRule {
 			rbacv1.PolicyRule{APIGroups: []string{metal3Group}, Resources: []string{"hostclaims/status"}, Verbs: []string{"patch", "update"}},
 			rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get"}},
 			rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"namespaces"}, Verbs: []string{"get"}},
-			rbacv1.PolicyRule{APIGroups: []string{"events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},
 		)
 	}
 	if f.BMCDriver {

@@ -60,6 +60,10 @@ const (
 	// AnnotationClaimUID is the UID of the hub claim that holds the host. A
 	// claim deleted and recreated under the same name is a different claim.
 	AnnotationClaimUID = "hostfleet.io/claim-uid"
+	// AnnotationOrphanedSince is when the agent first found the claim that
+	// holds the host gone (RFC 3339). After the agent's grace period it
+	// releases the host; the annotation survives agent restarts.
+	AnnotationOrphanedSince = "hostfleet.io/orphaned-since"
 )
 
 // AnnotationDriver on a BareMetalHost ("bmclib") asks the agent's BMC

@@ -1,0 +1,142 @@
+package claim
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	metal3api "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/cluster"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	"github.com/hostfleet/hostfleet/agent/metrics"
+	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
+)
+
+// Orphans releases the hosts held by claims that no longer exist: deleted
+// with their finalizer forced off, lost with a hub restore, or replaced by a
+// claim of the same name. A host is released only once its claim has been
+// gone for Grace (the host says since when, so a restart does not reset
+// it), never on an error reading the claim, and never when the claim cannot
+// be read because its tenant no longer counts this cluster in: that is
+// reported on the host instead.
+type Orphans struct {
+	*Reconciler
+	// Grace is how long a host's claim must be gone before it is released.
+	Grace time.Duration
+	// HostRecorder records Events on the hosts, on the managed cluster.
+	HostRecorder events.EventRecorder
+}
+
+// Orphan Event reasons on hosts.
+const (
+	ReasonClaimGone        = "ClaimGone"
+	ReasonOrphanReleased   = "OrphanReleased"
+	ReasonClaimUnreachable = "ClaimUnreachable"
+)
+
+// SetupWithManager watches the hosts this agent's consumer holds.
+func (o *Orphans) SetupWithManager(mgr ctrl.Manager, managed cluster.Cluster) error {
+	name := "orphaned-hosts"
+	if o.local() {
+		name = "local-orphaned-hosts"
+	}
+	held := predicate.NewTypedPredicateFuncs(func(h *metal3api.BareMetalHost) bool { return o.holdsAny(h) })
+	return ctrl.NewControllerManagedBy(mgr).
+		Named(name).
+		WatchesRawSource(source.Kind(managed.GetCache(), &metal3api.BareMetalHost{},
+			&handler.TypedEnqueueRequestForObject[*metal3api.BareMetalHost]{}, held)).
+		Complete(o)
+}
+
+// holdsAny says whether h is held by a claim of this agent's consumer kind
+// (and, for hub claims, of this hub).
+func (o *Orphans) holdsAny(h *metal3api.BareMetalHost) bool {
+	return o.Consumer.Names(h.Spec.ConsumerRef) && (o.local() || h.Annotations[hostfleetv1alpha1.AnnotationHub] == o.Consumer.Hub)
+}
+
+// Reconcile checks that one held host's claim exists, and releases the
+// host once it has been gone for Grace.
+func (o *Orphans) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	h := &metal3api.BareMetalHost{}
+	if err := o.Managed.Get(ctx, req.NamespacedName, h); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !o.holdsAny(h) || !h.DeletionTimestamp.IsZero() {
+		return ctrl.Result{}, nil
+	}
+	ref := h.Spec.ConsumerRef
+	uid := h.Annotations[hostfleetv1alpha1.AnnotationClaimUID]
+	c := &metal3api.HostClaim{}
+	err := o.ClaimReader.Get(ctx, client.ObjectKey{Namespace: ref.Namespace, Name: ref.Name}, c)
+	switch {
+	case err == nil && string(c.UID) == uid:
+		return ctrl.Result{}, o.setOrphanedSince(ctx, h, "") // alive (again)
+	case apierrors.IsForbidden(err):
+		o.HostRecorder.Eventf(h, nil, corev1.EventTypeWarning, ReasonClaimUnreachable, "CheckClaim",
+			"the claim %s/%s that holds this host cannot be read: its tenant may no longer count cluster %s in its set; the host is kept until the claim is deleted or readable again",
+			ref.Namespace, ref.Name, o.ClusterName)
+		return ctrl.Result{RequeueAfter: o.Grace}, nil
+	case err != nil && !apierrors.IsNotFound(err):
+		return ctrl.Result{}, fmt.Errorf("check the claim %s/%s of host %s: %w", ref.Namespace, ref.Name, req, err)
+	}
+	since, perr := time.Parse(time.RFC3339, h.Annotations[hostfleetv1alpha1.AnnotationOrphanedSince])
+	if perr != nil {
+		now := time.Now().UTC().Truncate(time.Second)
+		if err := o.setOrphanedSince(ctx, h, now.Format(time.RFC3339)); err != nil {
+			return ctrl.Result{}, err
+		}
+		o.HostRecorder.Eventf(h, nil, corev1.EventTypeWarning, ReasonClaimGone, "CheckClaim",
+			"the claim %s/%s (uid %s) that holds this host no longer exists; the host is released after %s unless it comes back",
+			ref.Namespace, ref.Name, uid, o.Grace)
+		return ctrl.Result{RequeueAfter: o.Grace}, nil
+	}
+	if left := o.Grace - time.Since(since); left > 0 {
+		return ctrl.Result{RequeueAfter: left}, nil
+	}
+	gone := &metal3api.HostClaim{ObjectMeta: metav1.ObjectMeta{Namespace: ref.Namespace, Name: ref.Name, UID: types.UID(uid)}}
+	done, err := o.releaseHost(ctx, gone, h)
+	if err != nil {
+		return requeueOnConflict(err)
+	}
+	if err := o.deleteCopies(ctx, gone, h.Namespace, nil); err != nil {
+		return ctrl.Result{}, err
+	}
+	if !done {
+		return ctrl.Result{RequeueAfter: o.RetryAfter}, nil
+	}
+	metrics.OrphansReleased.Inc()
+	o.HostRecorder.Eventf(h, nil, corev1.EventTypeNormal, ReasonOrphanReleased, "Release",
+		"released: the claim %s/%s that held this host was gone for %s", ref.Namespace, ref.Name, time.Since(since).Round(time.Second))
+	return ctrl.Result{}, nil
+}
+
+// setOrphanedSince sets (or, with "", removes) the host's orphaned-since
+// annotation, if it changes.
+func (o *Orphans) setOrphanedSince(ctx context.Context, h *metal3api.BareMetalHost, since string) error {
+	if h.Annotations[hostfleetv1alpha1.AnnotationOrphanedSince] == since {
+		return nil
+	}
+	orig := h.DeepCopy()
+	if since == "" {
+		delete(h.Annotations, hostfleetv1alpha1.AnnotationOrphanedSince)
+	} else {
+		if h.Annotations == nil {
+			h.Annotations = map[string]string{}
+		}
+		h.Annotations[hostfleetv1alpha1.AnnotationOrphanedSince] = since
+	}
+	if err := o.Managed.Patch(ctx, h, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
+		return fmt.Errorf("mark host %s/%s orphaned since %q: %w", h.Namespace, h.Name, since, err)
+	}
+	return nil
+}
