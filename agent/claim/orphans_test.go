@@ -63,14 +63,14 @@ func TestOrphanedHostIsReleased(t *testing.T) {
 		g.Expect(s.infra.Get(ctx, client.ObjectKeyFromObject(orphan), orphan)).To(Succeed())
 		g.Expect(orphan.Annotations).To(HaveKey(hostfleetv1alpha1.AnnotationOrphanedSince))
 		g.Expect(planes.Events(ctx, s.infra, orphan)).To(ContainElement(HavePrefix("Warning/" + claim.ReasonClaimGone + ": the claim tenant-a/gone")))
-	}).WithTimeout(20 * time.Second).Should(Succeed(), "found, and kept for the grace period")
+	}).WithTimeout(20*time.Second).Should(Succeed(), "found, and kept for the grace period")
 	g.Eventually(func(g Gomega) {
 		g.Expect(s.infra.Get(ctx, client.ObjectKeyFromObject(orphan), orphan)).To(Succeed())
 		g.Expect(orphan.Spec.ConsumerRef).To(BeNil())
 		g.Expect(orphan.Annotations).NotTo(HaveKey(hostfleetv1alpha1.AnnotationClaimUID))
 		g.Expect(orphan.Annotations).NotTo(HaveKey(hostfleetv1alpha1.AnnotationOrphanedSince))
 		g.Expect(planes.Events(ctx, s.infra, orphan)).To(ContainElement(HavePrefix("Normal/" + claim.ReasonOrphanReleased)))
-	}).WithTimeout(30 * time.Second).Should(Succeed(), "then released")
+	}).WithTimeout(30*time.Second).Should(Succeed(), "then released")
 	g.Expect(testutil.ToFloat64(metrics.OrphansReleased) - before).To(BeNumerically(">=", 1))
 
 	held := &metal3api.BareMetalHost{}
@@ -79,5 +79,5 @@ func TestOrphanedHostIsReleased(t *testing.T) {
 		g.Expect(held.Spec.ConsumerRef).NotTo(BeNil())
 		g.Expect(held.Spec.ConsumerRef.Name).To(Equal("live"))
 		g.Expect(held.Annotations).NotTo(HaveKey(hostfleetv1alpha1.AnnotationOrphanedSince))
-	}).WithTimeout(4 * time.Second).Should(Succeed(), "a live claim's host is never touched")
+	}).WithTimeout(4*time.Second).Should(Succeed(), "a live claim's host is never touched")
 }
