@@ -180,6 +180,10 @@ func (r *Reconciler) delete(ctx context.Context, host *metal3api.BareMetalHost, 
 			return ctrl.Result{RequeueAfter: Backoff(host.Status.ErrorCount)}, nil
 		}
 	}
+	// The host goes: its HardwareData may go with it.
+	if err := r.releaseHardware(ctx, host, false); err != nil {
+		return ctrl.Result{}, err
+	}
 	return ctrl.Result{}, r.setFinalizer(ctx, host, false)
 }
 
@@ -198,6 +202,10 @@ func (r *Reconciler) record(ctx context.Context, orig, host *metal3api.BareMetal
 		host.Status.ErrorCount, host.Status.ErrorMessage, host.Status.ErrorType = 0, "", ""
 		host.Status.OperationalStatus = metal3api.OperationalStatusOK
 	}
+	// The step's annotation changes (a done reboot or inspection request):
+	// the status update below answers with the stored object, which still
+	// has them.
+	annotations := maps.Clone(host.Annotations)
 	if !equalStatus(orig, host) {
 		now := metav1.Now()
 		host.Status.LastUpdated = &now
@@ -207,14 +215,13 @@ func (r *Reconciler) record(ctx context.Context, orig, host *metal3api.BareMetal
 			return err
 		}
 	}
-	if !maps.Equal(host.Annotations, orig.Annotations) {
-		// A done reboot or inspection request.
+	if !maps.Equal(annotations, orig.Annotations) {
 		done := orig.DeepCopy()
-		done.Annotations = host.Annotations
+		done.Annotations = annotations
 		if err := r.Client.Patch(ctx, done, client.MergeFrom(orig)); err != nil {
 			return err
 		}
-		host.ResourceVersion = done.ResourceVersion
+		host.ResourceVersion, host.Annotations = done.ResourceVersion, done.Annotations
 	}
 	return nil
 }
@@ -456,13 +463,44 @@ func (r *Reconciler) power(ctx context.Context, d bmc.Driver, host *metal3api.Ba
 	return ctrl.Result{RequeueAfter: r.Poll}, nil
 }
 
+// saveHardware writes the host's HardwareData as baremetal-operator does:
+// a new object for every inspection (a re-inspection deletes the old one,
+// so it gets a new UID and every copy of it follows), owned by the host and
+// kept by a finalizer until the host itself goes.
 func (r *Reconciler) saveHardware(ctx context.Context, host *metal3api.BareMetalHost, hw *metal3api.HardwareDetails) error {
-	hd := &metal3api.HardwareData{ObjectMeta: metav1.ObjectMeta{Namespace: host.Namespace, Name: host.Name}}
-	_, err := controllerutil.CreateOrPatch(ctx, r.Client, hd, func() error {
-		hd.Spec.HardwareDetails = hw.DeepCopy()
-		return controllerutil.SetOwnerReference(host, hd, r.Client.Scheme())
-	})
-	return err
+	if err := r.releaseHardware(ctx, host, true); err != nil {
+		return err
+	}
+	hd := &metal3api.HardwareData{ObjectMeta: metav1.ObjectMeta{Namespace: host.Namespace, Name: host.Name,
+		Finalizers: []string{hostfleetv1alpha1.BMCDriverFinalizer}},
+		Spec: metal3api.HardwareDataSpec{HardwareDetails: hw.DeepCopy()}}
+	if err := controllerutil.SetControllerReference(host, hd, r.Client.Scheme()); err != nil {
+		return err
+	}
+	return r.Client.Create(ctx, hd)
+}
+
+// releaseHardware lifts the driver's finalizer from the host's HardwareData
+// and, with remove, deletes it (a re-inspection makes a new one).
+func (r *Reconciler) releaseHardware(ctx context.Context, host *metal3api.BareMetalHost, remove bool) error {
+	hd := &metal3api.HardwareData{}
+	if err := r.Client.Get(ctx, client.ObjectKeyFromObject(host), hd); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	if controllerutil.ContainsFinalizer(hd, hostfleetv1alpha1.BMCDriverFinalizer) {
+		orig := hd.DeepCopy()
+		controllerutil.RemoveFinalizer(hd, hostfleetv1alpha1.BMCDriverFinalizer)
+		if err := r.Client.Patch(ctx, hd, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
+			return fmt.Errorf("lift the finalizer of HardwareData %s/%s: %w", hd.Namespace, hd.Name, err)
+		}
+	}
+	if !remove {
+		return nil
+	}
+	if err := r.Client.Delete(ctx, hd, client.Preconditions{UID: &hd.UID}); client.IgnoreNotFound(err) != nil {
+		return fmt.Errorf("replace HardwareData %s/%s: %w", hd.Namespace, hd.Name, err)
+	}
+	return nil
 }
 
 // equalStatus compares statuses but for when they were written.

@@ -123,6 +123,7 @@ func TestLifecycle(t *testing.T) {
 	g.Expect(e.c.Get(e.ctx, client.ObjectKey{Namespace: "hosts", Name: "a"}, hd)).To(Succeed())
 	g.Expect(hd.Spec.HardwareDetails.NIC).To(ConsistOf(HaveField("MAC", "52:54:00:00:00:01")))
 	g.Expect(hd.OwnerReferences).To(ContainElement(HaveField("Name", "a")))
+	g.Expect(hd.Finalizers).To(ContainElement(hostfleetv1alpha1.BMCDriverFinalizer), "kept until the host goes, as baremetal-operator keeps its own")
 	g.Expect(h.Status.PoweredOn).To(BeFalse())
 
 	t.Log("provisioning a live ISO: virtual media, one-time CD boot, power on → provisioned")
@@ -169,6 +170,17 @@ func TestLifecycle(t *testing.T) {
 	inserted, _, _ = b.Media()
 	g.Expect(inserted).To(BeFalse())
 	g.Expect(b.Actions()).To(ContainElement("EjectMedia"))
+
+	t.Log("a re-inspection replaces the HardwareData (a new UID, so every copy of it follows), never edits it")
+	g.Expect(e.c.Get(e.ctx, client.ObjectKey{Namespace: "hosts", Name: "a"}, hd)).To(Succeed())
+	oldUID := hd.UID
+	e.update(h, func(h *metal3api.BareMetalHost) { h.Annotations[metal3api.InspectAnnotationPrefix] = "" })
+	g.Eventually(func(g Gomega) {
+		g.Expect(e.get(g, h).Annotations).NotTo(HaveKey(metal3api.InspectAnnotationPrefix), "state %s, error %s %s", h.Status.Provisioning.State, h.Status.ErrorType, h.Status.ErrorMessage)
+		g.Expect(e.c.Get(e.ctx, client.ObjectKey{Namespace: "hosts", Name: "a"}, hd)).To(Succeed())
+		g.Expect(hd.UID).NotTo(Equal(oldUID))
+		g.Expect(hd.Finalizers).To(ContainElement(hostfleetv1alpha1.BMCDriverFinalizer))
+	}).WithTimeout(30 * time.Second).Should(Succeed())
 }
 
 func TestLifecycleFailures(t *testing.T) {
@@ -298,6 +310,12 @@ func TestDeleteDeprovisions(t *testing.T) {
 	g.Expect(e.c.Delete(e.ctx, h)).To(Succeed())
 	g.Eventually(func() error { return e.c.Get(e.ctx, client.ObjectKeyFromObject(h), h) }).WithTimeout(30 * time.Second).
 		Should(Satisfy(apierrors.IsNotFound))
+	hd := &metal3api.HardwareData{}
+	if err := e.c.Get(e.ctx, client.ObjectKey{Namespace: "hosts", Name: "doomed"}, hd); err == nil {
+		g.Expect(hd.Finalizers).NotTo(ContainElement(hostfleetv1alpha1.BMCDriverFinalizer), "the host went: its HardwareData may go")
+	} else {
+		g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "%v", err)
+	}
 	g.Expect(b.Power()).To(Equal("Off"))
 	inserted, _, _ := b.Media()
 	g.Expect(inserted).To(BeFalse())
