@@ -25,10 +25,7 @@ import (
 func TestPolicyBeforeRBAC(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	f := planes.ForTest(t, "hub")
-	hub := f.Plane("hub").Client
-	f.HubForTest(t, "hub")
-	g.Expect(hub.Create(ctx, &clusterv1beta2.ManagedClusterSet{ObjectMeta: metav1.ObjectMeta{Name: "lab"}})).To(Succeed())
+	f, hub := labHub(t)
 	bobCfg, err := f.AddUser("hub", "bob")
 	g.Expect(err).NotTo(HaveOccurred())
 	bob, err := client.New(bobCfg, client.Options{Scheme: f.Scheme})
@@ -61,4 +58,15 @@ func TestPolicyBeforeRBAC(t *testing.T) {
 	g.Expect(admitted.Load()).To(BeZero(), "a forged claim was admitted between the grant and the policy")
 	g.Expect(bob.Create(ctx, &metal3api.HostClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant-late", Name: "fine"}}, client.DryRunAll)).
 		To(Succeed(), "and the admin's rights are granted")
+}
+
+// labHub is a hub plane running the hub's policies and tenant controller,
+// with a ManagedClusterSet lab.
+func labHub(t *testing.T) (*planes.Fleet, client.Client) {
+	t.Helper()
+	f := planes.ForTest(t, "hub")
+	hub := f.Plane("hub").Client
+	f.HubForTest(t, "hub")
+	NewWithT(t).Expect(hub.Create(context.Background(), &clusterv1beta2.ManagedClusterSet{ObjectMeta: metav1.ObjectMeta{Name: "lab"}})).To(Succeed())
+	return f, hub
 }

@@ -12,10 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
-	clusterv1beta2 "open-cluster-management.io/api/cluster/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/hostfleet/hostfleet/e2e/harness/planes"
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
 )
 
@@ -28,11 +26,7 @@ import (
 func TestMaxClaimsAtAdmission(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	f := planes.ForTest(t, "hub")
-	hub := f.Plane("hub").Client
-	f.HubForTest(t, "hub")
-
-	g.Expect(hub.Create(ctx, &clusterv1beta2.ManagedClusterSet{ObjectMeta: metav1.ObjectMeta{Name: "lab"}})).To(Succeed())
+	_, hub := labHub(t)
 	g.Expect(hub.Create(ctx, &hostfleetv1alpha1.Tenant{ObjectMeta: metav1.ObjectMeta{Name: "q"},
 		Spec: hostfleetv1alpha1.TenantSpec{ClusterSet: "lab", MaxClaims: ptr.To[int32](2)}})).To(Succeed())
 	quota := &corev1.ResourceQuota{}
