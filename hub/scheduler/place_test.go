@@ -84,6 +84,11 @@ func TestPlace(t *testing.T) {
 			in: Input{Claim: claim(), Clusters: []string{"a"},
 				Inventories: map[string]*hostfleetv1alpha1.HostInventory{"a": inv(pool(0, "", nil)), "z": inv(pool(9, "", nil))}},
 			contains: "no cluster has a free host matching (any host) for namespace tenant-a"},
+		{name: "an operator a selector cannot have",
+			in: Input{Claim: claim(func(c *metal3api.HostClaim) {
+				c.Spec.HostSelector.MatchExpressions = []metal3api.HostSelectorRequirement{{Key: "example.com/x", Operator: "Sometimes", Values: []string{"a"}}}
+			}), Clusters: []string{"a"}, Prefixes: []string{"example.com"}, Inventories: map[string]*hostfleetv1alpha1.HostInventory{"a": inv(pool(1, "", nil))}},
+			contains: "spec.hostSelector is invalid"},
 		{name: "no inventory yet",
 			in: Input{Claim: claim(), Clusters: []string{"a", "b"},
 				Inventories: map[string]*hostfleetv1alpha1.HostInventory{"a": inv(pool(0, "", nil))}},
