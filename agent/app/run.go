@@ -99,7 +99,9 @@ func Run(ctx context.Context, o *Options) error {
 			}
 		}
 		runCtx, cancel := context.WithCancel(ctx)
-		changed := &servedWatcher{reader: reader, cluster: o.ClusterName, served: run.ServedNamespaces, every: 2 * time.Second, changed: cancel}
+		// The watcher compares against the manager's cache of Tenants (one
+		// watch), not a list from the hub every tick.
+		changed := &servedWatcher{reader: a.Manager.GetClient(), cluster: o.ClusterName, served: run.ServedNamespaces, every: 2 * time.Second, changed: cancel}
 		if reader != nil {
 			if err := a.Manager.Add(changed); err != nil {
 				cancel()
