@@ -2,8 +2,7 @@ package addon
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
+		"fmt"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -14,6 +13,8 @@ import (
 	"open-cluster-management.io/addon-framework/pkg/addonfactory"
 	"open-cluster-management.io/addon-framework/pkg/addonmanager/constants"
 	"open-cluster-management.io/addon-framework/pkg/agent"
+	"open-cluster-management.io/addon-framework/pkg/utils"
+	addonclient "open-cluster-management.io/api/client/addon/clientset/versioned"
 	addonv1beta1 "open-cluster-management.io/api/addon/v1beta1"
 	clusterv1 "open-cluster-management.io/api/cluster/v1"
 
@@ -47,32 +48,72 @@ type Options struct {
 	BMCNamespaces []string
 }
 
-// features are the optional rights every agent gets on its managed cluster:
-// the BMC driver's when it drives some namespaces; never local claims'.
-func (o Options) features() permissions.Features {
-	return permissions.Features{BMCDriver: len(o.BMCNamespaces) > 0}
-}
-
 // New is the hostfleet-agent add-on, ready for an addon-framework manager.
-// kube is the hub client the permission callback writes RBAC with.
-func New(kube kubernetes.Interface, o Options) (agent.AgentAddon, error) {
+// kube is the hub client the permission callback writes RBAC with; addons
+// reads the AddOnDeploymentConfigs OCM resolves for each cluster (nil: the
+// hub's Options alone).
+func New(kube kubernetes.Interface, addons addonclient.Interface, o Options) (agent.AgentAddon, error) {
+	var getter utils.AddOnDeploymentConfigGetter
+	if addons != nil {
+		getter = utils.NewAddOnDeploymentConfigGetter(addons)
+	}
+	r := renderer{options: o, configs: getter}
 	a, err := addonfactory.NewAgentAddonFactory(hostfleetv1alpha1.AddonName, manifests.Addon, manifests.AddonDir).
-		WithGetValuesFuncs(o.values).
+		WithConfigGVRs(utils.AddOnDeploymentConfigGVR).
+		WithGetValuesFuncs(r.values).
 		WithAgentRegistrationOption(&agent.RegistrationOption{
 			Configurations:   agent.KubeClientSignerConfigurations(hostfleetv1alpha1.AddonName, hostfleetv1alpha1.AddonName),
 			CSRApproveCheck:  approveCSR,
 			PermissionConfig: Permissions(kube),
 		}).
 		WithAgentHostedModeEnabledOption().
-		WithAgentInstallNamespace(func(_ context.Context, mca *addonv1beta1.ManagedClusterAddOn) (string, error) {
-			return InstallNamespace(mca), nil
-		}).
+		WithAgentInstallNamespace(r.installNamespace).
 		WithAgentHealthProber(&agent.HealthProber{Type: agent.HealthProberTypeLease}).
 		BuildTemplateAgentAddon()
 	if err != nil {
 		return nil, err
 	}
-	return bmcRoles{AgentAddon: a, namespaces: o.BMCNamespaces}, nil
+	return bmcRoles{AgentAddon: a, renderer: r}, nil
+}
+
+// renderer resolves, for one cluster, the hub's Options and the cluster's
+// AddOnDeploymentConfig into what its agent is given.
+type renderer struct {
+	options Options
+	configs utils.AddOnDeploymentConfigGetter
+}
+
+func (r renderer) settings(cluster *clusterv1.ManagedCluster, mca *addonv1beta1.ManagedClusterAddOn) (settings, error) {
+	adc, err := r.options.config(r.configs, mca)
+	if err != nil {
+		return settings{}, err
+	}
+	return r.options.resolve(cluster, adc)
+}
+
+// installNamespace is where the agent runs: the namespace the cluster's
+// AddOnDeploymentConfig names (agentInstallNamespace), else InstallNamespace.
+// OCM's default for that field, which every config has when it names none,
+// does not move the agent.
+func (r renderer) installNamespace(_ context.Context, mca *addonv1beta1.ManagedClusterAddOn) (string, error) {
+	adc, err := r.options.config(r.configs, mca)
+	if err != nil {
+		return "", err
+	}
+	if adc != nil && adc.Spec.AgentInstallNamespace != "" && adc.Spec.AgentInstallNamespace != addonfactory.AddonDefaultInstallNamespace {
+		return adc.Spec.AgentInstallNamespace, nil
+	}
+	return InstallNamespace(mca), nil
+}
+
+// agentNamespace is the agent's namespace on the managed cluster (Leases,
+// and in Hosted mode its ServiceAccount): its install namespace in Default
+// mode, hostfleetv1alpha1.AgentNamespace in Hosted mode.
+func (r renderer) agentNamespace(ctx context.Context, mca *addonv1beta1.ManagedClusterAddOn) (string, error) {
+	if hosted, _ := Hosted(mca); hosted {
+		return hostfleetv1alpha1.AgentNamespace, nil
+	}
+	return r.installNamespace(ctx, mca)
 }
 
 // bmcRoles adds to the templates' objects, in Default mode, a Role and
@@ -82,7 +123,7 @@ func New(kube kubernetes.Interface, o Options) (agent.AgentAddon, error) {
 // kubeconfig, as it makes its other rights.
 type bmcRoles struct {
 	agent.AgentAddon
-	namespaces []string
+	renderer
 }
 
 func (b bmcRoles) Manifests(ctx context.Context, cluster *clusterv1.ManagedCluster, mca *addonv1beta1.ManagedClusterAddOn) ([]runtime.Object, error) {
@@ -93,8 +134,19 @@ func (b bmcRoles) Manifests(ctx context.Context, cluster *clusterv1.ManagedClust
 	if hosted, _ := Hosted(mca); hosted {
 		return objs, nil
 	}
-	for _, ns := range b.namespaces {
-		meta := metav1.ObjectMeta{Name: hostfleetv1alpha1.AgentBMCRole, Namespace: ns,
+	s, err := b.settings(cluster, mca)
+	if err != nil {
+		return nil, err
+	}
+	if !s.features().BMCDriver {
+		return objs, nil
+	}
+	ns, err := b.installNamespace(ctx, mca)
+	if err != nil {
+		return nil, err
+	}
+	for _, bmcNS := range s.BMCNamespaces {
+		meta := metav1.ObjectMeta{Name: hostfleetv1alpha1.AgentBMCRole, Namespace: bmcNS,
 			Annotations: map[string]string{addonv1beta1.HostedManifestLocationAnnotationKey: addonv1beta1.HostedManifestLocationManagedValue}}
 		objs = append(objs,
 			&rbacv1.Role{TypeMeta: metav1.TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: "Role"},
@@ -103,7 +155,7 @@ func (b bmcRoles) Manifests(ctx context.Context, cluster *clusterv1.ManagedClust
 				ObjectMeta: meta,
 				RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: hostfleetv1alpha1.AgentBMCRole},
 				Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: hostfleetv1alpha1.AgentServiceAccount,
-					Namespace: InstallNamespace(mca)}}})
+					Namespace: ns}}})
 	}
 	return objs, nil
 }
@@ -130,59 +182,80 @@ func InstallNamespace(mca *addonv1beta1.ManagedClusterAddOn) string {
 	return hostfleetv1alpha1.AgentNamespace
 }
 
-// AgentNamespace is the agent's namespace on the managed cluster (Leases,
-// and in Hosted mode its ServiceAccount).
-func AgentNamespace(mca *addonv1beta1.ManagedClusterAddOn) string {
-	if hosted, _ := Hosted(mca); hosted {
-		return hostfleetv1alpha1.AgentNamespace
-	}
-	return InstallNamespace(mca)
-}
-
 // values are the template values beyond the framework's built-in ones
 // (ClusterName, AddonInstallNamespace, InstallMode, HubKubeConfigSecret).
-func (o Options) values(_ *clusterv1.ManagedCluster, mca *addonv1beta1.ManagedClusterAddOn) (addonfactory.Values, error) {
-	// JSON is YAML: the templates render the rule sets of hub/api/permissions,
-	// the same ones the Hosted agent gives itself, not a second copy.
-	rules := map[string][]rbacv1.PolicyRule{
-		"ClusterRules":   permissions.AgentManagedCluster(o.features()),
-		"NamespaceRules": permissions.AgentOwnNamespace(),
-		"HostingRules":   permissions.AgentHostingNamespace(),
-		"WorkAgentRules": permissions.WorkAgent(),
+// Lists and objects are JSON, which is YAML: the templates render the rule
+// sets of hub/api/permissions, the same ones the Hosted agent gives itself,
+// not a second copy.
+func (r renderer) values(cluster *clusterv1.ManagedCluster, mca *addonv1beta1.ManagedClusterAddOn) (addonfactory.Values, error) {
+	s, err := r.settings(cluster, mca)
+	if err != nil {
+		return nil, err
 	}
-	pull := o.ImagePullPolicy
+	agentNS, err := r.agentNamespace(context.TODO(), mca)
+	if err != nil {
+		return nil, err
+	}
+	f := s.features()
+	pull := s.ImagePullPolicy
 	if pull == "" {
 		pull = corev1.PullIfNotPresent
 	}
-	replicas := o.Replicas
+	replicas := s.Replicas
 	if replicas < 1 {
 		replicas = 1
 	}
+	args := append([]string(nil), s.Args...)
+	if f.LocalClaims {
+		args = append(args, "--local-claims=true")
+	}
+	if f.BMCDriver {
+		args = append(args, "--bmc-namespaces="+strings.Join(s.BMCNamespaces, ","))
+	}
 	values := addonfactory.Values{
 		"AgentName":               hostfleetv1alpha1.AddonName,
+		"ContainerName":           AgentContainer,
 		"ServiceAccount":          hostfleetv1alpha1.AgentServiceAccount,
 		"ManagedRole":             hostfleetv1alpha1.AgentManagedRole,
 		"HostingRole":             hostfleetv1alpha1.AgentHostingRole,
 		"WorkAgentRole":           hostfleetv1alpha1.WorkAgentRole,
-		"Image":                   o.Image,
+		"Image":                   s.Image,
 		"ImagePullPolicy":         string(pull),
-		"HubName":                 o.HubName,
+		"HubName":                 s.HubName,
 		"Replicas":                replicas,
-		"AgentNamespace":          AgentNamespace(mca),
-		"SharedNamespace":         AgentNamespace(mca) != hostfleetv1alpha1.AgentNamespace,
+		"AgentNamespace":          agentNS,
+		"SharedNamespace":         agentNS != hostfleetv1alpha1.AgentNamespace,
 		"ManagedKubeConfigSecret": ExternalManagedKubeconfig,
-		"BMHDriver":               "none",
-		"BMCNamespaces":           strings.Join(o.BMCNamespaces, ","),
+		"BMHDriver":               s.BMHDriver,
 	}
-	if len(o.BMCNamespaces) > 0 {
-		values["BMHDriver"] = "annotated"
-	}
-	for name, set := range rules {
-		data, err := json.Marshal(set)
-		if err != nil {
-			return nil, fmt.Errorf("render %s: %w", name, err)
+	// Lists the templates range over: one JSON (so YAML-safe) item each.
+	for name, items := range map[string][]any{"ExtraArgs": anys(args), "Env": anys(s.Env)} {
+		var out []string
+		for _, item := range items {
+			v, err := jsonValue(item)
+			if err != nil {
+				return nil, fmt.Errorf("render %s: %w", name, err)
+			}
+			out = append(out, v)
 		}
-		values[name] = string(data)
+		if len(out) > 0 {
+			values[name] = out
+		}
+	}
+	for name, v := range map[string]any{
+		"ClusterRules":   permissions.AgentManagedCluster(f),
+		"NamespaceRules": permissions.AgentOwnNamespace(),
+		"HostingRules":   permissions.AgentHostingNamespace(),
+		"WorkAgentRules": permissions.WorkAgent(),
+		"NodeSelector":   s.NodeSelector,
+		"Tolerations":    s.Tolerations,
+		"Resources":      s.Resources,
+	} {
+		if v, err := jsonValue(v); err != nil {
+			return nil, fmt.Errorf("render %s: %w", name, err)
+		} else if v != "null" && v != "[]" && v != "{}" {
+			values[name] = v
+		}
 	}
 	return values, nil
 }

@@ -347,7 +347,7 @@ func TestAddonManager(t *testing.T) {
 // whose hosts it drives, never cluster-wide, in both modes.
 func TestBMCNamespaces(t *testing.T) {
 	g := NewWithT(t)
-	a, err := addon.New(nil, addon.Options{Image: "registry.example/hostfleet-agent:v1", HubName: "lab-hub", BMCNamespaces: []string{"hosts", "edge"}})
+	a, err := addon.New(nil, nil, addon.Options{Image: "registry.example/hostfleet-agent:v1", HubName: "lab-hub", BMCNamespaces: []string{"hosts", "edge"}})
 	g.Expect(err).NotTo(HaveOccurred())
 	cluster := &clusterv1.ManagedCluster{ObjectMeta: metav1.ObjectMeta{Name: "c1"}}
 	render := func(mca *addonv1beta1.ManagedClusterAddOn) map[string]runtime.Object {

@@ -2,13 +2,14 @@ package addon
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 
-	"k8s.io/apimachinery/pkg/api/equality"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
 	"open-cluster-management.io/addon-framework/pkg/addonmanager"
 	addonv1beta1 "open-cluster-management.io/api/addon/v1beta1"
 	addonclient "open-cluster-management.io/api/client/addon/clientset/versioned"
@@ -19,16 +20,19 @@ import (
 
 // ClusterManagementAddOn registers the add-on on the hub. Clusters get the
 // agent when a ManagedClusterAddOn is made for them (`clusteradm addon
-// enable --names hostfleet-agent`, or an install strategy an operator sets).
+// enable --names hostfleet-agent`, or an install strategy an administrator
+// sets). It holds only the fields the hub owns: the install strategy and
+// default configs (an AddOnDeploymentConfig for every cluster) are the
+// administrator's and survive every hub restart.
 func ClusterManagementAddOn() *addonv1beta1.ClusterManagementAddOn {
 	return &addonv1beta1.ClusterManagementAddOn{
+		TypeMeta:   metav1.TypeMeta{APIVersion: addonv1beta1.GroupVersion.String(), Kind: "ClusterManagementAddOn"},
 		ObjectMeta: metav1.ObjectMeta{Name: hostfleetv1alpha1.AddonName},
 		Spec: addonv1beta1.ClusterManagementAddOnSpec{
 			AddOnMeta: addonv1beta1.AddOnMeta{
 				DisplayName: "Hostfleet agent",
 				Description: "Binds the hub's HostClaims placed on this cluster to its BareMetalHosts and reflects their status back.",
 			},
-			InstallStrategy: addonv1beta1.InstallStrategy{Type: addonv1beta1.AddonInstallStrategyManual},
 		},
 	}
 }
@@ -48,7 +52,7 @@ func (m *Manager) Start(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("add-on client: %w", err)
 	}
-	if err := ensureClusterManagementAddOn(ctx, addons); err != nil {
+	if err := Register(ctx, addons); err != nil {
 		return fmt.Errorf("register ClusterManagementAddOn %s: %w", hostfleetv1alpha1.AddonName, err)
 	}
 	kube, err := kubernetes.NewForConfig(m.Config)
@@ -59,7 +63,7 @@ func (m *Manager) Start(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("add-on manager: %w", err)
 	}
-	a, err := New(kube, m.Options)
+	a, err := New(kube, addons, m.Options)
 	if err != nil {
 		return fmt.Errorf("add-on %s: %w", hostfleetv1alpha1.AddonName, err)
 	}
@@ -74,26 +78,17 @@ func (m *Manager) Start(ctx context.Context) error {
 	return nil
 }
 
-func ensureClusterManagementAddOn(ctx context.Context, addons addonclient.Interface) error {
+// Register applies, server-side, only the hub's fields
+// of the ClusterManagementAddOn: a new one gets the CRD's default install
+// strategy (Manual), an existing one keeps what an administrator set.
+func Register(ctx context.Context, addons addonclient.Interface) error {
 	want := ClusterManagementAddOn()
-	cmas := addons.AddonV1beta1().ClusterManagementAddOns()
-	have, err := cmas.Get(ctx, hostfleetv1alpha1.AddonName, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
-		_, err = cmas.Create(ctx, want, metav1.CreateOptions{})
-		return err
-	}
+	data, err := json.Marshal(map[string]any{"apiVersion": want.APIVersion, "kind": want.Kind,
+		"metadata": map[string]any{"name": want.Name}, "spec": map[string]any{"addOnMeta": want.Spec.AddOnMeta}})
 	if err != nil {
 		return err
 	}
-	// The install strategy belongs to the operator once set.
-	want.Spec.InstallStrategy = have.Spec.InstallStrategy
-	if want.Spec.InstallStrategy.Type == "" {
-		want.Spec.InstallStrategy.Type = addonv1beta1.AddonInstallStrategyManual
-	}
-	if equality.Semantic.DeepEqual(have.Spec, want.Spec) {
-		return nil
-	}
-	have.Spec = want.Spec
-	_, err = cmas.Update(ctx, have, metav1.UpdateOptions{})
+	_, err = addons.AddonV1beta1().ClusterManagementAddOns().Patch(ctx, want.Name, types.ApplyPatchType, data,
+		metav1.PatchOptions{FieldManager: hostfleetv1alpha1.FieldManagerHub, Force: ptr.To(true)})
 	return err
 }

@@ -166,3 +166,64 @@ func WorkAgent() []rbacv1.PolicyRule {
 		{APIGroups: []string{metal3Group}, Resources: []string{"hostclaims"}, Verbs: edit},
 	}
 }
+
+// Hub is everything the hub's controllers may do cluster-wide on the hub
+// cluster: their own work (HubOwn) and, because Kubernetes lets an identity
+// grant only rights it holds, every right they grant to agents, tenant
+// admins and the admission probe. Deriving it from those sets keeps the two
+// from drifting: a right added to a grant is a right the hub holds.
+func Hub() []rbacv1.PolicyRule {
+	rules := HubOwn()
+	for _, granted := range [][]rbacv1.PolicyRule{
+		AgentHub(), AgentClusterNamespace(), AgentTenantNamespace(), TenantAdmin(), AdmissionProbe(),
+	} {
+		rules = append(rules, granted...)
+	}
+	return rules
+}
+
+// HubOwn is what the hub's controllers do themselves: register tenants
+// (namespaces, quotas, RBAC, admission bindings, cluster set bindings),
+// place claims, copy HardwareData, and run the hostfleet-agent add-on
+// (ClusterManagementAddOn, ManagedClusterAddOns, ManifestWorks, the agents'
+// CSRs). Secrets are never read by the hub for itself.
+func HubOwn() []rbacv1.PolicyRule {
+	const (
+		rbacGroup      = "rbac.authorization.k8s.io"
+		clusterGroup   = "cluster.open-cluster-management.io"
+		addonGroup     = "addon.open-cluster-management.io"
+		workGroup      = "work.open-cluster-management.io"
+		admissionGroup = "admissionregistration.k8s.io"
+		csrGroup       = "certificates.k8s.io"
+	)
+	hostfleet := hostfleetv1alpha1.GroupVersion.Group
+	manage := []string{"get", "list", "watch", "create", "update", "patch", "delete"}
+	return []rbacv1.PolicyRule{
+		{APIGroups: []string{hostfleet}, Resources: []string{"tenants"}, Verbs: []string{"get", "list", "watch", "update", "patch"}},
+		{APIGroups: []string{hostfleet}, Resources: []string{"tenants/status"}, Verbs: []string{"update", "patch"}},
+		{APIGroups: []string{hostfleet}, Resources: []string{"tenants/finalizers"}, Verbs: []string{"update"}},
+		{APIGroups: []string{hostfleet}, Resources: []string{"hostinventories"}, Verbs: view},
+		{APIGroups: []string{metal3Group}, Resources: []string{"hostclaims"}, Verbs: []string{"get", "list", "watch", "update", "patch"}},
+		{APIGroups: []string{metal3Group}, Resources: []string{"hostclaims/status"}, Verbs: []string{"update", "patch"}},
+		{APIGroups: []string{metal3Group}, Resources: []string{"hardwaredata"}, Verbs: manage},
+		{APIGroups: []string{""}, Resources: []string{"namespaces", "resourcequotas"}, Verbs: manage},
+		{APIGroups: []string{""}, Resources: []string{"events"}, Verbs: []string{"create", "patch", "update"}},
+		{APIGroups: []string{"events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{"create", "patch", "update"}},
+		{APIGroups: []string{leaseGroup}, Resources: []string{"leases"}, Verbs: manage},
+		{APIGroups: []string{rbacGroup}, Resources: []string{"roles", "rolebindings", "clusterroles", "clusterrolebindings"}, Verbs: manage},
+		{APIGroups: []string{admissionGroup}, Resources: []string{"validatingadmissionpolicies", "validatingadmissionpolicybindings"}, Verbs: manage},
+		{APIGroups: []string{"authentication.k8s.io"}, Resources: []string{"selfsubjectreviews"}, Verbs: []string{"create"}},
+		{APIGroups: []string{""}, Resources: []string{"users"}, ResourceNames: []string{hostfleetv1alpha1.AdmissionProbeUser}, Verbs: []string{"impersonate"}},
+		{APIGroups: []string{clusterGroup}, Resources: []string{"managedclusters", "managedclustersets", "placements", "placementdecisions"}, Verbs: view},
+		{APIGroups: []string{clusterGroup}, Resources: []string{"managedclustersets/bind"}, Verbs: []string{"create"}},
+		{APIGroups: []string{clusterGroup}, Resources: []string{"managedclustersetbindings"}, Verbs: manage},
+		{APIGroups: []string{addonGroup}, Resources: []string{"clustermanagementaddons", "managedclusteraddons"}, Verbs: manage},
+		{APIGroups: []string{addonGroup}, Resources: []string{"clustermanagementaddons/status", "managedclusteraddons/status"}, Verbs: []string{"update", "patch"}},
+		{APIGroups: []string{addonGroup}, Resources: []string{"clustermanagementaddons/finalizers", "managedclusteraddons/finalizers"}, Verbs: []string{"update"}},
+		{APIGroups: []string{addonGroup}, Resources: []string{"addondeploymentconfigs"}, Verbs: view},
+		{APIGroups: []string{workGroup}, Resources: []string{"manifestworks"}, Verbs: append(manage, "deletecollection")},
+		{APIGroups: []string{csrGroup}, Resources: []string{"certificatesigningrequests"}, Verbs: view},
+		{APIGroups: []string{csrGroup}, Resources: []string{"certificatesigningrequests/approval"}, Verbs: []string{"update"}},
+		{APIGroups: []string{csrGroup}, Resources: []string{"signers"}, ResourceNames: []string{"kubernetes.io/kube-apiserver-client"}, Verbs: []string{"approve"}},
+	}
+}

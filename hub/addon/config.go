@@ -1,0 +1,241 @@
+package addon
+
+import (
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"open-cluster-management.io/addon-framework/pkg/addonfactory"
+	"open-cluster-management.io/addon-framework/pkg/utils"
+	addonv1beta1 "open-cluster-management.io/api/addon/v1beta1"
+	clusterv1 "open-cluster-management.io/api/cluster/v1"
+
+	"github.com/hostfleet/hostfleet/hub/api/permissions"
+	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
+)
+
+// AgentContainer names the agent's container; an AddOnDeploymentConfig's
+// resourceRequirements match it as "deployments:hostfleet-agent:agent".
+const AgentContainer = "agent"
+
+// variable is a customized variable an AddOnDeploymentConfig may set for
+// the agents of the clusters it applies to.
+type variable struct {
+	// flag is the agent flag it sets.
+	flag string
+	// check says what is wrong with a value, if anything.
+	check func(string) error
+	help  string
+}
+
+// Variables are the customized variables the add-on reads from an
+// AddOnDeploymentConfig, by name. Any other name is refused, so a typo is
+// reported instead of silently ignored.
+var Variables = map[string]variable{
+	"bmcNamespaces": {flag: "bmc-namespaces", check: namespaces,
+		help: "comma-separated namespaces whose hosts the BMC driver drives (turns the driver on, --bmh-driver=annotated)"},
+	"bmhDriver":         {flag: "bmh-driver", check: oneOf("annotated", "all", "none"), help: "annotated, all or none"},
+	"localClaims":       {flag: "local-claims", check: boolean, help: "true: the agent also serves HostClaims made on its own cluster"},
+	"bmcWorkers":        {flag: "bmc-workers", check: positive, help: "hosts driven at once"},
+	"bmcTimeout":        {flag: "bmc-timeout", check: duration, help: "bound on each BMC call, e.g. 30s"},
+	"bmcPoll":           {flag: "bmc-poll", check: duration, help: "how often a settled host's power is read again"},
+	"concurrency":       {flag: "concurrency", check: positive, help: "claims reconciled at once"},
+	"orphanGrace":       {flag: "orphan-grace", check: duration, help: "how long a host whose claim is gone stays bound"},
+	"inventoryInterval": {flag: "inventory-interval", check: duration, help: "how often the cluster's HostInventory is recomputed"},
+}
+
+// VariableNames are the names of Variables, sorted.
+func VariableNames() []string {
+	names := make([]string, 0, len(Variables))
+	for n := range Variables {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// settings are what one cluster's agent is given: the hub's Options, then
+// what the AddOnDeploymentConfig OCM resolved for the cluster's
+// ManagedClusterAddOn says.
+type settings struct {
+	Options
+	BMHDriver    string
+	LocalClaims  bool
+	Args         []string
+	NodeSelector map[string]string
+	Tolerations  []corev1.Toleration
+	Resources    *corev1.ResourceRequirements
+	Env          []corev1.EnvVar
+}
+
+func (s settings) features() permissions.Features {
+	return permissions.Features{BMCDriver: len(s.BMCNamespaces) > 0 && s.BMHDriver != "none", LocalClaims: s.LocalClaims}
+}
+
+// resolve overlays an AddOnDeploymentConfig (nil: none) on the hub's
+// Options. It says everything wrong with the config at once, naming it.
+func (o Options) resolve(cluster *clusterv1.ManagedCluster, adc *addonv1beta1.AddOnDeploymentConfig) (settings, error) {
+	s := settings{Options: o, BMHDriver: "none"}
+	s.BMCNamespaces = slices.Clone(o.BMCNamespaces)
+	if len(s.BMCNamespaces) > 0 {
+		s.BMHDriver = "annotated"
+	}
+	if adc == nil {
+		return s, nil
+	}
+	var errs []string
+	driver := ""
+	for _, v := range adc.Spec.CustomizedVariables {
+		def, ok := Variables[v.Name]
+		if !ok {
+			errs = append(errs, fmt.Sprintf("customized variable %q is not one the agent reads (%s)", v.Name, strings.Join(VariableNames(), ", ")))
+			continue
+		}
+		if err := def.check(v.Value); err != nil {
+			errs = append(errs, fmt.Sprintf("customized variable %s=%q: %v (%s)", v.Name, v.Value, err, def.help))
+			continue
+		}
+		switch v.Name {
+		case "bmcNamespaces":
+			s.BMCNamespaces = split(v.Value)
+		case "bmhDriver":
+			driver = v.Value
+		case "localClaims":
+			s.LocalClaims, _ = strconv.ParseBool(v.Value)
+		default:
+			s.Args = append(s.Args, "--"+def.flag+"="+v.Value)
+		}
+	}
+	switch {
+	case driver != "":
+		s.BMHDriver = driver
+	case len(s.BMCNamespaces) > 0:
+		s.BMHDriver = "annotated"
+	default:
+		s.BMHDriver = "none"
+	}
+	if s.BMHDriver != "none" && len(s.BMCNamespaces) == 0 {
+		errs = append(errs, fmt.Sprintf("customized variable bmhDriver=%s needs bmcNamespaces: the agent reads BMC credentials only in the namespaces it drives", s.BMHDriver))
+	}
+	if np := adc.Spec.NodePlacement; np != nil {
+		s.NodeSelector, s.Tolerations = np.NodeSelector, np.Tolerations
+	}
+	reqs, err := addonfactory.GetRegexResourceRequirements(adc.Spec.ResourceRequirements)
+	if err != nil {
+		errs = append(errs, fmt.Sprintf("resourceRequirements: %v (containerID is type:name:container, e.g. deployments:%s:%s)", err, hostfleetv1alpha1.AddonName, AgentContainer))
+	}
+	id := "deployments:" + hostfleetv1alpha1.AddonName + ":" + AgentContainer
+	for _, r := range reqs {
+		// The last match wins, as OCM documents.
+		if ok, _ := regexp.MatchString(r.ContainerIDRegex, id); ok {
+			s.Resources = r.ResourcesRaw.DeepCopy()
+		}
+	}
+	p := adc.Spec.ProxyConfig
+	for _, kv := range [][2]string{{"HTTP_PROXY", p.HTTPProxy}, {"HTTPS_PROXY", p.HTTPSProxy}, {"NO_PROXY", p.NoProxy}} {
+		if kv[1] != "" {
+			s.Env = append(s.Env, corev1.EnvVar{Name: kv[0], Value: kv[1]})
+		}
+	}
+	if len(adc.Spec.Registries) > 0 {
+		img, err := addonfactory.ToImageOverrideValuesFunc("Image", o.Image)(*adc)
+		if err != nil {
+			errs = append(errs, fmt.Sprintf("registries: %v", err))
+		} else if v, ok := img["Image"].(string); ok {
+			s.Image = v
+		}
+	}
+	if len(errs) > 0 {
+		return s, fmt.Errorf("AddOnDeploymentConfig %s/%s for cluster %s: %s", adc.Namespace, adc.Name, cluster.Name, strings.Join(errs, "; "))
+	}
+	return s, nil
+}
+
+// config is the AddOnDeploymentConfig OCM resolved for mca (its
+// status.configReferences), or nil when none applies.
+func (o Options) config(getter utils.AddOnDeploymentConfigGetter, mca *addonv1beta1.ManagedClusterAddOn) (*addonv1beta1.AddOnDeploymentConfig, error) {
+	if getter == nil || mca == nil {
+		return nil, nil
+	}
+	adc, err := utils.GetDesiredAddOnDeploymentConfig(mca, getter)
+	if err != nil {
+		return nil, fmt.Errorf("AddOnDeploymentConfig of %s/%s: %w", mca.Namespace, mca.Name, err)
+	}
+	return adc, nil
+}
+
+func split(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func namespaces(v string) error {
+	ns := split(v)
+	if len(ns) == 0 {
+		return fmt.Errorf("no namespace")
+	}
+	for _, n := range ns {
+		if len(validation.IsDNS1123Label(n)) > 0 {
+			return fmt.Errorf("%q is not a namespace name", n)
+		}
+	}
+	return nil
+}
+
+func oneOf(values ...string) func(string) error {
+	return func(v string) error {
+		if !slices.Contains(values, v) {
+			return fmt.Errorf("must be one of %s", strings.Join(values, ", "))
+		}
+		return nil
+	}
+}
+
+func boolean(v string) error {
+	_, err := strconv.ParseBool(v)
+	if err != nil {
+		return fmt.Errorf("must be true or false")
+	}
+	return nil
+}
+
+func positive(v string) error {
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 {
+		return fmt.Errorf("must be a whole number of at least 1")
+	}
+	return nil
+}
+
+func duration(v string) error {
+	d, err := time.ParseDuration(v)
+	if err != nil || d <= 0 {
+		return fmt.Errorf("must be a positive duration such as 30s or 5m")
+	}
+	return nil
+}
+
+// jsonValue renders v as JSON, which is YAML, for a template.
+func jsonValue(v any) (string, error) {
+	data, err := json.Marshal(v)
+	return string(data), err
+}
+
+func anys[T any](in []T) []any {
+	out := make([]any, len(in))
+	for i, v := range in {
+		out[i] = v
+	}
+	return out
+}

@@ -1,0 +1,159 @@
+package app_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	metal3api "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
+	. "github.com/onsi/gomega"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+	addonv1beta1 "open-cluster-management.io/api/addon/v1beta1"
+	clusterv1 "open-cluster-management.io/api/cluster/v1"
+	clusterv1beta2 "open-cluster-management.io/api/cluster/v1beta2"
+	workv1 "open-cluster-management.io/api/work/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/hostfleet/hostfleet/e2e/harness/planes"
+	"github.com/hostfleet/hostfleet/hub/addon"
+	"github.com/hostfleet/hostfleet/hub/api/permissions"
+	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
+	"github.com/hostfleet/hostfleet/hub/app"
+)
+
+func TestMain(m *testing.M) { planes.Main(m) }
+
+// hubIdentity makes the hub's ServiceAccount with exactly permissions.Hub()
+// (the rules the operator installs) and returns a config with a token of
+// it: no certificate, no admin.
+func hubIdentity(t *testing.T, f *planes.Fleet, plane string) *rest.Config {
+	t.Helper()
+	g := NewWithT(t)
+	ctx := context.Background()
+	c := f.Plane(plane).Client
+	const ns, name = "hostfleet-system", "hostfleet-hub"
+	for _, o := range []client.Object{
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}},
+		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}},
+		&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "hostfleet:hub"}, Rules: permissions.Hub()},
+		&rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "hostfleet:hub"},
+			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "hostfleet:hub"},
+			Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: name}}},
+	} {
+		g.Expect(c.Create(ctx, o)).To(Succeed())
+	}
+	cs, err := kubernetes.NewForConfig(f.Plane(plane).Config)
+	g.Expect(err).NotTo(HaveOccurred())
+	tr, err := cs.CoreV1().ServiceAccounts(ns).CreateToken(ctx, name,
+		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](3600)}}, metav1.CreateOptions{})
+	g.Expect(err).NotTo(HaveOccurred())
+	cfg := rest.AnonymousClientConfig(f.Plane(plane).Config)
+	cfg.BearerToken = tr.Status.Token
+	return cfg
+}
+
+// TestHubRunsWithItsOwnRBAC: the whole hub (tenant registration, admission
+// policies, scheduling, HardwareData copies, the add-on manager) works with
+// only permissions.Hub(), and that identity can do nothing else that
+// matters.
+func TestHubRunsWithItsOwnRBAC(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	f := planes.ForTest(t, "hub")
+	hub := f.Plane("hub").Client
+	cfg := hubIdentity(t, f, "hub")
+
+	o := app.NewOptions()
+	o.Addon.Image = "registry.example/hostfleet-agent:v1"
+	o.LeaderElectionNamespace = "hostfleet-system"
+	mgr, err := app.New(cfg, o)
+	g.Expect(err).NotTo(HaveOccurred())
+	mctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(mctx) }()
+	t.Cleanup(func() {
+		cancel()
+		g.Expect(<-done).To(Succeed())
+	})
+
+	t.Log("as the hub: who am I, and what I may not do")
+	asHub, err := client.New(cfg, client.Options{Scheme: f.Scheme})
+	g.Expect(err).NotTo(HaveOccurred())
+	self := &authenticationv1.SelfSubjectReview{}
+	g.Expect(asHub.Create(ctx, self)).To(Succeed())
+	g.Expect(self.Status.UserInfo.Username).To(Equal("system:serviceaccount:hostfleet-system:hostfleet-hub"))
+	g.Expect(asHub.List(ctx, &corev1.PodList{})).To(Satisfy(apierrors.IsForbidden), "no pods")
+	g.Expect(asHub.List(ctx, &corev1.NodeList{})).To(Satisfy(apierrors.IsForbidden), "no nodes")
+	g.Expect(asHub.Create(ctx, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "everything"},
+		Rules: []rbacv1.PolicyRule{{APIGroups: []string{"*"}, Resources: []string{"*"}, Verbs: []string{"*"}}}})).
+		To(Satisfy(apierrors.IsForbidden), "no role with rights the hub does not hold")
+	admin := rest.CopyConfig(cfg)
+	admin.Impersonate = rest.ImpersonationConfig{UserName: "system:admin", Groups: []string{"system:masters"}}
+	asAdmin, err := client.New(admin, client.Options{Scheme: f.Scheme})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(asAdmin.List(ctx, &corev1.PodList{})).To(Satisfy(apierrors.IsForbidden), "impersonates the admission probe only")
+
+	t.Log("a cluster set, two clusters with inventories, a tenant")
+	set := map[string]string{clusterv1beta2.ClusterSetLabel: "lab"}
+	for _, o := range []client.Object{
+		&clusterv1beta2.ManagedClusterSet{ObjectMeta: metav1.ObjectMeta{Name: "lab"}},
+		&clusterv1.ManagedCluster{ObjectMeta: metav1.ObjectMeta{Name: "c1", Labels: set}},
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "c1"}},
+		&hostfleetv1alpha1.Tenant{ObjectMeta: metav1.ObjectMeta{Name: "a"}, Spec: hostfleetv1alpha1.TenantSpec{ClusterSet: "lab",
+			Admins: []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: "alice"}}}},
+	} {
+		g.Expect(hub.Create(ctx, o)).To(Succeed())
+	}
+	inv := &hostfleetv1alpha1.HostInventory{ObjectMeta: metav1.ObjectMeta{Namespace: "c1", Name: "c1"}, Spec: hostfleetv1alpha1.HostInventorySpec{ClusterName: "c1"}}
+	g.Expect(hub.Create(ctx, inv)).To(Succeed())
+	inv.Status.Pools = []hostfleetv1alpha1.HostPool{{Namespaces: []string{"tenant-a"}, Total: 2, Available: 2}}
+	g.Expect(hub.Status().Update(ctx, inv)).To(Succeed())
+
+	t.Log("the tenant is registered: namespace, grants behind its admission policy, Ready")
+	g.Eventually(func(g Gomega) {
+		ta := &hostfleetv1alpha1.Tenant{}
+		g.Expect(hub.Get(ctx, client.ObjectKey{Name: "a"}, ta)).To(Succeed())
+		ready := meta.FindStatusCondition(ta.Status.Conditions, hostfleetv1alpha1.ConditionReady)
+		g.Expect(ready).NotTo(BeNil())
+		g.Expect(ready.Status).To(Equal(metav1.ConditionTrue), "%s: %s", ready.Reason, ready.Message)
+		g.Expect(ta.Status.Clusters).To(Equal([]string{"c1"}))
+		g.Expect(hub.Get(ctx, client.ObjectKey{Namespace: "tenant-a", Name: hostfleetv1alpha1.TenantAdminRole}, &rbacv1.RoleBinding{})).To(Succeed())
+		g.Expect(hub.Get(ctx, client.ObjectKey{Namespace: "tenant-a", Name: hostfleetv1alpha1.AgentTenantRole}, &rbacv1.RoleBinding{})).To(Succeed())
+	}).WithTimeout(time.Minute).Should(Succeed())
+
+	t.Log("a claim is placed")
+	claim := &metal3api.HostClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant-a", Name: "web"}}
+	g.Eventually(func() error { return hub.Create(ctx, claim) }).WithTimeout(30 * time.Second).Should(Succeed())
+	g.Eventually(func(g Gomega) {
+		g.Expect(hub.Get(ctx, client.ObjectKeyFromObject(claim), claim)).To(Succeed())
+		g.Expect(claim.Labels).To(HaveKeyWithValue(hostfleetv1alpha1.LabelCluster, "c1"))
+	}).WithTimeout(30 * time.Second).Should(Succeed())
+
+	t.Log("the add-on manager registers the add-on, renders the agent and binds its identity")
+	cma := &addonv1beta1.ClusterManagementAddOn{}
+	g.Eventually(func() error { return hub.Get(ctx, client.ObjectKey{Name: hostfleetv1alpha1.AddonName}, cma) }).WithTimeout(30 * time.Second).Should(Succeed())
+	g.Expect(hub.Create(ctx, &addonv1beta1.ManagedClusterAddOn{ObjectMeta: metav1.ObjectMeta{Namespace: "c1", Name: hostfleetv1alpha1.AddonName,
+		OwnerReferences: []metav1.OwnerReference{{APIVersion: addonv1beta1.GroupVersion.String(), Kind: "ClusterManagementAddOn", Name: cma.Name, UID: cma.UID}}}})).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		g.Expect(hub.Get(ctx, client.ObjectKey{Namespace: "c1", Name: "addon-hostfleet-agent-deploy-0"}, &workv1.ManifestWork{})).To(Succeed())
+		g.Expect(hub.Get(ctx, client.ObjectKey{Name: addon.BindingName("c1")}, &rbacv1.ClusterRoleBinding{})).To(Succeed())
+		g.Expect(hub.Get(ctx, client.ObjectKey{Namespace: "c1", Name: hostfleetv1alpha1.AgentClusterRole}, &rbacv1.Role{})).To(Succeed())
+	}).WithTimeout(time.Minute).Should(Succeed())
+
+	t.Log("the tenant is deleted: the hub removes what it made")
+	g.Expect(hub.Delete(ctx, claim)).To(Succeed())
+	g.Eventually(func() error {
+		return hub.Delete(ctx, &hostfleetv1alpha1.Tenant{ObjectMeta: metav1.ObjectMeta{Name: "a"}})
+	}).WithTimeout(30*time.Second).Should(Succeed(), "once the hub has counted the claim gone")
+	g.Eventually(func() error {
+		return hub.Get(ctx, client.ObjectKey{Name: "a"}, &hostfleetv1alpha1.Tenant{})
+	}).WithTimeout(time.Minute).Should(Satisfy(apierrors.IsNotFound))
+}
