@@ -2,7 +2,7 @@ package addon
 
 import (
 	"context"
-		"fmt"
+	"fmt"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -14,8 +14,8 @@ import (
 	"open-cluster-management.io/addon-framework/pkg/addonmanager/constants"
 	"open-cluster-management.io/addon-framework/pkg/agent"
 	"open-cluster-management.io/addon-framework/pkg/utils"
-	addonclient "open-cluster-management.io/api/client/addon/clientset/versioned"
 	addonv1beta1 "open-cluster-management.io/api/addon/v1beta1"
+	addonclient "open-cluster-management.io/api/client/addon/clientset/versioned"
 	clusterv1 "open-cluster-management.io/api/cluster/v1"
 
 	"github.com/hostfleet/hostfleet/hub/api/permissions"
