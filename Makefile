@@ -23,17 +23,18 @@ tools: ## Build every tool the tests need into $(HOSTFLEET_CACHE) (minutes the f
 
 .PHONY: build
 build: ## Build the binaries into bin/.
-	CGO_ENABLED=0 go build -trimpath -o $(BIN)/ ./agent/cmd/... ./hub/cmd/...
+	CGO_ENABLED=0 go build -trimpath -o $(BIN)/ ./agent/cmd/... ./hub/cmd/... ./operator/cmd/...
 
 .PHONY: generate
 generate: ## Generate deepcopy code.
 	$(TOOLS) controller-gen
-	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths=./hub/api/...
+	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths=./hub/api/... paths=./operator/api/...
 
 .PHONY: manifests
-manifests: ## Generate our CRDs and vendor the upstream metal3 and OCM CRDs into manifests/crds.
+manifests: ## Generate our CRDs (the hub's, the operator's) and vendor the upstream metal3 and OCM CRDs into manifests/crds.
 	$(TOOLS) controller-gen
 	$(CONTROLLER_GEN) crd paths=./hub/api/... output:crd:artifacts:config=manifests/crds/hostfleet
+	$(CONTROLLER_GEN) crd paths=./operator/api/... output:crd:artifacts:config=manifests/crds/operator
 	hack/vendor-crds.sh
 
 .PHONY: verify

@@ -39,7 +39,25 @@ const (
 	Metal3 = "metal3"
 	// OCM is the Open Cluster Management CRDs Hostfleet reads or writes.
 	OCM = "ocm"
+	// Operator is the operator.hostfleet.io API: HostfleetHub.
+	Operator = "operator"
 )
+
+// HubCRDs are the CRDs a hub needs beyond OCM's (which `clusteradm init`
+// installs): Hostfleet's and the metal3 ones the hub reads and writes.
+func HubCRDs() ([]*apiextensionsv1.CustomResourceDefinition, error) {
+	all, err := CRDs(Hostfleet, Metal3)
+	if err != nil {
+		return nil, err
+	}
+	var out []*apiextensionsv1.CustomResourceDefinition
+	for _, crd := range all {
+		if crd.Spec.Group != "metal3.io" || crd.Spec.Names.Plural == "hostclaims" || crd.Spec.Names.Plural == "hardwaredata" {
+			out = append(out, crd)
+		}
+	}
+	return out, nil
+}
 
 // CRDs parses the CRDs of the named sets, in a stable order.
 func CRDs(sets ...string) ([]*apiextensionsv1.CustomResourceDefinition, error) {

@@ -14,10 +14,11 @@ import (
 	workv1 "open-cluster-management.io/api/work/v1"
 
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
+	operatorv1alpha1 "github.com/hostfleet/hostfleet/operator/api/v1alpha1"
 )
 
 // Scheme knows every type a test may read or write on a plane: Kubernetes',
-// CRDs, metal3, OCM and Hostfleet.
+// CRDs, metal3, OCM and Hostfleet's (the operator's included).
 func Scheme() *runtime.Scheme {
 	s := runtime.NewScheme()
 	utilruntime.Must(clientgoscheme.AddToScheme(s))
@@ -30,5 +31,6 @@ func Scheme() *runtime.Scheme {
 	utilruntime.Must(workv1.Install(s))
 	utilruntime.Must(addonv1alpha1.Install(s))
 	utilruntime.Must(addonv1beta1.Install(s))
+	utilruntime.Must(operatorv1alpha1.AddToScheme(s))
 	return s
 }

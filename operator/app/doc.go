@@ -1,0 +1,3 @@
+// Package app builds the hostfleet-operator's controller manager from its
+// flags.
+package app

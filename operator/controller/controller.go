@@ -1,0 +1,271 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	operatorv1alpha1 "github.com/hostfleet/hostfleet/operator/api/v1alpha1"
+)
+
+// Reconciler installs the hub a HostfleetHub describes.
+type Reconciler struct {
+	// Client reaches the cluster the HostfleetHubs are on: the hub in
+	// Default mode, the hosting cluster in Hosted mode.
+	Client  client.Client
+	Scheme  *runtime.Scheme
+	Release Release
+	// Recorder records an Event whenever a condition changes.
+	Recorder events.EventRecorder
+	// TokenTTL is the lifetime of the Hosted hub controllers' token on the
+	// hub; it is renewed at 80%.
+	TokenTTL time.Duration
+	// HubClient reaches the hub of a Hosted HostfleetHub from its external
+	// kubeconfig; nil means NewHubClient.
+	HubClient func(kubeconfig []byte, scheme *runtime.Scheme) (client.Client, error)
+}
+
+// SetupWithManager wires the controller.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if r.Recorder == nil {
+		r.Recorder = mgr.GetEventRecorder("hostfleet-operator")
+	}
+	if r.HubClient == nil {
+		r.HubClient = NewHubClient
+	}
+	if r.TokenTTL == 0 {
+		r.TokenTTL = time.Hour
+	}
+	byLabel := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
+		if name := o.GetLabels()[operatorv1alpha1.LabelHub]; name != "" {
+			return []reconcile.Request{{NamespacedName: client.ObjectKey{Name: name}}}
+		}
+		return nil
+	})
+	bySecret := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
+		if o.GetName() == operatorv1alpha1.ExternalHubKubeconfig {
+			return []reconcile.Request{{NamespacedName: client.ObjectKey{Name: o.GetNamespace()}}}
+		}
+		return nil
+	})
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("hostfleethub").
+		For(&operatorv1alpha1.HostfleetHub{}).
+		Watches(&appsv1.Deployment{}, byLabel).
+		Watches(&corev1.Secret{}, bySecret).
+		Complete(r)
+}
+
+// Reconcile applies a HostfleetHub's hub, or removes it.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	h := &operatorv1alpha1.HostfleetHub{}
+	if err := r.Client.Get(ctx, req.NamespacedName, h); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	orig := h.DeepCopy()
+	hub, err := r.hub(ctx, h)
+	if !h.DeletionTimestamp.IsZero() {
+		if err != nil {
+			// Nothing can be removed from a hub the operator cannot reach.
+			r.degraded(h, operatorv1alpha1.ReasonExternalKubeconfig, err.Error())
+			return ctrl.Result{RequeueAfter: 30 * time.Second}, r.status(ctx, orig, h)
+		}
+		return r.uninstall(ctx, orig, h, hub)
+	}
+	if !controllerutil.ContainsFinalizer(h, operatorv1alpha1.Finalizer) {
+		controllerutil.AddFinalizer(h, operatorv1alpha1.Finalizer)
+		if err := r.Client.Patch(ctx, h, client.MergeFrom(orig)); err != nil {
+			return ctrl.Result{}, fmt.Errorf("add finalizer to HostfleetHub %s: %w", h.Name, err)
+		}
+		orig = h.DeepCopy()
+	}
+	if err != nil {
+		r.degraded(h, operatorv1alpha1.ReasonExternalKubeconfig, err.Error())
+		setCondition(h, operatorv1alpha1.ConditionApplied, metav1.ConditionFalse, operatorv1alpha1.ReasonExternalKubeconfig, err.Error())
+		return ctrl.Result{}, r.status(ctx, orig, h)
+	}
+	if other, err := r.otherHub(ctx, h); err != nil {
+		return ctrl.Result{}, err
+	} else if other != "" {
+		msg := fmt.Sprintf("HostfleetHub %s already installs the hub on this cluster; delete this one", other)
+		r.degraded(h, operatorv1alpha1.ReasonSecondHub, msg)
+		setCondition(h, operatorv1alpha1.ConditionApplied, metav1.ConditionFalse, operatorv1alpha1.ReasonSecondHub, msg)
+		return ctrl.Result{}, r.status(ctx, orig, h)
+	}
+
+	requeue, err := r.install(ctx, h, hub)
+	if err != nil {
+		setCondition(h, operatorv1alpha1.ConditionApplied, metav1.ConditionFalse, operatorv1alpha1.ReasonApplyFailed, err.Error())
+		r.degraded(h, operatorv1alpha1.ReasonApplyFailed, err.Error())
+		return ctrl.Result{}, errors.Join(err, r.status(ctx, orig, h))
+	}
+	setCondition(h, operatorv1alpha1.ConditionApplied, metav1.ConditionTrue, operatorv1alpha1.ReasonApplied,
+		fmt.Sprintf("%s mode: the hub's CRDs, RBAC and controllers are applied (release %s)", h.Spec.DeployOption.Mode, r.Release.Version))
+	h.Status.Version = r.Release.Version
+	h.Status.HubImage, h.Status.AgentImage = images(h, r.Release)
+	h.Status.Namespace = Namespace(h)
+	if err := r.available(ctx, h); err != nil {
+		return ctrl.Result{}, err
+	}
+	return ctrl.Result{RequeueAfter: requeue}, r.status(ctx, orig, h)
+}
+
+// install applies everything, on the hub and, in Hosted mode, on the
+// hosting cluster. It returns when to come back (the Hosted token's renewal).
+func (r *Reconciler) install(ctx context.Context, h *operatorv1alpha1.HostfleetHub, hub client.Client) (time.Duration, error) {
+	objs, err := HubObjects(h, r.Release)
+	if err != nil {
+		return 0, err
+	}
+	if err := apply(ctx, hub, r.Scheme, objs...); err != nil {
+		return 0, fmt.Errorf("on the hub: %w", err)
+	}
+	if h.Spec.DeployOption.Mode != operatorv1alpha1.ModeHosted {
+		return 0, nil
+	}
+	requeue, err := r.hostedToken(ctx, h, hub)
+	if err != nil {
+		return 0, err
+	}
+	if err := apply(ctx, r.Client, r.Scheme, Workload(h, r.Release, HubKubeconfigSecret)...); err != nil {
+		return 0, fmt.Errorf("on the hosting cluster: %w", err)
+	}
+	return requeue, nil
+}
+
+// otherHub names another HostfleetHub installing a hub on the same cluster
+// (Default mode: one per cluster), if any.
+func (r *Reconciler) otherHub(ctx context.Context, h *operatorv1alpha1.HostfleetHub) (string, error) {
+	if h.Spec.DeployOption.Mode == operatorv1alpha1.ModeHosted {
+		return "", nil
+	}
+	list := &operatorv1alpha1.HostfleetHubList{}
+	if err := r.Client.List(ctx, list); err != nil {
+		return "", fmt.Errorf("list HostfleetHubs: %w", err)
+	}
+	for _, o := range list.Items {
+		if o.Name != h.Name && o.Spec.DeployOption.Mode != operatorv1alpha1.ModeHosted &&
+			(o.CreationTimestamp.Before(&h.CreationTimestamp) || (o.CreationTimestamp.Equal(&h.CreationTimestamp) && o.Name < h.Name)) {
+			return o.Name, nil
+		}
+	}
+	return "", nil
+}
+
+// available reports whether the hub's controllers run and are ready.
+func (r *Reconciler) available(ctx context.Context, h *operatorv1alpha1.HostfleetHub) error {
+	d := &appsv1.Deployment{}
+	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: Namespace(h), Name: HubName}, d); err != nil {
+		return fmt.Errorf("hub Deployment %s/%s: %w", Namespace(h), HubName, err)
+	}
+	want := replicasOf(d.Spec.Replicas)
+	if d.Status.ObservedGeneration >= d.Generation && d.Status.AvailableReplicas > 0 && d.Status.UpdatedReplicas >= want {
+		setCondition(h, operatorv1alpha1.ConditionAvailable, metav1.ConditionTrue, operatorv1alpha1.ReasonDeploymentAvailable,
+			fmt.Sprintf("%d of %d hub replicas available in %s", d.Status.AvailableReplicas, want, Namespace(h)))
+	} else {
+		setCondition(h, operatorv1alpha1.ConditionAvailable, metav1.ConditionFalse, operatorv1alpha1.ReasonDeploymentNotReady,
+			fmt.Sprintf("Deployment %s/%s: %d of %d replicas available, %d updated; see its pods' events and logs",
+				Namespace(h), HubName, d.Status.AvailableReplicas, want, d.Status.UpdatedReplicas))
+	}
+	setCondition(h, operatorv1alpha1.ConditionDegraded, metav1.ConditionFalse, operatorv1alpha1.ReasonAsExpected, "")
+	return nil
+}
+
+func replicasOf(p *int32) int32 {
+	if p == nil {
+		return 1
+	}
+	return *p
+}
+
+func (r *Reconciler) degraded(h *operatorv1alpha1.HostfleetHub, reason, msg string) {
+	setCondition(h, operatorv1alpha1.ConditionDegraded, metav1.ConditionTrue, reason, msg)
+}
+
+func setCondition(h *operatorv1alpha1.HostfleetHub, typ string, status metav1.ConditionStatus, reason, msg string) {
+	if len(msg) > 4096 {
+		msg = msg[:4093] + "..."
+	}
+	meta.SetStatusCondition(&h.Status.Conditions, metav1.Condition{Type: typ, Status: status, Reason: reason, Message: msg,
+		ObservedGeneration: h.Generation})
+}
+
+// status writes the status if it changed, with an Event for each condition
+// that changed.
+func (r *Reconciler) status(ctx context.Context, orig, h *operatorv1alpha1.HostfleetHub) error {
+	h.Status.ObservedGeneration = h.Generation
+	for _, c := range h.Status.Conditions {
+		old := meta.FindStatusCondition(orig.Status.Conditions, c.Type)
+		if r.Recorder != nil && (old == nil || old.Status != c.Status || old.Reason != c.Reason) {
+			typ := corev1.EventTypeNormal
+			if (c.Type == operatorv1alpha1.ConditionDegraded) == (c.Status == metav1.ConditionTrue) {
+				typ = corev1.EventTypeWarning
+			}
+			if c.Type == operatorv1alpha1.ConditionDegraded && c.Status == metav1.ConditionFalse {
+				typ = corev1.EventTypeNormal
+			}
+			r.Recorder.Eventf(h, nil, typ, c.Reason, c.Type, "%s=%s: %s", c.Type, c.Status, c.Message)
+		}
+	}
+	if equalStatus(orig.Status, h.Status) {
+		return nil
+	}
+	if err := r.Client.Status().Patch(ctx, h, client.MergeFrom(orig)); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("status of HostfleetHub %s: %w", h.Name, err)
+	}
+	return nil
+}
+
+func equalStatus(a, b operatorv1alpha1.HostfleetHubStatus) bool {
+	if a.ObservedGeneration != b.ObservedGeneration || a.Version != b.Version || a.HubImage != b.HubImage ||
+		a.AgentImage != b.AgentImage || a.Namespace != b.Namespace || len(a.Conditions) != len(b.Conditions) {
+		return false
+	}
+	for _, c := range b.Conditions {
+		o := meta.FindStatusCondition(a.Conditions, c.Type)
+		if o == nil || o.Status != c.Status || o.Reason != c.Reason || o.Message != c.Message || o.ObservedGeneration != c.ObservedGeneration {
+			return false
+		}
+	}
+	return true
+}
+
+// apply applies objs server-side as the operator, in order.
+func apply(ctx context.Context, c client.Client, scheme *runtime.Scheme, objs ...client.Object) error {
+	for _, obj := range objs {
+		gvk, err := apiutil.GVKForObject(obj, scheme)
+		if err != nil {
+			return err
+		}
+		u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+		if err != nil {
+			return err
+		}
+		u["apiVersion"], u["kind"] = gvk.GroupVersion().String(), gvk.Kind
+		delete(u, "status")
+		if m, ok := u["metadata"].(map[string]any); ok {
+			delete(m, "creationTimestamp")
+		}
+		ac := client.ApplyConfigurationFromUnstructured(&unstructured.Unstructured{Object: u})
+		if err := c.Apply(ctx, ac, client.FieldOwner(operatorv1alpha1.FieldManager), client.ForceOwnership); err != nil {
+			return fmt.Errorf("apply %s %s: %w", gvk.Kind, client.ObjectKeyFromObject(obj), err)
+		}
+	}
+	return nil
+}
