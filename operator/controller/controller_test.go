@@ -271,7 +271,7 @@ func TestHostedMode(t *testing.T) {
 	g.Eventually(func(g Gomega) {
 		deg := condition(getHub(g, hosting, "lab-hub"), operatorv1alpha1.ConditionDegraded)
 		g.Expect(deg.Reason).To(Equal(operatorv1alpha1.ReasonExternalKubeconfig))
-		g.Expect(deg.Message).To(ContainSubstring("Hosted mode needs Secret lab-hub/external-hub-kubeconfig with a \"kubeconfig\" key"))
+		g.Expect(deg.Message).To(ContainSubstring("the Hosted mode needs Secret lab-hub/external-hub-kubeconfig with a \"kubeconfig\" key"))
 	}).WithTimeout(30 * time.Second).Should(Succeed())
 
 	t.Log("a kubeconfig that does not parse, then one whose hub does not answer")

@@ -52,14 +52,14 @@ func (r *Reconciler) hub(ctx context.Context, h *operatorv1alpha1.HostfleetHub) 
 	s := &corev1.Secret{}
 	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: operatorv1alpha1.ExternalHubKubeconfig}, s); err != nil {
 		if apierrors.IsNotFound(err) {
-			return nil, fmt.Errorf("Hosted mode needs Secret %s/%s with a \"kubeconfig\" key that reaches the hub as an administrator: create the namespace %s and the Secret on this cluster (kubectl -n %s create secret generic %s --from-file=kubeconfig=<file>)",
+			return nil, fmt.Errorf("the Hosted mode needs Secret %s/%s with a \"kubeconfig\" key that reaches the hub as an administrator: create the namespace %s and the Secret on this cluster (kubectl -n %s create secret generic %s --from-file=kubeconfig=<file>)",
 				ns, operatorv1alpha1.ExternalHubKubeconfig, ns, ns, operatorv1alpha1.ExternalHubKubeconfig)
 		}
 		return nil, fmt.Errorf("read Secret %s/%s: %w", ns, operatorv1alpha1.ExternalHubKubeconfig, err)
 	}
 	data := s.Data["kubeconfig"]
 	if len(data) == 0 {
-		return nil, fmt.Errorf("Secret %s/%s has no \"kubeconfig\" key: put the hub's administrator kubeconfig there", ns, operatorv1alpha1.ExternalHubKubeconfig)
+		return nil, fmt.Errorf("secret %s/%s has no \"kubeconfig\" key: put the hub's administrator kubeconfig there", ns, operatorv1alpha1.ExternalHubKubeconfig)
 	}
 	newClient := r.HubClient
 	if newClient == nil {
@@ -67,11 +67,11 @@ func (r *Reconciler) hub(ctx context.Context, h *operatorv1alpha1.HostfleetHub) 
 	}
 	c, err := newClient(data, r.Scheme)
 	if err != nil {
-		return nil, fmt.Errorf("Secret %s/%s: the kubeconfig is not usable: %w", ns, operatorv1alpha1.ExternalHubKubeconfig, err)
+		return nil, fmt.Errorf("secret %s/%s: the kubeconfig is not usable: %w", ns, operatorv1alpha1.ExternalHubKubeconfig, err)
 	}
 	self := &authenticationv1.SelfSubjectReview{}
 	if err := c.Create(ctx, self); err != nil {
-		return nil, fmt.Errorf("Secret %s/%s: the hub does not answer through the kubeconfig (check its server, CA and credentials): %w",
+		return nil, fmt.Errorf("secret %s/%s: the hub does not answer through the kubeconfig (check its server, CA and credentials): %w",
 			ns, operatorv1alpha1.ExternalHubKubeconfig, err)
 	}
 	return c, nil
@@ -105,7 +105,7 @@ func (r *Reconciler) hostedToken(ctx context.Context, h *operatorv1alpha1.Hostfl
 	}
 	kc, err := hubKubeconfig(ext.Data["kubeconfig"])
 	if err != nil {
-		return 0, fmt.Errorf("Secret %s/%s: %w", ns, operatorv1alpha1.ExternalHubKubeconfig, err)
+		return 0, fmt.Errorf("secret %s/%s: %w", ns, operatorv1alpha1.ExternalHubKubeconfig, err)
 	}
 	seconds := int64(r.TokenTTL / time.Second)
 	tr := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &seconds}}
