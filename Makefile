@@ -19,7 +19,7 @@ help: ## List the targets.
 
 .PHONY: tools
 tools: ## Build every tool the tests need into $(HOSTFLEET_CACHE) (minutes the first time, seconds after).
-	$(TOOLS) envtest kube-controller-manager baremetal-operator controller-gen staticcheck shellcheck ipmi ocm clusteradm
+	$(TOOLS) envtest kube-controller-manager baremetal-operator controller-gen staticcheck kustomize helm shellcheck ipmi ocm clusteradm
 
 .PHONY: build
 build: ## Build the binaries into bin/.
@@ -35,6 +35,7 @@ manifests: ## Generate our CRDs (the hub's, the operator's) and vendor the upstr
 	$(TOOLS) controller-gen
 	$(CONTROLLER_GEN) crd paths=./hub/api/... output:crd:artifacts:config=manifests/crds/hostfleet
 	$(CONTROLLER_GEN) crd paths=./operator/api/... output:crd:artifacts:config=manifests/crds/operator
+	hack/helm-chart.sh
 	hack/vendor-crds.sh
 
 .PHONY: verify

@@ -7,15 +7,15 @@
 # The control planes' binaries (kube-apiserver, kube-controller-manager), OCM's
 # components and clusteradm are built from the modules under e2e/tools, whose
 # go.mod and go.sum pin every dependency (one module per Kubernetes version
-# in play). etcd, baremetal-operator, controller-gen and staticcheck are built
-# in throw-away wrapper modules. A tool whose binary is already in the cache is
+# in play). etcd and baremetal-operator are built in throw-away wrapper
+# modules; controller-gen, staticcheck, kustomize and helm with go install. A tool whose binary is already in the cache is
 # skipped, so a second run takes seconds.
 #
 # The IPMI emulator (ipmi_sim), ipmitool and shellcheck are Debian packages:
 # "ipmi" and "shellcheck" install them with apt-get when they are missing (as
 # root, or with sudo).
 #
-# usage: hack/tools.sh [kube-apiserver|etcd|kube-controller-manager|baremetal-operator|controller-gen|staticcheck|shellcheck|ipmi|ocm|clusteradm|all]...
+# usage: hack/tools.sh [kube-apiserver|etcd|kube-controller-manager|baremetal-operator|controller-gen|staticcheck|kustomize|helm|shellcheck|ipmi|ocm|clusteradm|all]...
 #        hack/tools.sh --print-assets   # the KUBEBUILDER_ASSETS directory
 set -euo pipefail
 
@@ -27,6 +27,8 @@ BMO_HWUTILS_VERSION="v0.5.1"
 IRSO_API_VERSION="v0.8.0"
 CONTROLLER_GEN_VERSION="${CONTROLLER_GEN_VERSION:-v0.20.1}"
 STATICCHECK_VERSION="${STATICCHECK_VERSION:-v0.8.2}"
+KUSTOMIZE_VERSION="${KUSTOMIZE_VERSION:-v5.7.1}"
+HELM_VERSION="${HELM_VERSION:-v3.19.0}"
 OCM_VERSION="v1.2.0"                            # e2e/tools/ocm/go.mod
 CLUSTERADM_VERSION="v1.3.1"                     # e2e/tools/clusteradm/go.mod
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
@@ -170,7 +172,7 @@ case "${1:-all}" in
 esac
 
 tools=("$@")
-[[ ${#tools[@]} -eq 0 || ${tools[0]} == all ]] && tools=(etcd kube-apiserver kube-controller-manager baremetal-operator controller-gen staticcheck shellcheck ipmi ocm clusteradm)
+[[ ${#tools[@]} -eq 0 || ${tools[0]} == all ]] && tools=(etcd kube-apiserver kube-controller-manager baremetal-operator controller-gen staticcheck kustomize helm shellcheck ipmi ocm clusteradm)
 for t in "${tools[@]}"; do
 	case "${t}" in
 	kube-apiserver) build_kube_apiserver; [[ -x ${CACHE}/etcd-${ETCD_VERSION}/bin/etcd ]] && link_assets ;;
@@ -180,6 +182,8 @@ for t in "${tools[@]}"; do
 	baremetal-operator) build_bmo ;;
 	controller-gen) go_install controller-gen sigs.k8s.io/controller-tools/cmd/controller-gen "${CONTROLLER_GEN_VERSION}" ;;
 	staticcheck) go_install staticcheck honnef.co/go/tools/cmd/staticcheck "${STATICCHECK_VERSION}" ;;
+	kustomize) go_install kustomize sigs.k8s.io/kustomize/kustomize/v5 "${KUSTOMIZE_VERSION}" ;;
+	helm) go_install helm helm.sh/helm/v3/cmd/helm "${HELM_VERSION}" ;;
 	ocm) build_tools_module ocm "${OCM_VERSION}" e2e/tools/ocm open-cluster-management.io/ocm/cmd/{registration-operator,registration,work,placement,addon} ;;
 	clusteradm) build_tools_module clusteradm "${CLUSTERADM_VERSION}" e2e/tools/clusteradm open-cluster-management.io/clusteradm/cmd/clusteradm ;;
 	ipmi) apt_install ipmi_sim ipmitool -- openipmi ipmitool ;;

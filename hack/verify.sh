@@ -15,7 +15,7 @@ hack/check-tree.sh
 hack/check-imports.sh
 hack/check-layout.sh
 
-paths=(go.mod go.sum hub/api operator/api manifests)
+paths=(go.mod go.sum hub/api operator/api manifests deploy)
 snap=$(mktemp -d)
 restore() {
 	for p in "${paths[@]}"; do rm -rf "${p}"; done

@@ -1,7 +1,9 @@
 package controller_test
 
 import (
+	"bytes"
 	"context"
+	"io"
 	"os"
 	"path/filepath"
 	"testing"
@@ -18,6 +20,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
@@ -41,11 +45,42 @@ func TestMain(m *testing.M) { planes.Main(m) }
 
 var release = controller.Release{Version: "v0.1.0", HubImage: "registry.example/hostfleet-hub:v0.1.0", AgentImage: "registry.example/hostfleet-agent:v0.1.0"}
 
-// operator runs the HostfleetHub controller on a plane until stop is called
-// or the test ends.
-func operator(t *testing.T, f *planes.Fleet, plane string, rel controller.Release, ttl time.Duration) (stop func()) {
+// bundleIdentity installs, on a plane, the operator's ServiceAccount and RBAC
+// exactly as deploy/operator/rbac.yaml has them, and returns a config with a
+// token of that ServiceAccount: what the operator's pod gets.
+func bundleIdentity(t *testing.T, f *planes.Fleet, plane string) *rest.Config {
 	t.Helper()
-	mgr, err := ctrl.NewManager(f.Plane(plane).Config, ctrl.Options{Scheme: f.Scheme,
+	g := NewWithT(t)
+	ctx := context.Background()
+	c := f.Plane(plane).Client
+	g.Expect(c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "hostfleet-operator"}})).To(Succeed())
+	data, err := os.ReadFile("../../deploy/operator/rbac.yaml")
+	g.Expect(err).NotTo(HaveOccurred())
+	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
+	for {
+		u := &unstructured.Unstructured{}
+		if err := dec.Decode(&u.Object); err == io.EOF {
+			break
+		} else {
+			g.Expect(err).NotTo(HaveOccurred())
+		}
+		if len(u.Object) > 0 {
+			g.Expect(c.Create(ctx, u)).To(Succeed(), "%s %s", u.GetKind(), u.GetName())
+		}
+	}
+	tr := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](3600)}}
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: "hostfleet-operator", Name: "hostfleet-operator"}}
+	g.Expect(c.SubResource("token").Create(ctx, sa, tr)).To(Succeed())
+	cfg := rest.AnonymousClientConfig(f.Plane(plane).Config)
+	cfg.BearerToken = tr.Status.Token
+	return cfg
+}
+
+// operator runs the HostfleetHub controller on a plane, with the identity
+// of cfg, until stop is called or the test ends.
+func operator(t *testing.T, f *planes.Fleet, cfg *rest.Config, rel controller.Release, ttl time.Duration) (stop func()) {
+	t.Helper()
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{Scheme: f.Scheme,
 		Metrics: metricsserver.Options{BindAddress: "0"}, Controller: config.Controller{SkipNameValidation: ptr.To(true)}})
 	if err != nil {
 		t.Fatal(err)
@@ -113,8 +148,9 @@ func serviceAccountConfig(g Gomega, c client.Client, base *rest.Config) *rest.Co
 	return cfg
 }
 
-// TestDefaultMode: a HostfleetHub installs the hub on its own cluster, the
-// hub runs with only what was installed, an upgrade reaches the Deployment,
+// TestDefaultMode: the operator, with only the RBAC of its bundle
+// (deploy/operator), installs the hub a HostfleetHub describes on its own
+// cluster; the hub runs with only what was installed; an upgrade reaches the Deployment,
 // the mode cannot change, and uninstall waits for claims then leaves
 // nothing of Hostfleet's.
 func TestDefaultMode(t *testing.T) {
@@ -124,7 +160,8 @@ func TestDefaultMode(t *testing.T) {
 	f := planes.ForTestWith(t, planes.Options{CRDSets: []string{manifests.OCM, manifests.Operator}}, "hub")
 	f.StartControllerManagerForTest(t, "hub") // namespaces and garbage collection
 	hub := f.Plane("hub").Client
-	stop := operator(t, f, "hub", release, time.Hour)
+	asOperator := bundleIdentity(t, f, "hub")
+	stop := operator(t, f, asOperator, release, time.Hour)
 
 	g.Expect(hub.Create(ctx, &operatorv1alpha1.HostfleetHub{ObjectMeta: metav1.ObjectMeta{Name: "hub"}})).To(Succeed())
 
@@ -183,7 +220,7 @@ func TestDefaultMode(t *testing.T) {
 	t.Log("upgrade: a new operator release and a new hub image reach the Deployment in place")
 	stop()
 	next := controller.Release{Version: "v0.2.0", HubImage: "registry.example/hostfleet-hub:v0.2.0", AgentImage: "registry.example/hostfleet-agent:v0.2.0"}
-	operator(t, f, "hub", next, time.Hour)
+	operator(t, f, asOperator, next, time.Hour)
 	g.Eventually(func(g Gomega) {
 		g.Expect(hub.Get(ctx, client.ObjectKeyFromObject(d), d)).To(Succeed())
 		g.Expect(d.Spec.Template.Spec.Containers[0].Image).To(Equal(next.HubImage))
@@ -262,7 +299,7 @@ func TestHostedMode(t *testing.T) {
 	ctx := context.Background()
 	f := planes.ForTestWith(t, planes.Options{CRDSets: []string{manifests.OCM, manifests.Operator}}, "hub", "hosting")
 	hub, hosting := f.Plane("hub").Client, f.Plane("hosting").Client
-	operator(t, f, "hosting", release, 10*time.Minute)
+	operator(t, f, bundleIdentity(t, f, "hosting"), release, 10*time.Minute)
 
 	g.Expect(hosting.Create(ctx, &operatorv1alpha1.HostfleetHub{ObjectMeta: metav1.ObjectMeta{Name: "lab-hub"},
 		Spec: operatorv1alpha1.HostfleetHubSpec{DeployOption: operatorv1alpha1.DeployOption{Mode: operatorv1alpha1.ModeHosted}}})).To(Succeed())

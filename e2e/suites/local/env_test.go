@@ -37,6 +37,19 @@ type env struct {
 	hubToken   string
 	hubURL     string
 	hubCA      string
+	hub        *planes.Process // hostfleet-hub
+}
+
+// startHub runs hostfleet-hub against the hub plane.
+func (e *env) startHub() {
+	e.t.Helper()
+	p, err := e.fleet.Run("hostfleet-hub", "hub", filepath.Join(e.bin, "hostfleet-hub"), []string{
+		"--kubeconfig=" + e.fleet.Plane("hub").Kubeconfig, "--leader-elect=false", "--bind-deadline=1m",
+		"--agent-image=quay.io/hostfleet/hostfleet-agent:e2e"})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	e.hub = p
 }
 
 // tool returns a binary from the tool cache (hack/tools.sh).

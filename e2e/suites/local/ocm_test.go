@@ -5,7 +5,6 @@ package local_test
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -18,6 +17,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	addonv1beta1 "open-cluster-management.io/api/addon/v1beta1"
@@ -52,11 +52,7 @@ func TestOCM(t *testing.T) {
 	step(t, "AddonDefault", func(t *testing.T) {
 		e.t = t
 		g := NewWithT(t)
-		if _, err := e.fleet.Run("hostfleet-hub", "hub", filepath.Join(e.bin, "hostfleet-hub"), []string{
-			"--kubeconfig=" + e.fleet.Plane("hub").Kubeconfig, "--leader-elect=false", "--bind-deadline=1m",
-			"--agent-image=quay.io/hostfleet/hostfleet-agent:e2e"}); err != nil {
-			t.Fatal(err)
-		}
+		e.startHub()
 		e.fleet.StartBMOForTest(t, "infra-1")
 		for _, obj := range demo.InfraHosts(0) {
 			g.Expect(e.fleet.Plane("infra-1").Client.Create(ctx, obj)).To(Succeed())
@@ -83,6 +79,59 @@ func TestOCM(t *testing.T) {
 
 		// A tenant's claim, pinned to infra-1, is bound there and Ready.
 		e.expectClaimReady("web-1", "infra-1")
+	})
+
+	step(t, "AddonConfig", func(t *testing.T) {
+		e.t = t
+		g := NewWithT(t)
+		// An administrator configures every agent the OCM way: an
+		// AddOnDeploymentConfig as the ClusterManagementAddOn's default.
+		adc := &addonv1beta1.AddOnDeploymentConfig{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: hostfleetv1alpha1.AddonName},
+			Spec: addonv1beta1.AddOnDeploymentConfigSpec{
+				NodePlacement: &addonv1beta1.NodePlacement{NodeSelector: map[string]string{"node-role.kubernetes.io/infra": ""},
+					Tolerations: []corev1.Toleration{{Key: "node-role.kubernetes.io/infra", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}}},
+				ResourceRequirements: []addonv1beta1.ContainerResourceRequirements{{ContainerID: "deployments:hostfleet-agent:agent",
+					Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("64Mi")}}}},
+				CustomizedVariables: []addonv1beta1.CustomizedVariable{{Name: "bmcWorkers", Value: "3"}},
+			}}
+		g.Expect(hub.Create(ctx, adc)).To(Succeed())
+		cma := &addonv1beta1.ClusterManagementAddOn{}
+		g.Expect(hub.Get(ctx, client.ObjectKey{Name: hostfleetv1alpha1.AddonName}, cma)).To(Succeed())
+		cma.Spec.DefaultConfigs = []addonv1beta1.AddOnConfig{{
+			ConfigGroupResource: addonv1beta1.ConfigGroupResource{Group: "addon.open-cluster-management.io", Resource: "addondeploymentconfigs"},
+			ConfigReferent:      addonv1beta1.ConfigReferent{Namespace: "default", Name: hostfleetv1alpha1.AddonName}}}
+		g.Expect(hub.Update(ctx, cma)).To(Succeed())
+
+		configured := func(g Gomega) {
+			d := &appsv1.Deployment{}
+			g.Expect(e.fleet.Plane("infra-1").Client.Get(ctx, client.ObjectKey{Namespace: addonNamespace, Name: hostfleetv1alpha1.AddonName}, d)).To(Succeed())
+			pod := d.Spec.Template.Spec
+			g.Expect(pod.NodeSelector).To(Equal(adc.Spec.NodePlacement.NodeSelector))
+			g.Expect(pod.Tolerations).To(Equal(adc.Spec.NodePlacement.Tolerations))
+			g.Expect(pod.Containers[0].Resources.Requests.Memory().String()).To(Equal("64Mi"))
+			g.Expect(pod.Containers[0].Args).To(ContainElement("--bmc-workers=3"))
+		}
+		start := time.Now()
+		g.Eventually(configured).WithTimeout(2*time.Minute).WithPolling(time.Second).Should(Succeed(),
+			"OCM's addon-manager resolves the config, the hub renders it, the work agent applies it")
+		t.Logf("the config reached infra-1's agent in %s", time.Since(start).Round(100*time.Millisecond))
+		e.expectAgent("infra-1", addonNamespace)
+		e.expectAddonAvailable("infra-1")
+
+		// The hub restarts; what the administrator set stays, and what the
+		// hub owns is the hub's again.
+		g.Expect(hub.Get(ctx, client.ObjectKey{Name: hostfleetv1alpha1.AddonName}, cma)).To(Succeed())
+		cma.Spec.AddOnMeta.Description = "edited by hand"
+		g.Expect(hub.Update(ctx, cma)).To(Succeed())
+		g.Expect(e.hub.Stop()).To(Succeed())
+		e.startHub()
+		g.Eventually(func(g Gomega) {
+			g.Expect(hub.Get(ctx, client.ObjectKey{Name: hostfleetv1alpha1.AddonName}, cma)).To(Succeed())
+			g.Expect(cma.Spec.AddOnMeta.Description).NotTo(Equal("edited by hand"), "the restarted hub applied its fields")
+		}).WithTimeout(time.Minute).WithPolling(time.Second).Should(Succeed())
+		g.Expect(cma.Spec.DefaultConfigs).To(HaveLen(1), "the administrator's default config survives the restart")
+		g.Expect(cma.Spec.InstallStrategy.Type).To(Equal(addonv1beta1.AddonInstallStrategyManual))
+		g.Consistently(configured).WithTimeout(10*time.Second).WithPolling(time.Second).Should(Succeed(), "and so does the agent's configuration")
 	})
 
 	step(t, "AddonHosted", func(t *testing.T) {
