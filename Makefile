@@ -39,7 +39,7 @@ manifests: ## Generate our CRDs (the hub's, the operator's) and vendor the upstr
 	hack/vendor-crds.sh
 
 .PHONY: verify
-verify: ## Fail when generated code, CRDs or go.mod/go.sum are stale, a build output is tracked, the parts import each other or the README's layout is out of date (changes nothing).
+verify: ## Fail when generated code, CRDs, the Helm chart or go.mod/go.sum are stale, a build output is tracked, the parts import each other or the README's layout is out of date (changes nothing).
 	hack/verify.sh
 
 .PHONY: lint
