@@ -63,7 +63,7 @@ test-unit: ## Only the tests that start no process (no control plane, no emulato
 
 .PHONY: e2e-local
 e2e-local: ## The real OCM flow on local planes: clusteradm init/join (Default and Hosted), the add-on enabled, claims Ready, teardown (root).
-	$(TOOLS) envtest kube-controller-manager baremetal-operator ocm clusteradm
+	$(TOOLS) envtest kube-controller-manager baremetal-operator ocm clusteradm kustomize
 	KUBEBUILDER_ASSETS="$$($(TOOLS) --print-assets)" HOSTFLEET_BMO="$$($(TOOLS) --print-bmo)" \
 		go test $(GO_TEST_FLAGS) -v ./e2e/harness/pods/ ./e2e/suites/local/
 

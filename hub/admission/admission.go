@@ -8,9 +8,13 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"math"
+	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/wait"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
@@ -51,8 +55,24 @@ func Install(ctx context.Context, c client.Client) error {
 // Installer installs the policies when the manager starts.
 type Installer struct{ Client client.Client }
 
-// Start implements manager.Runnable.
-func (i *Installer) Start(ctx context.Context) error { return Install(ctx, i.Client) }
+// Start implements manager.Runnable: it installs the policies, retrying
+// with backoff while the API server fails, so that a hub starting during an
+// outage waits for it instead of exiting.
+func (i *Installer) Start(ctx context.Context) error {
+	log := ctrl.LoggerFrom(ctx).WithName("admission")
+	backoff := wait.Backoff{Duration: time.Second, Factor: 2, Steps: math.MaxInt32, Cap: 30 * time.Second}
+	err := wait.ExponentialBackoffWithContext(ctx, backoff, func(ctx context.Context) (bool, error) {
+		if err := Install(ctx, i.Client); err != nil {
+			log.Error(err, "installing the admission policies; retrying")
+			return false, nil
+		}
+		return true, nil
+	})
+	if ctx.Err() != nil {
+		return nil
+	}
+	return err
+}
 
 // NeedLeaderElection is false: installing is idempotent.
 func (i *Installer) NeedLeaderElection() bool { return false }

@@ -159,7 +159,11 @@ func New(cfg *rest.Config, o *Options) (ctrl.Manager, error) {
 		return nil, fmt.Errorf("scheduler: %w", err)
 	}
 	if o.HealthAddr != "0" && o.HealthAddr != "" {
-		if err := errors.Join(mgr.AddHealthzCheck("ping", healthz.Ping), mgr.AddReadyzCheck("ping", healthz.Ping)); err != nil {
+		check, err := ready(mgr, cfg)
+		if err != nil {
+			return nil, fmt.Errorf("readiness check: %w", err)
+		}
+		if err := errors.Join(mgr.AddHealthzCheck("ping", healthz.Ping), mgr.AddReadyzCheck("hub", check)); err != nil {
 			return nil, fmt.Errorf("health checks: %w", err)
 		}
 	}

@@ -2,6 +2,9 @@ package app_test
 
 import (
 	"context"
+	"io"
+	"net"
+	"net/http"
 	"testing"
 	"time"
 
@@ -30,6 +33,17 @@ import (
 )
 
 func TestMain(m *testing.M) { planes.Main(m) }
+
+// freeAddr is a free 127.0.0.1 port.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = ln.Close() }()
+	return ln.Addr().String()
+}
 
 // hubIdentity makes the hub's ServiceAccount with exactly permissions.Hub()
 // (the rules the operator installs) and returns a config with a token of
@@ -70,10 +84,15 @@ func TestHubRunsWithItsOwnRBAC(t *testing.T) {
 	f := planes.ForTest(t, "hub")
 	hub := f.Plane("hub").Client
 	cfg := hubIdentity(t, f, "hub")
+	// The hub reaches its API server through a proxy the test can cut.
+	px, err := f.Proxy("hub")
+	g.Expect(err).NotTo(HaveOccurred())
+	cfg.Host = px.Config.Host
 
 	o := app.NewOptions()
 	o.Addon.Image = "registry.example/hostfleet-agent:v1"
 	o.LeaderElectionNamespace = "hostfleet-system"
+	o.HealthAddr = freeAddr(t)
 	mgr, err := app.New(cfg, o)
 	g.Expect(err).NotTo(HaveOccurred())
 	mctx, cancel := context.WithCancel(ctx)
@@ -83,6 +102,19 @@ func TestHubRunsWithItsOwnRBAC(t *testing.T) {
 		cancel()
 		g.Expect(<-done).To(Succeed())
 	})
+
+	readyz := func(code int, says string) func(g Gomega) {
+		return func(g Gomega) {
+			resp, err := http.Get("http://" + o.HealthAddr + "/readyz?verbose")
+			g.Expect(err).NotTo(HaveOccurred())
+			defer func() { _ = resp.Body.Close() }()
+			body, err := io.ReadAll(resp.Body)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(resp.StatusCode).To(Equal(code), "%s", body)
+			g.Expect(string(body)).To(ContainSubstring(says))
+		}
+	}
+	g.Eventually(readyz(http.StatusOK, "[+]hub ok")).WithTimeout(30*time.Second).Should(Succeed(), "ready once its caches have synced and its API server answers")
 
 	t.Log("as the hub: who am I, and what I may not do")
 	asHub, err := client.New(cfg, client.Options{Scheme: f.Scheme})
@@ -147,6 +179,12 @@ func TestHubRunsWithItsOwnRBAC(t *testing.T) {
 		g.Expect(hub.Get(ctx, client.ObjectKey{Name: addon.BindingName("c1")}, &rbacv1.ClusterRoleBinding{})).To(Succeed())
 		g.Expect(hub.Get(ctx, client.ObjectKey{Namespace: "c1", Name: hostfleetv1alpha1.AgentClusterRole}, &rbacv1.Role{})).To(Succeed())
 	}).WithTimeout(time.Minute).Should(Succeed())
+
+	t.Log("not ready while its API server does not answer, ready again when it does")
+	px.Cut()
+	g.Eventually(readyz(http.StatusInternalServerError, "[-]hub failed")).WithTimeout(30*time.Second).Should(Succeed(), "its API server does not answer")
+	px.Restore()
+	g.Eventually(readyz(http.StatusOK, "[+]hub ok")).WithTimeout(30 * time.Second).Should(Succeed())
 
 	t.Log("the tenant is deleted: the hub removes what it made")
 	g.Expect(hub.Delete(ctx, claim)).To(Succeed())

@@ -351,7 +351,8 @@ func TestHostedMode(t *testing.T) {
 	g.Expect(deploys.Items).To(BeEmpty(), "nothing of the hub runs on the hub cluster")
 	d := &appsv1.Deployment{}
 	g.Expect(hosting.Get(ctx, client.ObjectKey{Namespace: "lab-hub", Name: controller.HubName}, d)).To(Succeed())
-	g.Expect(d.Spec.Template.Spec.Containers[0].Args).To(ContainElements("--kubeconfig=/var/run/hub/kubeconfig", "--leader-election-namespace=lab-hub"))
+	g.Expect(d.Spec.Template.Spec.Containers[0].Args).To(ContainElements("--kubeconfig=/var/run/hub/kubeconfig", "--leader-election-namespace=hostfleet-system"),
+		"the Lease is on the hub, where the hub's ServiceAccount may keep it")
 	g.Expect(d.Spec.Template.Spec.Volumes).To(ContainElement(HaveField("Secret.SecretName", controller.HubKubeconfigSecret)))
 	g.Expect(d.Spec.Template.Spec.Volumes).NotTo(ContainElement(HaveField("Secret.SecretName", operatorv1alpha1.ExternalHubKubeconfig)),
 		"the administrator's kubeconfig is the operator's only")

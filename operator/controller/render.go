@@ -112,7 +112,8 @@ func Workload(h *operatorv1alpha1.HostfleetHub, rel Release, kubeconfigSecret st
 	replicas := ptr.Deref(h.Spec.Replicas, 1)
 	args := []string{
 		"--leader-elect=true",
-		"--leader-election-namespace=" + ns,
+		// The Lease is on the hub, in the hub's namespace there, in both modes.
+		"--leader-election-namespace=" + hubSideNamespace(h),
 		"--metrics-bind-address=:8080",
 		"--health-probe-bind-address=:8081",
 		"--agent-image=" + agentImage,

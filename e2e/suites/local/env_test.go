@@ -33,23 +33,10 @@ type env struct {
 	fleet      *planes.Fleet
 	runners    map[string]*pods.Runner
 	clusteradm string
-	bin        string // hostfleet-hub and hostfleet-agent
+	bin        string // hostfleet-operator, hostfleet-hub and hostfleet-agent
 	hubToken   string
 	hubURL     string
 	hubCA      string
-	hub        *planes.Process // hostfleet-hub
-}
-
-// startHub runs hostfleet-hub against the hub plane.
-func (e *env) startHub() {
-	e.t.Helper()
-	p, err := e.fleet.Run("hostfleet-hub", "hub", filepath.Join(e.bin, "hostfleet-hub"), []string{
-		"--kubeconfig=" + e.fleet.Plane("hub").Kubeconfig, "--leader-elect=false", "--bind-deadline=1m",
-		"--agent-image=quay.io/hostfleet/hostfleet-agent:e2e"})
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	e.hub = p
 }
 
 // tool returns a binary from the tool cache (hack/tools.sh).
@@ -82,14 +69,17 @@ func newEnv(t *testing.T) *env {
 
 	start := time.Now()
 	e.bin = t.TempDir()
-	for pkg, name := range map[string]string{"../../../agent/cmd/hostfleet-agent": "hostfleet-agent", "../../../hub/cmd/hostfleet-hub": "hostfleet-hub"} {
+	for pkg, name := range map[string]string{"../../../agent/cmd/hostfleet-agent": "hostfleet-agent", "../../../hub/cmd/hostfleet-hub": "hostfleet-hub",
+		"../../../operator/cmd/hostfleet-operator": "hostfleet-operator"} {
 		out, err := exec.Command("go", "build", "-o", filepath.Join(e.bin, name), pkg).CombinedOutput()
 		if err != nil {
 			t.Fatalf("build %s: %v\n%s", name, err, out)
 		}
 	}
-	images["hostfleet-agent"] = pods.Image{Binary: filepath.Join(e.bin, "hostfleet-agent"), Path: "/hostfleet-agent", Entrypoint: []string{"/hostfleet-agent"}}
-	t.Logf("built hostfleet-hub and hostfleet-agent in %s", time.Since(start).Round(time.Second))
+	for _, name := range []string{"hostfleet-agent", "hostfleet-hub", "hostfleet-operator"} {
+		images[name] = pods.Image{Binary: filepath.Join(e.bin, name), Path: "/" + name, Entrypoint: []string{"/" + name}}
+	}
+	t.Logf("built hostfleet-operator, hostfleet-hub and hostfleet-agent in %s", time.Since(start).Round(time.Second))
 
 	// OCM's own CRDs come from `clusteradm init` and `join`, as for a user.
 	e.fleet = planes.ForTestWith(t, planes.Options{ForPods: true, CRDSets: []string{manifests.Hostfleet, manifests.Metal3}},

@@ -5,6 +5,7 @@ package local_test
 import (
 	"context"
 	"fmt"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -16,6 +17,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -26,6 +28,7 @@ import (
 
 	"github.com/hostfleet/hostfleet/e2e/programs/demo"
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
+	operatorv1alpha1 "github.com/hostfleet/hostfleet/operator/api/v1alpha1"
 )
 
 // addonNamespace is where `clusteradm addon enable` installs add-ons unless
@@ -52,7 +55,15 @@ func TestOCM(t *testing.T) {
 	step(t, "AddonDefault", func(t *testing.T) {
 		e.t = t
 		g := NewWithT(t)
-		e.startHub()
+		// The hub, installed the way a person would: the operator from
+		// deploy/operator, then a Default HostfleetHub. The operator renders
+		// the hub's Deployment and the pod runner runs it, with only the RBAC
+		// the operator installed.
+		e.installOperator("hub")
+		g.Expect(hub.Create(ctx, &operatorv1alpha1.HostfleetHub{ObjectMeta: metav1.ObjectMeta{Name: "hub"},
+			Spec: operatorv1alpha1.HostfleetHubSpec{BindDeadline: &metav1.Duration{Duration: time.Minute}}})).To(Succeed())
+		e.expectHubAvailable("hub", "hub")
+		g.Expect(e.runners["hub"].Running("hostfleet-system", "hostfleet-hub")).NotTo(BeEmpty(), "the hub runs as the operator's Deployment")
 		e.fleet.StartBMOForTest(t, "infra-1")
 		for _, obj := range demo.InfraHosts(0) {
 			g.Expect(e.fleet.Plane("infra-1").Client.Create(ctx, obj)).To(Succeed())
@@ -118,13 +129,22 @@ func TestOCM(t *testing.T) {
 		e.expectAgent("infra-1", addonNamespace)
 		e.expectAddonAvailable("infra-1")
 
-		// The hub restarts; what the administrator set stays, and what the
-		// hub owns is the hub's again.
+		// The hub restarts (an upgrade: its HostfleetHub changes, the
+		// operator rolls its Deployment); what the administrator set stays,
+		// and what the hub owns is the hub's again.
 		g.Expect(hub.Get(ctx, client.ObjectKey{Name: hostfleetv1alpha1.AddonName}, cma)).To(Succeed())
 		cma.Spec.AddOnMeta.Description = "edited by hand"
 		g.Expect(hub.Update(ctx, cma)).To(Succeed())
-		g.Expect(e.hub.Stop()).To(Succeed())
-		e.startHub()
+		hh := &operatorv1alpha1.HostfleetHub{}
+		g.Expect(hub.Get(ctx, client.ObjectKey{Name: "hub"}, hh)).To(Succeed())
+		hh.Spec.BindDeadline = &metav1.Duration{Duration: 90 * time.Second}
+		g.Expect(hub.Update(ctx, hh)).To(Succeed())
+		g.Eventually(func(g Gomega) {
+			d := &appsv1.Deployment{}
+			g.Expect(hub.Get(ctx, client.ObjectKey{Namespace: "hostfleet-system", Name: "hostfleet-hub"}, d)).To(Succeed())
+			g.Expect(d.Spec.Template.Spec.Containers[0].Args).To(ContainElement("--bind-deadline=1m30s"))
+		}).WithTimeout(30 * time.Second).WithPolling(time.Second).Should(Succeed())
+		e.expectHubAvailable("hub", "hub")
 		g.Eventually(func(g Gomega) {
 			g.Expect(hub.Get(ctx, client.ObjectKey{Name: hostfleetv1alpha1.AddonName}, cma)).To(Succeed())
 			g.Expect(cma.Spec.AddOnMeta.Description).NotTo(Equal("edited by hand"), "the restarted hub applied its fields")
@@ -213,6 +233,65 @@ func TestOCM(t *testing.T) {
 		}).WithTimeout(time.Minute).WithPolling(time.Second).Should(Succeed())
 		e.expectNoAgent("infra-1")
 		g.Expect(e.runners["infra-1"].Running("open-cluster-management-agent", "klusterlet-registration-agent")).To(BeEmpty(), "the klusterlet is gone too")
+
+		// The hub goes: the operator removes the tenant (the hub, still
+		// running, finalizes it), then the hub and Hostfleet's CRDs.
+		e.uninstallHub("hub", "hub", "hostfleet-system")
+		g.Eventually(func() error {
+			return hub.Get(ctx, client.ObjectKey{Name: "hostfleet-system"}, &corev1.Namespace{})
+		}).WithTimeout(time.Minute).WithPolling(time.Second).Should(Satisfy(apierrors.IsNotFound), "the hub's namespace is gone")
+	})
+
+	step(t, "HubHosted", func(t *testing.T) {
+		e.t = t
+		g := NewWithT(t)
+		// The hub's controllers on the hosting cluster: the operator there,
+		// the hub's administrator kubeconfig in external-hub-kubeconfig, a
+		// Hosted HostfleetHub. infra-2 (Hosted klusterlet on hosting) is still
+		// joined.
+		hosting := e.fleet.Plane("hosting").Client
+		e.installOperator("hosting")
+		admin, err := os.ReadFile(e.fleet.Plane("hub").Kubeconfig)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(hosting.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "lab-hub"}})).To(Succeed())
+		g.Expect(hosting.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "lab-hub", Name: operatorv1alpha1.ExternalHubKubeconfig},
+			Data: map[string][]byte{"kubeconfig": admin}})).To(Succeed())
+		g.Eventually(func() error {
+			return hosting.Create(ctx, &operatorv1alpha1.HostfleetHub{ObjectMeta: metav1.ObjectMeta{Name: "lab-hub"},
+				Spec: operatorv1alpha1.HostfleetHubSpec{DeployOption: operatorv1alpha1.DeployOption{Mode: operatorv1alpha1.ModeHosted},
+					BindDeadline: &metav1.Duration{Duration: time.Minute}}})
+		}).WithTimeout(30 * time.Second).Should(Succeed())
+		e.expectHubAvailable("hosting", "lab-hub")
+		g.Expect(e.runners["hosting"].Running("lab-hub", "hostfleet-hub")).NotTo(BeEmpty(), "the hub runs on the hosting cluster")
+		deploys := &appsv1.DeploymentList{}
+		g.Expect(hub.List(ctx, deploys, client.InNamespace("hostfleet-system"))).To(Succeed())
+		g.Expect(deploys.Items).To(BeEmpty(), "nothing of the hub runs on the hub cluster")
+
+		// The same fleet flow through the Hosted hub: a tenant, the agent
+		// enabled for infra-2, a claim Ready.
+		g.Eventually(func() error {
+			return hub.Create(ctx, &hostfleetv1alpha1.Tenant{ObjectMeta: metav1.ObjectMeta{Name: "acme"}, Spec: hostfleetv1alpha1.TenantSpec{
+				Namespaces: []string{"tenant-acme"}, ClusterSet: "lab", LabelSyncPrefixes: []string{"example.com"}}})
+		}).WithTimeout(30 * time.Second).Should(Succeed())
+		klusterletNS := e.hostedKlusterlet("infra-2")
+		e.run("hub", "addon", "enable", "--names", hostfleetv1alpha1.AddonName, "--clusters", "infra-2", "--namespace", klusterletNS,
+			"--annotate", "addon.open-cluster-management.io/hosting-cluster-name=hosting")
+		e.expectAgent("hosting", klusterletNS)
+		e.expectAddonAvailable("infra-2")
+		e.expectClaimReady("db-2", "infra-2")
+
+		// Uninstall: the claim first, then the HostfleetHub; the operator
+		// takes the agent away through the hub, then the hub.
+		g.Expect(hub.Delete(ctx, &metal3api.HostClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant-acme", Name: "db-2"}})).To(Succeed())
+		g.Eventually(func() error {
+			return hub.Get(ctx, client.ObjectKey{Namespace: "tenant-acme", Name: "db-2"}, &metal3api.HostClaim{})
+		}).WithTimeout(2*time.Minute).WithPolling(time.Second).Should(Satisfy(apierrors.IsNotFound))
+		e.uninstallHub("hosting", "lab-hub", "lab-hub")
+		g.Eventually(func(g Gomega) {
+			g.Expect(e.runners["hosting"].Running(klusterletNS, hostfleetv1alpha1.AddonName)).To(BeEmpty(), "the agent is gone with the hub")
+			g.Expect(hub.Get(ctx, client.ObjectKey{Namespace: "infra-2", Name: hostfleetv1alpha1.AddonName}, &addonv1beta1.ManagedClusterAddOn{})).
+				To(Satisfy(apierrors.IsNotFound))
+		}).WithTimeout(time.Minute).WithPolling(time.Second).Should(Succeed())
 	})
 }
 

@@ -1,0 +1,93 @@
+//go:build linux
+
+package local_test
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"os/exec"
+	"time"
+
+	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	operatorv1alpha1 "github.com/hostfleet/hostfleet/operator/api/v1alpha1"
+)
+
+// installOperator applies the operator's kustomize base, deploy/operator, to
+// a plane as `kubectl apply -k` would, and waits for the pod runner to run
+// the operator's Deployment.
+func (e *env) installOperator(plane string) {
+	e.t.Helper()
+	g := NewWithT(e.t)
+	ctx := context.Background()
+	c := e.fleet.Plane(plane).Client
+	out, err := exec.Command(tool(e.t, "kustomize", "kustomize"), "build", "../../../deploy/operator").Output()
+	g.Expect(err).NotTo(HaveOccurred(), "kustomize build deploy/operator")
+	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(out), 4096)
+	for {
+		u := &unstructured.Unstructured{}
+		if err := dec.Decode(&u.Object); err == io.EOF {
+			break
+		} else {
+			g.Expect(err).NotTo(HaveOccurred())
+		}
+		if len(u.Object) > 0 {
+			g.Expect(c.Create(ctx, u)).To(Succeed(), "%s %s", u.GetKind(), u.GetName())
+		}
+	}
+	start := time.Now()
+	g.Eventually(func(g Gomega) {
+		d := &appsv1.Deployment{}
+		g.Expect(c.Get(ctx, client.ObjectKey{Namespace: "hostfleet-operator", Name: "hostfleet-operator"}, d)).To(Succeed())
+		g.Expect(d.Status.AvailableReplicas).To(BeNumerically(">=", 1))
+	}).WithTimeout(time.Minute).WithPolling(time.Second).Should(Succeed(), "the operator runs on %s", plane)
+	e.t.Logf("hostfleet-operator runs on %s, from deploy/operator (%s)", plane, time.Since(start).Round(100*time.Millisecond))
+}
+
+// expectHubAvailable waits for a HostfleetHub to be Applied and Available:
+// the hub's Deployment, rendered by the operator, run by the pod runner.
+func (e *env) expectHubAvailable(plane, name string) *operatorv1alpha1.HostfleetHub {
+	e.t.Helper()
+	start := time.Now()
+	h := &operatorv1alpha1.HostfleetHub{}
+	NewWithT(e.t).Eventually(func(g Gomega) {
+		g.Expect(e.fleet.Plane(plane).Client.Get(context.Background(), client.ObjectKey{Name: name}, h)).To(Succeed())
+		g.Expect(meta.IsStatusConditionTrue(h.Status.Conditions, operatorv1alpha1.ConditionApplied)).To(BeTrue(), "%v", h.Status.Conditions)
+		g.Expect(meta.IsStatusConditionTrue(h.Status.Conditions, operatorv1alpha1.ConditionAvailable)).To(BeTrue(), "%v", h.Status.Conditions)
+		g.Expect(h.Status.ObservedGeneration).To(Equal(h.Generation))
+	}).WithTimeout(2*time.Minute).WithPolling(time.Second).Should(Succeed(), "HostfleetHub %s on %s", name, plane)
+	e.t.Logf("HostfleetHub %s is Available on %s, its hub in %s (%s)", name, plane, h.Status.Namespace, time.Since(start).Round(100*time.Millisecond))
+	return h
+}
+
+// uninstallHub deletes a HostfleetHub and waits until the operator has
+// removed the hub: the HostfleetHub gone, Hostfleet's CRDs gone from the hub,
+// and no hub process left on the plane that ran it.
+func (e *env) uninstallHub(plane, name, namespace string) {
+	e.t.Helper()
+	g := NewWithT(e.t)
+	ctx := context.Background()
+	c := e.fleet.Plane(plane).Client
+	start := time.Now()
+	h := &operatorv1alpha1.HostfleetHub{}
+	h.Name = name
+	g.Expect(c.Delete(ctx, h)).To(Succeed())
+	g.Eventually(func() error { return c.Get(ctx, client.ObjectKey{Name: name}, h) }).
+		WithTimeout(3*time.Minute).WithPolling(time.Second).Should(Satisfy(apierrors.IsNotFound), "the operator uninstalls the hub")
+	hub := e.fleet.Plane("hub").Client
+	g.Eventually(func(g Gomega) {
+		for _, crd := range []string{"tenants.hostfleet.io", "hostinventories.hostfleet.io"} {
+			g.Expect(hub.Get(ctx, client.ObjectKey{Name: crd}, &apiextensionsv1.CustomResourceDefinition{})).To(Satisfy(apierrors.IsNotFound), crd)
+		}
+		g.Expect(e.runners[plane].Running(namespace, "hostfleet-hub")).To(BeEmpty(), "no hub process left")
+	}).WithTimeout(time.Minute).WithPolling(time.Second).Should(Succeed())
+	e.t.Logf("HostfleetHub %s uninstalled from %s (%s)", name, plane, time.Since(start).Round(100*time.Millisecond))
+}
