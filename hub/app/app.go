@@ -21,6 +21,7 @@ import (
 	clusterv1beta2 "open-cluster-management.io/api/cluster/v1beta2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/hostfleet/hostfleet/hub/addon"
@@ -38,6 +39,9 @@ type Options struct {
 	LeaderElect             bool
 	LeaderElectionNamespace string
 	MetricsAddr             string
+	// MetricsSecure serves metrics over HTTPS to callers the API server
+	// authenticates and allows (get on the non-resource URL /metrics).
+	MetricsSecure bool
 	HealthAddr              string
 	// BindDeadline is how long a claim the scheduler placed may stay unbound
 	// before it is placed on another cluster.
@@ -54,7 +58,7 @@ func NewOptions() *Options {
 	if ns == "" {
 		ns = "hostfleet-system"
 	}
-	return &Options{LeaderElect: true, LeaderElectionNamespace: ns, MetricsAddr: "0", HealthAddr: "0", BindDeadline: 5 * time.Minute,
+	return &Options{LeaderElect: true, LeaderElectionNamespace: ns, MetricsAddr: "0", MetricsSecure: true, HealthAddr: "0", BindDeadline: 5 * time.Minute,
 		AddonManager: true,
 		Addon: addon.Options{Image: "ghcr.io/hostfleet/hostfleet-agent:latest", ImagePullPolicy: corev1.PullIfNotPresent,
 			HubName: "hub", Replicas: 1}}
@@ -78,6 +82,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringSliceVar(&o.Addon.BMCNamespaces, "agent-bmc-namespaces", o.Addon.BMCNamespaces,
 		"namespaces, on every managed cluster, whose hosts the agents drive through their BMCs; they read BMC credentials there and nowhere else (default: none, the BMC driver off)")
 	fs.StringVar(&o.MetricsAddr, "metrics-bind-address", o.MetricsAddr, "metrics listen address; 0 disables")
+	fs.BoolVar(&o.MetricsSecure, "metrics-secure", o.MetricsSecure,
+		"serve metrics over HTTPS, only to callers the API server authenticates and allows to get /metrics (false: plain HTTP to anyone)")
 	fs.StringVar(&o.HealthAddr, "health-probe-bind-address", o.HealthAddr, "healthz/readyz listen address; 0 disables")
 }
 
@@ -131,7 +137,7 @@ func New(cfg *rest.Config, o *Options) (ctrl.Manager, error) {
 	scheme := Scheme()
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                        scheme,
-		Metrics:                       metricsserver.Options{BindAddress: o.MetricsAddr},
+		Metrics:                       metricsOptions(o.MetricsAddr, o.MetricsSecure),
 		HealthProbeBindAddress:        o.HealthAddr,
 		LeaderElection:                o.LeaderElect,
 		LeaderElectionID:              "hostfleet-hub",
@@ -190,4 +196,16 @@ func Run(ctx context.Context, o *Options) error {
 	ctrl.Log.Info("starting the hub", "server", cfg.Host, "addonManager", o.AddonManager, "agentImage", o.Addon.Image,
 		"bindDeadline", o.BindDeadline, "leaderElection", o.LeaderElect)
 	return mgr.Start(ctx)
+}
+
+// metricsOptions serve metrics on addr; secure, over HTTPS (a self-signed
+// certificate) to callers the API server authenticates (TokenReview) and
+// allows (SubjectAccessReview of get on /metrics).
+func metricsOptions(addr string, secure bool) metricsserver.Options {
+	o := metricsserver.Options{BindAddress: addr}
+	if secure {
+		o.SecureServing = true
+		o.FilterProvider = filters.WithAuthenticationAndAuthorization
+	}
+	return o
 }

@@ -2,6 +2,7 @@ package app_test
 
 import (
 	"context"
+	"crypto/tls"
 	"io"
 	"net"
 	"net/http"
@@ -45,32 +46,38 @@ func freeAddr(t *testing.T) string {
 	return ln.Addr().String()
 }
 
-// hubIdentity makes the hub's ServiceAccount with exactly permissions.Hub()
-// (the rules the operator installs) and returns a config with a token of
-// it: no certificate, no admin.
-func hubIdentity(t *testing.T, f *planes.Fleet, plane string) *rest.Config {
+// token makes a ServiceAccount holding exactly rules (cluster-wide) and
+// returns a token of it: no certificate, no admin.
+func token(t *testing.T, f *planes.Fleet, plane, ns, name string, rules []rbacv1.PolicyRule) string {
 	t.Helper()
 	g := NewWithT(t)
 	ctx := context.Background()
 	c := f.Plane(plane).Client
-	const ns, name = "hostfleet-system", "hostfleet-hub"
+	role := ns + ":" + name
 	for _, o := range []client.Object{
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}},
 		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}},
-		&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "hostfleet:hub"}, Rules: permissions.Hub()},
-		&rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "hostfleet:hub"},
-			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "hostfleet:hub"},
+		&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: role}, Rules: rules},
+		&rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: role},
+			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role},
 			Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: name}}},
 	} {
-		g.Expect(c.Create(ctx, o)).To(Succeed())
+		g.Expect(client.IgnoreAlreadyExists(c.Create(ctx, o))).To(Succeed())
 	}
 	cs, err := kubernetes.NewForConfig(f.Plane(plane).Config)
 	g.Expect(err).NotTo(HaveOccurred())
 	tr, err := cs.CoreV1().ServiceAccounts(ns).CreateToken(ctx, name,
 		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](3600)}}, metav1.CreateOptions{})
 	g.Expect(err).NotTo(HaveOccurred())
+	return tr.Status.Token
+}
+
+// hubIdentity is the hub's ServiceAccount with exactly permissions.Hub()
+// (the rules the operator installs), as a config with a token of it.
+func hubIdentity(t *testing.T, f *planes.Fleet, plane string) *rest.Config {
+	t.Helper()
 	cfg := rest.AnonymousClientConfig(f.Plane(plane).Config)
-	cfg.BearerToken = tr.Status.Token
+	cfg.BearerToken = token(t, f, plane, "hostfleet-system", "hostfleet-hub", permissions.Hub())
 	return cfg
 }
 
@@ -93,6 +100,7 @@ func TestHubRunsWithItsOwnRBAC(t *testing.T) {
 	o.Addon.Image = "registry.example/hostfleet-agent:v1"
 	o.LeaderElectionNamespace = "hostfleet-system"
 	o.HealthAddr = freeAddr(t)
+	o.MetricsAddr = freeAddr(t)
 	mgr, err := app.New(cfg, o)
 	g.Expect(err).NotTo(HaveOccurred())
 	mctx, cancel := context.WithCancel(ctx)
@@ -179,6 +187,32 @@ func TestHubRunsWithItsOwnRBAC(t *testing.T) {
 		g.Expect(hub.Get(ctx, client.ObjectKey{Name: addon.BindingName("c1")}, &rbacv1.ClusterRoleBinding{})).To(Succeed())
 		g.Expect(hub.Get(ctx, client.ObjectKey{Namespace: "c1", Name: hostfleetv1alpha1.AgentClusterRole}, &rbacv1.Role{})).To(Succeed())
 	}).WithTimeout(time.Minute).Should(Succeed())
+
+	t.Log("metrics: HTTPS, only to callers the API server authenticates and allows to get /metrics")
+	reader := token(t, f, "hub", "monitoring", "prometheus", permissions.MetricsReader())
+	metrics := func(token string, code int) func(g Gomega) {
+		return func(g Gomega) {
+			req, err := http.NewRequest(http.MethodGet, "https://"+o.MetricsAddr+"/metrics", nil)
+			g.Expect(err).NotTo(HaveOccurred())
+			if token != "" {
+				req.Header.Set("Authorization", "Bearer "+token)
+			}
+			// The metrics server's certificate is self-signed.
+			c := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} //nolint:gosec
+			resp, err := c.Do(req)
+			g.Expect(err).NotTo(HaveOccurred())
+			defer func() { _ = resp.Body.Close() }()
+			body, err := io.ReadAll(resp.Body)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(resp.StatusCode).To(Equal(code), "%s", body)
+			if code == http.StatusOK {
+				g.Expect(string(body)).To(ContainSubstring("controller_runtime_reconcile_total"))
+			}
+		}
+	}
+	g.Eventually(metrics("", http.StatusUnauthorized)).WithTimeout(30*time.Second).Should(Succeed(), "no token")
+	g.Eventually(metrics(cfg.BearerToken, http.StatusForbidden)).WithTimeout(30*time.Second).Should(Succeed(), "a token not allowed /metrics")
+	g.Eventually(metrics(reader, http.StatusOK)).WithTimeout(30*time.Second).Should(Succeed(), "a metrics reader")
 
 	t.Log("not ready while its API server does not answer, ready again when it does")
 	px.Cut()

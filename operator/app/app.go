@@ -20,6 +20,7 @@ import (
 	addonv1beta1 "open-cluster-management.io/api/addon/v1beta1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
@@ -37,6 +38,9 @@ type Options struct {
 	LeaderElect             bool
 	LeaderElectionNamespace string
 	MetricsAddr             string
+	// MetricsSecure serves metrics over HTTPS to callers the API server
+	// authenticates and allows (get on the non-resource URL /metrics).
+	MetricsSecure bool
 	HealthAddr              string
 	// HubImage and AgentImage are the images of this release, used when a
 	// HostfleetHub names none.
@@ -56,7 +60,7 @@ func NewOptions() *Options {
 	if tag == "dev" {
 		tag = "latest"
 	}
-	return &Options{LeaderElect: true, LeaderElectionNamespace: ns, MetricsAddr: "0", HealthAddr: "0",
+	return &Options{LeaderElect: true, LeaderElectionNamespace: ns, MetricsAddr: "0", MetricsSecure: true, HealthAddr: "0",
 		HubImage: "ghcr.io/hostfleet/hostfleet-hub:" + tag, AgentImage: "ghcr.io/hostfleet/hostfleet-agent:" + tag, TokenTTL: time.Hour}
 }
 
@@ -70,6 +74,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.AgentImage, "agent-image", o.AgentImage, "agent image of this release, for HostfleetHubs that name none")
 	fs.DurationVar(&o.TokenTTL, "hosted-token-ttl", o.TokenTTL, "Hosted mode: lifetime of the hub controllers' token on the hub; renewed at 80%")
 	fs.StringVar(&o.MetricsAddr, "metrics-bind-address", o.MetricsAddr, "metrics listen address; 0 disables")
+	fs.BoolVar(&o.MetricsSecure, "metrics-secure", o.MetricsSecure,
+		"serve metrics over HTTPS, only to callers the API server authenticates and allows to get /metrics (false: plain HTTP to anyone)")
 	fs.StringVar(&o.HealthAddr, "health-probe-bind-address", o.HealthAddr, "healthz/readyz listen address; 0 disables")
 }
 
@@ -113,7 +119,7 @@ func New(cfg *rest.Config, o *Options) (ctrl.Manager, error) {
 	scheme := Scheme()
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                        scheme,
-		Metrics:                       metricsserver.Options{BindAddress: o.MetricsAddr},
+		Metrics:                       metricsOptions(o.MetricsAddr, o.MetricsSecure),
 		HealthProbeBindAddress:        o.HealthAddr,
 		LeaderElection:                o.LeaderElect,
 		LeaderElectionID:              "hostfleet-operator",
@@ -152,4 +158,16 @@ func Run(ctx context.Context, o *Options) error {
 	}
 	ctrl.Log.Info("starting the operator", "version", Version, "server", cfg.Host, "hubImage", o.HubImage, "agentImage", o.AgentImage)
 	return mgr.Start(ctx)
+}
+
+// metricsOptions serve metrics on addr; secure, over HTTPS (a self-signed
+// certificate) to callers the API server authenticates (TokenReview) and
+// allows (SubjectAccessReview of get on /metrics).
+func metricsOptions(addr string, secure bool) metricsserver.Options {
+	o := metricsserver.Options{BindAddress: addr}
+	if secure {
+		o.SecureServing = true
+		o.FilterProvider = filters.WithAuthenticationAndAuthorization
+	}
+	return o
 }

@@ -26,6 +26,9 @@ const (
 	HubName = "hostfleet-hub"
 	// HubRole names the hub's ClusterRole and its binding.
 	HubRole = "hostfleet:hub"
+	// MetricsReaderRole may read the hub's metrics: bind it to whatever
+	// scrapes them.
+	MetricsReaderRole = "hostfleet:metrics-reader"
 )
 
 // Release is what the operator's own release brings: its version and the
@@ -87,6 +90,7 @@ func HubObjects(h *operatorv1alpha1.HostfleetHub, rel Release) ([]client.Object,
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: l}},
 		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: HubName, Labels: l}},
 		&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: HubRole, Labels: l}, Rules: permissions.Hub()},
+		&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: MetricsReaderRole, Labels: l}, Rules: permissions.MetricsReader()},
 		&rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: HubRole, Labels: l},
 			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: HubRole},
 			Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: HubName}}},
@@ -102,7 +106,8 @@ func HubObjects(h *operatorv1alpha1.HostfleetHub, rel Release) ([]client.Object,
 // the hub runs on the hub cluster, DefaultNamespace there too.
 func hubSideNamespace(_ *operatorv1alpha1.HostfleetHub) string { return DefaultNamespace }
 
-// Workload is the hub's Deployment and metrics Service, in Namespace(h).
+// Workload is the hub's Deployment and metrics Service (HTTPS on 8443, for
+// callers allowed MetricsReaderRole), in Namespace(h).
 // kubeconfigSecret, when set (Hosted mode), is the Secret whose "kubeconfig"
 // key reaches the hub; empty, the hub uses its in-cluster ServiceAccount.
 func Workload(h *operatorv1alpha1.HostfleetHub, rel Release, kubeconfigSecret string) []client.Object {
@@ -114,7 +119,7 @@ func Workload(h *operatorv1alpha1.HostfleetHub, rel Release, kubeconfigSecret st
 		"--leader-elect=true",
 		// The Lease is on the hub, in the hub's namespace there, in both modes.
 		"--leader-election-namespace=" + hubSideNamespace(h),
-		"--metrics-bind-address=:8080",
+		"--metrics-bind-address=:8443",
 		"--health-probe-bind-address=:8081",
 		"--agent-image=" + agentImage,
 		"--addon-manager=" + strconv.FormatBool(ptr.Deref(h.Spec.AddonManager, true)),
@@ -133,7 +138,7 @@ func Workload(h *operatorv1alpha1.HostfleetHub, rel Release, kubeconfigSecret st
 			Args:  args,
 			Env: []corev1.EnvVar{{Name: "POD_NAMESPACE", ValueFrom: &corev1.EnvVarSource{
 				FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "metadata.namespace"}}}},
-			Ports: []corev1.ContainerPort{{Name: "metrics", ContainerPort: 8080, Protocol: corev1.ProtocolTCP},
+			Ports: []corev1.ContainerPort{{Name: "metrics", ContainerPort: 8443, Protocol: corev1.ProtocolTCP},
 				{Name: "health", ContainerPort: 8081, Protocol: corev1.ProtocolTCP}},
 			LivenessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{
 				Path: "/healthz", Port: intstr.FromString("health")}}},
@@ -160,7 +165,7 @@ func Workload(h *operatorv1alpha1.HostfleetHub, rel Release, kubeconfigSecret st
 				Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: l}, Spec: pod},
 			}},
 		&corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: HubName + "-metrics", Labels: l},
-			Spec: corev1.ServiceSpec{Selector: selector, Ports: []corev1.ServicePort{{Name: "metrics", Port: 8080,
+			Spec: corev1.ServiceSpec{Selector: selector, Ports: []corev1.ServicePort{{Name: "metrics", Port: 8443,
 				TargetPort: intstr.FromString("metrics"), Protocol: corev1.ProtocolTCP}}}},
 	}
 }

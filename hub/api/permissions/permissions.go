@@ -212,7 +212,9 @@ func HubOwn() []rbacv1.PolicyRule {
 		{APIGroups: []string{leaseGroup}, Resources: []string{"leases"}, Verbs: manage},
 		{APIGroups: []string{rbacGroup}, Resources: []string{"roles", "rolebindings", "clusterroles", "clusterrolebindings"}, Verbs: manage},
 		{APIGroups: []string{admissionGroup}, Resources: []string{"validatingadmissionpolicies", "validatingadmissionpolicybindings"}, Verbs: manage},
-		{APIGroups: []string{"authentication.k8s.io"}, Resources: []string{"selfsubjectreviews"}, Verbs: []string{"create"}},
+		{APIGroups: []string{"authentication.k8s.io"}, Resources: []string{"selfsubjectreviews", "tokenreviews"}, Verbs: []string{"create"}},
+		// Metrics served only to callers the API server authenticates and allows.
+		{APIGroups: []string{"authorization.k8s.io"}, Resources: []string{"subjectaccessreviews"}, Verbs: []string{"create"}},
 		{APIGroups: []string{""}, Resources: []string{"users"}, ResourceNames: []string{hostfleetv1alpha1.AdmissionProbeUser}, Verbs: []string{"impersonate"}},
 		{APIGroups: []string{clusterGroup}, Resources: []string{"managedclusters", "managedclustersets", "placements", "placementdecisions"}, Verbs: view},
 		{APIGroups: []string{clusterGroup}, Resources: []string{"managedclustersets/bind"}, Verbs: []string{"create"}},
@@ -226,4 +228,10 @@ func HubOwn() []rbacv1.PolicyRule {
 		{APIGroups: []string{csrGroup}, Resources: []string{"certificatesigningrequests/approval"}, Verbs: []string{"update"}},
 		{APIGroups: []string{csrGroup}, Resources: []string{"signers"}, ResourceNames: []string{"kubernetes.io/kube-apiserver-client"}, Verbs: []string{"approve"}},
 	}
+}
+
+// MetricsReader may read the metrics of the hub and the operator (their
+// metrics servers ask the API server whether a caller may get /metrics).
+func MetricsReader() []rbacv1.PolicyRule {
+	return []rbacv1.PolicyRule{{NonResourceURLs: []string{"/metrics"}, Verbs: []string{"get"}}}
 }
