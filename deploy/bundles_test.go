@@ -107,6 +107,15 @@ func TestBundlesAgree(t *testing.T) {
 	replicas, _, _ := unstructured.NestedFieldNoCopy(d.Object, "spec", "replicas")
 	g.Expect(replicas).To(BeNumerically("==", 2))
 	g.Expect(custom).To(HaveKey("ServiceMonitor/ops/hostfleet-operator"))
+
+	t.Log("the monitoring overlay: the base and the chart's ServiceMonitor")
+	monitoring := render(t, kustomize, "build", "monitoring")
+	sm := monitoring["ServiceMonitor/hostfleet-operator/hostfleet-operator"]
+	g.Expect(sm).NotTo(BeNil())
+	withMonitor := render(t, helm, "template", "hostfleet-operator", "helm/hostfleet-operator", "--namespace", "hostfleet-operator",
+		"--set", "serviceMonitor.enabled=true", "--kube-version", "1.35.4")
+	g.Expect(withMonitor["ServiceMonitor/hostfleet-operator/hostfleet-operator"].Object).To(Equal(sm.Object))
+	g.Expect(len(monitoring)).To(Equal(len(base)+2), "the base (with its namespace) and the ServiceMonitor")
 	crb := custom["ClusterRoleBinding//hostfleet-operator"]
 	subjects, _, _ := unstructured.NestedSlice(crb.Object, "subjects")
 	g.Expect(subjects[0]).To(HaveKeyWithValue("namespace", "ops"), "the operator's ServiceAccount is where it is installed")

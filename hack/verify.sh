@@ -2,8 +2,10 @@
 # verify.sh fails when a build output is tracked (check-tree.sh), when the
 # hub, agent and operator import each other (check-imports.sh), when the
 # README's layout table misses a package (check-layout.sh), and when
-# generated files (deepcopy code, CRDs, vendored CRDs) or go.mod/go.sum differ
-# from what the generators make. It never changes the working tree: it
+# generated files (deepcopy code, CRDs, vendored CRDs, the Helm chart's
+# templates) or go.mod/go.sum differ
+# from what the generators make, and when the install bundles do not render.
+# It never changes the working tree: it
 # snapshots the generated paths, regenerates, compares, and puts the snapshot
 # back.
 set -euo pipefail
@@ -42,3 +44,11 @@ if [[ ${stale} -ne 0 ]]; then
 	exit 1
 fi
 echo "verify: generated files are up to date"
+
+# The install bundles render with the pinned tools (deploy/bundles_test.go,
+# in make test, compares what they render).
+hack/tools.sh kustomize helm 2>/dev/null
+"$(hack/tools.sh --print-bin kustomize)" build deploy/operator >/dev/null
+"$(hack/tools.sh --print-bin helm)" template hostfleet-operator deploy/helm/hostfleet-operator --kube-version 1.35.4 --include-crds >/dev/null
+"$(hack/tools.sh --print-bin helm)" lint deploy/helm/hostfleet-operator --kube-version 1.35.4 --quiet >/dev/null
+echo "verify: the install bundles render (kustomize build deploy/operator, helm template and lint)"

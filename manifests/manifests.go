@@ -90,6 +90,21 @@ func CRDs(sets ...string) ([]*apiextensionsv1.CustomResourceDefinition, error) {
 	return out, nil
 }
 
+// HubUserPlaceholder stands, in the policies, for the hub's own user name
+// (the scheduler moves claims, which tenants may not): PoliciesFor puts in
+// the name the API server knows the hub by.
+const HubUserPlaceholder = "__HOSTFLEET_HUB_USER__"
+
+// PoliciesFor are Policies with the hub's user name in place of
+// HubUserPlaceholder.
+func PoliciesFor(hubUser string) ([][]byte, error) {
+	docs, err := Policies()
+	for i := range docs {
+		docs[i] = []byte(strings.ReplaceAll(string(docs[i]), HubUserPlaceholder, hubUser))
+	}
+	return docs, err
+}
+
 // Policies are the hub's ValidatingAdmissionPolicies and their cluster-wide
 // bindings, as YAML documents, in a stable order. Per-tenant bindings are made
 // by the tenant controller.

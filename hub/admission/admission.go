@@ -5,7 +5,6 @@
 package admission
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"math"
@@ -22,25 +21,18 @@ import (
 	"github.com/hostfleet/hostfleet/manifests"
 )
 
-// HubUserPlaceholder stands, in the policies, for the hub's own user name
-// (the scheduler moves claims, which tenants may not): Install puts in the
-// name the API server knows the hub by.
-const HubUserPlaceholder = "__HOSTFLEET_HUB_USER__"
-
 // Install applies every policy and cluster-wide binding, as the identity of
 // c, which the policies then exempt where the hub must act for everyone.
 func Install(ctx context.Context, c client.Client) error {
-	docs, err := manifests.Policies()
-	if err != nil {
-		return err
-	}
 	self := &authenticationv1.SelfSubjectReview{}
 	if err := c.Create(ctx, self); err != nil {
 		return fmt.Errorf("who is the hub (SelfSubjectReview): %w", err)
 	}
-	hubUser := self.Status.UserInfo.Username
+	docs, err := manifests.PoliciesFor(self.Status.UserInfo.Username)
+	if err != nil {
+		return err
+	}
 	for _, doc := range docs {
-		doc = bytes.ReplaceAll(doc, []byte(HubUserPlaceholder), []byte(hubUser))
 		u := &unstructured.Unstructured{}
 		if err := yaml.Unmarshal(doc, &u.Object); err != nil {
 			return fmt.Errorf("parse policy: %w", err)

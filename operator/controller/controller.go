@@ -133,7 +133,11 @@ func (r *Reconciler) install(ctx context.Context, h *operatorv1alpha1.HostfleetH
 	if err != nil {
 		return 0, err
 	}
-	if err := apply(ctx, hub, r.Scheme, objs...); err != nil {
+	policies, err := Policies(h)
+	if err != nil {
+		return 0, err
+	}
+	if err := apply(ctx, hub, r.Scheme, append(objs, policies...)...); err != nil {
 		return 0, fmt.Errorf("on the hub: %w", err)
 	}
 	if h.Spec.DeployOption.Mode != operatorv1alpha1.ModeHosted {

@@ -3,6 +3,7 @@ package controller_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"io"
 	"os"
 	"path/filepath"
@@ -190,6 +191,14 @@ func TestDefaultMode(t *testing.T) {
 	g.Expect(c.Image).To(Equal(release.HubImage))
 	g.Expect(c.Args).To(ContainElements("--agent-image="+release.AgentImage, "--leader-election-namespace=hostfleet-system"))
 	g.Expect(d.Spec.Template.Spec.ServiceAccountName).To(Equal(controller.HubName))
+
+	t.Log("the admission policies are in force before the hub runs, exempting the hub's user where it acts for everyone")
+	vap := &admissionv1.ValidatingAdmissionPolicy{}
+	g.Expect(hub.Get(ctx, client.ObjectKey{Name: hostfleetv1alpha1.ClaimsPolicy}, vap)).To(Succeed())
+	data, err := json.Marshal(vap.Spec)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(string(data)).To(ContainSubstring("system:serviceaccount:hostfleet-system:hostfleet-hub"))
+	g.Expect(string(data)).NotTo(ContainSubstring(manifests.HubUserPlaceholder))
 
 	t.Log("the hub runs with only the ServiceAccount the operator made: it registers its add-on and a tenant")
 	runHub(t, serviceAccountConfig(g, hub, f.Plane("hub").Config))

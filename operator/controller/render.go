@@ -7,14 +7,17 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/hostfleet/hostfleet/hub/api/permissions"
 	"github.com/hostfleet/hostfleet/manifests"
 	operatorv1alpha1 "github.com/hostfleet/hostfleet/operator/api/v1alpha1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // Names of what the operator makes.
@@ -97,6 +100,30 @@ func HubObjects(h *operatorv1alpha1.HostfleetHub, rel Release) ([]client.Object,
 	)
 	if h.Spec.DeployOption.Mode != operatorv1alpha1.ModeHosted {
 		out = append(out, Workload(h, rel, "")...)
+	}
+	return out, nil
+}
+
+// HubUser is the user name the hub's controllers have on the hub: the
+// admission policies exempt it where the hub acts for everyone.
+func HubUser(h *operatorv1alpha1.HostfleetHub) string {
+	return "system:serviceaccount:" + hubSideNamespace(h) + ":" + HubName
+}
+
+// Policies are the hub's admission policies and cluster-wide bindings, for
+// the hub's user. The hub applies the same ones itself when it starts.
+func Policies(h *operatorv1alpha1.HostfleetHub) ([]client.Object, error) {
+	docs, err := manifests.PoliciesFor(HubUser(h))
+	if err != nil {
+		return nil, err
+	}
+	var out []client.Object
+	for _, doc := range docs {
+		u := &unstructured.Unstructured{}
+		if err := yaml.Unmarshal(doc, &u.Object); err != nil {
+			return nil, fmt.Errorf("parse policy: %w", err)
+		}
+		out = append(out, u)
 	}
 	return out, nil
 }

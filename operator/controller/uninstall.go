@@ -15,15 +15,12 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	addonv1beta1 "open-cluster-management.io/api/addon/v1beta1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
-	"sigs.k8s.io/yaml"
 
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
-	"github.com/hostfleet/hostfleet/manifests"
 	operatorv1alpha1 "github.com/hostfleet/hostfleet/operator/api/v1alpha1"
 )
 
@@ -123,15 +120,10 @@ func (r *Reconciler) removeHub(ctx context.Context, h *operatorv1alpha1.Hostflee
 		}
 		errs = append(errs, deleteIgnoringMissing(ctx, r.Client, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: Namespace(h), Name: HubKubeconfigSecret}}))
 	}
-	docs, err := manifests.Policies()
+	policies, err := Policies(h)
 	errs = append(errs, err)
-	for _, doc := range docs {
-		u := &unstructured.Unstructured{}
-		if err := yaml.Unmarshal(doc, &u.Object); err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		errs = append(errs, deleteIgnoringMissing(ctx, hub, u))
+	for _, p := range policies {
+		errs = append(errs, deleteIgnoringMissing(ctx, hub, p))
 	}
 	errs = append(errs,
 		hub.DeleteAllOf(ctx, &admissionv1.ValidatingAdmissionPolicyBinding{}, client.HasLabels{hostfleetv1alpha1.LabelTenant}),
