@@ -8,7 +8,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,7 +16,6 @@ import (
 
 	. "github.com/onsi/gomega"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/hostfleet/hostfleet/e2e/harness/planes"
@@ -50,18 +48,13 @@ func render(t *testing.T, bin string, args ...string) map[string]*unstructured.U
 	if err != nil {
 		t.Fatalf("%s %s: %v\n%s", filepath.Base(bin), strings.Join(args, " "), err, stderr.String())
 	}
+	docs, err := planes.Decode(out)
+	if err != nil {
+		t.Fatalf("parse the output of %s: %v", filepath.Base(bin), err)
+	}
 	objs := map[string]*unstructured.Unstructured{}
-	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(out), 4096)
-	for {
-		u := &unstructured.Unstructured{}
-		if err := dec.Decode(&u.Object); err == io.EOF {
-			break
-		} else if err != nil {
-			t.Fatalf("parse the output of %s: %v", filepath.Base(bin), err)
-		}
-		if len(u.Object) > 0 {
-			objs[u.GetKind()+"/"+u.GetNamespace()+"/"+u.GetName()] = u
-		}
+	for _, u := range docs {
+		objs[u.GetKind()+"/"+u.GetNamespace()+"/"+u.GetName()] = u
 	}
 	return objs
 }
@@ -132,8 +125,10 @@ func TestSamplesAreAccepted(t *testing.T) {
 	for _, path := range samples {
 		data, err := os.ReadFile(path)
 		g.Expect(err).NotTo(HaveOccurred())
-		u := &unstructured.Unstructured{}
-		g.Expect(utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096).Decode(&u.Object)).To(Succeed(), path)
+		docs, err := planes.Decode(data)
+		g.Expect(err).NotTo(HaveOccurred(), path)
+		g.Expect(docs).To(HaveLen(1), path)
+		u := docs[0]
 		g.Expect(u.GetKind()).To(Equal("HostfleetHub"), path)
 		g.Expect(f.Plane("hub").Client.Create(context.Background(), u, client.DryRunAll)).To(Succeed(), path)
 	}

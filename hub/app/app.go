@@ -42,7 +42,7 @@ type Options struct {
 	// MetricsSecure serves metrics over HTTPS to callers the API server
 	// authenticates and allows (get on the non-resource URL /metrics).
 	MetricsSecure bool
-	HealthAddr              string
+	HealthAddr    string
 	// BindDeadline is how long a claim the scheduler placed may stay unbound
 	// before it is placed on another cluster.
 	BindDeadline time.Duration

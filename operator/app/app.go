@@ -41,7 +41,7 @@ type Options struct {
 	// MetricsSecure serves metrics over HTTPS to callers the API server
 	// authenticates and allows (get on the non-resource URL /metrics).
 	MetricsSecure bool
-	HealthAddr              string
+	HealthAddr    string
 	// HubImage and AgentImage are the images of this release, used when a
 	// HostfleetHub names none.
 	HubImage   string

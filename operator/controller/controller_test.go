@@ -1,10 +1,8 @@
 package controller_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"io"
 	"os"
 	"path/filepath"
 	"testing"
@@ -21,8 +19,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
@@ -57,17 +53,10 @@ func bundleIdentity(t *testing.T, f *planes.Fleet, plane string) *rest.Config {
 	g.Expect(c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "hostfleet-operator"}})).To(Succeed())
 	data, err := os.ReadFile("../../deploy/operator/rbac.yaml")
 	g.Expect(err).NotTo(HaveOccurred())
-	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
-	for {
-		u := &unstructured.Unstructured{}
-		if err := dec.Decode(&u.Object); err == io.EOF {
-			break
-		} else {
-			g.Expect(err).NotTo(HaveOccurred())
-		}
-		if len(u.Object) > 0 {
-			g.Expect(c.Create(ctx, u)).To(Succeed(), "%s %s", u.GetKind(), u.GetName())
-		}
+	objs, err := planes.Decode(data)
+	g.Expect(err).NotTo(HaveOccurred())
+	for _, u := range objs {
+		g.Expect(c.Create(ctx, u)).To(Succeed(), "%s %s", u.GetKind(), u.GetName())
 	}
 	tr := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](3600)}}
 	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: "hostfleet-operator", Name: "hostfleet-operator"}}

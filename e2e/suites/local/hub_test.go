@@ -3,9 +3,7 @@
 package local_test
 
 import (
-	"bytes"
 	"context"
-	"io"
 	"os/exec"
 	"time"
 
@@ -14,10 +12,9 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/hostfleet/hostfleet/e2e/harness/planes"
 	operatorv1alpha1 "github.com/hostfleet/hostfleet/operator/api/v1alpha1"
 )
 
@@ -31,17 +28,10 @@ func (e *env) installOperator(plane string) {
 	c := e.fleet.Plane(plane).Client
 	out, err := exec.Command(tool(e.t, "kustomize", "kustomize"), "build", "../../../deploy/operator").Output()
 	g.Expect(err).NotTo(HaveOccurred(), "kustomize build deploy/operator")
-	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(out), 4096)
-	for {
-		u := &unstructured.Unstructured{}
-		if err := dec.Decode(&u.Object); err == io.EOF {
-			break
-		} else {
-			g.Expect(err).NotTo(HaveOccurred())
-		}
-		if len(u.Object) > 0 {
-			g.Expect(c.Create(ctx, u)).To(Succeed(), "%s %s", u.GetKind(), u.GetName())
-		}
+	objs, err := planes.Decode(out)
+	g.Expect(err).NotTo(HaveOccurred())
+	for _, u := range objs {
+		g.Expect(c.Create(ctx, u)).To(Succeed(), "%s %s", u.GetKind(), u.GetName())
 	}
 	start := time.Now()
 	g.Eventually(func(g Gomega) {

@@ -285,7 +285,7 @@ func TestOCM(t *testing.T) {
 		g.Expect(hub.Delete(ctx, &metal3api.HostClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant-acme", Name: "db-2"}})).To(Succeed())
 		g.Eventually(func() error {
 			return hub.Get(ctx, client.ObjectKey{Namespace: "tenant-acme", Name: "db-2"}, &metal3api.HostClaim{})
-		}).WithTimeout(2*time.Minute).WithPolling(time.Second).Should(Satisfy(apierrors.IsNotFound))
+		}).WithTimeout(2 * time.Minute).WithPolling(time.Second).Should(Satisfy(apierrors.IsNotFound))
 		e.uninstallHub("hosting", "lab-hub", "lab-hub")
 		g.Eventually(func(g Gomega) {
 			g.Expect(e.runners["hosting"].Running(klusterletNS, hostfleetv1alpha1.AddonName)).To(BeEmpty(), "the agent is gone with the hub")
