@@ -50,8 +50,12 @@ lint: ## gofmt, go vet, staticcheck and shellcheck.
 	$(STATICCHECK) ./...
 	shellcheck hack/*.sh .ci/run
 
+.PHONY: images
+images: ## The hub, agent and operator images into bin/images: OCI layouts (linux/amd64 and arm64) and docker tarballs, no container engine.
+	go run ./hack/images -out $(BIN)/images
+
 .PHONY: test
-test: verify lint tools ## Everything CI runs: verify, lint, unit, integration and end-to-end tests on real control planes (root).
+test: verify lint tools images ## Everything CI runs: verify, lint, unit, integration and end-to-end tests on real control planes (root).
 	KUBEBUILDER_ASSETS="$$($(TOOLS) --print-assets)" HOSTFLEET_BMO="$$($(TOOLS) --print-bmo)" \
 		go test $(GO_TEST_FLAGS) $$(go list ./... | grep -vxF -f <(go list $(RACE_PKGS)))
 	KUBEBUILDER_ASSETS="$$($(TOOLS) --print-assets)" HOSTFLEET_BMO="$$($(TOOLS) --print-bmo)" \

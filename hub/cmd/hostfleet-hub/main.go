@@ -15,13 +15,21 @@ import (
 	"github.com/hostfleet/hostfleet/hub/app"
 )
 
+// version is stamped at build time (-ldflags "-X main.version=v0.3.0").
+var version = "dev"
+
 func main() {
 	o := app.NewOptions()
 	o.AddFlags(pflag.CommandLine)
+	printVersion := pflag.Bool("version", false, "print the version and exit")
 	zapOpts := zap.Options{}
 	zapOpts.BindFlags(flag.CommandLine)
 	pflag.CommandLine.AddGoFlagSet(flag.CommandLine)
 	pflag.Parse()
+	if *printVersion {
+		fmt.Println(version)
+		return
+	}
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
 	if errs := o.Validate(); len(errs) > 0 {
 		fmt.Fprintln(os.Stderr, errors.Join(errs...))
