@@ -83,37 +83,40 @@ type renderer struct {
 	configs utils.AddOnDeploymentConfigGetter
 }
 
+// settings reads the cluster's AddOnDeploymentConfig once and resolves
+// everything its agent is given, namespaces included.
 func (r renderer) settings(cluster *clusterv1.ManagedCluster, mca *addonv1beta1.ManagedClusterAddOn) (settings, error) {
 	adc, err := r.options.config(r.configs, mca)
 	if err != nil {
 		return settings{}, err
 	}
-	return r.options.resolve(cluster, adc)
+	s, err := r.options.resolve(cluster, adc)
+	s.Namespace = installNamespace(mca, adc)
+	s.AgentNamespace = s.Namespace
+	if hosted, _ := Hosted(mca); hosted {
+		s.AgentNamespace = hostfleetv1alpha1.AgentNamespace
+	}
+	return s, err
+}
+
+// installNamespace is the framework's callback for where the agent runs.
+func (r renderer) installNamespace(_ context.Context, mca *addonv1beta1.ManagedClusterAddOn) (string, error) {
+	adc, err := r.options.config(r.configs, mca)
+	if err != nil {
+		return "", err
+	}
+	return installNamespace(mca, adc), nil
 }
 
 // installNamespace is where the agent runs: the namespace the cluster's
 // AddOnDeploymentConfig names (agentInstallNamespace), else InstallNamespace.
 // OCM's default for that field, which every config has when it names none,
 // does not move the agent.
-func (r renderer) installNamespace(_ context.Context, mca *addonv1beta1.ManagedClusterAddOn) (string, error) {
-	adc, err := r.options.config(r.configs, mca)
-	if err != nil {
-		return "", err
-	}
+func installNamespace(mca *addonv1beta1.ManagedClusterAddOn, adc *addonv1beta1.AddOnDeploymentConfig) string {
 	if adc != nil && adc.Spec.AgentInstallNamespace != "" && adc.Spec.AgentInstallNamespace != addonfactory.AddonDefaultInstallNamespace {
-		return adc.Spec.AgentInstallNamespace, nil
+		return adc.Spec.AgentInstallNamespace
 	}
-	return InstallNamespace(mca), nil
-}
-
-// agentNamespace is the agent's namespace on the managed cluster (Leases,
-// and in Hosted mode its ServiceAccount): its install namespace in Default
-// mode, hostfleetv1alpha1.AgentNamespace in Hosted mode.
-func (r renderer) agentNamespace(ctx context.Context, mca *addonv1beta1.ManagedClusterAddOn) (string, error) {
-	if hosted, _ := Hosted(mca); hosted {
-		return hostfleetv1alpha1.AgentNamespace, nil
-	}
-	return r.installNamespace(ctx, mca)
+	return InstallNamespace(mca)
 }
 
 // bmcRoles adds to the templates' objects, in Default mode, a Role and
@@ -141,10 +144,6 @@ func (b bmcRoles) Manifests(ctx context.Context, cluster *clusterv1.ManagedClust
 	if !s.features().BMCDriver {
 		return objs, nil
 	}
-	ns, err := b.installNamespace(ctx, mca)
-	if err != nil {
-		return nil, err
-	}
 	for _, bmcNS := range s.BMCNamespaces {
 		meta := metav1.ObjectMeta{Name: hostfleetv1alpha1.AgentBMCRole, Namespace: bmcNS,
 			Annotations: map[string]string{addonv1beta1.HostedManifestLocationAnnotationKey: addonv1beta1.HostedManifestLocationManagedValue}}
@@ -155,7 +154,7 @@ func (b bmcRoles) Manifests(ctx context.Context, cluster *clusterv1.ManagedClust
 				ObjectMeta: meta,
 				RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: hostfleetv1alpha1.AgentBMCRole},
 				Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: hostfleetv1alpha1.AgentServiceAccount,
-					Namespace: ns}}})
+					Namespace: s.Namespace}}})
 	}
 	return objs, nil
 }
@@ -192,10 +191,6 @@ func (r renderer) values(cluster *clusterv1.ManagedCluster, mca *addonv1beta1.Ma
 	if err != nil {
 		return nil, err
 	}
-	agentNS, err := r.agentNamespace(context.TODO(), mca)
-	if err != nil {
-		return nil, err
-	}
 	f := s.features()
 	pull := s.ImagePullPolicy
 	if pull == "" {
@@ -223,8 +218,8 @@ func (r renderer) values(cluster *clusterv1.ManagedCluster, mca *addonv1beta1.Ma
 		"ImagePullPolicy":         string(pull),
 		"HubName":                 s.HubName,
 		"Replicas":                replicas,
-		"AgentNamespace":          agentNS,
-		"SharedNamespace":         agentNS != hostfleetv1alpha1.AgentNamespace,
+		"AgentNamespace":          s.AgentNamespace,
+		"SharedNamespace":         s.AgentNamespace != hostfleetv1alpha1.AgentNamespace,
 		"ManagedKubeConfigSecret": ExternalManagedKubeconfig,
 		"BMHDriver":               s.BMHDriver,
 	}

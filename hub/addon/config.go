@@ -72,6 +72,9 @@ type settings struct {
 	Tolerations  []corev1.Toleration
 	Resources    *corev1.ResourceRequirements
 	Env          []corev1.EnvVar
+	// Namespace is where the agent runs; AgentNamespace its namespace on
+	// the managed cluster (the same in Default mode).
+	Namespace, AgentNamespace string
 }
 
 func (s settings) features() permissions.Features {

@@ -8,12 +8,14 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
@@ -178,7 +180,7 @@ func (r *Reconciler) available(ctx context.Context, h *operatorv1alpha1.Hostflee
 	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: Namespace(h), Name: HubName}, d); err != nil {
 		return fmt.Errorf("hub Deployment %s/%s: %w", Namespace(h), HubName, err)
 	}
-	want := replicasOf(d.Spec.Replicas)
+	want := ptr.Deref(d.Spec.Replicas, 1)
 	if d.Status.ObservedGeneration >= d.Generation && d.Status.AvailableReplicas > 0 && d.Status.UpdatedReplicas >= want {
 		setCondition(h, operatorv1alpha1.ConditionAvailable, metav1.ConditionTrue, operatorv1alpha1.ReasonDeploymentAvailable,
 			fmt.Sprintf("%d of %d hub replicas available in %s", d.Status.AvailableReplicas, want, Namespace(h)))
@@ -189,13 +191,6 @@ func (r *Reconciler) available(ctx context.Context, h *operatorv1alpha1.Hostflee
 	}
 	setCondition(h, operatorv1alpha1.ConditionDegraded, metav1.ConditionFalse, operatorv1alpha1.ReasonAsExpected, "")
 	return nil
-}
-
-func replicasOf(p *int32) int32 {
-	if p == nil {
-		return 1
-	}
-	return *p
 }
 
 func (r *Reconciler) degraded(h *operatorv1alpha1.HostfleetHub, reason, msg string) {
@@ -217,37 +212,21 @@ func (r *Reconciler) status(ctx context.Context, orig, h *operatorv1alpha1.Hostf
 	for _, c := range h.Status.Conditions {
 		old := meta.FindStatusCondition(orig.Status.Conditions, c.Type)
 		if r.Recorder != nil && (old == nil || old.Status != c.Status || old.Reason != c.Reason) {
+			// Bad news is Degraded True, or any other condition False.
 			typ := corev1.EventTypeNormal
 			if (c.Type == operatorv1alpha1.ConditionDegraded) == (c.Status == metav1.ConditionTrue) {
 				typ = corev1.EventTypeWarning
 			}
-			if c.Type == operatorv1alpha1.ConditionDegraded && c.Status == metav1.ConditionFalse {
-				typ = corev1.EventTypeNormal
-			}
 			r.Recorder.Eventf(h, nil, typ, c.Reason, c.Type, "%s=%s: %s", c.Type, c.Status, c.Message)
 		}
 	}
-	if equalStatus(orig.Status, h.Status) {
+	if equality.Semantic.DeepEqual(orig.Status, h.Status) {
 		return nil
 	}
 	if err := r.Client.Status().Patch(ctx, h, client.MergeFrom(orig)); err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("status of HostfleetHub %s: %w", h.Name, err)
 	}
 	return nil
-}
-
-func equalStatus(a, b operatorv1alpha1.HostfleetHubStatus) bool {
-	if a.ObservedGeneration != b.ObservedGeneration || a.Version != b.Version || a.HubImage != b.HubImage ||
-		a.AgentImage != b.AgentImage || a.Namespace != b.Namespace || len(a.Conditions) != len(b.Conditions) {
-		return false
-	}
-	for _, c := range b.Conditions {
-		o := meta.FindStatusCondition(a.Conditions, c.Type)
-		if o == nil || o.Status != c.Status || o.Reason != c.Reason || o.Message != c.Message || o.ObservedGeneration != c.ObservedGeneration {
-			return false
-		}
-	}
-	return true
 }
 
 // apply applies objs server-side as the operator, in order.

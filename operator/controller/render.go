@@ -3,6 +3,7 @@ package controller
 import (
 	"fmt"
 	"strconv"
+	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -155,7 +156,7 @@ func Workload(h *operatorv1alpha1.HostfleetHub, rel Release, kubeconfigSecret st
 		args = append(args, "--bind-deadline="+h.Spec.BindDeadline.Duration.String())
 	}
 	if len(h.Spec.Agent.BMCNamespaces) > 0 {
-		args = append(args, fmt.Sprintf("--agent-bmc-namespaces=%s", joinComma(h.Spec.Agent.BMCNamespaces)))
+		args = append(args, "--agent-bmc-namespaces="+strings.Join(h.Spec.Agent.BMCNamespaces, ","))
 	}
 	pod := corev1.PodSpec{
 		SecurityContext: &corev1.PodSecurityContext{RunAsNonRoot: ptr.To(true), SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}},
@@ -195,15 +196,4 @@ func Workload(h *operatorv1alpha1.HostfleetHub, rel Release, kubeconfigSecret st
 			Spec: corev1.ServiceSpec{Selector: selector, Ports: []corev1.ServicePort{{Name: "metrics", Port: 8443,
 				TargetPort: intstr.FromString("metrics"), Protocol: corev1.ProtocolTCP}}}},
 	}
-}
-
-func joinComma(s []string) string {
-	out := ""
-	for i, v := range s {
-		if i > 0 {
-			out += ","
-		}
-		out += v
-	}
-	return out
 }
