@@ -55,7 +55,8 @@ type Options struct {
 	BMCWorkers int
 	BMCTimeout time.Duration
 	BMCPoll    time.Duration
-	// Ipmitool is the ipmitool binary for ipmi:// BMCs (default: on PATH).
+	// Ipmitool, when set, drives ipmi:// BMCs through this ipmitool binary
+	// instead of the native IPMI client.
 	Ipmitool string
 	// InventoryInterval bounds how often the HostInventory is written.
 	InventoryInterval time.Duration
@@ -154,7 +155,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.BMCWorkers, "bmc-workers", o.BMCWorkers, "hosts driven at once, and so BMCs spoken to at once")
 	fs.DurationVar(&o.BMCTimeout, "bmc-timeout", o.BMCTimeout, "bound on each BMC call")
 	fs.DurationVar(&o.BMCPoll, "bmc-poll", o.BMCPoll, "how often the power of a settled driven host is read again")
-	fs.StringVar(&o.Ipmitool, "ipmitool", o.Ipmitool, "ipmitool binary for ipmi:// BMCs (default: ipmitool on PATH)")
+	fs.StringVar(&o.Ipmitool, "ipmitool", o.Ipmitool, "drive ipmi:// BMCs through this ipmitool binary instead of the built-in IPMI 2.0 client (default: built-in)")
 	fs.BoolVar(&o.HealthLease, "health-lease", o.HealthLease,
 		"keep the add-on health Lease hostfleet-agent where OCM reads it: in --agent-namespace on the managed cluster, or in Hosted mode in --hosting-namespace on the hosting cluster")
 	fs.StringVar(&o.LeaseOwner, "lease-owner", o.LeaseOwner,

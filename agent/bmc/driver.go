@@ -53,7 +53,8 @@ type Options struct {
 	// InsecureSkipVerify skips TLS verification (the BMH's
 	// disableCertificateVerification).
 	InsecureSkipVerify bool
-	// IpmitoolPath is the ipmitool binary (default: found on PATH).
+	// IpmitoolPath, when set, drives ipmi:// BMCs through that ipmitool
+	// binary (bmclib's provider) instead of the native IPMI client.
 	IpmitoolPath string
 	// Logger receives bmclib's logs.
 	Logger logr.Logger
@@ -82,22 +83,23 @@ func Open(ctx context.Context, addr Address, user, pass string, o Options) (Driv
 	var provider string
 	switch addr.Protocol {
 	case IPMI:
-		path := o.IpmitoolPath
-		if path == "" {
-			var err error
-			if path, err = exec.LookPath("ipmitool"); err != nil {
-				// bmclib would silently drop its ipmitool provider.
-				return nil, fmt.Errorf("%w: IPMI needs ipmitool on PATH (or --ipmitool): %v", ErrUnsupported, err)
-			}
-		}
 		port := addr.Port
 		if port == "" {
 			port = "623"
 		}
-		// ipmitool says the same when the BMC is gone and when it refuses
-		// the password (after 20 s): ask first whether anything answers.
+		// A BMC that is gone and one that refuses the password look the
+		// same to a session (ipmitool waits 20 s): ask first whether
+		// anything answers.
 		if err := Ping(ctx, addr.HostPort()); err != nil {
 			return nil, fmt.Errorf("%w: no IPMI answer from %s: %v", ErrUnreachable, addr.HostPort(), err)
+		}
+		if o.IpmitoolPath == "" {
+			return openIPMI(ctx, addr, user, pass, o.Timeout)
+		}
+		path, err := exec.LookPath(o.IpmitoolPath)
+		if err != nil {
+			// bmclib would silently drop its ipmitool provider.
+			return nil, fmt.Errorf("%w: --ipmitool %s: %v", ErrUnsupported, o.IpmitoolPath, err)
 		}
 		// Cipher suite 3 (RAKP-HMAC-SHA1): what ipmi_sim and most BMCs speak.
 		opts = append(opts, bmclib.WithIpmitoolPath(path), bmclib.WithIpmitoolPort(port), bmclib.WithIpmitoolCipherSuite("3"))
@@ -130,7 +132,7 @@ func Open(ctx context.Context, addr Address, user, pass string, o Options) (Driv
 		}
 		return nil, classify(fmt.Errorf("open %s: %w", addr.HostPort(), err))
 	}
-	return &client{c: c, addr: addr, timeout: o.Timeout}, nil
+	return &client{c: c, bmcCall: bmcCall{addr: addr, timeout: o.Timeout}}, nil
 }
 
 // status401 finds an HTTP 401 in an error, not a port or address that
@@ -159,16 +161,21 @@ func classify(err error) error {
 }
 
 type client struct {
-	c       *bmclib.Client
+	c *bmclib.Client
+	bmcCall
+}
+
+// bmcCall bounds each call to a BMC and says which call failed where.
+type bmcCall struct {
 	addr    Address
 	timeout time.Duration
 }
 
-func (d *client) call(ctx context.Context, what string, fn func(ctx context.Context) error) error {
-	ctx, cancel := context.WithTimeout(ctx, d.timeout)
+func (b bmcCall) call(ctx context.Context, what string, fn func(ctx context.Context) error) error {
+	ctx, cancel := context.WithTimeout(ctx, b.timeout)
 	defer cancel()
 	if err := fn(ctx); err != nil {
-		return classify(fmt.Errorf("%s on %s: %w", what, d.addr.HostPort(), err))
+		return classify(fmt.Errorf("%s on %s: %w", what, b.addr.HostPort(), err))
 	}
 	return nil
 }
