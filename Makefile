@@ -66,8 +66,8 @@ test-unit: ## Only the tests that start no process (no control plane, no emulato
 	go test $(GO_TEST_FLAGS) $$(hack/unit-packages.sh)
 
 .PHONY: e2e-local
-e2e-local: ## The real OCM flow on local planes: clusteradm init/join (Default and Hosted), the add-on enabled, claims Ready, teardown (root).
-	$(TOOLS) envtest kube-controller-manager baremetal-operator ocm clusteradm kustomize
+e2e-local: images ## The real OCM flow on local planes, every pod from its image: clusteradm init/join (Default and Hosted), the add-on enabled, IPMI from the agent's image, claims Ready, teardown (root).
+	$(TOOLS) envtest kube-controller-manager baremetal-operator ocm clusteradm kustomize ipmi
 	KUBEBUILDER_ASSETS="$$($(TOOLS) --print-assets)" HOSTFLEET_BMO="$$($(TOOLS) --print-bmo)" \
 		go test $(GO_TEST_FLAGS) -v ./e2e/harness/pods/ ./e2e/suites/local/
 

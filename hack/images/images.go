@@ -7,14 +7,11 @@
 package main
 
 import (
-	"archive/tar"
-	"bytes"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
@@ -23,6 +20,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	"github.com/google/go-containerregistry/pkg/v1/types"
+
+	"github.com/hostfleet/hostfleet/hack/imagebuild"
 )
 
 // Image is one of the project's images.
@@ -170,87 +169,19 @@ func (b Build) assemble(img Image, arch, bin string, ca []byte) (v1.Image, error
 	if err != nil {
 		return nil, err
 	}
-	files := []file{
-		{path: "etc/passwd", mode: 0o644, data: []byte("root:x:0:0:root:/root:/sbin/nologin\nnonroot:x:65532:65532:nonroot:/home/nonroot:/sbin/nologin\n")},
-		{path: "etc/group", mode: 0o644, data: []byte("root:x:0:\nnonroot:x:65532:\n")},
-		{path: CABundle[1:], mode: 0o644, data: ca},
-		{path: img.Name, mode: 0o755, data: binary},
-	}
-	layer, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(tarOf(files))), nil },
-		tarball.WithMediaType(types.OCILayer))
-	if err != nil {
-		return nil, err
-	}
-	base := mutate.MediaType(empty.Image, types.OCIManifestSchema1)
-	base = mutate.ConfigMediaType(base, types.OCIConfigJSON)
-	i, err := mutate.AppendLayers(base, layer)
-	if err != nil {
-		return nil, err
-	}
-	cfg, err := i.ConfigFile()
-	if err != nil {
-		return nil, err
-	}
-	cfg = cfg.DeepCopy()
-	cfg.OS, cfg.Architecture = "linux", arch
-	cfg.Created = v1.Time{Time: time.Unix(0, 0).UTC()}
-	cfg.Config.Entrypoint = []string{"/" + img.Name}
-	cfg.Config.User = User
-	cfg.Config.WorkingDir = "/"
-	cfg.Config.Env = []string{"PATH=/", "SSL_CERT_FILE=" + CABundle}
-	cfg.Config.Labels = map[string]string{
-		"org.opencontainers.image.title":    img.Name,
-		"org.opencontainers.image.source":   Source,
-		"org.opencontainers.image.revision": b.Revision,
-		"org.opencontainers.image.version":  b.Version,
-		"org.opencontainers.image.licenses": "Apache-2.0",
-	}
-	return mutate.ConfigFile(i, cfg)
-}
-
-type file struct {
-	path string
-	mode int64
-	data []byte
-}
-
-// tarOf is a reproducible tar: fixed times and owners, directories first.
-func tarOf(files []file) []byte {
-	var buf bytes.Buffer
-	tw := tar.NewWriter(&buf)
-	seen := map[string]bool{}
-	for _, f := range files {
-		for dir := filepath.Dir(f.path); dir != "." && !seen[dir]; dir = filepath.Dir(dir) {
-			seen[dir] = true
-		}
-	}
-	var dirs []string
-	for d := range seen {
-		dirs = append(dirs, d)
-	}
-	sortByDepth(dirs)
-	for _, d := range dirs {
-		_ = tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: d + "/", Mode: 0o755, ModTime: time.Unix(0, 0)})
-	}
-	for _, f := range files {
-		_ = tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: f.path, Mode: f.mode, Size: int64(len(f.data)), ModTime: time.Unix(0, 0)})
-		_, _ = tw.Write(f.data)
-	}
-	_ = tw.Close()
-	return buf.Bytes()
-}
-
-func sortByDepth(dirs []string) {
-	for i := 1; i < len(dirs); i++ {
-		for j := i; j > 0 && less(dirs[j], dirs[j-1]); j-- {
-			dirs[j], dirs[j-1] = dirs[j-1], dirs[j]
-		}
-	}
-}
-
-func less(a, b string) bool {
-	if da, db := bytes.Count([]byte(a), []byte("/")), bytes.Count([]byte(b), []byte("/")); da != db {
-		return da < db
-	}
-	return a < b
+	return imagebuild.Assemble(imagebuild.Config{
+		Arch:       arch,
+		Files:      append(imagebuild.NonRoot(CABundle, ca), imagebuild.File{Path: img.Name, Mode: 0o755, Data: binary}),
+		Entrypoint: []string{"/" + img.Name},
+		User:       User,
+		WorkingDir: "/",
+		Env:        []string{"PATH=/", "SSL_CERT_FILE=" + CABundle},
+		Labels: map[string]string{
+			"org.opencontainers.image.title":    img.Name,
+			"org.opencontainers.image.source":   Source,
+			"org.opencontainers.image.revision": b.Revision,
+			"org.opencontainers.image.version":  b.Version,
+			"org.opencontainers.image.licenses": "Apache-2.0",
+		},
+	})
 }

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -123,18 +124,23 @@ func BMOPath() (string, error) {
 // StartBMO runs the real baremetal-operator in test mode (its fixture
 // provisioner, no Ironic) against the named plane. It moves BareMetalHosts
 // through registering, inspecting, available (with HardwareData),
-// provisioning and provisioned in seconds.
-func (f *Fleet) StartBMO(plane string) (*Process, error) {
+// provisioning and provisioned in seconds. With namespaces, it watches only
+// those (its -namespace), leaving hosts elsewhere to the agent's driver.
+func (f *Fleet) StartBMO(plane string, namespaces ...string) (*Process, error) {
 	bin, err := BMOPath()
 	if err != nil {
 		return nil, err
 	}
-	return f.Run("baremetal-operator-"+plane, plane, bin, []string{
+	args := []string{
 		"-test-mode",
 		"-webhook-port", "0",
 		"-metrics-addr", "0",
 		"-health-addr", "127.0.0.1:0",
-	})
+	}
+	if len(namespaces) > 0 {
+		args = append(args, "-namespace", strings.Join(namespaces, ","))
+	}
+	return f.Run("baremetal-operator-"+plane, plane, bin, args)
 }
 
 // StartControllerManager runs kube-controller-manager (from the assets

@@ -52,9 +52,9 @@ func ForTestWith(t testing.TB, opts Options, names ...string) *Fleet {
 }
 
 // StartBMOForTest is StartBMO that fails the test on error.
-func (f *Fleet) StartBMOForTest(t testing.TB, plane string) *Process {
+func (f *Fleet) StartBMOForTest(t testing.TB, plane string, namespaces ...string) *Process {
 	t.Helper()
-	p, err := f.StartBMO(plane)
+	p, err := f.StartBMO(plane, namespaces...)
 	if err != nil {
 		t.Fatalf("start baremetal-operator on %s: %v", plane, err)
 	}

@@ -99,6 +99,16 @@ func (n *netns) listen(addr string) (net.Listener, error) {
 	return l, err
 }
 
+// listenPacket opens a UDP socket inside the namespace.
+func (n *netns) listenPacket(addr string) (net.PacketConn, error) {
+	var c net.PacketConn
+	err := n.do(func() (err error) {
+		c, err = net.ListenPacket("udp", addr)
+		return err
+	})
+	return c, err
+}
+
 // dial connects, from inside the namespace, to addr.
 func (n *netns) dial(ctx context.Context, addr string) (net.Conn, error) {
 	var c net.Conn

@@ -7,6 +7,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -53,21 +54,29 @@ type pod struct {
 	cancel context.CancelFunc
 	done   chan struct{}
 
-	mu         sync.Mutex
-	obj        *corev1.Pod
-	waiting    string // why containers are not started yet
-	containers []*container
+	mu            sync.Mutex
+	obj           *corev1.Pod
+	waiting       string // why containers are not started yet
+	waitingReason string // ContainerCreating, ErrImagePull, CreateContainerConfigError
+	containers    []*container
 }
 
 type container struct {
 	spec     corev1.Container
 	log      string
-	root     string // its root directory
+	dir      string // its root, overlay upper and work directories
+	image    *image
+	proc     process
 	running  bool
 	ready    bool
 	restarts int32
 	started  time.Time
 	lastExit string
+	// kill ends the running process with a cause (a failed liveness probe).
+	kill context.CancelCauseFunc
+	// liveness: consecutive failures and when the probe runs next.
+	liveFailures int32
+	nextLive     time.Time
 }
 
 // ready reports whether every container passed its readiness probe.
@@ -100,38 +109,49 @@ func (p *pod) run(ctx context.Context) {
 	var procs sync.WaitGroup
 	defer procs.Wait()
 
-	// Volumes and env first: the pod waits, as in ContainerCreating, until
-	// every Secret and ConfigMap it needs exists.
-	var envs [][]string
+	// Images, volumes and env first: the pod waits, as in
+	// ContainerCreating, until every image is pulled and every Secret and
+	// ConfigMap it needs exists; a container that may not run as specified
+	// waits in CreateContainerConfigError.
+	backoff := time.Second
 	for {
-		var err error
-		envs, err = p.prepare(ctx)
+		err := p.prepare(ctx)
 		if err == nil {
 			break
 		}
-		p.setWaiting(err.Error())
+		reason := "ContainerCreating"
+		var pullErr errPull
+		var configErr errConfig
+		switch {
+		case errors.As(err, &pullErr):
+			reason = "ErrImagePull"
+		case errors.As(err, &configErr):
+			reason = "CreateContainerConfigError"
+		}
+		p.setWaiting(reason, err.Error())
 		select {
 		case <-ctx.Done():
 			return
-		case <-time.After(time.Second):
+		case <-time.After(backoff):
 		}
+		backoff = min(2*backoff, 10*time.Second)
 	}
-	p.setWaiting("")
+	p.setWaiting("", "")
 
 	netns, cleanup, err := p.network(ctx)
 	if err != nil {
-		p.setWaiting("network: " + err.Error())
+		p.setWaiting("ContainerCreating", "network: "+err.Error())
 		p.r.logf("pod %s/%s: %v", p.ns, p.name, err)
 		<-ctx.Done()
 		return
 	}
 	defer cleanup()
 
-	for i, c := range p.containers {
+	for _, c := range p.containers {
 		procs.Add(1)
 		go func() {
 			defer procs.Done()
-			p.keepRunning(ctx, netns, c, envs[i])
+			p.keepRunning(ctx, netns, c)
 		}()
 	}
 
@@ -154,42 +174,86 @@ func (p *pod) run(ctx context.Context) {
 	}
 }
 
-func (p *pod) setWaiting(msg string) {
+func (p *pod) setWaiting(reason, msg string) {
 	p.mu.Lock()
-	changed := p.waiting != msg
-	p.waiting = msg
+	changed := p.waiting != msg || p.waitingReason != reason
+	p.waiting, p.waitingReason = msg, reason
 	p.mu.Unlock()
 	if changed {
 		p.writeStatus(context.Background())
 	}
 }
 
-// prepare renders the volumes and builds each container's root and env.
-func (p *pod) prepare(ctx context.Context) ([][]string, error) {
+// prepare renders the volumes and the pod's /etc files, pulls each
+// container's image and resolves how its process starts.
+func (p *pod) prepare(ctx context.Context) error {
 	if _, err := p.writeVolumes(ctx); err != nil {
-		return nil, err
+		return err
+	}
+	if err := p.writeEtc(); err != nil {
+		return err
 	}
 	p.mu.Lock()
 	obj := p.obj.DeepCopy()
 	p.mu.Unlock()
-	envs := make([][]string, len(p.containers))
-	for i, c := range p.containers {
+	for _, c := range p.containers {
 		env, err := p.r.env(ctx, obj, &c.spec)
 		if err != nil {
-			return nil, err
+			return err
 		}
-		envs[i] = append([]string{
-			"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+		img, err := p.r.pull(ctx, c.spec.Image)
+		if err != nil {
+			return fmt.Errorf("container %s: %w", c.spec.Name, err)
+		}
+		base := []string{
 			"HOSTNAME=" + p.name,
 			"KUBERNETES_SERVICE_HOST=127.0.0.1",
 			"KUBERNETES_SERVICE_PORT=" + strconv.Itoa(p.r.apiPort),
 			"KUBERNETES_SERVICE_PORT_HTTPS=" + strconv.Itoa(p.r.apiPort),
-		}, env...)
-		if err := p.root(c); err != nil {
-			return nil, err
+		}
+		proc, err := resolveProcess(obj, &c.spec, img.config, img.rootfs, base, env)
+		if err != nil {
+			return fmt.Errorf("container %s: %w", c.spec.Name, err)
+		}
+		for _, m := range append(c.spec.VolumeMounts, corev1.VolumeMount{MountPath: "/etc/hosts"}) {
+			if err := noSymlinks(img.rootfs, m.MountPath); err != nil {
+				return errConfig{fmt.Sprintf("container %s: %v", c.spec.Name, err)}
+			}
+			if m.Name == "" {
+				continue
+			}
+			if _, err := os.Stat(filepath.Join(p.dir, "volumes", m.Name, m.SubPath)); err != nil {
+				return errWaiting{fmt.Sprintf("volume %s: %v", m.Name, err)}
+			}
+		}
+		p.mu.Lock()
+		c.image, c.proc = img, proc
+		p.mu.Unlock()
+	}
+	return nil
+}
+
+// writeEtc writes the /etc/hosts, /etc/hostname and /etc/resolv.conf every
+// container gets, as the kubelet does.
+func (p *pod) writeEtc() error {
+	dir := filepath.Join(p.dir, "etc")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	resolv, err := os.ReadFile("/etc/resolv.conf")
+	if err != nil {
+		resolv = nil
+	}
+	for name, data := range map[string][]byte{
+		"hosts":       fmt.Appendf(nil, "127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n%s\t%s\n", p.ip, p.name),
+		"hostname":    []byte(p.name + "\n"),
+		"resolv.conf": resolv,
+	} {
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
+			return err
 		}
 	}
-	return envs, nil
+	return nil
 }
 
 func (p *pod) writeVolumes(ctx context.Context) (bool, error) {
@@ -206,6 +270,12 @@ func (p *pod) writeVolumes(ctx context.Context) (bool, error) {
 		if err := os.MkdirAll(dir, 0o777); err != nil {
 			return changed, err
 		}
+		if v.EmptyDir != nil {
+			// Writable by any user, as the kubelet's.
+			if err := os.Chmod(dir, 0o777); err != nil {
+				return changed, err
+			}
+		}
 		if fs == nil {
 			continue
 		}
@@ -218,64 +288,6 @@ func (p *pod) writeVolumes(ctx context.Context) (bool, error) {
 	return changed, nil
 }
 
-// root lays out a container's root directory: mount points for the host's
-// /usr, /etc, /dev and /proc, the usr-merged symlinks, a private /tmp, the
-// binary and the volume mount points. The mounts themselves happen in the
-// container's own mount namespace (see start).
-func (p *pod) root(c *container) error {
-	root := c.root
-	for _, d := range []string{"usr", "etc", "dev", "proc", "tmp", "var/run", "run"} {
-		if err := os.MkdirAll(filepath.Join(root, d), 0o755); err != nil {
-			return err
-		}
-	}
-	if err := os.Chmod(filepath.Join(root, "tmp"), 0o1777); err != nil {
-		return err
-	}
-	for _, l := range []string{"bin", "sbin", "lib", "lib64"} {
-		target, err := os.Readlink("/" + l)
-		if err != nil {
-			continue // not a usr-merged link on this host: /usr covers it or it is absent
-		}
-		_ = os.Remove(filepath.Join(root, l))
-		if err := os.Symlink(target, filepath.Join(root, l)); err != nil {
-			return err
-		}
-	}
-	img := p.r.image(c.spec.Image)
-	if err := touch(filepath.Join(root, img.Path)); err != nil {
-		return err
-	}
-	for _, m := range c.spec.VolumeMounts {
-		src := filepath.Join(p.dir, "volumes", m.Name, m.SubPath)
-		dst := filepath.Join(root, filepath.Clean("/"+m.MountPath))
-		st, err := os.Stat(src)
-		if err != nil {
-			return errWaiting{fmt.Sprintf("volume %s: %v", m.Name, err)}
-		}
-		if st.IsDir() {
-			err = os.MkdirAll(dst, 0o755)
-		} else {
-			err = touch(dst)
-		}
-		if err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-func touch(path string) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return err
-	}
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY, 0o755)
-	if err != nil {
-		return err
-	}
-	return f.Close()
-}
-
 // network gives the pod its network namespace, held by a pause process:
 // loopback up, the API servers' ports forwarded out, and the pod's ports
 // reachable at its own loopback address from the host.
@@ -286,10 +298,14 @@ func (p *pod) network(ctx context.Context) (*netns, func(), error) {
 		return nil, nil, fmt.Errorf("start pause process: %w", err)
 	}
 	var listeners []net.Listener
+	var closers []io.Closer
 	var ns *netns
 	cleanup := func() {
 		for _, l := range listeners {
 			_ = l.Close()
+		}
+		for _, c := range closers {
+			_ = c.Close()
 		}
 		_ = pause.Process.Kill()
 		_ = pause.Wait()
@@ -329,6 +345,15 @@ func (p *pod) network(ctx context.Context) (*netns, func(), error) {
 			return d.DialContext(ctx, "tcp", addr)
 		})
 	}
+	for _, port := range p.r.opts.ForwardUDPPorts {
+		addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+		pc, err := ns.listenPacket(addr)
+		if err != nil {
+			return fail(fmt.Errorf("forward UDP port %d into the pod: %w", port, err))
+		}
+		closers = append(closers, pc)
+		go forwardUDP(pc, addr)
+	}
 	for _, c := range p.containers {
 		for _, cp := range c.spec.Ports {
 			if cp.Protocol != "" && cp.Protocol != corev1.ProtocolTCP {
@@ -349,16 +374,20 @@ func (p *pod) network(ctx context.Context) (*netns, func(), error) {
 		for _, l := range listeners {
 			_ = l.Close()
 		}
+		for _, c := range closers {
+			_ = c.Close()
+		}
 	}()
 	return ns, cleanup, nil
 }
 
-// keepRunning runs a container and restarts it with backoff when it exits.
-func (p *pod) keepRunning(ctx context.Context, ns *netns, c *container, env []string) {
+// keepRunning runs a container and restarts it with backoff when it exits
+// or its liveness probe fails.
+func (p *pod) keepRunning(ctx context.Context, ns *netns, c *container) {
 	backoff := time.Second
 	for ctx.Err() == nil {
 		started := time.Now()
-		err := p.start(ctx, ns, c, env)
+		err := p.start(ctx, ns, c)
 		p.mu.Lock()
 		c.running, c.ready = false, false
 		if err != nil {
@@ -384,50 +413,87 @@ func (p *pod) keepRunning(ctx context.Context, ns *netns, c *container, env []st
 	}
 }
 
-// mountScript runs in the container's new mount namespace, before chroot:
-// $1 is the root, $2 the binary, $3 the binary's path in the root, then
-// pairs of volume source and mount point, "--", and the command line.
+// mountScript runs in the container's new mount namespace. $1 is the
+// root, $2 the image's unpacked files, $3 and $4 the overlay's upper and
+// work directories, $5 "ro" for a read-only root; then triples of source,
+// mount point and ro|rw, "--", and the command that enters the root. The
+// root is an overlay of the image (writable, and thrown away when the
+// container ends, unless read-only); /dev is the host's, /proc the pod's.
 const mountScript = `set -e
-root=$1; mount --bind "$2" "$root$3"; shift 3
-mount --rbind /usr "$root/usr"; mount --rbind /etc "$root/etc"; mount --rbind /dev "$root/dev"
+cpath=$PATH; PATH=/usr/sbin:/usr/bin:/sbin:/bin
+root=$1; mount -t overlay overlay -o "lowerdir=$2,upperdir=$3,workdir=$4" "$root"; ro=$5; shift 5
+mkdir -p "$root/dev" "$root/proc"
+mount --rbind /dev "$root/dev"
 mount -t proc proc "$root/proc"
-while [ "$1" != "--" ]; do mount --bind "$1" "$root$2"; shift 2; done
+while [ "$1" != "--" ]; do
+  if [ -d "$1" ]; then mkdir -p "$root$2"; else mkdir -p "$(dirname "$root$2")"; [ -e "$root$2" ] || : > "$root$2"; fi
+  mount --bind "$1" "$root$2"
+  if [ "$3" = ro ]; then mount -o remount,bind,ro "$root$2"; fi
+  shift 3
+done
 shift
-exec chroot "$root" "$@"
+if [ "$ro" = ro ]; then mount -o remount,bind,ro "$root"; fi
+PATH=$cpath; exec "$@"
 `
 
-// start runs one container process until it exits or ctx ends.
-func (p *pod) start(ctx context.Context, ns *netns, c *container, env []string) error {
-	img := p.r.image(c.spec.Image)
-	vars := map[string]string{}
-	for _, kv := range env {
-		if k, v, ok := strings.Cut(kv, "="); ok {
-			vars[k] = v
+// hostTools are the host's programs that set a container up, by absolute
+// path: the container's environment (its image's PATH) is theirs.
+var hostTools = func() (t struct{ nsenter, unshare, sh string }) {
+	for _, x := range []struct {
+		name string
+		path *string
+	}{{"nsenter", &t.nsenter}, {"unshare", &t.unshare}, {"sh", &t.sh}} {
+		p, err := exec.LookPath(x.name)
+		if err != nil {
+			p = "/usr/bin/" + x.name // start reports it missing
+		}
+		*x.path = p
+	}
+	return t
+}()
+
+// start runs one container process until it exits, its liveness probe
+// kills it, or ctx ends.
+func (p *pod) start(ctx context.Context, ns *netns, c *container) error {
+	p.mu.Lock()
+	img, proc := c.image, c.proc
+	p.mu.Unlock()
+	root, upper, work := filepath.Join(c.dir, "root"), filepath.Join(c.dir, "upper"), filepath.Join(c.dir, "work")
+	// Each start is a new container: an empty writable layer.
+	if err := os.RemoveAll(c.dir); err != nil {
+		return err
+	}
+	for _, d := range []string{root, upper, work} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return err
 		}
 	}
-	argv := c.spec.Command
-	args := c.spec.Args
-	if len(argv) == 0 {
-		argv = img.Entrypoint
+	ro := "rw"
+	if proc.readOnly {
+		ro = "ro"
 	}
-	var cmdline []string
-	for _, a := range append(append([]string(nil), argv...), args...) {
-		cmdline = append(cmdline, expand(a, vars))
+	shArgs := []string{"-c", mountScript, "sh", root, img.rootfs, upper, work, ro}
+	etc := filepath.Join(p.dir, "etc")
+	for _, f := range []string{"hosts", "hostname", "resolv.conf"} {
+		shArgs = append(shArgs, filepath.Join(etc, f), "/etc/"+f, "ro")
 	}
-	if len(cmdline) == 0 {
-		return errors.New("no command: set command or args, or an entrypoint for the image")
-	}
-	if c.spec.WorkingDir != "" {
-		cmdline = append([]string{"/bin/sh", "-c", `cd "$0" && exec "$@"`, c.spec.WorkingDir}, cmdline...)
-	}
-	shArgs := []string{"-c", mountScript, "sh", c.root, img.Binary, filepath.Clean("/" + img.Path)}
 	for _, m := range c.spec.VolumeMounts {
-		shArgs = append(shArgs, filepath.Join(p.dir, "volumes", m.Name, m.SubPath), filepath.Clean("/"+m.MountPath))
+		mode := "rw"
+		if m.ReadOnly {
+			mode = "ro"
+		}
+		shArgs = append(shArgs, filepath.Join(p.dir, "volumes", m.Name, m.SubPath), filepath.Clean("/"+m.MountPath), mode)
 	}
-	shArgs = append(shArgs, "--")
-	shArgs = append(shArgs, cmdline...)
-	args = append([]string{fmt.Sprintf("--net=/proc/self/fd/%d", 3), "--", "unshare", "--mount", "--propagation", "private", "/bin/sh"}, shArgs...)
-	cmd := exec.Command("nsenter", args...)
+	// unshare with no namespace flags only enters the root, changes
+	// directory and user, and runs the command (found on the image's PATH).
+	enter := []string{hostTools.unshare, "--root=" + root, "--wd=" + proc.workdir}
+	if proc.uid != 0 || proc.gid != 0 {
+		enter = append(enter, "--setgid", strconv.Itoa(proc.gid), "--setuid", strconv.Itoa(proc.uid))
+	}
+	shArgs = append(append(append(shArgs, "--"), enter...), "--")
+	shArgs = append(shArgs, proc.argv...)
+	args := append([]string{fmt.Sprintf("--net=/proc/self/fd/%d", 3), "--", hostTools.unshare, "--mount", "--propagation", "private", hostTools.sh}, shArgs...)
+	cmd := exec.Command(hostTools.nsenter, args...)
 	dup, err := unix.Dup(ns.fd)
 	if err != nil {
 		return err
@@ -435,27 +501,30 @@ func (p *pod) start(ctx context.Context, ns *netns, c *container, env []string) 
 	nsFile := os.NewFile(uintptr(dup), "netns")
 	defer nsFile.Close()
 	cmd.ExtraFiles = []*os.File{nsFile}
-	cmd.Env = env
+	cmd.Env = proc.env
 	logFile, err := os.OpenFile(c.log, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return err
 	}
 	defer logFile.Close()
-	fmt.Fprintf(logFile, "---- %s start %q\n", time.Now().Format(time.RFC3339), cmdline)
+	fmt.Fprintf(logFile, "---- %s start %s as %d:%d %q\n", time.Now().Format(time.RFC3339), img.ref, proc.uid, proc.gid, proc.argv)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		return err
 	}
+	cctx, kill := context.WithCancelCause(ctx)
+	defer kill(nil)
 	p.mu.Lock()
-	c.running, c.started = true, time.Now()
+	c.running, c.started, c.kill = true, time.Now(), kill
+	c.liveFailures, c.nextLive = 0, time.Now().Add(time.Duration(initialDelay(c.spec.LivenessProbe))*time.Second)
 	p.mu.Unlock()
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
 	select {
 	case err := <-exited:
 		return err
-	case <-ctx.Done():
+	case <-cctx.Done():
 		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
 		select {
 		case <-exited:
@@ -463,15 +532,26 @@ func (p *pod) start(ctx context.Context, ns *netns, c *container, env []string) 
 			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 			<-exited
 		}
-		return ctx.Err()
+		fmt.Fprintf(logFile, "---- %s killed: %v\n", time.Now().Format(time.RFC3339), context.Cause(cctx))
+		return context.Cause(cctx)
 	}
 }
 
-// probe runs each running container's readiness probe.
+func initialDelay(probe *corev1.Probe) int32 {
+	if probe == nil {
+		return 0
+	}
+	return probe.InitialDelaySeconds
+}
+
+// probe runs each running container's readiness probe, and its liveness
+// probe when due: failureThreshold failures in a row (default 3), every
+// periodSeconds (default 10), kill the container, which is restarted.
 func (p *pod) probe(ctx context.Context, ns *netns) {
 	for _, c := range p.containers {
 		p.mu.Lock()
-		running, probe := c.running, c.spec.ReadinessProbe
+		running, probe, live := c.running, c.spec.ReadinessProbe, c.spec.LivenessProbe
+		due := live != nil && running && !time.Now().Before(c.nextLive)
 		p.mu.Unlock()
 		ready := running
 		if running && probe != nil {
@@ -480,11 +560,31 @@ func (p *pod) probe(ctx context.Context, ns *netns) {
 		p.mu.Lock()
 		c.ready = ready
 		p.mu.Unlock()
+		if !due {
+			continue
+		}
+		err := p.check(ctx, ns, c, live)
+		p.mu.Lock()
+		c.nextLive = time.Now().Add(time.Duration(orDefault(live.PeriodSeconds, 10)) * time.Second)
+		if err == nil {
+			c.liveFailures = 0
+		} else if c.liveFailures++; c.liveFailures >= orDefault(live.FailureThreshold, 3) && c.kill != nil {
+			p.r.logf("pod %s/%s container %s: liveness probe failed %d times, restarting: %v", p.ns, p.name, c.spec.Name, c.liveFailures, err)
+			c.kill(fmt.Errorf("liveness probe failed: %w", err))
+		}
+		p.mu.Unlock()
 	}
 }
 
+func orDefault(v, def int32) int32 {
+	if v <= 0 {
+		return def
+	}
+	return v
+}
+
 func (p *pod) check(ctx context.Context, ns *netns, c *container, probe *corev1.Probe) error {
-	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, time.Duration(max(2, probe.TimeoutSeconds))*time.Second)
 	defer cancel()
 	switch {
 	case probe.HTTPGet != nil:
@@ -580,38 +680,58 @@ func (p *pod) status(obj *corev1.Pod) corev1.PodStatus {
 	s.HostIPs = []corev1.HostIP{{IP: "127.0.0.1"}}
 	allReady := len(p.containers) > 0
 	running := p.waiting == ""
+	var unready []string
 	s.ContainerStatuses = nil
 	for _, c := range p.containers {
 		cs := corev1.ContainerStatus{
 			Name: c.spec.Name, Image: c.spec.Image, ImageID: c.spec.Image,
 			Ready: c.ready, RestartCount: c.restarts, Started: ptr.To(c.running),
 		}
+		if c.image != nil {
+			cs.ImageID = c.image.ref + "@" + c.image.digest.String()
+		}
 		switch {
 		case p.waiting != "":
-			cs.State.Waiting = &corev1.ContainerStateWaiting{Reason: "ContainerCreating", Message: p.waiting}
+			cs.State.Waiting = &corev1.ContainerStateWaiting{Reason: p.waitingReason, Message: p.waiting}
 		case c.running:
 			cs.State.Running = &corev1.ContainerStateRunning{StartedAt: metav1.NewTime(c.started.Truncate(time.Second))}
 		default:
 			cs.State.Waiting = &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff", Message: c.lastExit}
 		}
+		if !c.ready {
+			unready = append(unready, c.spec.Name)
+		}
 		allReady = allReady && c.ready
 		s.ContainerStatuses = append(s.ContainerStatuses, cs)
+	}
+	// Why the pod is not ready, as the kubelet says it, and what keeps its
+	// containers from starting.
+	why := ""
+	if len(unready) > 0 {
+		why = fmt.Sprintf("containers with unready status: [%s]", strings.Join(unready, " "))
+		if p.waiting != "" {
+			why += ": " + p.waitingReason + ": " + p.waiting
+		}
 	}
 	s.Phase = corev1.PodPending
 	if running {
 		s.Phase = corev1.PodRunning
 	}
 	cond := func(t corev1.PodConditionType, ok bool) corev1.PodCondition {
-		st := corev1.ConditionFalse
+		st, reason, msg := corev1.ConditionFalse, "ContainersNotReady", why
 		if ok {
-			st = corev1.ConditionTrue
+			st, reason, msg = corev1.ConditionTrue, "", ""
+		}
+		if t == corev1.PodScheduled || t == corev1.PodInitialized {
+			reason, msg = "", ""
 		}
 		for _, old := range obj.Status.Conditions {
 			if old.Type == t && old.Status == st {
+				old.Reason, old.Message = reason, msg
 				return old
 			}
 		}
-		return corev1.PodCondition{Type: t, Status: st, LastTransitionTime: metav1.NewTime(time.Now().Truncate(time.Second))}
+		return corev1.PodCondition{Type: t, Status: st, Reason: reason, Message: msg, LastTransitionTime: metav1.NewTime(time.Now().Truncate(time.Second))}
 	}
 	s.Conditions = []corev1.PodCondition{
 		cond(corev1.PodScheduled, true),

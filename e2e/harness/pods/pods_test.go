@@ -4,14 +4,13 @@ package pods_test
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"net/http"
 	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -21,72 +20,28 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/hostfleet/hostfleet/e2e/harness/planes"
 	"github.com/hostfleet/hostfleet/e2e/harness/pods"
+	"github.com/hostfleet/hostfleet/e2e/harness/registry"
 )
 
-// servePod is what the test binary does when the runner starts it as a pod:
-// it answers questions about what it sees from inside.
-func servePod() {
-	mux := http.NewServeMux()
-	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
-		if _, err := os.Stat("/config/not-ready"); err == nil {
-			http.Error(w, "not ready", http.StatusServiceUnavailable)
-		}
-	})
-	mux.HandleFunc("/file", func(w http.ResponseWriter, r *http.Request) {
-		b, err := os.ReadFile(r.URL.Query().Get("path"))
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusNotFound)
-			return
-		}
-		_, _ = w.Write(b)
-	})
-	mux.HandleFunc("/env", func(w http.ResponseWriter, r *http.Request) {
-		_, _ = io.WriteString(w, os.Getenv(r.URL.Query().Get("name")))
-	})
-	mux.HandleFunc("/whoami", func(w http.ResponseWriter, r *http.Request) {
-		// In-cluster config: KUBERNETES_SERVICE_HOST/PORT, token and ca.crt.
-		cfg, err := rest.InClusterConfig()
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusInternalServerError)
-			return
-		}
-		c, err := rest.HTTPClientFor(cfg)
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusInternalServerError)
-			return
-		}
-		resp, err := c.Post(cfg.Host+"/apis/authentication.k8s.io/v1/selfsubjectreviews", "application/json",
-			strings.NewReader(`{"apiVersion":"authentication.k8s.io/v1","kind":"SelfSubjectReview"}`))
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusBadGateway)
-			return
-		}
-		defer resp.Body.Close()
-		_, _ = io.Copy(w, resp.Body)
-	})
-	mux.HandleFunc("/exit", func(http.ResponseWriter, *http.Request) { os.Exit(3) })
-	srv := &http.Server{Addr: ":8080", Handler: mux, ReadHeaderTimeout: 5 * time.Second}
-	fmt.Println("serving on :8080")
-	if err := srv.ListenAndServe(); err != nil {
-		fmt.Println(err)
-		os.Exit(1)
-	}
+// podImage is the image the tests run: podtest, built static, as user
+// 65532, pushed to the runner's registry.
+const podImage = "example.com/tests/podtest:v1"
+
+// rootImage is the same program running as root.
+const rootImage = "example.com/tests/podtest:root"
+
+type runnerEnv struct {
+	c      client.Client
+	runner *pods.Runner
 }
 
-func TestMain(m *testing.M) {
-	if os.Getenv("PODS_TEST_POD") == "1" {
-		servePod()
-		return
-	}
-	os.Exit(m.Run())
-}
-
-func TestRunnerRunsADeploymentAsAPod(t *testing.T) {
+func startRunner(t *testing.T) *runnerEnv {
+	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Fatal("the pod runner needs root (mount and network namespaces); run the e2e tests as root")
 	}
@@ -94,16 +49,25 @@ func TestRunnerRunsADeploymentAsAPod(t *testing.T) {
 	fleet := planes.ForTestWith(t, planes.Options{CRDSets: []string{}, ForPods: true}, "p")
 	fleet.StartControllerManagerForTest(t, "p")
 	plane := fleet.Plane("p")
-	c := plane.Client
-	ctx := context.Background()
 
-	self, err := os.Executable()
-	g.Expect(err).NotTo(HaveOccurred())
+	bin := filepath.Join(t.TempDir(), "podtest")
+	build := exec.Command("go", "build", "-o", bin, "./podtest")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	out, err := build.CombinedOutput()
+	g.Expect(err).NotTo(HaveOccurred(), "%s", out)
+	reg := registry.Start()
+	t.Cleanup(reg.Close)
+	for ref, user := range map[string]string{podImage: "65532:65532", rootImage: ""} {
+		img, err := registry.Binary(bin, "/podtest", user, "/podtest")
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(reg.Push(ref, img)).To(Succeed())
+	}
+
 	port, _ := strconv.Atoi(mustURL(t, plane.Config.Host).Port())
-	runner, err := pods.Start(ctx, pods.Options{
+	runner, err := pods.Start(context.Background(), pods.Options{
 		Name:         "p",
 		Config:       plane.Config,
-		Images:       map[string]pods.Image{"podtest": {Binary: self, Path: "/podtest", Entrypoint: []string{"/podtest"}}},
+		Registry:     reg.Host,
 		ForwardPorts: []int{port},
 		Dir:          t.TempDir(),
 		Logf:         t.Logf,
@@ -118,6 +82,36 @@ func TestRunnerRunsADeploymentAsAPod(t *testing.T) {
 			}
 		}
 	})
+	return &runnerEnv{c: plane.Client, runner: runner}
+}
+
+func TestRunner(t *testing.T) {
+	e := startRunner(t)
+	t.Run("RunsADeploymentAsAPod", func(t *testing.T) { testRunsADeploymentAsAPod(t, e) })
+	t.Run("Liveness", func(t *testing.T) { testLiveness(t, e) })
+	t.Run("RefusesRoot", func(t *testing.T) { testRefusesRoot(t, e) })
+}
+
+// deployment is a Deployment of one podtest container in namespace ns.
+func deployment(ns, name, image string, edit func(*corev1.Container)) *appsv1.Deployment {
+	labels := map[string]string{"app": name}
+	c := corev1.Container{Name: "main", Image: image, Ports: []corev1.ContainerPort{{Name: "http", ContainerPort: 8080}}}
+	if edit != nil {
+		edit(&c)
+	}
+	return &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: appsv1.DeploymentSpec{
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: corev1.PodSpec{Containers: []corev1.Container{c}}},
+		},
+	}
+}
+
+func testRunsADeploymentAsAPod(t *testing.T, e *runnerEnv) {
+	g := NewWithT(t)
+	c, runner := e.c, e.runner
+	ctx := context.Background()
 
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "demo"}}
 	g.Expect(c.Create(ctx, ns)).To(Succeed())
@@ -136,11 +130,13 @@ func TestRunnerRunsADeploymentAsAPod(t *testing.T) {
 				ObjectMeta: metav1.ObjectMeta{Labels: labels},
 				Spec: corev1.PodSpec{
 					ServiceAccountName: "runner-test",
+					SecurityContext:    &corev1.PodSecurityContext{RunAsNonRoot: ptr.To(true)},
 					Containers: []corev1.Container{{
-						Name:  "main",
-						Image: "example.com/tests/podtest:v1",
+						Name:            "main",
+						Image:           podImage,
+						SecurityContext: &corev1.SecurityContext{ReadOnlyRootFilesystem: ptr.To(true)},
+						WorkingDir:      "/config",
 						Env: []corev1.EnvVar{
-							{Name: "PODS_TEST_POD", Value: "1"},
 							{Name: "MY_NAMESPACE", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.namespace"}}},
 							{Name: "COLOR", ValueFrom: &corev1.EnvVarSource{ConfigMapKeyRef: &corev1.ConfigMapKeySelector{
 								LocalObjectReference: corev1.LocalObjectReference{Name: "settings"}, Key: "color"}}},
@@ -192,6 +188,17 @@ func TestRunnerRunsADeploymentAsAPod(t *testing.T) {
 	g.Expect(get("/file?path=/var/run/creds/password")).To(Equal("s3cret"))
 	g.Expect(get("/file?path=/var/run/secrets/kubernetes.io/serviceaccount/namespace")).To(Equal("demo"))
 	g.Expect(get("/whoami")).To(ContainSubstring(`"username":"system:serviceaccount:demo:runner-test"`))
+	g.Expect(pod.Status.ContainerStatuses[0].ImageID).To(HavePrefix(podImage+"@sha256:"), "pulled from the registry")
+
+	// The image's user and the container's working directory; a read-only
+	// root, and writable volumes.
+	g.Expect(get("/id")).To(Equal("65532:65532 /config"))
+	g.Expect(get("/write?path=/podtest-was-here&data=x")).To(ContainSubstring("read-only file system"))
+	g.Expect(get("/write?path=/config/note&data=x")).To(BeEmpty())
+	g.Expect(get("/file?path=/config/note")).To(Equal("x"))
+	g.Expect(get("/write?path=/var/run/creds/password&data=x")).To(ContainSubstring("read-only file system"), "a readOnly volume mount")
+	g.Expect(get("/file?path=/etc/hostname")).To(Equal(pod.Name + "\n"))
+	g.Expect(get("/file?path=/bin/sh")).To(ContainSubstring("no such file"), "the image's files, not the host's")
 
 	// The Service has an EndpointSlice at the pod's address, with the target port.
 	g.Eventually(func(g Gomega) {
@@ -231,10 +238,89 @@ func TestRunnerRunsADeploymentAsAPod(t *testing.T) {
 }
 
 func onlyPod(ctx context.Context, g Gomega, c client.Client) *corev1.Pod {
+	return podOf(ctx, g, c, "demo", "podtest")
+}
+
+// podOf is the only pod of an app.
+func podOf(ctx context.Context, g Gomega, c client.Client, ns, app string) *corev1.Pod {
 	list := &corev1.PodList{}
-	g.Expect(c.List(ctx, list, client.InNamespace("demo"))).To(Succeed())
+	g.Expect(c.List(ctx, list, client.InNamespace(ns), client.MatchingLabels{"app": app})).To(Succeed())
 	g.Expect(list.Items).To(HaveLen(1))
 	return &list.Items[0]
+}
+
+// testLiveness: a failing liveness probe restarts the container, which
+// starts with a fresh writable root.
+func testLiveness(t *testing.T, e *runnerEnv) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	g.Expect(e.c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "live"}})).To(Succeed())
+	d := deployment("live", "live", rootImage, func(c *corev1.Container) {
+		c.LivenessProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/healthz", Port: intstr.FromInt32(8080)}},
+			PeriodSeconds: 1, FailureThreshold: 2}
+	})
+	g.Expect(e.c.Create(ctx, d)).To(Succeed())
+	var base string
+	g.Eventually(func(g Gomega) {
+		p := podOf(ctx, g, e.c, "live", "live")
+		g.Expect(p.Status.ContainerStatuses).To(ConsistOf(HaveField("Ready", BeTrue())))
+		base = "http://" + p.Status.PodIP + ":8080"
+	}).WithTimeout(30 * time.Second).Should(Succeed())
+	resp, err := http.Get(base + "/write?path=/unhealthy&data=x")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(resp.StatusCode).To(Equal(http.StatusOK), "the root is writable without readOnlyRootFilesystem (by root)")
+	resp.Body.Close()
+	g.Eventually(func(g Gomega) {
+		p := podOf(ctx, g, e.c, "live", "live")
+		g.Expect(p.Status.ContainerStatuses).To(ConsistOf(And(HaveField("RestartCount", BeEquivalentTo(1)), HaveField("Ready", BeTrue()))))
+	}).WithTimeout(30*time.Second).Should(Succeed(), "restarted by its liveness probe")
+	resp, err = http.Get(base + "/healthz")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(resp.StatusCode).To(Equal(http.StatusOK), "a new container: the old writable layer is gone")
+	resp.Body.Close()
+	g.Consistently(func(g Gomega) {
+		p := podOf(ctx, g, e.c, "live", "live")
+		g.Expect(p.Status.ContainerStatuses).To(ConsistOf(HaveField("RestartCount", BeEquivalentTo(1))))
+	}).WithTimeout(3 * time.Second).Should(Succeed())
+}
+
+// testRefusesRoot: under runAsNonRoot, an image that runs as root, or a
+// runAsUser of 0, is not started, and the Pod says why; an image the
+// registry does not have waits in ErrImagePull.
+func testRefusesRoot(t *testing.T, e *runnerEnv) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	g.Expect(e.c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "strict"}})).To(Succeed())
+	nonRoot := func(c *corev1.Container) { c.SecurityContext = &corev1.SecurityContext{RunAsNonRoot: ptr.To(true)} }
+	g.Expect(e.c.Create(ctx, deployment("strict", "root-image", rootImage, nonRoot))).To(Succeed())
+	g.Expect(e.c.Create(ctx, deployment("strict", "root-user", podImage, func(c *corev1.Container) {
+		nonRoot(c)
+		c.SecurityContext.RunAsUser = ptr.To[int64](0)
+	}))).To(Succeed())
+	g.Expect(e.c.Create(ctx, deployment("strict", "missing", "example.com/tests/nothing:v1", nil))).To(Succeed())
+	g.Expect(e.c.Create(ctx, deployment("strict", "root-allowed", rootImage, nil))).To(Succeed())
+
+	waiting := func(app, reason, msg string) {
+		g.Eventually(func(g Gomega) {
+			p := podOf(ctx, g, e.c, "strict", app)
+			g.Expect(p.Status.ContainerStatuses).To(ConsistOf(HaveField("State.Waiting", And(
+				HaveField("Reason", reason), HaveField("Message", ContainSubstring(msg))))))
+			g.Expect(p.Status.Conditions).To(ContainElement(And(HaveField("Type", corev1.PodReady),
+				HaveField("Status", corev1.ConditionFalse), HaveField("Message", ContainSubstring(msg)))))
+		}).WithTimeout(30 * time.Second).Should(Succeed())
+	}
+	waiting("root-image", "CreateContainerConfigError", "container has runAsNonRoot and image will run as root")
+	waiting("root-user", "CreateContainerConfigError", "container's runAsUser breaks non-root policy")
+	waiting("missing", "ErrImagePull", "example.com/tests/nothing:v1")
+	g.Eventually(func(g Gomega) {
+		p := podOf(ctx, g, e.c, "strict", "root-allowed")
+		g.Expect(p.Status.ContainerStatuses).To(ConsistOf(HaveField("Ready", BeTrue())))
+		resp, err := http.Get("http://" + p.Status.PodIP + ":8080/id")
+		g.Expect(err).NotTo(HaveOccurred())
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		g.Expect(string(b)).To(Equal("0:0 /"), "without runAsNonRoot, the image's root user runs")
+	}).WithTimeout(30 * time.Second).Should(Succeed())
 }
 
 func mustURL(t *testing.T, s string) *url.URL {

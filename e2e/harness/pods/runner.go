@@ -15,7 +15,6 @@ import (
 	"path/filepath"
 	"sort"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -34,31 +33,25 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 )
 
-// Image maps a container image to a local binary.
-type Image struct {
-	// Binary is the program on the host.
-	Binary string
-	// Path is where the image keeps it ("/registration"); the binary appears
-	// there in the container's root.
-	Path string
-	// Entrypoint is the image's ENTRYPOINT, used when a container sets no
-	// command. OCM images have none: their args start with the binary.
-	Entrypoint []string
-}
-
 // Options configure a Runner.
 type Options struct {
 	// Name names the plane in logs.
 	Name string
 	// Config reaches the plane as an administrator.
 	Config *rest.Config
-	// Images maps image names (the last path element, without tag or
-	// digest: "registration", "hostfleet-agent") to binaries. Deployments
-	// with any other image are left alone.
-	Images map[string]Image
+	// Registry (host:port, plain HTTP) serves every image, laid out as a
+	// pull-through mirror: ghcr.io/x/y:v at <Registry>/ghcr.io/x/y:v (see
+	// the registry package).
+	Registry string
+	// ImageCache receives unpacked images, one directory per digest;
+	// runners may share it (default Dir/images).
+	ImageCache string
 	// ForwardPorts are host loopback ports every pod reaches at the same
 	// port on its own loopback: the planes' API servers.
 	ForwardPorts []int
+	// ForwardUDPPorts are host loopback UDP ports every pod reaches at the
+	// same port on its own loopback: BMC emulators (IPMI).
+	ForwardUDPPorts []int
 	// Dir receives the pods' roots, volumes and logs.
 	Dir string
 	// Logf receives the runner's own messages; nil discards them.
@@ -170,29 +163,6 @@ func (r *Runner) logf(format string, args ...any) {
 	}
 }
 
-// ImageName is the part of an image reference the runner maps: the last path
-// element, without tag or digest.
-func ImageName(image string) string {
-	image, _, _ = strings.Cut(image, "@")
-	if i := strings.LastIndex(image, "/"); i >= 0 {
-		image = image[i+1:]
-	}
-	image, _, _ = strings.Cut(image, ":")
-	return image
-}
-
-func (r *Runner) image(ref string) Image { return r.opts.Images[ImageName(ref)] }
-
-// runnable reports why a pod template cannot run here, or "".
-func (r *Runner) runnable(spec *corev1.PodSpec) string {
-	for _, c := range spec.Containers {
-		if _, ok := r.opts.Images[ImageName(c.Image)]; !ok {
-			return fmt.Sprintf("container %s: image %s is not mapped to a local binary", c.Name, c.Image)
-		}
-	}
-	return ""
-}
-
 // templateHash names a pod template's revision, as pod-template-hash does.
 func templateHash(t *corev1.PodTemplateSpec) string {
 	b, _ := json.Marshal(t)
@@ -210,10 +180,6 @@ func (r *Runner) reconcileDeployment(ctx context.Context, req ctrl.Request) (ctr
 	}
 	if err != nil {
 		return ctrl.Result{}, err
-	}
-	if why := r.runnable(&d.Spec.Template.Spec); why != "" {
-		r.logf("deployment %s not run: %s", req, why)
-		return ctrl.Result{}, nil
 	}
 	hash := templateHash(&d.Spec.Template)
 	want := int(ptr.Deref(d.Spec.Replicas, 1))
@@ -310,7 +276,7 @@ func (r *Runner) newPod(ctx context.Context, d *appsv1.Deployment, hash string) 
 		p.containers = append(p.containers, &container{
 			spec: c,
 			log:  filepath.Join(r.opts.Dir, fmt.Sprintf("%s_%s_%s.log", d.Namespace, name, c.Name)),
-			root: filepath.Join(p.dir, "root-"+strconv.Itoa(i)),
+			dir:  filepath.Join(p.dir, "container-"+strconv.Itoa(i)),
 		})
 	}
 	r.logf("pod %s/%s for deployment %s at %s", d.Namespace, name, d.Name, p.ip)

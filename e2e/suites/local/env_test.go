@@ -21,8 +21,10 @@ import (
 	clusterv1 "open-cluster-management.io/api/cluster/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/hostfleet/hostfleet/e2e/emulators/ipmisim"
 	"github.com/hostfleet/hostfleet/e2e/harness/planes"
 	"github.com/hostfleet/hostfleet/e2e/harness/pods"
+	"github.com/hostfleet/hostfleet/e2e/harness/registry"
 	"github.com/hostfleet/hostfleet/manifests"
 )
 
@@ -33,7 +35,10 @@ type env struct {
 	fleet      *planes.Fleet
 	runners    map[string]*pods.Runner
 	clusteradm string
-	bin        string // hostfleet-operator, hostfleet-hub and hostfleet-agent
+	registry   *registry.Registry
+	images     map[string]string // hostfleet-operator, -hub and -agent: their references
+	ocmVersion string
+	ipmi       *ipmisim.BMC // an IPMI BMC every pod reaches at its address
 	hubToken   string
 	hubURL     string
 	hubCA      string
@@ -58,28 +63,40 @@ func newEnv(t *testing.T) *env {
 	if os.Geteuid() != 0 {
 		t.Fatal("the local end-to-end tests run OCM's pods in mount and network namespaces: run them as root")
 	}
-	e := &env{t: t, runners: map[string]*pods.Runner{}, clusteradm: tool(t, "clusteradm", "clusteradm")}
-	images := map[string]pods.Image{}
+	e := &env{t: t, runners: map[string]*pods.Runner{}, clusteradm: tool(t, "clusteradm", "clusteradm"), images: map[string]string{}}
+	e.registry = registry.Start()
+	t.Cleanup(e.registry.Close)
+	start := time.Now()
+	// Hostfleet's images, as `make images` built them.
+	for _, name := range []string{"hostfleet-operator", "hostfleet-hub", "hostfleet-agent"} {
+		ref, err := e.registry.PushLayout(filepath.Join("..", "..", "..", "bin", "images", name))
+		if err != nil {
+			t.Fatalf("%v: the local end-to-end tests run the images `make images` builds", err)
+		}
+		e.images[name] = ref
+	}
+	// OCM's, at the references clusteradm names for the bundle the tool
+	// cache built: each binary where upstream's image keeps it, user 10001
+	// as upstream's, no entrypoint (the Deployments' args name the binary).
+	reg := tool(t, "ocm", "registration")
+	m := regexp.MustCompile(`/ocm-(v[0-9.]+)/`).FindStringSubmatch(reg)
+	if m == nil {
+		t.Fatalf("no OCM version in the tool cache path %s", reg)
+	}
+	e.ocmVersion = m[1]
 	for image, binary := range map[string]string{
 		"registration-operator": "registration-operator", "registration": "registration", "work": "work",
 		"placement": "placement", "addon-manager": "addon",
 	} {
-		images[image] = pods.Image{Binary: tool(t, "ocm", binary), Path: "/" + binary}
-	}
-
-	start := time.Now()
-	e.bin = t.TempDir()
-	for pkg, name := range map[string]string{"../../../agent/cmd/hostfleet-agent": "hostfleet-agent", "../../../hub/cmd/hostfleet-hub": "hostfleet-hub",
-		"../../../operator/cmd/hostfleet-operator": "hostfleet-operator"} {
-		out, err := exec.Command("go", "build", "-o", filepath.Join(e.bin, name), pkg).CombinedOutput()
+		img, err := registry.Binary(tool(t, "ocm", binary), "/"+binary, "10001")
 		if err != nil {
-			t.Fatalf("build %s: %v\n%s", name, err, out)
+			t.Fatal(err)
+		}
+		if err := e.registry.Push("quay.io/open-cluster-management/"+image+":"+e.ocmVersion, img); err != nil {
+			t.Fatal(err)
 		}
 	}
-	for _, name := range []string{"hostfleet-agent", "hostfleet-hub", "hostfleet-operator"} {
-		images[name] = pods.Image{Binary: filepath.Join(e.bin, name), Path: "/" + name, Entrypoint: []string{"/" + name}}
-	}
-	t.Logf("built hostfleet-operator, hostfleet-hub and hostfleet-agent in %s", time.Since(start).Round(time.Second))
+	t.Logf("registry %s serves %v and OCM %s's images (%s)", e.registry.Host, e.images, e.ocmVersion, time.Since(start).Round(time.Second))
 
 	// OCM's own CRDs come from `clusteradm init` and `join`, as for a user.
 	e.fleet = planes.ForTestWith(t, planes.Options{ForPods: true, CRDSets: []string{manifests.Hostfleet, manifests.Metal3}},
@@ -93,11 +110,19 @@ func newEnv(t *testing.T) *env {
 		port, _ := strconv.Atoi(u.Port())
 		ports = append(ports, port)
 	}
+	// A BMC on the host's loopback, reachable from every pod (UDP forwarded
+	// as the API servers' ports are): the agent drives it from its image.
+	sim, err := ipmisim.Start(filepath.Join(e.fleet.Dir, "ipmi_sim"), "admin", "password")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(sim.Close)
+	e.ipmi = sim
 	for _, name := range e.fleet.Names() {
 		e.fleet.StartControllerManagerForTest(t, name)
 		r, err := pods.Start(context.Background(), pods.Options{
-			Name: name, Config: e.fleet.Plane(name).Config, Images: images, ForwardPorts: ports,
-			Dir: filepath.Join(e.fleet.Dir, "pods-"+name),
+			Name: name, Config: e.fleet.Plane(name).Config, Registry: e.registry.Host, ForwardPorts: ports, ForwardUDPPorts: []int{sim.Port},
+			Dir: filepath.Join(e.fleet.Dir, "pods-"+name), ImageCache: filepath.Join(e.fleet.Dir, "images"),
 		})
 		if err != nil {
 			t.Fatalf("pod runner on %s: %v", name, err)
@@ -157,7 +182,7 @@ var joinCommand = regexp.MustCompile(`join --hub-token (\S+) --hub-apiserver (\S
 // init installs the OCM hub with `clusteradm init` and keeps the join token.
 func (e *env) init() {
 	e.t.Helper()
-	out := e.run("hub", "init", "--wait")
+	out := e.run("hub", "init", "--wait", "--bundle-version", e.ocmVersion)
 	if m := joinCommand.FindStringSubmatch(out); m != nil {
 		e.hubToken, e.hubURL = m[1], m[2]
 	}
@@ -171,7 +196,7 @@ func (e *env) init() {
 func (e *env) join(plane, cluster string, extra ...string) {
 	e.t.Helper()
 	args := append([]string{"join", "--hub-token", e.hubToken, "--hub-apiserver", e.hubURL, "--cluster-name", cluster,
-		"--ca-file", e.hubCA, "--wait"}, extra...)
+		"--ca-file", e.hubCA, "--wait", "--bundle-version", e.ocmVersion}, extra...)
 	e.run(plane, args...)
 	e.run("hub", "accept", "--clusters", cluster, "--wait")
 	e.expectAvailable(cluster)

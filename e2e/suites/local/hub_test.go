@@ -4,7 +4,11 @@ package local_test
 
 import (
 	"context"
+	"fmt"
+	"os"
 	"os/exec"
+	"path/filepath"
+	"strings"
 	"time"
 
 	. "github.com/onsi/gomega"
@@ -26,8 +30,19 @@ func (e *env) installOperator(plane string) {
 	g := NewWithT(e.t)
 	ctx := context.Background()
 	c := e.fleet.Plane(plane).Client
-	out, err := exec.Command(tool(e.t, "kustomize", "kustomize"), "build", "../../../deploy/operator").Output()
-	g.Expect(err).NotTo(HaveOccurred(), "kustomize build deploy/operator")
+	// An overlay naming this build's image, as a user pins a release.
+	overlay := filepath.Join(e.fleet.Dir, "operator-overlay")
+	g.Expect(os.MkdirAll(overlay, 0o755)).To(Succeed())
+	wd, err := os.Getwd()
+	g.Expect(err).NotTo(HaveOccurred())
+	base, err := filepath.Rel(overlay, filepath.Join(wd, "..", "..", "..", "deploy", "operator"))
+	g.Expect(err).NotTo(HaveOccurred())
+	ref := e.images["hostfleet-operator"]
+	repo, tag, _ := strings.Cut(ref, ":")
+	g.Expect(os.WriteFile(filepath.Join(overlay, "kustomization.yaml"), fmt.Appendf(nil,
+		"resources:\n- %s\nimages:\n- name: %s\n  newTag: %q\n", base, repo, tag), 0o644)).To(Succeed())
+	out, err := exec.Command(tool(e.t, "kustomize", "kustomize"), "build", overlay).Output()
+	g.Expect(err).NotTo(HaveOccurred(), "kustomize build deploy/operator with image %s", ref)
 	objs, err := planes.Decode(out)
 	g.Expect(err).NotTo(HaveOccurred())
 	for _, u := range objs {

@@ -64,7 +64,7 @@ func TestOCM(t *testing.T) {
 			Spec: operatorv1alpha1.HostfleetHubSpec{BindDeadline: &metav1.Duration{Duration: time.Minute}}})).To(Succeed())
 		e.expectHubAvailable("hub", "hub")
 		g.Expect(e.runners["hub"].Running("hostfleet-system", "hostfleet-hub")).NotTo(BeEmpty(), "the hub runs as the operator's Deployment")
-		e.fleet.StartBMOForTest(t, "infra-1")
+		e.fleet.StartBMOForTest(t, "infra-1", "hosts") // hosts elsewhere are the agent's to drive
 		for _, obj := range demo.InfraHosts(0) {
 			g.Expect(e.fleet.Plane("infra-1").Client.Create(ctx, obj)).To(Succeed())
 		}
@@ -152,6 +152,29 @@ func TestOCM(t *testing.T) {
 		g.Expect(cma.Spec.DefaultConfigs).To(HaveLen(1), "the administrator's default config survives the restart")
 		g.Expect(cma.Spec.InstallStrategy.Type).To(Equal(addonv1beta1.AddonInstallStrategyManual))
 		g.Consistently(configured).WithTimeout(10*time.Second).WithPolling(time.Second).Should(Succeed(), "and so does the agent's configuration")
+	})
+
+	step(t, "IPMIFromImage", func(t *testing.T) {
+		e.t = t
+		g := NewWithT(t)
+		// infra-1 alone drives namespace ipmi: a config of its own,
+		// over the ClusterManagementAddOn's default.
+		adc := &addonv1beta1.AddOnDeploymentConfig{ObjectMeta: metav1.ObjectMeta{Namespace: "infra-1", Name: "hostfleet-agent-ipmi"},
+			Spec: addonv1beta1.AddOnDeploymentConfigSpec{CustomizedVariables: []addonv1beta1.CustomizedVariable{{Name: "bmcNamespaces", Value: "ipmi"}}}}
+		g.Expect(hub.Create(ctx, adc)).To(Succeed())
+		mca := &addonv1beta1.ManagedClusterAddOn{}
+		g.Expect(hub.Get(ctx, client.ObjectKey{Namespace: "infra-1", Name: hostfleetv1alpha1.AddonName}, mca)).To(Succeed())
+		mca.Spec.Configs = []addonv1beta1.AddOnConfig{{
+			ConfigGroupResource: addonv1beta1.ConfigGroupResource{Group: "addon.open-cluster-management.io", Resource: "addondeploymentconfigs"},
+			ConfigReferent:      addonv1beta1.ConfigReferent{Namespace: "infra-1", Name: adc.Name}}}
+		g.Expect(hub.Update(ctx, mca)).To(Succeed())
+		g.Eventually(func(g Gomega) {
+			d := &appsv1.Deployment{}
+			g.Expect(e.fleet.Plane("infra-1").Client.Get(ctx, client.ObjectKey{Namespace: addonNamespace, Name: hostfleetv1alpha1.AddonName}, d)).To(Succeed())
+			g.Expect(d.Spec.Template.Spec.Containers[0].Args).To(ContainElements("--bmc-namespaces=ipmi", "--bmh-driver=annotated"))
+		}).WithTimeout(2*time.Minute).WithPolling(time.Second).Should(Succeed(), "infra-1's own config reaches its agent")
+		e.expectAgent("infra-1", addonNamespace)
+		e.ipmiFromImage("infra-1")
 	})
 
 	step(t, "AddonHosted", func(t *testing.T) {
@@ -419,4 +442,66 @@ func (e *env) expectAddonCSRIssued(cluster string) {
 		HaveField("Status.Certificate", Not(BeEmpty())),
 		HaveField("Status.Conditions", ContainElement(HaveField("Type", certificatesv1.CertificateApproved))),
 	)), "an approved and signed CSR for the add-on from %s", cluster)
+}
+
+// ipmiFromImage: the agent, running from its image (no ipmitool in it),
+// registers an ipmi:// host on ipmi_sim, powers it on, reboots it and
+// powers it off.
+func (e *env) ipmiFromImage(plane string) {
+	e.t.Helper()
+	g := NewWithT(e.t)
+	ctx := context.Background()
+	c := e.fleet.Plane(plane).Client
+	g.Expect(c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "ipmi"}})).To(Succeed())
+	g.Expect(c.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ipmi", Name: "bmc"},
+		StringData: map[string]string{"username": e.ipmi.Username, "password": e.ipmi.Password}})).To(Succeed())
+	h := &metal3api.BareMetalHost{ObjectMeta: metav1.ObjectMeta{Namespace: "ipmi", Name: "ipmi-0",
+		Annotations: map[string]string{hostfleetv1alpha1.AnnotationDriver: hostfleetv1alpha1.DriverBMCLib}},
+		Spec: metal3api.BareMetalHostSpec{BMC: metal3api.BMCDetails{Address: "ipmi://" + e.ipmi.Address(), CredentialsName: "bmc"}}}
+	g.Expect(c.Create(ctx, h)).To(Succeed())
+	get := func(g Gomega) *metal3api.BareMetalHost {
+		g.Expect(c.Get(ctx, client.ObjectKeyFromObject(h), h)).To(Succeed())
+		return h
+	}
+	update := func(edit func(*metal3api.BareMetalHost)) {
+		g.Eventually(func(g Gomega) {
+			edit(get(g))
+			g.Expect(c.Update(ctx, h)).To(Succeed())
+		}).WithTimeout(10 * time.Second).Should(Succeed())
+	}
+	start := time.Now()
+	g.Eventually(func(g Gomega) {
+		g.Expect(get(g).Status.Provisioning.State).To(Equal(metal3api.StateAvailable), "%s: %s", h.Status.ErrorType, h.Status.ErrorMessage)
+		g.Expect(h.Status.GoodCredentials.Reference).NotTo(BeNil())
+	}).WithTimeout(time.Minute).WithPolling(time.Second).Should(Succeed(), "registered over IPMI")
+	e.t.Logf("ipmi-0 registered over IPMI by the agent's image (%s)", time.Since(start).Round(100*time.Millisecond))
+
+	update(func(h *metal3api.BareMetalHost) { h.Spec.Online = true })
+	g.Eventually(func(g Gomega) {
+		g.Expect(get(g).Status.PoweredOn).To(BeTrue())
+		g.Expect(e.ipmi.Power()).To(BeTrue())
+	}).WithTimeout(time.Minute).WithPolling(time.Second).Should(Succeed(), "powered on")
+
+	// A reboot as metal3 asks for one: soft (IPMI's reset), then hard (a
+	// power cycle).
+	for value, want := range map[string]string{"": "reset 1", `{"mode":"hard"}`: "power 0"} {
+		before := len(e.ipmi.Log())
+		update(func(h *metal3api.BareMetalHost) {
+			metav1.SetMetaDataAnnotation(&h.ObjectMeta, metal3api.RebootAnnotationPrefix, value)
+		})
+		g.Eventually(func(g Gomega) {
+			g.Expect(e.ipmi.Log()[before:]).To(ContainElement(want))
+			g.Expect(get(g).Annotations).NotTo(HaveKey(metal3api.RebootAnnotationPrefix), "the reboot is done")
+			g.Expect(h.Status.PoweredOn).To(BeTrue())
+			g.Expect(e.ipmi.Power()).To(BeTrue())
+		}).WithTimeout(time.Minute).WithPolling(time.Second).Should(Succeed(), "rebooted (%s)", want)
+	}
+
+	update(func(h *metal3api.BareMetalHost) { h.Spec.Online = false })
+	g.Eventually(func(g Gomega) {
+		g.Expect(get(g).Status.PoweredOn).To(BeFalse())
+		g.Expect(e.ipmi.Power()).To(BeFalse())
+	}).WithTimeout(time.Minute).WithPolling(time.Second).Should(Succeed(), "powered off")
+	g.Expect(c.Delete(ctx, h)).To(Succeed())
+	g.Eventually(func() error { return c.Get(ctx, client.ObjectKeyFromObject(h), h) }).WithTimeout(time.Minute).Should(Satisfy(apierrors.IsNotFound))
 }
