@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -215,7 +216,9 @@ func (p *pod) prepare(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("container %s: %w", c.spec.Name, err)
 		}
-		for _, m := range append(c.spec.VolumeMounts, corev1.VolumeMount{MountPath: "/etc/hosts"}) {
+		// The volumes, and the pod's /etc files.
+		mounts := append(slices.Clone(c.spec.VolumeMounts), corev1.VolumeMount{MountPath: "/etc/hosts"})
+		for _, m := range mounts {
 			if err := noSymlinks(img.rootfs, m.MountPath); err != nil {
 				return errConfig{fmt.Sprintf("container %s: %v", c.spec.Name, err)}
 			}
