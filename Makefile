@@ -43,11 +43,13 @@ verify: ## Fail when generated code, CRDs, the Helm chart or go.mod/go.sum are s
 	hack/verify.sh
 
 .PHONY: lint
-lint: ## gofmt, go vet, staticcheck and shellcheck.
+lint: ## gofmt, go vet, staticcheck (also with the e2ekind tag: the kind suite builds and is linted here) and shellcheck.
 	$(TOOLS) staticcheck shellcheck
 	@if [[ -n "$$(gofmt -l .)" ]]; then gofmt -l .; echo "run gofmt -w on the files above"; exit 1; fi
 	go vet ./...
+	go vet -tags e2ekind ./e2e/...
 	$(STATICCHECK) ./...
+	$(STATICCHECK) -tags e2ekind ./e2e/...
 	shellcheck hack/*.sh .ci/run
 
 .PHONY: images
@@ -70,6 +72,11 @@ e2e-local: images ## The real OCM flow on local planes, every pod from its image
 	$(TOOLS) envtest kube-controller-manager baremetal-operator ocm clusteradm kustomize ipmi
 	KUBEBUILDER_ASSETS="$$($(TOOLS) --print-assets)" HOSTFLEET_BMO="$$($(TOOLS) --print-bmo)" \
 		go test $(GO_TEST_FLAGS) -v ./e2e/harness/pods/ ./e2e/suites/local/
+
+.PHONY: e2e-kind
+e2e-kind: images ## The same scenarios as e2e-local on four kind clusters (needs kind and a container engine; not run by make test): see docs/e2e-kind.md.
+	$(TOOLS) baremetal-operator ocm clusteradm kustomize ipmi
+	HOSTFLEET_BMO="$$($(TOOLS) --print-bmo)" go test -tags e2ekind -count=1 -timeout 60m -v ./e2e/suites/kind/
 
 .PHONY: demo
 demo: build ## Local hub and three infrastructure clusters, hub and agents running, a tenant's claims going Ready (Ctrl-C stops it).

@@ -51,6 +51,7 @@ esac
 // BMC is one running ipmi_sim.
 type BMC struct {
 	Username, Password string
+	Host               string
 	Port               int
 	dir                string
 	cmd                *exec.Cmd
@@ -69,14 +70,20 @@ func Available() error {
 // Start runs ipmi_sim in dir on a free UDP port of 127.0.0.1 and waits
 // until it answers.
 func Start(dir, username, password string) (*BMC, error) {
+	return StartAt(dir, "127.0.0.1", username, password)
+}
+
+// StartAt is Start on another address of this machine (one that
+// containers reach, such as a container network's gateway).
+func StartAt(dir, host, username, password string) (*BMC, error) {
 	if err := Available(); err != nil {
 		return nil, err
 	}
-	port, err := freeUDPPort()
+	port, err := freeUDPPort(host)
 	if err != nil {
 		return nil, err
 	}
-	b := &BMC{Username: username, Password: password, Port: port, dir: dir}
+	b := &BMC{Username: username, Password: password, Host: host, Port: port, dir: dir}
 	state := filepath.Join(dir, "state")
 	if err := os.MkdirAll(state, 0o755); err != nil {
 		return nil, err
@@ -85,7 +92,7 @@ func Start(dir, username, password string) (*BMC, error) {
 	lan := fmt.Sprintf(`name "sim"
 set_working_mc 0x20
   startlan 1
-    addr 127.0.0.1 %d
+    addr %s %d
     priv_limit admin
     allowed_auths_callback none md2 md5 straight
     allowed_auths_user none md2 md5 straight
@@ -95,7 +102,7 @@ set_working_mc 0x20
   endlan
   chassis_control "%s 0x20"
   user 2 true "%s" "%s" admin 10 none md2 md5 straight
-`, port, script, username, password)
+`, host, port, script, username, password)
 	emu := "mc_setbmc 0x20\nmc_add 0x20 0 no-device-sdrs 0x23 9 8 0x9f 0x1291 0xf02 persist_sdr\nmc_enable 0x20\n"
 	for name, data := range map[string]string{"lan.conf": lan, "cmds.emu": emu, "chassis.sh": chassis, "power": "0\n"} {
 		mode := os.FileMode(0o644)
@@ -133,7 +140,7 @@ set_working_mc 0x20
 }
 
 // Address is host:port.
-func (b *BMC) Address() string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(b.Port)) }
+func (b *BMC) Address() string { return net.JoinHostPort(b.Host, strconv.Itoa(b.Port)) }
 
 // Close stops ipmi_sim.
 func (b *BMC) Close() {
@@ -165,8 +172,8 @@ func (b *BMC) read(name string) string {
 	return string(data)
 }
 
-func freeUDPPort() (int, error) {
-	c, err := net.ListenPacket("udp", "127.0.0.1:0")
+func freeUDPPort(host string) (int, error) {
+	c, err := net.ListenPacket("udp", net.JoinHostPort(host, "0"))
 	if err != nil {
 		return 0, err
 	}

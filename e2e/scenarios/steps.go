@@ -1,6 +1,4 @@
-//go:build linux
-
-package local_test
+package scenarios
 
 import (
 	"context"
@@ -35,16 +33,20 @@ import (
 // told otherwise (--namespace).
 const addonNamespace = "open-cluster-management-agent-addon"
 
+// systemNamespaces are the cluster's own (a kind node's pods), not OCM's or
+// Hostfleet's.
+var systemNamespaces = map[string]bool{"kube-system": true, "local-path-storage": true}
+
 // hostedAgentNamespace is where a Hosted agent keeps its identity and Lease on
 // the managed cluster.
 const hostedAgentNamespace = hostfleetv1alpha1.AgentNamespace
 
-// TestOCM runs the scenarios in order on one fleet: each builds on the one
+// Run runs the scenarios in order on one fleet: each builds on the one
 // before, as a platform engineer's day would.
-func TestOCM(t *testing.T) {
-	e := newEnv(t)
+func Run(t *testing.T, env Env) {
+	e := &fleet{Env: env, t: t}
 	ctx := context.Background()
-	hub := e.fleet.Plane("hub").Client
+	hub := e.Client("hub")
 
 	step(t, "Join", func(t *testing.T) {
 		e.t = t
@@ -63,10 +65,10 @@ func TestOCM(t *testing.T) {
 		g.Expect(hub.Create(ctx, &operatorv1alpha1.HostfleetHub{ObjectMeta: metav1.ObjectMeta{Name: "hub"},
 			Spec: operatorv1alpha1.HostfleetHubSpec{BindDeadline: &metav1.Duration{Duration: time.Minute}}})).To(Succeed())
 		e.expectHubAvailable("hub", "hub")
-		g.Expect(e.runners["hub"].Running("hostfleet-system", "hostfleet-hub")).NotTo(BeEmpty(), "the hub runs as the operator's Deployment")
-		e.fleet.StartBMOForTest(t, "infra-1", "hosts") // hosts elsewhere are the agent's to drive
+		g.Expect(e.Running("hub", "hostfleet-system", "hostfleet-hub")).NotTo(BeEmpty(), "the hub runs as the operator's Deployment")
+		e.StartBMO(t, "infra-1", "hosts") // hosts elsewhere are the agent's to drive
 		for _, obj := range demo.InfraHosts(0) {
-			g.Expect(e.fleet.Plane("infra-1").Client.Create(ctx, obj)).To(Succeed())
+			g.Expect(e.Client("infra-1").Create(ctx, obj)).To(Succeed())
 		}
 		e.run("hub", "create", "clusterset", "lab")
 		e.run("hub", "clusterset", "set", "lab", "--clusters", "infra-1")
@@ -115,7 +117,7 @@ func TestOCM(t *testing.T) {
 
 		configured := func(g Gomega) {
 			d := &appsv1.Deployment{}
-			g.Expect(e.fleet.Plane("infra-1").Client.Get(ctx, client.ObjectKey{Namespace: addonNamespace, Name: hostfleetv1alpha1.AddonName}, d)).To(Succeed())
+			g.Expect(e.Client("infra-1").Get(ctx, client.ObjectKey{Namespace: addonNamespace, Name: hostfleetv1alpha1.AddonName}, d)).To(Succeed())
 			pod := d.Spec.Template.Spec
 			g.Expect(pod.NodeSelector).To(Equal(adc.Spec.NodePlacement.NodeSelector))
 			g.Expect(pod.Tolerations).To(Equal(adc.Spec.NodePlacement.Tolerations))
@@ -170,7 +172,7 @@ func TestOCM(t *testing.T) {
 		g.Expect(hub.Update(ctx, mca)).To(Succeed())
 		g.Eventually(func(g Gomega) {
 			d := &appsv1.Deployment{}
-			g.Expect(e.fleet.Plane("infra-1").Client.Get(ctx, client.ObjectKey{Namespace: addonNamespace, Name: hostfleetv1alpha1.AddonName}, d)).To(Succeed())
+			g.Expect(e.Client("infra-1").Get(ctx, client.ObjectKey{Namespace: addonNamespace, Name: hostfleetv1alpha1.AddonName}, d)).To(Succeed())
 			g.Expect(d.Spec.Template.Spec.Containers[0].Args).To(ContainElements("--bmc-namespaces=ipmi", "--bmh-driver=annotated"))
 		}).WithTimeout(2*time.Minute).WithPolling(time.Second).Should(Succeed(), "infra-1's own config reaches its agent")
 		e.expectAgent("infra-1", addonNamespace)
@@ -183,13 +185,13 @@ func TestOCM(t *testing.T) {
 		// The hosting cluster is itself a managed cluster (its work agent
 		// applies the hosted agent); infra-2's klusterlet runs on it.
 		e.join("hosting", "hosting")
-		e.join("hosting", "infra-2", "--mode", "hosted", "--managed-cluster-kubeconfig", e.fleet.Plane("infra-2").Kubeconfig)
+		e.join("hosting", "infra-2", "--mode", "hosted", "--managed-cluster-kubeconfig", e.InClusterKubeconfig("infra-2"))
 		klusterletNS := e.hostedKlusterlet("infra-2")
 		t.Logf("infra-2's klusterlet runs on hosting in namespace %s", klusterletNS)
 
-		e.fleet.StartBMOForTest(t, "infra-2")
+		e.StartBMO(t, "infra-2")
 		for _, obj := range demo.InfraHosts(1) {
-			g.Expect(e.fleet.Plane("infra-2").Client.Create(ctx, obj)).To(Succeed())
+			g.Expect(e.Client("infra-2").Create(ctx, obj)).To(Succeed())
 		}
 		e.run("hub", "clusterset", "set", "lab", "--clusters", "infra-2")
 
@@ -204,7 +206,7 @@ func TestOCM(t *testing.T) {
 
 		// Nothing of the agent runs on infra-2: no Deployment, no Pod. There it
 		// has only the ServiceAccount it minted its token for.
-		infra2 := e.fleet.Plane("infra-2").Client
+		infra2 := e.Client("infra-2")
 		deploys := &appsv1.DeploymentList{}
 		g.Expect(infra2.List(ctx, deploys)).To(Succeed())
 		for _, d := range deploys.Items {
@@ -212,7 +214,13 @@ func TestOCM(t *testing.T) {
 		}
 		podList := &corev1.PodList{}
 		g.Expect(infra2.List(ctx, podList)).To(Succeed())
-		g.Expect(podList.Items).To(BeEmpty(), "Hosted mode: nothing runs on the managed cluster, the klusterlet included")
+		var pods []string
+		for _, p := range podList.Items {
+			if !systemNamespaces[p.Namespace] {
+				pods = append(pods, p.Namespace+"/"+p.Name)
+			}
+		}
+		g.Expect(pods).To(BeEmpty(), "Hosted mode: nothing runs on the managed cluster, the klusterlet included")
 		g.Expect(infra2.Get(ctx, client.ObjectKey{Namespace: hostedAgentNamespace, Name: hostfleetv1alpha1.AddonName}, &corev1.ServiceAccount{})).To(Succeed(),
 			"the agent's own least-privilege identity on infra-2")
 	})
@@ -234,7 +242,7 @@ func TestOCM(t *testing.T) {
 		for _, plane := range []string{"infra-1", "infra-2", "hosting"} {
 			e.expectNoAgent(plane)
 		}
-		g.Expect(e.fleet.Plane("infra-1").Client.Get(ctx, client.ObjectKey{Name: addonNamespace}, &corev1.Namespace{})).To(Succeed(),
+		g.Expect(e.Client("infra-1").Get(ctx, client.ObjectKey{Name: addonNamespace}, &corev1.Namespace{})).To(Succeed(),
 			"the namespace the add-on shared with other add-ons stays")
 		g.Eventually(func(g Gomega) {
 			for _, cluster := range []string{"infra-1", "infra-2"} {
@@ -255,7 +263,7 @@ func TestOCM(t *testing.T) {
 			g.Expect(hostfleetObjects(ctx, g, hub, "infra-1")).To(BeEmpty())
 		}).WithTimeout(time.Minute).WithPolling(time.Second).Should(Succeed())
 		e.expectNoAgent("infra-1")
-		g.Expect(e.runners["infra-1"].Running("open-cluster-management-agent", "klusterlet-registration-agent")).To(BeEmpty(), "the klusterlet is gone too")
+		g.Expect(e.Running("infra-1", "open-cluster-management-agent", "klusterlet-registration-agent")).To(BeEmpty(), "the klusterlet is gone too")
 
 		// The hub goes: the operator removes the tenant (the hub, still
 		// running, finalizes it), then the hub and Hostfleet's CRDs.
@@ -272,9 +280,9 @@ func TestOCM(t *testing.T) {
 		// the hub's administrator kubeconfig in external-hub-kubeconfig, a
 		// Hosted HostfleetHub. infra-2 (Hosted klusterlet on hosting) is still
 		// joined.
-		hosting := e.fleet.Plane("hosting").Client
+		hosting := e.Client("hosting")
 		e.installOperator("hosting")
-		admin, err := os.ReadFile(e.fleet.Plane("hub").Kubeconfig)
+		admin, err := os.ReadFile(e.InClusterKubeconfig("hub"))
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(hosting.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "lab-hub"}})).To(Succeed())
 		g.Expect(hosting.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "lab-hub", Name: operatorv1alpha1.ExternalHubKubeconfig},
@@ -285,7 +293,7 @@ func TestOCM(t *testing.T) {
 					BindDeadline: &metav1.Duration{Duration: time.Minute}}})
 		}).WithTimeout(30 * time.Second).Should(Succeed())
 		e.expectHubAvailable("hosting", "lab-hub")
-		g.Expect(e.runners["hosting"].Running("lab-hub", "hostfleet-hub")).NotTo(BeEmpty(), "the hub runs on the hosting cluster")
+		g.Expect(e.Running("hosting", "lab-hub", "hostfleet-hub")).NotTo(BeEmpty(), "the hub runs on the hosting cluster")
 		deploys := &appsv1.DeploymentList{}
 		g.Expect(hub.List(ctx, deploys, client.InNamespace("hostfleet-system"))).To(Succeed())
 		g.Expect(deploys.Items).To(BeEmpty(), "nothing of the hub runs on the hub cluster")
@@ -311,7 +319,7 @@ func TestOCM(t *testing.T) {
 		}).WithTimeout(2 * time.Minute).WithPolling(time.Second).Should(Satisfy(apierrors.IsNotFound))
 		e.uninstallHub("hosting", "lab-hub", "lab-hub")
 		g.Eventually(func(g Gomega) {
-			g.Expect(e.runners["hosting"].Running(klusterletNS, hostfleetv1alpha1.AddonName)).To(BeEmpty(), "the agent is gone with the hub")
+			g.Expect(e.Running("hosting", klusterletNS, hostfleetv1alpha1.AddonName)).To(BeEmpty(), "the agent is gone with the hub")
 			g.Expect(hub.Get(ctx, client.ObjectKey{Namespace: "infra-2", Name: hostfleetv1alpha1.AddonName}, &addonv1beta1.ManagedClusterAddOn{})).
 				To(Satisfy(apierrors.IsNotFound))
 		}).WithTimeout(time.Minute).WithPolling(time.Second).Should(Succeed())
@@ -319,10 +327,10 @@ func TestOCM(t *testing.T) {
 }
 
 // expectAgent waits for the agent's Deployment on a plane to be available.
-func (e *env) expectAgent(plane, namespace string) {
+func (e *fleet) expectAgent(plane, namespace string) {
 	e.t.Helper()
 	start := time.Now()
-	c := e.fleet.Plane(plane).Client
+	c := e.Client(plane)
 	NewWithT(e.t).Eventually(func(g Gomega) {
 		d := &appsv1.Deployment{}
 		g.Expect(c.Get(context.Background(), client.ObjectKey{Namespace: namespace, Name: hostfleetv1alpha1.AddonName}, d)).To(Succeed())
@@ -333,13 +341,13 @@ func (e *env) expectAgent(plane, namespace string) {
 
 // expectAddonAvailable waits for the ManagedClusterAddOn to be Available
 // (health from the agent's lease).
-func (e *env) expectAddonAvailable(cluster string) {
+func (e *fleet) expectAddonAvailable(cluster string) {
 	e.t.Helper()
 	start := time.Now()
 	defer func() {
 		e.t.Logf("ManagedClusterAddOn %s/%s is Available (%s)", cluster, hostfleetv1alpha1.AddonName, time.Since(start).Round(100*time.Millisecond))
 	}()
-	hub := e.fleet.Plane("hub").Client
+	hub := e.Client("hub")
 	NewWithT(e.t).Eventually(func(g Gomega) {
 		mca := &addonv1beta1.ManagedClusterAddOn{}
 		g.Expect(hub.Get(context.Background(), client.ObjectKey{Namespace: cluster, Name: hostfleetv1alpha1.AddonName}, mca)).To(Succeed())
@@ -350,10 +358,10 @@ func (e *env) expectAddonAvailable(cluster string) {
 
 // expectClaimReady creates a tenant claim pinned to a cluster and waits for
 // it to be Ready.
-func (e *env) expectClaimReady(name, cluster string) {
+func (e *fleet) expectClaimReady(name, cluster string) {
 	e.t.Helper()
 	start := time.Now()
-	hub := e.fleet.Plane("hub").Client
+	hub := e.Client("hub")
 	ctx := context.Background()
 	claim := &metal3api.HostClaim{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "tenant-acme", Name: name, Labels: map[string]string{hostfleetv1alpha1.LabelCluster: cluster}},
@@ -376,15 +384,15 @@ func (e *env) expectClaimReady(name, cluster string) {
 // expectNoAgent waits until a plane holds nothing of the agent: no Deployment
 // or Pod, no ServiceAccount, role, binding or Lease named for it, and no
 // process.
-func (e *env) expectNoAgent(plane string) {
+func (e *fleet) expectNoAgent(plane string) {
 	e.t.Helper()
-	c := e.fleet.Plane(plane).Client
+	c := e.Client(plane)
 	ctx := context.Background()
 	NewWithT(e.t).Eventually(func(g Gomega) {
 		g.Expect(hostfleetObjects(ctx, g, c, "")).To(BeEmpty())
 	}).WithTimeout(2*time.Minute).WithPolling(time.Second).Should(Succeed(), "nothing of the agent is left on %s", plane)
 	for _, ns := range []string{addonNamespace, hostedAgentNamespace} {
-		NewWithT(e.t).Expect(e.runners[plane].Running(ns, hostfleetv1alpha1.AddonName)).To(BeEmpty())
+		NewWithT(e.t).Expect(e.Running(plane, ns, hostfleetv1alpha1.AddonName)).To(BeEmpty())
 	}
 }
 
@@ -412,9 +420,9 @@ func hostfleetObjects(ctx context.Context, g Gomega, c client.Client, namespace 
 
 // expectLeasesOwned waits for the agent's Leases to belong to its pod's
 // ServiceAccount, so that they go with the add-on.
-func (e *env) expectLeasesOwned(plane, namespace string, names ...string) {
+func (e *fleet) expectLeasesOwned(plane, namespace string, names ...string) {
 	e.t.Helper()
-	c := e.fleet.Plane(plane).Client
+	c := e.Client(plane)
 	ctx := context.Background()
 	NewWithT(e.t).Eventually(func(g Gomega) {
 		sa := &corev1.ServiceAccount{}
@@ -430,11 +438,11 @@ func (e *env) expectLeasesOwned(plane, namespace string, names ...string) {
 // expectAddonCSRIssued checks that the agent's hub identity came from the real
 // CSR flow: the cluster's registration agent asked, the hub's add-on manager
 // approved, kube-controller-manager signed.
-func (e *env) expectAddonCSRIssued(cluster string) {
+func (e *fleet) expectAddonCSRIssued(cluster string) {
 	e.t.Helper()
 	csrs := &certificatesv1.CertificateSigningRequestList{}
 	g := NewWithT(e.t)
-	g.Expect(e.fleet.Plane("hub").Client.List(context.Background(), csrs, client.MatchingLabels{
+	g.Expect(e.Client("hub").List(context.Background(), csrs, client.MatchingLabels{
 		"open-cluster-management.io/cluster-name": cluster, "open-cluster-management.io/addon-name": hostfleetv1alpha1.AddonName,
 	})).To(Succeed())
 	g.Expect(csrs.Items).To(ContainElement(And(
@@ -447,17 +455,18 @@ func (e *env) expectAddonCSRIssued(cluster string) {
 // ipmiFromImage: the agent, running from its image (no ipmitool in it),
 // registers an ipmi:// host on ipmi_sim, powers it on, reboots it and
 // powers it off.
-func (e *env) ipmiFromImage(plane string) {
+func (e *fleet) ipmiFromImage(plane string) {
+	bmc := e.BMC()
 	e.t.Helper()
 	g := NewWithT(e.t)
 	ctx := context.Background()
-	c := e.fleet.Plane(plane).Client
+	c := e.Client(plane)
 	g.Expect(c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "ipmi"}})).To(Succeed())
 	g.Expect(c.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ipmi", Name: "bmc"},
-		StringData: map[string]string{"username": e.ipmi.Username, "password": e.ipmi.Password}})).To(Succeed())
+		StringData: map[string]string{"username": BMCUsername, "password": BMCPassword}})).To(Succeed())
 	h := &metal3api.BareMetalHost{ObjectMeta: metav1.ObjectMeta{Namespace: "ipmi", Name: "ipmi-0",
 		Annotations: map[string]string{hostfleetv1alpha1.AnnotationDriver: hostfleetv1alpha1.DriverBMCLib}},
-		Spec: metal3api.BareMetalHostSpec{BMC: metal3api.BMCDetails{Address: "ipmi://" + e.ipmi.Address(), CredentialsName: "bmc"}}}
+		Spec: metal3api.BareMetalHostSpec{BMC: metal3api.BMCDetails{Address: "ipmi://" + bmc.Address(), CredentialsName: "bmc"}}}
 	g.Expect(c.Create(ctx, h)).To(Succeed())
 	get := func(g Gomega) *metal3api.BareMetalHost {
 		g.Expect(c.Get(ctx, client.ObjectKeyFromObject(h), h)).To(Succeed())
@@ -479,28 +488,28 @@ func (e *env) ipmiFromImage(plane string) {
 	update(func(h *metal3api.BareMetalHost) { h.Spec.Online = true })
 	g.Eventually(func(g Gomega) {
 		g.Expect(get(g).Status.PoweredOn).To(BeTrue())
-		g.Expect(e.ipmi.Power()).To(BeTrue())
+		g.Expect(bmc.Power()).To(BeTrue())
 	}).WithTimeout(time.Minute).WithPolling(time.Second).Should(Succeed(), "powered on")
 
 	// A reboot as metal3 asks for one: soft (IPMI's reset), then hard (a
 	// power cycle).
 	for value, want := range map[string]string{"": "reset 1", `{"mode":"hard"}`: "power 0"} {
-		before := len(e.ipmi.Log())
+		before := len(bmc.Log())
 		update(func(h *metal3api.BareMetalHost) {
 			metav1.SetMetaDataAnnotation(&h.ObjectMeta, metal3api.RebootAnnotationPrefix, value)
 		})
 		g.Eventually(func(g Gomega) {
-			g.Expect(e.ipmi.Log()[before:]).To(ContainElement(want))
+			g.Expect(bmc.Log()[before:]).To(ContainElement(want))
 			g.Expect(get(g).Annotations).NotTo(HaveKey(metal3api.RebootAnnotationPrefix), "the reboot is done")
 			g.Expect(h.Status.PoweredOn).To(BeTrue())
-			g.Expect(e.ipmi.Power()).To(BeTrue())
+			g.Expect(bmc.Power()).To(BeTrue())
 		}).WithTimeout(time.Minute).WithPolling(time.Second).Should(Succeed(), "rebooted (%s)", want)
 	}
 
 	update(func(h *metal3api.BareMetalHost) { h.Spec.Online = false })
 	g.Eventually(func(g Gomega) {
 		g.Expect(get(g).Status.PoweredOn).To(BeFalse())
-		g.Expect(e.ipmi.Power()).To(BeFalse())
+		g.Expect(bmc.Power()).To(BeFalse())
 	}).WithTimeout(time.Minute).WithPolling(time.Second).Should(Succeed(), "powered off")
 	g.Expect(c.Delete(ctx, h)).To(Succeed())
 	g.Eventually(func() error { return c.Get(ctx, client.ObjectKeyFromObject(h), h) }).WithTimeout(time.Minute).Should(Satisfy(apierrors.IsNotFound))

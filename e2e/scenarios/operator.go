@@ -1,6 +1,4 @@
-//go:build linux
-
-package local_test
+package scenarios
 
 import (
 	"context"
@@ -25,23 +23,21 @@ import (
 // installOperator applies the operator's kustomize base, deploy/operator, to
 // a plane as `kubectl apply -k` would, and waits for the pod runner to run
 // the operator's Deployment.
-func (e *env) installOperator(plane string) {
+func (e *fleet) installOperator(plane string) {
 	e.t.Helper()
 	g := NewWithT(e.t)
 	ctx := context.Background()
-	c := e.fleet.Plane(plane).Client
+	c := e.Client(plane)
 	// An overlay naming this build's image, as a user pins a release.
-	overlay := filepath.Join(e.fleet.Dir, "operator-overlay")
+	overlay := filepath.Join(e.Dir(), "operator-overlay-"+plane)
 	g.Expect(os.MkdirAll(overlay, 0o755)).To(Succeed())
-	wd, err := os.Getwd()
+	base, err := filepath.Rel(overlay, filepath.Join(Root(), "deploy", "operator"))
 	g.Expect(err).NotTo(HaveOccurred())
-	base, err := filepath.Rel(overlay, filepath.Join(wd, "..", "..", "..", "deploy", "operator"))
-	g.Expect(err).NotTo(HaveOccurred())
-	ref := e.images["hostfleet-operator"]
+	ref := e.Image("hostfleet-operator")
 	repo, tag, _ := strings.Cut(ref, ":")
 	g.Expect(os.WriteFile(filepath.Join(overlay, "kustomization.yaml"), fmt.Appendf(nil,
 		"resources:\n- %s\nimages:\n- name: %s\n  newTag: %q\n", base, repo, tag), 0o644)).To(Succeed())
-	out, err := exec.Command(tool(e.t, "kustomize", "kustomize"), "build", overlay).Output()
+	out, err := exec.Command(Tool(e.t, "kustomize", "kustomize"), "build", overlay).Output()
 	g.Expect(err).NotTo(HaveOccurred(), "kustomize build deploy/operator with image %s", ref)
 	objs, err := planes.Decode(out)
 	g.Expect(err).NotTo(HaveOccurred())
@@ -59,12 +55,12 @@ func (e *env) installOperator(plane string) {
 
 // expectHubAvailable waits for a HostfleetHub to be Applied and Available:
 // the hub's Deployment, rendered by the operator, run by the pod runner.
-func (e *env) expectHubAvailable(plane, name string) *operatorv1alpha1.HostfleetHub {
+func (e *fleet) expectHubAvailable(plane, name string) *operatorv1alpha1.HostfleetHub {
 	e.t.Helper()
 	start := time.Now()
 	h := &operatorv1alpha1.HostfleetHub{}
 	NewWithT(e.t).Eventually(func(g Gomega) {
-		g.Expect(e.fleet.Plane(plane).Client.Get(context.Background(), client.ObjectKey{Name: name}, h)).To(Succeed())
+		g.Expect(e.Client(plane).Get(context.Background(), client.ObjectKey{Name: name}, h)).To(Succeed())
 		g.Expect(meta.IsStatusConditionTrue(h.Status.Conditions, operatorv1alpha1.ConditionApplied)).To(BeTrue(), "%v", h.Status.Conditions)
 		g.Expect(meta.IsStatusConditionTrue(h.Status.Conditions, operatorv1alpha1.ConditionAvailable)).To(BeTrue(), "%v", h.Status.Conditions)
 		g.Expect(h.Status.ObservedGeneration).To(Equal(h.Generation))
@@ -76,23 +72,23 @@ func (e *env) expectHubAvailable(plane, name string) *operatorv1alpha1.Hostfleet
 // uninstallHub deletes a HostfleetHub and waits until the operator has
 // removed the hub: the HostfleetHub gone, Hostfleet's CRDs gone from the hub,
 // and no hub process left on the plane that ran it.
-func (e *env) uninstallHub(plane, name, namespace string) {
+func (e *fleet) uninstallHub(plane, name, namespace string) {
 	e.t.Helper()
 	g := NewWithT(e.t)
 	ctx := context.Background()
-	c := e.fleet.Plane(plane).Client
+	c := e.Client(plane)
 	start := time.Now()
 	h := &operatorv1alpha1.HostfleetHub{}
 	h.Name = name
 	g.Expect(c.Delete(ctx, h)).To(Succeed())
 	g.Eventually(func() error { return c.Get(ctx, client.ObjectKey{Name: name}, h) }).
 		WithTimeout(3*time.Minute).WithPolling(time.Second).Should(Satisfy(apierrors.IsNotFound), "the operator uninstalls the hub")
-	hub := e.fleet.Plane("hub").Client
+	hub := e.Client("hub")
 	g.Eventually(func(g Gomega) {
 		for _, crd := range []string{"tenants.hostfleet.io", "hostinventories.hostfleet.io"} {
 			g.Expect(hub.Get(ctx, client.ObjectKey{Name: crd}, &apiextensionsv1.CustomResourceDefinition{})).To(Satisfy(apierrors.IsNotFound), crd)
 		}
-		g.Expect(e.runners[plane].Running(namespace, "hostfleet-hub")).To(BeEmpty(), "no hub process left")
+		g.Expect(e.Running(plane, namespace, "hostfleet-hub")).To(BeEmpty(), "no hub process left")
 	}).WithTimeout(time.Minute).WithPolling(time.Second).Should(Succeed())
 	e.t.Logf("HostfleetHub %s uninstalled from %s (%s)", name, plane, time.Since(start).Round(100*time.Millisecond))
 }

@@ -1,0 +1,115 @@
+// Package scenarios is the end-to-end flow a platform engineer follows, run
+// against any fleet of four clusters (hub, infra-1, infra-2, hosting) that
+// an Env describes: e2e/suites/local runs it on local control planes with
+// the pod runner, e2e/suites/kind (build tag e2ekind) on kind clusters. The
+// scenarios are the same code in both; only the Env differs.
+//
+// The steps: clusteradm init and join (Default and Hosted), the operator
+// from deploy/operator and a HostfleetHub, the add-on enabled and
+// configured, IPMI driven from the agent's image, teardown, and a Hosted
+// hub. See docs/e2e-local.md and docs/e2e-kind.md.
+package scenarios
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"strings"
+	"testing"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// Clusters are the fleet's clusters.
+var Clusters = []string{"hub", "infra-1", "infra-2", "hosting"}
+
+// BMCUsername and BMCPassword are the IPMI BMC's credentials.
+const (
+	BMCUsername = "admin"
+	BMCPassword = "password"
+)
+
+// Env is a fleet the scenarios run on.
+type Env interface {
+	// Client reaches a cluster as its administrator, from the test.
+	Client(cluster string) client.Client
+	// Kubeconfig is a cluster's administrator kubeconfig file as the test
+	// (and clusteradm run by it) reaches the cluster.
+	Kubeconfig(cluster string) string
+	// InClusterKubeconfig is the same as pods on the other clusters reach
+	// it: the managed cluster kubeconfig of a Hosted join, the hub's
+	// external-hub-kubeconfig.
+	InClusterKubeconfig(cluster string) string
+	// HubAPIServer is the hub's address for `clusteradm join` as the other
+	// clusters reach it; empty: the one `clusteradm init` prints.
+	HubAPIServer() string
+	// HubCAFile is the hub's CA bundle, for `clusteradm join --ca-file`.
+	HubCAFile() string
+	// OCMVersion is the OCM bundle version clusteradm installs.
+	OCMVersion() string
+	// Image is the reference of hostfleet-operator, -hub or -agent.
+	Image(name string) string
+	// StartBMO runs baremetal-operator in test mode for a cluster,
+	// watching namespaces (all when none).
+	StartBMO(t *testing.T, cluster string, namespaces ...string)
+	// BMC is the IPMI BMC (credentials BMCUsername and BMCPassword), at an
+	// address the agent's pods reach.
+	BMC() BMC
+	// Running lists what runs for a Deployment on a cluster: its pods.
+	Running(cluster, namespace, deployment string) []string
+	// Dir is a scratch directory.
+	Dir() string
+}
+
+// BMC is an IPMI BMC whose chassis the test can read.
+type BMC interface {
+	// Address is host:port.
+	Address() string
+	// Power is the chassis power.
+	Power() bool
+	// Log is every chassis control set, in order ("power 1", "reset 1").
+	Log() []string
+}
+
+// fleet is an Env while the scenarios run: the current (sub)test and what
+// clusteradm init printed.
+type fleet struct {
+	Env
+	t        *testing.T
+	hubToken string
+	hubURL   string
+}
+
+// Root is the repository's root.
+func Root() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(file), "..", "..")
+}
+
+// Tool returns a binary from the tool cache (hack/tools.sh).
+func Tool(t testing.TB, name, binary string) string {
+	t.Helper()
+	out, err := exec.Command(filepath.Join(Root(), "hack", "tools.sh"), "--print-bin", name).Output()
+	if err != nil {
+		t.Fatalf("hack/tools.sh --print-bin %s: %v", name, err)
+	}
+	path := filepath.Join(filepath.Dir(strings.TrimSpace(string(out))), binary)
+	if _, err := os.Stat(path); err != nil {
+		t.Fatalf("%s is not built: run `hack/tools.sh %s` (make test and make e2e-local do): %v", path, name, err)
+	}
+	return path
+}
+
+// OCMToolVersion is the OCM version of the tool cache's binaries (and so
+// the bundle version to ask clusteradm for).
+func OCMToolVersion(t testing.TB) string {
+	t.Helper()
+	bin := Tool(t, "ocm", "registration")
+	m := regexp.MustCompile(`/ocm-(v[0-9.]+)/`).FindStringSubmatch(bin)
+	if m == nil {
+		t.Fatalf("no OCM version in the tool cache path %s", bin)
+	}
+	return m[1]
+}

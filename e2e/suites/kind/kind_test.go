@@ -1,0 +1,236 @@
+//go:build e2ekind
+
+package kind_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/hostfleet/hostfleet/e2e/emulators/ipmisim"
+	"github.com/hostfleet/hostfleet/e2e/harness/planes"
+	"github.com/hostfleet/hostfleet/e2e/harness/registry"
+	"github.com/hostfleet/hostfleet/e2e/scenarios"
+	"github.com/hostfleet/hostfleet/manifests"
+)
+
+// env is a fleet of kind clusters named <prefix>-<cluster>.
+type env struct {
+	prefix     string
+	dir        string
+	clients    map[string]client.Client
+	kubeconfig map[string]string // as the test reaches each cluster
+	internal   map[string]string // as the other clusters' pods do
+	hubCA      string
+	images     map[string]string
+	ocmVersion string
+	ipmi       *ipmisim.BMC
+}
+
+// TestOCM runs the shared scenarios on kind clusters.
+func TestOCM(t *testing.T) {
+	scenarios.Run(t, newEnv(t))
+}
+
+// kind runs the kind CLI and returns its standard output.
+func kind(t *testing.T, args ...string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "kind", args...)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	start := time.Now()
+	out, err := cmd.Output()
+	t.Logf("kind %s (%s)", strings.Join(args, " "), time.Since(start).Round(100*time.Millisecond))
+	if err != nil {
+		t.Fatalf("kind %s: %v\n%s", strings.Join(args, " "), err, stderr.String())
+	}
+	return string(out)
+}
+
+func newEnv(t *testing.T) *env {
+	t.Helper()
+	for _, bin := range []string{"kind", "docker"} {
+		if _, err := exec.LookPath(bin); err != nil {
+			t.Fatalf("the kind end-to-end tests need %s on PATH (see docs/e2e-kind.md): %v", bin, err)
+		}
+	}
+	e := &env{prefix: "hostfleet", dir: t.TempDir(), clients: map[string]client.Client{}, kubeconfig: map[string]string{},
+		internal: map[string]string{}, images: map[string]string{}, ocmVersion: scenarios.OCMToolVersion(t)}
+	if p := os.Getenv("HOSTFLEET_KIND_PREFIX"); p != "" {
+		e.prefix = p
+	}
+
+	// The images `make images` built, for this machine's architecture.
+	for _, name := range []string{"hostfleet-operator", "hostfleet-hub", "hostfleet-agent"} {
+		ref, err := layoutRef(filepath.Join(scenarios.Root(), "bin", "images", name))
+		if err != nil {
+			t.Fatalf("%v: the kind end-to-end tests load the images `make images` builds", err)
+		}
+		e.images[name] = ref
+	}
+
+	crds, err := manifests.CRDs(manifests.Hostfleet, manifests.Metal3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range scenarios.Clusters {
+		name := e.prefix + "-" + c
+		e.kubeconfig[c] = filepath.Join(e.dir, c+".kubeconfig")
+		kind(t, "create", "cluster", "--name", name, "--kubeconfig", e.kubeconfig[c], "--wait", "3m")
+		if os.Getenv("HOSTFLEET_KIND_KEEP") == "" {
+			t.Cleanup(func() { kind(t, "delete", "cluster", "--name", name) })
+		}
+		e.internal[c] = filepath.Join(e.dir, c+"-internal.kubeconfig")
+		if err := os.WriteFile(e.internal[c], []byte(kind(t, "get", "kubeconfig", "--internal", "--name", name)), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		cfg, err := clientcmd.BuildConfigFromFlags("", e.kubeconfig[c])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e.clients[c], err = client.New(cfg, client.Options{Scheme: planes.Scheme()}); err != nil {
+			t.Fatal(err)
+		}
+		if c == "hub" {
+			e.hubCA = filepath.Join(e.dir, "hub-ca.crt")
+			if err := os.WriteFile(e.hubCA, cfg.CAData, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		// The CRDs the local planes start with: Hostfleet's and metal3's.
+		for _, crd := range crds {
+			if err := e.clients[c].Create(context.Background(), crd.DeepCopy()); err != nil {
+				t.Fatalf("CRD %s on %s: %v", crd.Name, c, err)
+			}
+		}
+		// Every node may run an agent the scenarios place on infra nodes.
+		nodes := &corev1.NodeList{}
+		if err := e.clients[c].List(context.Background(), nodes); err != nil {
+			t.Fatal(err)
+		}
+		for i := range nodes.Items {
+			n := &nodes.Items[i]
+			n.Labels["node-role.kubernetes.io/infra"] = ""
+			if err := e.clients[c].Update(context.Background(), n); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, img := range []string{"hostfleet-operator", "hostfleet-hub", "hostfleet-agent"} {
+			kind(t, "load", "image-archive", filepath.Join(scenarios.Root(), "bin", "images", img+"-"+runtime.GOARCH+".tar"), "--name", name)
+		}
+	}
+
+	// ipmi_sim on the kind network's gateway: the agent's pods reach it there.
+	out, err := exec.Command("docker", "network", "inspect", "kind", "-f", "{{json .IPAM.Config}}").Output()
+	if err != nil {
+		t.Fatalf("docker network inspect kind: %v", err)
+	}
+	var ipam []struct{ Gateway string }
+	if err := json.Unmarshal(out, &ipam); err != nil {
+		t.Fatalf("docker network inspect kind: %v", err)
+	}
+	gateway := ""
+	for _, c := range ipam {
+		if c.Gateway != "" && !strings.Contains(c.Gateway, ":") {
+			gateway = c.Gateway
+		}
+	}
+	if gateway == "" {
+		t.Fatalf("the kind network has no IPv4 gateway: %s", out)
+	}
+	if e.ipmi, err = ipmisim.StartAt(filepath.Join(e.dir, "ipmi_sim"), gateway, scenarios.BMCUsername, scenarios.BMCPassword); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(e.ipmi.Close)
+	return e
+}
+
+// layoutRef is the reference an OCI layout of `make images` names.
+func layoutRef(dir string) (string, error) {
+	data, err := os.ReadFile(filepath.Join(dir, "index.json"))
+	if err != nil {
+		return "", err
+	}
+	var idx struct {
+		Manifests []struct {
+			Annotations map[string]string `json:"annotations"`
+		} `json:"manifests"`
+	}
+	if err := json.Unmarshal(data, &idx); err != nil {
+		return "", fmt.Errorf("%s/index.json: %w", dir, err)
+	}
+	if len(idx.Manifests) != 1 || idx.Manifests[0].Annotations[registry.RefName] == "" {
+		return "", fmt.Errorf("%s: want one index named by %s", dir, registry.RefName)
+	}
+	return idx.Manifests[0].Annotations[registry.RefName], nil
+}
+
+func (e *env) Client(cluster string) client.Client       { return e.clients[cluster] }
+func (e *env) Kubeconfig(cluster string) string          { return e.kubeconfig[cluster] }
+func (e *env) InClusterKubeconfig(cluster string) string { return e.internal[cluster] }
+func (e *env) HubAPIServer() string                      { return "https://" + e.prefix + "-hub-control-plane:6443" }
+func (e *env) HubCAFile() string                         { return e.hubCA }
+func (e *env) OCMVersion() string                        { return e.ocmVersion }
+func (e *env) Image(name string) string                  { return e.images[name] }
+func (e *env) BMC() scenarios.BMC                        { return e.ipmi }
+func (e *env) Dir() string                               { return e.dir }
+
+// StartBMO runs baremetal-operator (the tool cache's, test mode) on this
+// machine against the cluster, as e2e-local does.
+func (e *env) StartBMO(t *testing.T, cluster string, namespaces ...string) {
+	t.Helper()
+	bin, err := planes.BMOPath()
+	if err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"-test-mode", "-webhook-port", "0", "-metrics-addr", "0", "-health-addr", "127.0.0.1:0"}
+	if len(namespaces) > 0 {
+		args = append(args, "-namespace", strings.Join(namespaces, ","))
+	}
+	log, err := os.Create(filepath.Join(e.dir, "baremetal-operator-"+cluster+".log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, args...)
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+e.kubeconfig[cluster])
+	cmd.Stdout, cmd.Stderr = log, log
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start baremetal-operator on %s: %v", cluster, err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		_ = log.Close()
+	})
+}
+
+// Running lists the live pods of a Deployment: the ones named after it
+// that have not ended.
+func (e *env) Running(cluster, namespace, deployment string) []string {
+	list := &corev1.PodList{}
+	if err := e.clients[cluster].List(context.Background(), list, client.InNamespace(namespace)); err != nil {
+		return []string{"cannot list pods: " + err.Error()}
+	}
+	var out []string
+	for _, p := range list.Items {
+		if strings.HasPrefix(p.Name, deployment+"-") && p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed {
+			out = append(out, p.Name)
+		}
+	}
+	return out
+}
