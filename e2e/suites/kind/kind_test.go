@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,6 +17,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -28,11 +30,12 @@ import (
 
 // env is a fleet of kind clusters named <prefix>-<cluster>.
 type env struct {
+	t          *testing.T // the whole test: what starts lives until it ends
 	prefix     string
 	dir        string
 	clients    map[string]client.Client
-	kubeconfig map[string]string // as the test reaches each cluster
-	internal   map[string]string // as the other clusters' pods do
+	kubeconfig map[string]string // at the control-plane node's address, for the test and for pods
+	hubServer  string
 	hubCA      string
 	images     map[string]string
 	ocmVersion string
@@ -68,8 +71,8 @@ func newEnv(t *testing.T) *env {
 			t.Fatalf("the kind end-to-end tests need %s on PATH (see docs/e2e-kind.md): %v", bin, err)
 		}
 	}
-	e := &env{prefix: "hostfleet", dir: t.TempDir(), clients: map[string]client.Client{}, kubeconfig: map[string]string{},
-		internal: map[string]string{}, images: map[string]string{}, ocmVersion: scenarios.OCMToolVersion(t)}
+	e := &env{t: t, prefix: "hostfleet", dir: t.TempDir(), clients: map[string]client.Client{}, kubeconfig: map[string]string{},
+		images: map[string]string{}, ocmVersion: scenarios.OCMToolVersion(t)}
 	if p := os.Getenv("HOSTFLEET_KIND_PREFIX"); p != "" {
 		e.prefix = p
 	}
@@ -89,13 +92,15 @@ func newEnv(t *testing.T) *env {
 	}
 	for _, c := range scenarios.Clusters {
 		name := e.prefix + "-" + c
-		e.kubeconfig[c] = filepath.Join(e.dir, c+".kubeconfig")
-		kind(t, "create", "cluster", "--name", name, "--kubeconfig", e.kubeconfig[c], "--wait", "3m")
+		kind(t, "create", "cluster", "--name", name, "--kubeconfig", filepath.Join(e.dir, c+"-kind.kubeconfig"), "--wait", "3m")
 		if os.Getenv("HOSTFLEET_KIND_KEEP") == "" {
 			t.Cleanup(func() { kind(t, "delete", "cluster", "--name", name) })
 		}
-		e.internal[c] = filepath.Join(e.dir, c+"-internal.kubeconfig")
-		if err := os.WriteFile(e.internal[c], []byte(kind(t, "get", "kubeconfig", "--internal", "--name", name)), 0o600); err != nil {
+		// One address for the test, clusteradm and the other clusters'
+		// pods: the control-plane node's on the kind network (in the API
+		// server's certificate; routed from this machine on Linux).
+		e.kubeconfig[c] = filepath.Join(e.dir, c+".kubeconfig")
+		if err := nodeKubeconfig(filepath.Join(e.dir, c+"-kind.kubeconfig"), e.kubeconfig[c], name+"-control-plane"); err != nil {
 			t.Fatal(err)
 		}
 		cfg, err := clientcmd.BuildConfigFromFlags("", e.kubeconfig[c])
@@ -106,6 +111,7 @@ func newEnv(t *testing.T) *env {
 			t.Fatal(err)
 		}
 		if c == "hub" {
+			e.hubServer = cfg.Host
 			e.hubCA = filepath.Join(e.dir, "hub-ca.crt")
 			if err := os.WriteFile(e.hubCA, cfg.CAData, 0o644); err != nil {
 				t.Fatal(err)
@@ -124,9 +130,9 @@ func newEnv(t *testing.T) *env {
 		}
 		for i := range nodes.Items {
 			n := &nodes.Items[i]
-			n.Labels["node-role.kubernetes.io/infra"] = ""
-			if err := e.clients[c].Update(context.Background(), n); err != nil {
-				t.Fatal(err)
+			patch := client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"labels":{"node-role.kubernetes.io/infra":""}}}`))
+			if err := e.clients[c].Patch(context.Background(), n, patch); err != nil {
+				t.Fatalf("label node %s on %s: %v", n.Name, c, err)
 			}
 		}
 		for _, img := range []string{"hostfleet-operator", "hostfleet-hub", "hostfleet-agent"} {
@@ -159,6 +165,27 @@ func newEnv(t *testing.T) *env {
 	return e
 }
 
+// nodeKubeconfig rewrites kind's kubeconfig (127.0.0.1 and a published
+// port) to name the control-plane node's address on the kind network.
+func nodeKubeconfig(from, to, node string) error {
+	out, err := exec.Command("docker", "inspect", "-f", "{{range .NetworkSettings.Networks}}{{.IPAddress}} {{end}}", node).Output()
+	if err != nil {
+		return fmt.Errorf("docker inspect %s: %w", node, err)
+	}
+	ips := strings.Fields(string(out))
+	if len(ips) == 0 {
+		return fmt.Errorf("%s has no address on a docker network", node)
+	}
+	cfg, err := clientcmd.LoadFromFile(from)
+	if err != nil {
+		return err
+	}
+	for _, cl := range cfg.Clusters {
+		cl.Server = "https://" + net.JoinHostPort(ips[0], "6443")
+	}
+	return clientcmd.WriteToFile(*cfg, to)
+}
+
 // layoutRef is the reference an OCI layout of `make images` names.
 func layoutRef(dir string) (string, error) {
 	data, err := os.ReadFile(filepath.Join(dir, "index.json"))
@@ -181,8 +208,8 @@ func layoutRef(dir string) (string, error) {
 
 func (e *env) Client(cluster string) client.Client       { return e.clients[cluster] }
 func (e *env) Kubeconfig(cluster string) string          { return e.kubeconfig[cluster] }
-func (e *env) InClusterKubeconfig(cluster string) string { return e.internal[cluster] }
-func (e *env) HubAPIServer() string                      { return "https://" + e.prefix + "-hub-control-plane:6443" }
+func (e *env) InClusterKubeconfig(cluster string) string { return e.kubeconfig[cluster] }
+func (e *env) HubAPIServer() string                      { return e.hubServer }
 func (e *env) HubCAFile() string                         { return e.hubCA }
 func (e *env) OCMVersion() string                        { return e.ocmVersion }
 func (e *env) Image(name string) string                  { return e.images[name] }
@@ -190,7 +217,7 @@ func (e *env) BMC() scenarios.BMC                        { return e.ipmi }
 func (e *env) Dir() string                               { return e.dir }
 
 // StartBMO runs baremetal-operator (the tool cache's, test mode) on this
-// machine against the cluster, as e2e-local does.
+// machine against the cluster until the whole test ends, as e2e-local does.
 func (e *env) StartBMO(t *testing.T, cluster string, namespaces ...string) {
 	t.Helper()
 	bin, err := planes.BMOPath()
@@ -212,7 +239,7 @@ func (e *env) StartBMO(t *testing.T, cluster string, namespaces ...string) {
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("start baremetal-operator on %s: %v", cluster, err)
 	}
-	t.Cleanup(func() {
+	e.t.Cleanup(func() {
 		_ = cmd.Process.Kill()
 		_ = cmd.Wait()
 		_ = log.Close()
