@@ -291,7 +291,7 @@ func InfraHosts(index int) []client.Object {
 	for i, size := range []string{"medium", "large"} {
 		objs = append(objs, &metal3api.BareMetalHost{
 			ObjectMeta: metav1.ObjectMeta{Namespace: "hosts", Name: fmt.Sprintf("server-%d", i),
-				Labels: map[string]string{"example.com/rack": fmt.Sprintf("r%d", index+1), "example.com/size": size}},
+				Labels: map[string]string{"example.com/rack": fmt.Sprintf("r%d", index+1), "example.com/size": size, "example.com/site": "core"}},
 			Spec: metal3api.BareMetalHostSpec{
 				BMC:            metal3api.BMCDetails{Address: fmt.Sprintf("ipmi://127.0.0.1:%d", 16230+10*index+i), CredentialsName: "bmc"},
 				BootMACAddress: fmt.Sprintf("00:5a:%02x:00:00:%02x", index, i),
@@ -321,7 +321,7 @@ func setUpEdge(ctx context.Context, c client.Client, rf *redfish.BMC, sim *ipmis
 	} {
 		objs = append(objs, &metal3api.BareMetalHost{
 			ObjectMeta: metav1.ObjectMeta{Namespace: "hosts", Name: fmt.Sprintf("server-%d", i),
-				Labels:      map[string]string{"example.com/rack": "r3", "example.com/size": h.size},
+				Labels:      map[string]string{"example.com/rack": "r3", "example.com/size": h.size, "example.com/site": "edge"},
 				Annotations: map[string]string{hostfleetv1alpha1.AnnotationDriver: hostfleetv1alpha1.DriverBMCLib}},
 			Spec: metal3api.BareMetalHostSpec{
 				BMC: metal3api.BMCDetails{Address: h.address, CredentialsName: "bmc", DisableCertificateVerification: true},
@@ -361,6 +361,13 @@ func createClaims(ctx context.Context, hub client.Client, liveURL string) error 
 		}
 		if c.size != "" {
 			claim.Spec.HostSelector.MatchLabels = map[string]string{"example.com/size": c.size}
+		}
+		if c.cluster == "" {
+			// Left to the scheduler: among the baremetal-operator clusters'
+			// hosts. The scheduler does not know that the edge's hosts
+			// (the agent's BMC driver) boot live ISOs only, and whichever
+			// cluster publishes free hosts first would do.
+			claim.Spec.HostSelector.MatchLabels["example.com/site"] = "core"
 		}
 		objs = append(objs, claim)
 	}
