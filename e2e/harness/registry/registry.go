@@ -75,27 +75,36 @@ func (r *Registry) Push(ref string, img v1.Image) error {
 	return nil
 }
 
+// Layout is the image index an OCI layout of `make images` holds, and the
+// reference it names (org.opencontainers.image.ref.name).
+func Layout(dir string) (v1.ImageIndex, string, error) {
+	p, err := layout.FromPath(dir)
+	if err != nil {
+		return nil, "", fmt.Errorf("OCI layout %s (run make images): %w", dir, err)
+	}
+	top, err := p.ImageIndex()
+	if err != nil {
+		return nil, "", err
+	}
+	m, err := top.IndexManifest()
+	if err != nil {
+		return nil, "", err
+	}
+	if len(m.Manifests) != 1 || m.Manifests[0].Annotations[RefName] == "" {
+		return nil, "", fmt.Errorf("OCI layout %s: want one index named by %s", dir, RefName)
+	}
+	idx, err := top.ImageIndex(m.Manifests[0].Digest)
+	if err != nil {
+		return nil, "", err
+	}
+	return idx, m.Manifests[0].Annotations[RefName], nil
+}
+
 // PushLayout serves the image index of an OCI layout (what `make images`
 // writes) at the reference it names, and at each of refs; it returns the
 // named reference.
 func (r *Registry) PushLayout(dir string, refs ...string) (string, error) {
-	p, err := layout.FromPath(dir)
-	if err != nil {
-		return "", fmt.Errorf("OCI layout %s (run make images): %w", dir, err)
-	}
-	top, err := p.ImageIndex()
-	if err != nil {
-		return "", err
-	}
-	m, err := top.IndexManifest()
-	if err != nil {
-		return "", err
-	}
-	if len(m.Manifests) != 1 || m.Manifests[0].Annotations[RefName] == "" {
-		return "", fmt.Errorf("OCI layout %s: want one index named by %s", dir, RefName)
-	}
-	named := m.Manifests[0].Annotations[RefName]
-	idx, err := top.ImageIndex(m.Manifests[0].Digest)
+	idx, named, err := Layout(dir)
 	if err != nil {
 		return "", err
 	}

@@ -6,6 +6,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/layout"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	. "github.com/onsi/gomega"
 
@@ -51,6 +54,23 @@ func TestPushAndPull(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(cfg.Config.User).To(Equal("10001"))
 	g.Expect(cfg.Config.Entrypoint).To(Equal([]string{"/usr/bin/prog"}))
+
+	t.Log("an OCI layout, as make images writes it, is served at the reference it names")
+	dir := t.TempDir()
+	p, err := layout.Write(dir, empty.Index)
+	g.Expect(err).NotTo(HaveOccurred())
+	idx := mutate.AppendManifests(empty.Index, mutate.IndexAddendum{Add: img})
+	g.Expect(p.AppendIndex(idx, layout.WithAnnotations(map[string]string{registry.RefName: "ghcr.io/example/prog:v2"}))).To(Succeed())
+	named, err := r.PushLayout(dir, "ghcr.io/example/prog:latest")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(named).To(Equal("ghcr.io/example/prog:v2"))
+	for _, ref := range []string{"ghcr.io/example/prog:v2", "ghcr.io/example/prog:latest"} {
+		m, err := registry.Mirror(r.Host, ref)
+		g.Expect(err).NotTo(HaveOccurred())
+		got, err := remote.Image(m)
+		g.Expect(err).NotTo(HaveOccurred(), ref)
+		g.Expect(got.Digest()).To(Equal(want), ref)
+	}
 
 	_, err = r.PushLayout(t.TempDir())
 	g.Expect(err).To(MatchError(ContainSubstring("run make images")))

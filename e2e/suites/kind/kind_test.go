@@ -79,7 +79,7 @@ func newEnv(t *testing.T) *env {
 
 	// The images `make images` built, for this machine's architecture.
 	for _, name := range []string{"hostfleet-operator", "hostfleet-hub", "hostfleet-agent"} {
-		ref, err := layoutRef(filepath.Join(scenarios.Root(), "bin", "images", name))
+		_, ref, err := registry.Layout(filepath.Join(scenarios.Root(), "bin", "images", name))
 		if err != nil {
 			t.Fatalf("%v: the kind end-to-end tests load the images `make images` builds", err)
 		}
@@ -184,26 +184,6 @@ func nodeKubeconfig(from, to, node string) error {
 		cl.Server = "https://" + net.JoinHostPort(ips[0], "6443")
 	}
 	return clientcmd.WriteToFile(*cfg, to)
-}
-
-// layoutRef is the reference an OCI layout of `make images` names.
-func layoutRef(dir string) (string, error) {
-	data, err := os.ReadFile(filepath.Join(dir, "index.json"))
-	if err != nil {
-		return "", err
-	}
-	var idx struct {
-		Manifests []struct {
-			Annotations map[string]string `json:"annotations"`
-		} `json:"manifests"`
-	}
-	if err := json.Unmarshal(data, &idx); err != nil {
-		return "", fmt.Errorf("%s/index.json: %w", dir, err)
-	}
-	if len(idx.Manifests) != 1 || idx.Manifests[0].Annotations[registry.RefName] == "" {
-		return "", fmt.Errorf("%s: want one index named by %s", dir, registry.RefName)
-	}
-	return idx.Manifests[0].Annotations[registry.RefName], nil
 }
 
 func (e *env) Client(cluster string) client.Client       { return e.clients[cluster] }
