@@ -37,6 +37,7 @@ for f in \
 	cluster/v1beta1/0000_02_clusters.open-cluster-management.io_placements.crd.yaml \
 	cluster/v1beta1/0000_03_clusters.open-cluster-management.io_placementdecisions.crd.yaml \
 	work/v1/0000_00_work.open-cluster-management.io_manifestworks.crd.yaml \
+	work/v1/0000_01_work.open-cluster-management.io_appliedmanifestworks.crd.yaml \
 	addon/v1beta1/0000_00_addon.open-cluster-management.io_clustermanagementaddons.crd.yaml \
 	addon/v1beta1/0000_01_addon.open-cluster-management.io_managedclusteraddons.crd.yaml \
 	addon/v1beta1/0000_02_addon.open-cluster-management.io_addondeploymentconfigs.crd.yaml \

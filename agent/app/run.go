@@ -266,6 +266,7 @@ func setupControllers(mgr ctrl.Manager, managed cluster.Cluster, o *Options) err
 		// claims arrive this way), bound by the same code.
 		local := *claims
 		local.Claims, local.ClaimReader, local.Recorder, local.Consumer = managed.GetClient(), managed.GetAPIReader(), hostEvents, binder.LocalConsumer()
+		local.Hub, local.HubReader = mgr.GetClient(), mgr.GetAPIReader()
 		reconcilers = append(reconcilers, &local)
 	}
 	for _, r := range reconcilers {

@@ -82,6 +82,10 @@ type Reconciler struct {
 	// ManagedReader reads hosts from the managed cluster's API server,
 	// uncached, where a stale cache must not decide.
 	ManagedReader client.Reader
+	// Hub and HubReader, in local mode, reach the hub: the HardwareData of
+	// a claim forwarded from a hub claim is copied there. Nil: no copies.
+	Hub       client.Client
+	HubReader client.Reader
 }
 
 // local reports whether the claims are local to the managed cluster.

@@ -8,14 +8,22 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/hostfleet/hostfleet/agent/hostspec"
+	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
 )
 
 // forwardReboot hands a one-shot reboot.metal3.io request to the host, then
 // removes it from the claim. The host annotation is not an owned field:
-// baremetal-operator removes it when the reboot is done.
+// baremetal-operator removes it when the reboot is done. A request forwarded
+// from the hub carries an identifier (hostfleet.io/reboot-request): the
+// claim records the one carried out (hostfleet.io/reboot-handled), so that
+// the work agent re-applying the request does not reboot the host again.
 func (r *Reconciler) forwardReboot(ctx context.Context, c *metal3api.HostClaim, h *metal3api.BareMetalHost) error {
 	v, ok := hostspec.OneShotReboot(c)
 	if !ok {
+		return nil
+	}
+	request := c.Annotations[hostfleetv1alpha1.AnnotationRebootRequest]
+	if request != "" && c.Annotations[hostfleetv1alpha1.AnnotationRebootHandled] == request {
 		return nil
 	}
 	orig := h.DeepCopy()
@@ -28,6 +36,9 @@ func (r *Reconciler) forwardReboot(ctx context.Context, c *metal3api.HostClaim, 
 	}
 	origClaim := c.DeepCopy()
 	delete(c.Annotations, metal3api.RebootAnnotationPrefix)
+	if request != "" {
+		c.Annotations[hostfleetv1alpha1.AnnotationRebootHandled] = request
+	}
 	if err := r.Claims.Patch(ctx, c, client.MergeFrom(origClaim)); err != nil {
 		return fmt.Errorf("clear reboot request on %s/%s: %w", c.Namespace, c.Name, err)
 	}

@@ -19,7 +19,9 @@ import (
 	clusterv1 "open-cluster-management.io/api/cluster/v1"
 	clusterv1beta1 "open-cluster-management.io/api/cluster/v1beta1"
 	clusterv1beta2 "open-cluster-management.io/api/cluster/v1beta2"
+	workv1 "open-cluster-management.io/api/work/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -27,6 +29,7 @@ import (
 	"github.com/hostfleet/hostfleet/hub/addon"
 	"github.com/hostfleet/hostfleet/hub/admission"
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
+	"github.com/hostfleet/hostfleet/hub/forwarder"
 	"github.com/hostfleet/hostfleet/hub/hardwarecopy"
 	"github.com/hostfleet/hostfleet/hub/scheduler"
 	"github.com/hostfleet/hostfleet/hub/tenant"
@@ -129,6 +132,7 @@ func Scheme() *runtime.Scheme {
 	utilruntime.Must(clusterv1.Install(s))
 	utilruntime.Must(clusterv1beta1.Install(s))
 	utilruntime.Must(clusterv1beta2.Install(s))
+	utilruntime.Must(workv1.Install(s))
 	return s
 }
 
@@ -137,6 +141,7 @@ func New(cfg *rest.Config, o *Options) (ctrl.Manager, error) {
 	scheme := Scheme()
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                        scheme,
+		Cache:                         cache.Options{ByObject: forwarder.CacheByObject()},
 		Metrics:                       metricsOptions(o.MetricsAddr, o.MetricsSecure),
 		HealthProbeBindAddress:        o.HealthAddr,
 		LeaderElection:                o.LeaderElect,
@@ -163,6 +168,9 @@ func New(cfg *rest.Config, o *Options) (ctrl.Manager, error) {
 	}
 	if err := (&scheduler.Reconciler{Client: mgr.GetClient(), Deadline: o.BindDeadline}).SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("scheduler: %w", err)
+	}
+	if err := (&forwarder.Reconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
+		return nil, fmt.Errorf("forwarder: %w", err)
 	}
 	if o.HealthAddr != "0" && o.HealthAddr != "" {
 		check, err := ready(mgr, cfg)

@@ -93,6 +93,10 @@ func (e *expectations) missing(ctx context.Context, cache client.Reader, cluster
 	return out
 }
 
+func isRemote(c *metal3api.HostClaim) bool {
+	return c.Labels[hostfleetv1alpha1.LabelKind] == hostfleetv1alpha1.KindRemote
+}
+
 func associated(c *metal3api.HostClaim) bool {
 	return meta.IsStatusConditionTrue(c.Status.Conditions, hostfleetv1alpha1.ConditionAssociated)
 }
@@ -171,7 +175,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 
 	in := Input{Claim: c, Clusters: clusters, Inventories: map[string]*hostfleetv1alpha1.HostInventory{},
 		Pending: map[string][]*metal3api.HostClaim{}, Prefixes: t.Spec.LabelSyncPrefixes, Exclude: map[string]bool{},
-		Placement: c.Annotations[hostfleetv1alpha1.AnnotationPlacement], SetClusters: t.Status.Clusters}
+		Placement: c.Annotations[hostfleetv1alpha1.AnnotationPlacement], SetClusters: t.Status.Clusters, Remote: isRemote(c)}
 	for _, e := range strings.Split(c.Annotations[hostfleetv1alpha1.AnnotationExcluded], ",") {
 		if e != "" {
 			in.Exclude[e] = true
@@ -235,9 +239,11 @@ func (r *Reconciler) placed(ctx context.Context, c *metal3api.HostClaim, t *host
 		return requeueOnConflict(r.setScheduled(ctx, c, true, hostfleetv1alpha1.ReasonPinned, "pinned by the tenant to "+cluster))
 	}
 	cond := meta.FindStatusCondition(c.Status.Conditions, hostfleetv1alpha1.ConditionScheduled)
-	if associated(c) || c.Status.BareMetalHost != nil {
-		// Bound, or being bound: the agent has it. A Scheduled condition
-		// that lost a write race to the agent is repaired, never left stale.
+	if associated(c) || c.Status.BareMetalHost != nil || isRemote(c) {
+		// Bound, or being bound: the agent has it; a remote claim is
+		// served by its target, bound or not, and never moved by the
+		// deadline. A Scheduled condition that lost a write race to the
+		// agent is repaired, never left stale.
 		if cond == nil || cond.Reason != hostfleetv1alpha1.ReasonPlaced || cond.Status != metav1.ConditionTrue {
 			return requeueOnConflict(r.setScheduled(ctx, c, true, hostfleetv1alpha1.ReasonPlaced, "placed on "+cluster))
 		}

@@ -34,6 +34,11 @@ type Input struct {
 	// the tenant's clusters before the Placement narrowed them.
 	Placement   string
 	SetClusters []string
+	// Remote: the claim is forwarded (hostfleet.io/kind=remote). A cluster
+	// that publishes no HostInventory (one that runs only its own HostClaim
+	// controller, no Hostfleet agent) is then a candidate of unknown
+	// capacity, chosen only when no cluster is known to have a free host.
+	Remote bool
 }
 
 // Result is where to place the claim, or why nowhere.
@@ -60,7 +65,7 @@ func Place(in Input) Result {
 		free int
 	}
 	var cands []cand
-	var why, noInventory []string
+	var why, noInventory, unknown []string
 	clusters := append([]string(nil), in.Clusters...)
 	sort.Strings(clusters)
 	for _, c := range clusters {
@@ -69,6 +74,10 @@ func Place(in Input) Result {
 			continue
 		}
 		inv := in.Inventories[c]
+		if inv == nil && in.Remote {
+			unknown = append(unknown, c)
+			continue
+		}
 		if inv == nil {
 			why = append(why, c+" (no HostInventory yet)")
 			noInventory = append(noInventory, c)
@@ -107,6 +116,14 @@ func Place(in Input) Result {
 		free -= pending
 		cands = append(cands, cand{c, free})
 	}
+	if len(cands) == 0 && len(unknown) > 0 {
+		chosen := unknown[int(hash(in.Claim)%uint32(len(unknown)))]
+		msg := fmt.Sprintf("placed on %s, which publishes no HostInventory: the claim is forwarded there and its own HostClaim controller decides whether a host matches", chosen)
+		if len(why) > 0 {
+			msg += fmt.Sprintf(" (no cluster with an inventory has a free matching host: %s)", strings.Join(why, ", "))
+		}
+		return Result{Cluster: chosen, Message: msg}
+	}
 	if len(cands) == 0 {
 		if len(clusters) == 0 && in.Placement != "" && len(in.SetClusters) > 0 {
 			return Result{Reason: hostfleetv1alpha1.ReasonNoCapacity, Message: fmt.Sprintf("Placement %s selects none of the tenant's clusters (%s): change the Placement, or remove the %s annotation",
@@ -134,9 +151,7 @@ func Place(in Input) Result {
 			top = append(top, c)
 		}
 	}
-	h := fnv.New32a()
-	_, _ = h.Write([]byte(in.Claim.UID))
-	chosen := top[int(h.Sum32()%uint32(len(top)))]
+	chosen := top[int(hash(in.Claim)%uint32(len(top)))]
 	msg := fmt.Sprintf("placed on %s: %d free hosts match", chosen.name, chosen.free)
 	if keys := unpublished(in.Claim.Spec.HostSelector, in.Prefixes); len(keys) > 0 {
 		// Say only what is known: inventories carry only the tenant's
@@ -146,6 +161,13 @@ func Place(in Input) Result {
 			chosen.name, chosen.free, strings.Join(keys, ", "), chosen.name)
 	}
 	return Result{Cluster: chosen.name, Free: chosen.free, Message: msg}
+}
+
+// hash spreads claims among equal clusters.
+func hash(c *metal3api.HostClaim) uint32 {
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(c.UID))
+	return h.Sum32()
 }
 
 // unpublished are the hostSelector keys that no inventory reports (outside

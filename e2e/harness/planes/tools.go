@@ -12,12 +12,12 @@ import (
 // --print-bmo answer), so that a plain `go test ./...` finds the tool cache
 // without make exporting KUBEBUILDER_ASSETS and HOSTFLEET_BMO. It returns ""
 // outside the repository or when the script fails.
-func toolPath(flag string) string {
+func toolPath(flag ...string) string {
 	root := repoRoot()
 	if root == "" {
 		return ""
 	}
-	out, err := exec.Command(filepath.Join(root, "hack", "tools.sh"), flag).Output()
+	out, err := exec.Command(filepath.Join(root, "hack", "tools.sh"), flag...).Output()
 	if err != nil {
 		return ""
 	}

@@ -186,7 +186,9 @@ func Hub() []rbacv1.PolicyRule {
 // (namespaces, quotas, RBAC, admission bindings, cluster set bindings),
 // place claims, copy HardwareData, and run the hostfleet-agent add-on
 // (ClusterManagementAddOn, ManagedClusterAddOns, ManifestWorks, the agents'
-// CSRs). Secrets are never read by the hub for itself.
+// CSRs), and forward remote claims (ManifestWorks carrying the claim and
+// copies of the secrets it references: the forwarder reads those, and
+// caches only the metadata of secrets, to follow their changes).
 func HubOwn() []rbacv1.PolicyRule {
 	const (
 		rbacGroup      = "rbac.authorization.k8s.io"
@@ -206,6 +208,7 @@ func HubOwn() []rbacv1.PolicyRule {
 		{APIGroups: []string{metal3Group}, Resources: []string{"hostclaims"}, Verbs: []string{"get", "list", "watch", "update", "patch"}},
 		{APIGroups: []string{metal3Group}, Resources: []string{"hostclaims/status"}, Verbs: []string{"update", "patch"}},
 		{APIGroups: []string{metal3Group}, Resources: []string{"hardwaredata"}, Verbs: manage},
+		{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: view},
 		{APIGroups: []string{""}, Resources: []string{"namespaces", "resourcequotas"}, Verbs: manage},
 		{APIGroups: []string{""}, Resources: []string{"events"}, Verbs: []string{"create", "patch", "update"}},
 		{APIGroups: []string{"events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{"create", "patch", "update"}},

@@ -315,3 +315,66 @@ func SetCondition(conds *[]metav1.Condition, c metav1.Condition) {
 	}
 	meta.SetStatusCondition(conds, c)
 }
+
+// Forwarding of remote claims (hostfleet.io/kind=remote) over ManifestWork.
+const (
+	// ForwarderFinalizer is put on a remote claim by the hub's forwarder;
+	// it is removed only once the claim's ManifestWork, and so the target
+	// claim on the managed cluster, is gone.
+	ForwarderFinalizer = "hostfleet.io/forwarder"
+	// FieldManagerForwarder is the field manager the OCM work agent applies
+	// forwarded objects with (server-side apply) on the target cluster; OCM
+	// requires it to start with "work-agent".
+	FieldManagerForwarder = "work-agent-hostfleet"
+	// AnnotationSourceClaim on a target claim is "<namespace>/<name>" of the
+	// hub claim it was forwarded from; AnnotationSourceClaimUID is that
+	// claim's UID. A Hostfleet agent serving the target copies the host's
+	// HardwareData to that hub claim.
+	AnnotationSourceClaim    = "hostfleet.io/source-claim"
+	AnnotationSourceClaimUID = "hostfleet.io/source-claim-uid"
+	// LabelHubNamespace on a target namespace names the hub namespace whose
+	// claims it holds.
+	LabelHubNamespace = "hostfleet.io/hub-namespace"
+	// AnnotationRebootRequest on a target claim identifies a one-shot
+	// reboot.metal3.io request forwarded from the hub; the agent serving the
+	// target records the request it carried out in AnnotationRebootHandled,
+	// so that a re-applied request reboots only once.
+	AnnotationRebootRequest = "hostfleet.io/reboot-request"
+	AnnotationRebootHandled = "hostfleet.io/reboot-handled"
+)
+
+// Reasons of the Forwarded condition of a remote claim, and of the Ready
+// condition when the target's feedback cannot be trusted.
+const (
+	// ReasonTargetBound: the work is applied and the target claim is bound
+	// to a host.
+	ReasonTargetBound = "TargetBound"
+	// ReasonTargetNotBound: the work is applied; the target claim is not
+	// bound (yet).
+	ReasonTargetNotBound = "TargetNotBound"
+	// ReasonFeedbackPending: the work is applied; the work agent has not
+	// reported the target's status yet.
+	ReasonFeedbackPending = "FeedbackPending"
+	// ReasonWorkNotApplied: the cluster's work agent has not applied the
+	// work (none runs there, or it is down or refused).
+	ReasonWorkNotApplied = "WorkNotApplied"
+	// ReasonClusterUnavailable: the cluster's agents stopped reporting; the
+	// last feedback is stale.
+	ReasonClusterUnavailable = "ClusterUnavailable"
+	// ReasonFeedbackIncomplete: the target reports some of its status but
+	// not what the hub needs (no Ready condition, say).
+	ReasonFeedbackIncomplete = "FeedbackIncomplete"
+	// ReasonWorkTooLarge: the work (the claim and its secrets) is over
+	// OCM's ManifestWork size limit.
+	ReasonWorkTooLarge = "WorkTooLarge"
+	// ReasonWorkRefused: the hub's API server refused the work.
+	ReasonWorkRefused = "WorkRefused"
+	// ReasonSecretInvalid: a secret the claim references cannot be
+	// forwarded (missing, in another namespace, or too large).
+	ReasonSecretInvalid = "SecretInvalid"
+	// ReasonNotPlaced: the claim has no cluster yet.
+	ReasonNotPlaced = "NotPlaced"
+	// ReasonWithdrawing: the claim is being deleted; its work and target
+	// claim are being removed.
+	ReasonWithdrawing = "Withdrawing"
+)

@@ -1,0 +1,419 @@
+package forwarder
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"time"
+
+	metal3api "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
+	"k8s.io/client-go/tools/events"
+	clusterv1 "open-cluster-management.io/api/cluster/v1"
+	workv1 "open-cluster-management.io/api/work/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
+)
+
+// Indexes on HostClaims.
+const (
+	// secretIndex: "<namespace>/<name>" of each secret a remote claim
+	// references.
+	secretIndex = "hostfleet.forwarded-secret"
+	// clusterIndex: the cluster a remote claim is placed on.
+	clusterIndex = "hostfleet.forwarded-to"
+)
+
+// Reconciler forwards remote claims.
+type Reconciler struct {
+	Client client.Client
+	// Reader reads the secrets claims reference, uncached (the hub caches
+	// only their metadata); SetupWithManager uses the manager's API reader
+	// if nil.
+	Reader client.Reader
+	// Recorder records Events on claims; SetupWithManager makes one if nil.
+	Recorder events.EventRecorder
+}
+
+// remote reports whether the forwarder serves c: a remote claim, or one it
+// holds a finalizer on (a claim re-kinded away from remote is withdrawn).
+func remote(o client.Object) bool {
+	return o.GetLabels()[hostfleetv1alpha1.LabelKind] == hostfleetv1alpha1.KindRemote ||
+		controllerutil.ContainsFinalizer(o, hostfleetv1alpha1.ForwarderFinalizer)
+}
+
+// SetupWithManager wires the controller. The manager's cache should hold
+// only the forwarder's ManifestWorks (CacheOptions).
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if r.Recorder == nil {
+		r.Recorder = mgr.GetEventRecorder("hostfleet-forwarder")
+	}
+	if r.Reader == nil {
+		r.Reader = mgr.GetAPIReader()
+	}
+	idx := mgr.GetFieldIndexer()
+	if err := idx.IndexField(context.Background(), &metal3api.HostClaim{}, secretIndex, func(o client.Object) []string {
+		c := o.(*metal3api.HostClaim)
+		if !remote(c) {
+			return nil
+		}
+		var out []string
+		for _, ref := range SecretRefs(c) {
+			out = append(out, c.Namespace+"/"+ref.Name)
+		}
+		return out
+	}); err != nil {
+		return fmt.Errorf("index remote claims by secret: %w", err)
+	}
+	if err := idx.IndexField(context.Background(), &metal3api.HostClaim{}, clusterIndex, func(o client.Object) []string {
+		if cl := o.GetLabels()[hostfleetv1alpha1.LabelCluster]; cl != "" && remote(o) {
+			return []string{cl}
+		}
+		return nil
+	}); err != nil {
+		return fmt.Errorf("index remote claims by cluster: %w", err)
+	}
+	claimsBy := func(index string, key func(client.Object) string) handler.EventHandler {
+		return handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
+			var list metal3api.HostClaimList
+			if err := r.Client.List(ctx, &list, client.MatchingFields{index: key(o)}, client.UnsafeDisableDeepCopy); err != nil {
+				return nil
+			}
+			out := make([]reconcile.Request, 0, len(list.Items))
+			for i := range list.Items {
+				out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
+			}
+			return out
+		})
+	}
+	ofWork := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
+		l := o.GetLabels()
+		if l[hostfleetv1alpha1.LabelClaimName] == "" {
+			return nil
+		}
+		return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: l[hostfleetv1alpha1.LabelClaimNamespace], Name: l[hostfleetv1alpha1.LabelClaimName]}}}
+	})
+	sameName := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
+		return []reconcile.Request{{NamespacedName: client.ObjectKeyFromObject(o)}}
+	})
+	isCopy := predicate.NewPredicateFuncs(func(o client.Object) bool {
+		_, ok := o.GetLabels()[hostfleetv1alpha1.LabelClaimUID]
+		return ok
+	})
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("forwarder").
+		For(&metal3api.HostClaim{}, builder.WithPredicates(predicate.NewPredicateFuncs(remote))).
+		Watches(&workv1.ManifestWork{}, ofWork).
+		Watches(&corev1.Secret{}, claimsBy(secretIndex, func(o client.Object) string { return o.GetNamespace() + "/" + o.GetName() }),
+			builder.OnlyMetadata).
+		Watches(&clusterv1.ManagedCluster{}, claimsBy(clusterIndex, client.Object.GetName)).
+		Watches(&metal3api.HardwareData{}, sameName, builder.WithPredicates(isCopy)).
+		Complete(r)
+}
+
+// Reconcile forwards, updates or withdraws one claim.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	c := &metal3api.HostClaim{}
+	if err := r.Client.Get(ctx, req.NamespacedName, c); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !remote(c) {
+		return ctrl.Result{}, nil
+	}
+	cluster := c.Labels[hostfleetv1alpha1.LabelCluster]
+	if !c.DeletionTimestamp.IsZero() || c.Labels[hostfleetv1alpha1.LabelKind] != hostfleetv1alpha1.KindRemote {
+		return r.withdraw(ctx, c, cluster)
+	}
+	if cluster == "" {
+		return ctrl.Result{}, r.writeStatus(ctx, c, func(c *metal3api.HostClaim) {
+			msg := "waiting for the scheduler to place the claim on a cluster (see the Scheduled condition)"
+			for _, t := range []string{hostfleetv1alpha1.ConditionForwarded, hostfleetv1alpha1.ConditionReady} {
+				hostfleetv1alpha1.SetCondition(&c.Status.Conditions, metav1.Condition{Type: t, Status: metav1.ConditionFalse,
+					Reason: hostfleetv1alpha1.ReasonNotPlaced, Message: msg, ObservedGeneration: c.Generation})
+			}
+		})
+	}
+	work, err := r.work(ctx, c)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if work != nil && work.Namespace != cluster {
+		// Placed elsewhere since: the old target goes (its host is
+		// released); the new one is made once it has.
+		return r.withdraw(ctx, c, work.Namespace)
+	}
+	state := State{Cluster: cluster, Work: work}
+	tenant, refused, err := r.tenant(ctx, c, cluster)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if refused == nil {
+		state.Work, refused, err = r.forward(ctx, c, cluster, tenant, work)
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	state.Refused = refused
+	if state.ClusterAvailable, err = r.available(ctx, cluster); err != nil {
+		return ctrl.Result{}, err
+	}
+	if state.HardwareCopy, err = r.hardwareCopy(ctx, c); err != nil {
+		return ctrl.Result{}, err
+	}
+	return ctrl.Result{}, r.writeStatus(ctx, c, func(c *metal3api.HostClaim) { SetStatus(c, state) })
+}
+
+// tenant is the name of the tenant owning the claim's namespace, or why the
+// claim cannot be forwarded to cluster.
+func (r *Reconciler) tenant(ctx context.Context, c *metal3api.HostClaim, cluster string) (string, *Refused, error) {
+	ns := &corev1.Namespace{}
+	if err := r.Client.Get(ctx, client.ObjectKey{Name: c.Namespace}, ns); err != nil {
+		return "", nil, fmt.Errorf("get namespace %s: %w", c.Namespace, err)
+	}
+	name := ns.Labels[hostfleetv1alpha1.LabelTenant]
+	t := &hostfleetv1alpha1.Tenant{}
+	if name != "" {
+		if err := r.Client.Get(ctx, client.ObjectKey{Name: name}, t); client.IgnoreNotFound(err) != nil {
+			return "", nil, fmt.Errorf("get tenant %s: %w", name, err)
+		}
+	}
+	if t.Name == "" {
+		return "", &Refused{Reason: hostfleetv1alpha1.ReasonNoTenant, Message: fmt.Sprintf(
+			"namespace %s belongs to no Tenant: claims are forwarded only from tenant namespaces", c.Namespace)}, nil
+	}
+	if !slices.Contains(t.Status.Clusters, cluster) {
+		return "", &Refused{Reason: hostfleetv1alpha1.ReasonPinnedOutsideSet, Message: fmt.Sprintf(
+			"cluster %s is not among the clusters of tenant %s (%v): the claim is not forwarded there; pin one of them, or remove the %s label",
+			cluster, t.Name, t.Status.Clusters, hostfleetv1alpha1.LabelCluster)}, nil
+	}
+	return t.Name, nil, nil
+}
+
+// forward makes or updates the claim's work; it returns the work as the hub
+// has it, or why the claim cannot be forwarded.
+func (r *Reconciler) forward(ctx context.Context, c *metal3api.HostClaim, cluster, tenant string, existing *workv1.ManifestWork) (*workv1.ManifestWork, *Refused, error) {
+	if ref := CheckSecretRefs(c); ref != nil {
+		return existing, ref, nil
+	}
+	request, err := r.rebootRequest(ctx, c, existing)
+	if err != nil {
+		return existing, nil, err
+	}
+	secrets := map[string]*corev1.Secret{}
+	for role, ref := range SecretRefs(c) {
+		s := &corev1.Secret{}
+		if err := r.Reader.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: ref.Name}, s); err != nil {
+			if apierrors.IsNotFound(err) {
+				continue // Render says which
+			}
+			return existing, nil, fmt.Errorf("read secret %s/%s of claim %s: %w", c.Namespace, ref.Name, c.Name, err)
+		}
+		secrets[role] = s
+	}
+	w, err := Render(Input{Claim: c, Cluster: cluster, Tenant: tenant, Secrets: secrets, RebootRequest: request})
+	if refused, ok := err.(*Refused); ok {
+		return existing, refused, nil
+	} else if err != nil {
+		return existing, nil, err
+	}
+	if controllerutil.AddFinalizer(c, hostfleetv1alpha1.ForwarderFinalizer) {
+		// The finalizer first: a work is never made for a claim that
+		// could go without withdrawing it.
+		if err := r.Client.Update(ctx, c); err != nil {
+			return existing, nil, fmt.Errorf("add finalizer to claim %s/%s: %w", c.Namespace, c.Name, err)
+		}
+	}
+	log := ctrl.LoggerFrom(ctx)
+	if existing == nil {
+		if err := r.Client.Create(ctx, w); err != nil {
+			if refused := refusedBy(err); refused != nil {
+				return nil, refused, nil
+			}
+			return nil, nil, fmt.Errorf("create ManifestWork %s/%s: %w", w.Namespace, w.Name, err)
+		}
+		log.V(1).Info("claim forwarded", "cluster", cluster, "work", w.Name)
+		r.Recorder.Eventf(c, nil, corev1.EventTypeNormal, "Forwarding", "Forward", "ManifestWork %s/%s created: the target claim is %s/%s on %s",
+			cluster, w.Name, TargetNamespace(c.Namespace), c.Name, cluster)
+		return w, nil, nil
+	}
+	if equality.Semantic.DeepEqual(existing.Spec, w.Spec) && equality.Semantic.DeepEqual(existing.Labels, w.Labels) {
+		return existing, nil, nil
+	}
+	existing.Spec, existing.Labels = w.Spec, w.Labels
+	if err := r.Client.Update(ctx, existing); err != nil {
+		if refused := refusedBy(err); refused != nil {
+			return existing, refused, nil
+		}
+		return existing, nil, fmt.Errorf("update ManifestWork %s/%s: %w", w.Namespace, w.Name, err)
+	}
+	log.V(1).Info("forwarded claim updated", "cluster", cluster, "work", w.Name)
+	return existing, nil, nil
+}
+
+// refusedBy is the refusal an API error on a work is, if the work itself
+// was refused (invalid, too large, denied by a policy or webhook).
+func refusedBy(err error) *Refused {
+	if apierrors.IsInvalid(err) || apierrors.IsRequestEntityTooLargeError(err) || apierrors.IsForbidden(err) || apierrors.IsBadRequest(err) {
+		return &Refused{Reason: hostfleetv1alpha1.ReasonWorkRefused, Message: fmt.Sprintf(
+			"the hub refused the claim's ManifestWork: %v", err)}
+	}
+	return nil
+}
+
+// rebootRequest carries a one-shot reboot.metal3.io to the target exactly
+// once: the request gets an identifier (an annotation on the claim) that
+// goes down with it; once the target's agent reports it handled, the
+// request leaves the claim, and so the work. It returns the identifier of
+// the pending request, or "".
+func (r *Reconciler) rebootRequest(ctx context.Context, c *metal3api.HostClaim, existing *workv1.ManifestWork) (string, error) {
+	_, asked := c.Annotations[metal3api.RebootAnnotationPrefix]
+	id := c.Annotations[hostfleetv1alpha1.AnnotationRebootRequest]
+	handled := ""
+	if existing != nil {
+		fb, _ := ReadFeedback(existing)
+		handled = fb.RebootHandled
+	}
+	orig := c.DeepCopy()
+	switch {
+	case asked && id == "":
+		id = strconv.FormatInt(time.Now().UnixNano(), 36)
+		c.Annotations[hostfleetv1alpha1.AnnotationRebootRequest] = id
+	case id != "" && (id == handled || !asked):
+		delete(c.Annotations, metal3api.RebootAnnotationPrefix)
+		delete(c.Annotations, hostfleetv1alpha1.AnnotationRebootRequest)
+		id = ""
+	default:
+		return id, nil
+	}
+	if err := r.Client.Patch(ctx, c, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
+		return "", fmt.Errorf("record the reboot request of claim %s/%s: %w", c.Namespace, c.Name, err)
+	}
+	return id, nil
+}
+
+// withdraw deletes the claim's work (from cluster) and, once it is gone,
+// removes the finalizer if the claim is being deleted or no longer remote.
+func (r *Reconciler) withdraw(ctx context.Context, c *metal3api.HostClaim, cluster string) (ctrl.Result, error) {
+	w, err := r.work(ctx, c)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if w != nil {
+		if w.DeletionTimestamp.IsZero() {
+			// The work has no dependents on the hub; its deleteOption
+			// makes the work agent delete the target claim and secrets
+			// in the foreground, and the work goes once they have.
+			if err := r.Client.Delete(ctx, w, client.Preconditions{UID: &w.UID}); client.IgnoreNotFound(err) != nil {
+				return ctrl.Result{}, fmt.Errorf("delete ManifestWork %s/%s: %w", w.Namespace, w.Name, err)
+			}
+			r.Recorder.Eventf(c, nil, corev1.EventTypeNormal, hostfleetv1alpha1.ReasonWithdrawing, "Withdraw",
+				"ManifestWork %s/%s deleted: the target claim goes once its host is released", w.Namespace, w.Name)
+		}
+		// The work's deletion is watched: the claim comes back when it is gone.
+		return ctrl.Result{}, r.writeStatus(ctx, c, func(c *metal3api.HostClaim) {
+			SetStatus(c, State{Cluster: cluster, Deleting: true})
+		})
+	}
+	if controllerutil.RemoveFinalizer(c, hostfleetv1alpha1.ForwarderFinalizer) {
+		if err := r.Client.Update(ctx, c); client.IgnoreNotFound(err) != nil {
+			return ctrl.Result{}, fmt.Errorf("remove finalizer from claim %s/%s: %w", c.Namespace, c.Name, err)
+		}
+	}
+	if !c.DeletionTimestamp.IsZero() || c.Labels[hostfleetv1alpha1.LabelKind] != hostfleetv1alpha1.KindRemote {
+		return ctrl.Result{}, nil
+	}
+	// Moved to another cluster: forward it there.
+	return ctrl.Result{Requeue: true}, nil
+}
+
+// work is the claim's ManifestWork, wherever it is, or nil.
+func (r *Reconciler) work(ctx context.Context, c *metal3api.HostClaim) (*workv1.ManifestWork, error) {
+	var list workv1.ManifestWorkList
+	if err := r.Client.List(ctx, &list, client.MatchingLabels{hostfleetv1alpha1.LabelClaimUID: string(c.UID)}); err != nil {
+		return nil, fmt.Errorf("list the ManifestWorks of claim %s/%s: %w", c.Namespace, c.Name, err)
+	}
+	for i := range list.Items {
+		if list.Items[i].Name == WorkName(c.UID) {
+			return &list.Items[i], nil
+		}
+	}
+	return nil, nil
+}
+
+// available reports whether the cluster's agents report.
+func (r *Reconciler) available(ctx context.Context, cluster string) (bool, error) {
+	mc := &clusterv1.ManagedCluster{}
+	if err := r.Client.Get(ctx, client.ObjectKey{Name: cluster}, mc); err != nil {
+		if apierrors.IsNotFound(err) {
+			return false, nil
+		}
+		return false, fmt.Errorf("get ManagedCluster %s: %w", cluster, err)
+	}
+	return meta.IsStatusConditionTrue(mc.Status.Conditions, clusterv1.ManagedClusterConditionAvailable), nil
+}
+
+// hardwareCopy references the claim's HardwareData copy on the hub, if the
+// agent serving the target made one for this claim.
+func (r *Reconciler) hardwareCopy(ctx context.Context, c *metal3api.HostClaim) (*metal3api.ObjectReference, error) {
+	hw := &metal3api.HardwareData{}
+	if err := r.Client.Get(ctx, client.ObjectKeyFromObject(c), hw); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("get HardwareData copy %s/%s: %w", c.Namespace, c.Name, err)
+	}
+	if hw.Labels[hostfleetv1alpha1.LabelClaimUID] != string(c.UID) || !hw.DeletionTimestamp.IsZero() {
+		return nil, nil
+	}
+	return &metal3api.ObjectReference{Namespace: hw.Namespace, Name: hw.Name}, nil
+}
+
+// writeStatus patches the claim's status with what mutate does to it, if
+// that changes anything, under optimistic locking (the scheduler writes the
+// same status). A conflict is retried on the next event.
+func (r *Reconciler) writeStatus(ctx context.Context, c *metal3api.HostClaim, mutate func(*metal3api.HostClaim)) error {
+	orig := c.DeepCopy()
+	mutate(c)
+	if equality.Semantic.DeepEqual(orig.Status, c.Status) {
+		return nil
+	}
+	if err := r.Client.Status().Patch(ctx, c, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
+		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
+			return nil // the claim changed: its event brings it back
+		}
+		return fmt.Errorf("write the status of claim %s/%s: %w", c.Namespace, c.Name, err)
+	}
+	before, after := meta.FindStatusCondition(orig.Status.Conditions, hostfleetv1alpha1.ConditionForwarded),
+		meta.FindStatusCondition(c.Status.Conditions, hostfleetv1alpha1.ConditionForwarded)
+	if after != nil && (before == nil || before.Reason != after.Reason) {
+		kind := corev1.EventTypeNormal
+		if after.Status != metav1.ConditionTrue {
+			kind = corev1.EventTypeWarning
+		}
+		r.Recorder.Eventf(c, nil, kind, after.Reason, "Forward", "%s", after.Message)
+	}
+	return nil
+}
+
+// CacheByObject restricts a manager's cache of ManifestWorks to the
+// forwarder's (those labelled with a claim UID): the add-on manager's works
+// are not its business.
+func CacheByObject() map[client.Object]cache.ByObject {
+	has, _ := labels.NewRequirement(hostfleetv1alpha1.LabelClaimUID, selection.Exists, nil)
+	return map[client.Object]cache.ByObject{&workv1.ManifestWork{}: {Label: labels.NewSelector().Add(*has)}}
+}

@@ -1,0 +1,241 @@
+package forwarder
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+
+	metal3api "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"open-cluster-management.io/api/utils/work/v1/workvalidator"
+	workv1 "open-cluster-management.io/api/work/v1"
+
+	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
+)
+
+// Secret roles: the claim's secret references a target claim has, and the
+// suffix of their copies' names.
+const (
+	RoleUserData    = "userdata"
+	RoleNetworkData = "networkdata"
+	RoleMetaData    = "metadata"
+)
+
+// Input is what a claim's work is rendered from.
+type Input struct {
+	// Claim is the remote claim on the hub, placed on Cluster.
+	Claim   *metal3api.HostClaim
+	Cluster string
+	// Tenant owns the claim's namespace.
+	Tenant string
+	// Secrets are the secrets the claim references, by role; every
+	// reference the claim has must be here.
+	Secrets map[string]*corev1.Secret
+	// RebootRequest identifies the one-shot reboot the claim asks for, if
+	// any (see hostfleetv1alpha1.AnnotationRebootRequest).
+	RebootRequest string
+}
+
+// Refused is an input the forwarder cannot forward: its reason and message
+// go to the claim's Forwarded condition.
+type Refused struct {
+	Reason, Message string
+}
+
+func (r *Refused) Error() string { return r.Message }
+
+// SecretRefs are the claim's secret references by role.
+func SecretRefs(c *metal3api.HostClaim) map[string]*corev1.SecretReference {
+	out := map[string]*corev1.SecretReference{}
+	for role, ref := range map[string]*corev1.SecretReference{
+		RoleUserData: c.Spec.UserData, RoleNetworkData: c.Spec.NetworkData, RoleMetaData: c.Spec.MetaData,
+	} {
+		if ref != nil && ref.Name != "" {
+			out[role] = ref
+		}
+	}
+	return out
+}
+
+// CheckSecretRefs refuses references the forwarder will not follow: a
+// secret in another namespace than the claim's (a tenant may read only its
+// own namespaces' secrets; the hub must not carry another's to a cluster).
+func CheckSecretRefs(c *metal3api.HostClaim) *Refused {
+	for _, role := range sortedRoles(SecretRefs(c)) {
+		ref := SecretRefs(c)[role]
+		if ref.Namespace != "" && ref.Namespace != c.Namespace {
+			return &Refused{Reason: hostfleetv1alpha1.ReasonSecretInvalid, Message: fmt.Sprintf(
+				"spec.%s names secret %s/%s, outside the claim's namespace %s: a remote claim forwards only secrets of its own namespace; copy the secret to %s and clear the reference's namespace",
+				field(role), ref.Namespace, ref.Name, c.Namespace, c.Namespace)}
+		}
+	}
+	return nil
+}
+
+func sortedRoles(m map[string]*corev1.SecretReference) []string {
+	roles := make([]string, 0, len(m))
+	for r := range m {
+		roles = append(roles, r)
+	}
+	sort.Strings(roles)
+	return roles
+}
+
+func field(role string) string {
+	switch role {
+	case RoleUserData:
+		return "userData"
+	case RoleNetworkData:
+		return "networkData"
+	default:
+		return "metaData"
+	}
+}
+
+// Render is the claim's ManifestWork: the target namespace, the secret
+// copies and the target claim, applied server-side under
+// FieldManagerForwarder, with the target's status fed back through scalar
+// JSONPath rules. A work over OCM's manifest size limit is refused.
+func Render(in Input) (*workv1.ManifestWork, error) {
+	c := in.Claim
+	if r := CheckSecretRefs(c); r != nil {
+		return nil, r
+	}
+	ns := TargetNamespace(c.Namespace)
+	objs := []runtime.Object{&corev1.Namespace{
+		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"},
+		ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: map[string]string{
+			hostfleetv1alpha1.LabelTenant: in.Tenant, hostfleetv1alpha1.LabelHubNamespace: c.Namespace}},
+	}}
+	target := &metal3api.HostClaim{
+		TypeMeta: metav1.TypeMeta{APIVersion: metal3api.GroupVersion.String(), Kind: "HostClaim"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: c.Name, Labels: targetLabels(c.Labels),
+			Annotations: targetAnnotations(c, in.RebootRequest)},
+		Spec: *c.Spec.DeepCopy(),
+	}
+	refs := SecretRefs(c)
+	for _, role := range sortedRoles(refs) {
+		s := in.Secrets[role]
+		if s == nil {
+			return nil, &Refused{Reason: hostfleetv1alpha1.ReasonSecretInvalid, Message: fmt.Sprintf(
+				"spec.%s names secret %s, which does not exist in %s: create it", field(role), refs[role].Name, c.Namespace)}
+		}
+		name := SecretName(c.Name, role)
+		objs = append(objs, &corev1.Secret{
+			TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{hostfleetv1alpha1.LabelClaimName: c.Name}},
+			Type:       s.Type,
+			Data:       s.Data,
+		})
+		ref := &corev1.SecretReference{Name: name}
+		switch role {
+		case RoleUserData:
+			target.Spec.UserData = ref
+		case RoleNetworkData:
+			target.Spec.NetworkData = ref
+		case RoleMetaData:
+			target.Spec.MetaData = ref
+		}
+	}
+	objs = append(objs, target)
+
+	w := &workv1.ManifestWork{
+		ObjectMeta: metav1.ObjectMeta{Namespace: in.Cluster, Name: WorkName(c.UID), Labels: map[string]string{
+			hostfleetv1alpha1.LabelClaimNamespace: c.Namespace, hostfleetv1alpha1.LabelClaimName: c.Name,
+			hostfleetv1alpha1.LabelClaimUID: string(c.UID), hostfleetv1alpha1.LabelTenant: in.Tenant,
+		}},
+		Spec: workv1.ManifestWorkSpec{
+			// The namespace outlives any one claim: other claims' works
+			// may be applying into it. The claim and the secrets are
+			// deleted in the foreground, and the work goes only once the
+			// target claim is gone (its controller releases the host
+			// first).
+			DeleteOption: &workv1.DeleteOption{PropagationPolicy: workv1.DeletePropagationPolicyTypeSelectivelyOrphan,
+				SelectivelyOrphan: &workv1.SelectivelyOrphan{OrphaningRules: []workv1.OrphaningRule{{Resource: "namespaces", Name: ns}}}},
+		},
+	}
+	for _, o := range objs {
+		raw, err := json.Marshal(o)
+		if err != nil {
+			return nil, fmt.Errorf("render %T: %w", o, err)
+		}
+		w.Spec.Workload.Manifests = append(w.Spec.Workload.Manifests, workv1.Manifest{RawExtension: runtime.RawExtension{Raw: raw}})
+	}
+	apply := &workv1.UpdateStrategy{Type: workv1.UpdateStrategyTypeServerSideApply,
+		ServerSideApply: &workv1.ServerSideApplyConfig{FieldManager: hostfleetv1alpha1.FieldManagerForwarder, Force: true}}
+	w.Spec.ManifestConfigs = []workv1.ManifestConfigOption{{
+		ResourceIdentifier: workv1.ResourceIdentifier{Group: metal3api.GroupVersion.Group, Resource: "hostclaims", Namespace: ns, Name: c.Name},
+		UpdateStrategy:     apply,
+		FeedbackRules:      []workv1.FeedbackRule{{Type: workv1.JSONPathsType, JsonPaths: FeedbackPaths()}},
+		// Feedback follows the target's changes (a watch per namespace,
+		// falling back to polling past the agent's watch limit).
+		FeedbackScrapeType: workv1.FeedbackWatchType,
+	}}
+	for _, role := range sortedRoles(refs) {
+		w.Spec.ManifestConfigs = append(w.Spec.ManifestConfigs, workv1.ManifestConfigOption{
+			ResourceIdentifier: workv1.ResourceIdentifier{Resource: "secrets", Namespace: ns, Name: SecretName(c.Name, role)},
+			UpdateStrategy:     apply,
+		})
+	}
+	if err := workvalidator.ManifestValidator.ValidateManifests(w.Spec.Workload.Manifests); err != nil {
+		return nil, &Refused{Reason: hostfleetv1alpha1.ReasonWorkTooLarge, Message: fmt.Sprintf(
+			"the claim and its secrets cannot be forwarded in one ManifestWork: %v (%s); make the secrets smaller",
+			err, sizes(objs, w.Spec.Workload.Manifests))}
+	}
+	return w, nil
+}
+
+// sizes says how large each forwarded object is.
+func sizes(objs []runtime.Object, manifests []workv1.Manifest) string {
+	var parts []string
+	for i, o := range objs {
+		m, err := metaOf(o)
+		if err != nil {
+			continue
+		}
+		parts = append(parts, fmt.Sprintf("%s %s: %d bytes", o.GetObjectKind().GroupVersionKind().Kind, m.GetName(), manifests[i].Size()))
+	}
+	return strings.Join(parts, ", ")
+}
+
+func metaOf(o runtime.Object) (metav1.Object, error) {
+	m, ok := o.(metav1.Object)
+	if !ok {
+		return nil, fmt.Errorf("%T has no metadata", o)
+	}
+	return m, nil
+}
+
+// targetLabels are the claim's labels but Hostfleet's own (kind, cluster,
+// bound host): on the target the claim is a plain metal3 claim.
+func targetLabels(in map[string]string) map[string]string {
+	out := map[string]string{}
+	for k, v := range in {
+		if !strings.HasPrefix(k, "hostfleet.io/") {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// targetAnnotations carry the reboot requests (metal3's) and where the claim
+// came from; the claim's other annotations stay on the hub.
+func targetAnnotations(c *metal3api.HostClaim, rebootRequest string) map[string]string {
+	out := map[string]string{
+		hostfleetv1alpha1.AnnotationSourceClaim:    c.Namespace + "/" + c.Name,
+		hostfleetv1alpha1.AnnotationSourceClaimUID: string(c.UID),
+	}
+	for k, v := range c.Annotations {
+		if strings.HasPrefix(k, metal3api.RebootAnnotationPrefix+"/") || k == metal3api.DetachedAnnotation {
+			out[k] = v
+		}
+	}
+	if v, ok := c.Annotations[metal3api.RebootAnnotationPrefix]; ok && rebootRequest != "" {
+		out[metal3api.RebootAnnotationPrefix] = v
+		out[hostfleetv1alpha1.AnnotationRebootRequest] = rebootRequest
+	}
+	return out
+}

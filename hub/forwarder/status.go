@@ -1,0 +1,121 @@
+package forwarder
+
+import (
+	"fmt"
+
+	metal3api "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	workv1 "open-cluster-management.io/api/work/v1"
+
+	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
+)
+
+// State is what the forwarder knows of a remote claim's forwarding.
+type State struct {
+	Cluster string
+	// Work is the claim's ManifestWork as the hub has it; nil when none.
+	Work *workv1.ManifestWork
+	// Refused is why the claim cannot be forwarded, if it cannot.
+	Refused *Refused
+	// ClusterAvailable: the ManagedCluster's agents report (its
+	// ManagedClusterConditionAvailable is True).
+	ClusterAvailable bool
+	// HardwareCopy references the claim's HardwareData copy on the hub,
+	// made by the Hostfleet agent serving the target; nil when none.
+	HardwareCopy *metal3api.ObjectReference
+	// Deleting: the claim is being deleted.
+	Deleting bool
+}
+
+// SetStatus writes into the claim's status what the state says: the
+// Forwarded condition, the target's conditions and status fields when the
+// feedback is fresh, and a Ready that is never True on stale or incomplete
+// feedback.
+func SetStatus(c *metal3api.HostClaim, s State) {
+	set := func(t string, status metav1.ConditionStatus, reason, msg string) {
+		hostfleetv1alpha1.SetCondition(&c.Status.Conditions, metav1.Condition{Type: t, Status: status, Reason: reason,
+			Message: msg, ObservedGeneration: c.Generation})
+	}
+	notReady := func(reason, msg string) {
+		set(hostfleetv1alpha1.ConditionForwarded, metav1.ConditionFalse, reason, msg)
+		set(hostfleetv1alpha1.ConditionReady, metav1.ConditionFalse, reason, msg)
+	}
+	switch {
+	case s.Deleting:
+		notReady(hostfleetv1alpha1.ReasonWithdrawing, fmt.Sprintf(
+			"deleting ManifestWork %s/%s: the work agent of %s deletes the target claim, whose controller releases its host first; the claim goes once the work is gone",
+			s.Cluster, WorkName(c.UID), s.Cluster))
+		return
+	case s.Refused != nil:
+		notReady(s.Refused.Reason, s.Refused.Message)
+		return
+	case s.Work == nil:
+		notReady(hostfleetv1alpha1.ReasonWorkNotApplied, fmt.Sprintf("creating ManifestWork %s/%s", s.Cluster, WorkName(c.UID)))
+		return
+	}
+	fb, applied := ReadFeedback(s.Work)
+	where := fmt.Sprintf("ManifestWork %s/%s", s.Cluster, s.Work.Name)
+	if !applied {
+		why := "its work agent has not applied it"
+		if cond := meta.FindStatusCondition(s.Work.Status.Conditions, workv1.WorkApplied); cond != nil && cond.Message != "" {
+			why = fmt.Sprintf("its work agent reports %s: %s", cond.Reason, cond.Message)
+		}
+		notReady(hostfleetv1alpha1.ReasonWorkNotApplied, fmt.Sprintf(
+			"%s is not applied on %s: %s; check that %s is joined and its klusterlet's work agent runs (kubectl get managedcluster %s), or delete the claim",
+			where, s.Cluster, why, s.Cluster, s.Cluster))
+		return
+	}
+	if !s.ClusterAvailable {
+		notReady(hostfleetv1alpha1.ReasonClusterUnavailable, fmt.Sprintf(
+			"%s stopped reporting (its ManagedCluster is not Available): the target's last reported status is stale; it is mirrored again when the cluster is back", s.Cluster))
+		return
+	}
+	if !fb.Synced && len(fb.Conditions) == 0 {
+		msg := fmt.Sprintf("%s is applied on %s; waiting for its work agent to report the target claim's status", where, s.Cluster)
+		set(hostfleetv1alpha1.ConditionForwarded, metav1.ConditionTrue, hostfleetv1alpha1.ReasonFeedbackPending, msg)
+		set(hostfleetv1alpha1.ConditionReady, metav1.ConditionFalse, hostfleetv1alpha1.ReasonFeedbackPending, msg)
+		return
+	}
+
+	// Fresh feedback: mirror the target.
+	for _, t := range MirroredConditions {
+		tc, ok := fb.Conditions[t]
+		if !ok {
+			meta.RemoveStatusCondition(&c.Status.Conditions, t)
+			continue
+		}
+		if tc.Reason == "" {
+			tc.Reason = "Unspecified"
+		}
+		set(t, tc.Status, tc.Reason, tc.Message)
+	}
+	c.Status.PoweredOn = fb.PoweredOn
+	c.Status.BareMetalHost = fb.BareMetalHost
+	c.Status.HardwareData = s.HardwareCopy
+	if fb.LastUpdated != nil {
+		c.Status.LastUpdated = fb.LastUpdated
+	}
+	target := TargetNamespace(c.Namespace) + "/" + c.Name
+	if fb.Bound() {
+		set(hostfleetv1alpha1.ConditionForwarded, metav1.ConditionTrue, hostfleetv1alpha1.ReasonTargetBound, fmt.Sprintf(
+			"applied on %s as HostClaim %s; bound to BareMetalHost %s/%s", s.Cluster, target, fb.BareMetalHost.Namespace, fb.BareMetalHost.Name))
+	} else {
+		why := "its controller has not reported an Associated condition"
+		if a, ok := fb.Conditions[hostfleetv1alpha1.ConditionAssociated]; ok {
+			why = fmt.Sprintf("%s: %s", a.Reason, a.Message)
+		}
+		set(hostfleetv1alpha1.ConditionForwarded, metav1.ConditionTrue, hostfleetv1alpha1.ReasonTargetNotBound, fmt.Sprintf(
+			"applied on %s as HostClaim %s; not bound to a host: %s", s.Cluster, target, why))
+	}
+	if len(fb.Conditions) == 0 {
+		set(hostfleetv1alpha1.ConditionReady, metav1.ConditionFalse, hostfleetv1alpha1.ReasonFeedbackIncomplete, fmt.Sprintf(
+			"the target claim %s on %s has no status yet: no HostClaim controller there has taken it; run the Hostfleet agent with --local-claims on %s (or baremetal-operator's HostClaim controller)",
+			target, s.Cluster, s.Cluster))
+	} else if m := fb.missing(); len(m) > 0 {
+		set(hostfleetv1alpha1.ConditionReady, metav1.ConditionFalse, hostfleetv1alpha1.ReasonFeedbackIncomplete, fmt.Sprintf(
+			"the target claim %s on %s does not report %s, so the hub cannot tell whether it is ready "+
+				"(upstream baremetal-operator's HostClaim controller writes only Associated and Synchronized); serve %s with the Hostfleet agent's --local-claims for a Ready condition",
+			target, s.Cluster, joinMissing(m), s.Cluster))
+	}
+}
