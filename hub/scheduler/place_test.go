@@ -148,3 +148,28 @@ func TestTiesSpreadDeterministically(t *testing.T) {
 	}
 	g.Expect(got).To(HaveLen(5), "100 claims over 5 equal clusters use them all: %v", got)
 }
+
+// TestPlaceRemote: a remote claim goes where an inventory shows a free
+// matching host; a cluster without an inventory (no Hostfleet agent, its own
+// HostClaim controller) is used only when none has; an inventory without a
+// match rules its cluster out.
+func TestPlaceRemote(t *testing.T) {
+	g := NewWithT(t)
+	gpu := map[string]string{"example.com/gpu": "yes"}
+	remote := claim(func(c *metal3api.HostClaim) { c.Spec.HostSelector.MatchLabels = gpu })
+	in := Input{Claim: remote, Remote: true, Clusters: []string{"bare", "full", "inv"}, Prefixes: []string{"example.com"},
+		Inventories: map[string]*hostfleetv1alpha1.HostInventory{"inv": inv(pool(1, "", gpu)), "full": inv(pool(3, "", nil))}}
+	res := Place(in)
+	g.Expect(res.Cluster).To(Equal("inv"))
+
+	in.Clusters = []string{"bare", "full"}
+	res = Place(in)
+	g.Expect(res.Cluster).To(Equal("bare"), "only the cluster without an inventory is left: full has no gpu host")
+	g.Expect(res.Message).To(ContainSubstring("publishes no HostInventory"))
+	g.Expect(res.Message).To(ContainSubstring("full (0 free matching hosts"))
+
+	in.Remote = false
+	res = Place(in)
+	g.Expect(res.Cluster).To(BeEmpty(), "a pull-path claim never goes where no agent serves it")
+	g.Expect(res.Reason).To(Equal(hostfleetv1alpha1.ReasonNoCapacity))
+}

@@ -1,0 +1,111 @@
+package forwarder
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	metal3api "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	workv1 "open-cluster-management.io/api/work/v1"
+
+	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
+)
+
+// TestTargetNamespace: deterministic, within the 63-character limit, and
+// never the same for two hub namespaces (hub namespaces are unique, and each
+// belongs to one tenant), even where a cut name would collide.
+func TestTargetNamespace(t *testing.T) {
+	g := NewWithT(t)
+	g.Expect(TargetNamespace("tenant-a")).To(Equal("hf-tenant-a"))
+	long1, long2 := strings.Repeat("a", 60)+"-one", strings.Repeat("a", 60)+"-two"
+	n1, n2 := TargetNamespace(long1), TargetNamespace(long2)
+	g.Expect(len(n1)).To(BeNumerically("<=", 63))
+	g.Expect(n1).NotTo(Equal(n2))
+	g.Expect(TargetNamespace(long1)).To(Equal(n1), "deterministic")
+	g.Expect(SecretName("web", RoleUserData)).To(Equal("web-userdata"))
+	g.Expect(len(SecretName(strings.Repeat("w", 253), RoleUserData))).To(BeNumerically("<=", 253))
+}
+
+func claim() *metal3api.HostClaim {
+	return &metal3api.HostClaim{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "tenant-a", Name: "web", UID: "u-1",
+			Labels: map[string]string{hostfleetv1alpha1.LabelKind: hostfleetv1alpha1.KindRemote, hostfleetv1alpha1.LabelCluster: "c1", "app": "web"},
+			Annotations: map[string]string{hostfleetv1alpha1.AnnotationPlacedBy: "scheduler", "note": "hub only",
+				metal3api.RebootAnnotationPrefix + "/maint": "", metal3api.RebootAnnotationPrefix: `{"mode":"hard"}`}},
+		Spec: metal3api.HostClaimSpec{PoweredOn: true, UserData: &corev1.SecretReference{Name: "ud"},
+			MetaData: &corev1.SecretReference{Namespace: "tenant-a", Name: "md"}},
+	}
+}
+
+func decode[T any](g Gomega, m workv1.Manifest) *T {
+	out := new(T)
+	g.Expect(json.Unmarshal(m.Raw, out)).To(Succeed())
+	return out
+}
+
+func TestRender(t *testing.T) {
+	g := NewWithT(t)
+	secrets := map[string]*corev1.Secret{
+		RoleUserData: {Data: map[string][]byte{"userData": []byte("u")}},
+		RoleMetaData: {Data: map[string][]byte{"metaData": []byte("m")}},
+	}
+	w, err := Render(Input{Claim: claim(), Cluster: "c1", Tenant: "a", Secrets: secrets, RebootRequest: "r1"})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(w.Namespace).To(Equal("c1"))
+	g.Expect(w.Name).To(Equal("hostclaim-u-1"))
+	g.Expect(w.Labels).To(HaveKeyWithValue(hostfleetv1alpha1.LabelClaimUID, "u-1"))
+	g.Expect(w.Spec.Workload.Manifests).To(HaveLen(4), "namespace, two secrets, the claim")
+
+	ns := decode[corev1.Namespace](g, w.Spec.Workload.Manifests[0])
+	g.Expect(ns.Name).To(Equal("hf-tenant-a"))
+	g.Expect(ns.Labels).To(Equal(map[string]string{hostfleetv1alpha1.LabelTenant: "a", hostfleetv1alpha1.LabelHubNamespace: "tenant-a"}))
+	md := decode[corev1.Secret](g, w.Spec.Workload.Manifests[1])
+	g.Expect(md.Namespace + "/" + md.Name).To(Equal("hf-tenant-a/web-metadata"))
+	g.Expect(md.Data).To(HaveKey("metaData"))
+
+	target := decode[metal3api.HostClaim](g, w.Spec.Workload.Manifests[3])
+	g.Expect(target.Namespace + "/" + target.Name).To(Equal("hf-tenant-a/web"))
+	g.Expect(target.Labels).To(Equal(map[string]string{"app": "web"}))
+	g.Expect(target.Annotations).To(Equal(map[string]string{
+		hostfleetv1alpha1.AnnotationSourceClaim: "tenant-a/web", hostfleetv1alpha1.AnnotationSourceClaimUID: "u-1",
+		metal3api.RebootAnnotationPrefix + "/maint": "", metal3api.RebootAnnotationPrefix: `{"mode":"hard"}`,
+		hostfleetv1alpha1.AnnotationRebootRequest: "r1",
+	}))
+	g.Expect(target.Spec.UserData).To(Equal(&corev1.SecretReference{Name: "web-userdata"}))
+	g.Expect(target.Spec.MetaData).To(Equal(&corev1.SecretReference{Name: "web-metadata"}))
+	g.Expect(target.Spec.PoweredOn).To(BeTrue())
+
+	g.Expect(w.Spec.ManifestConfigs[0].UpdateStrategy.ServerSideApply.FieldManager).To(HavePrefix("work-agent"))
+	g.Expect(w.Spec.ManifestConfigs[0].FeedbackRules[0].JsonPaths).To(ContainElement(
+		workv1.JsonPath{Name: "Ready.status", Path: `.status.conditions[?(@.type=="Ready")].status`}))
+	g.Expect(w.Spec.DeleteOption.SelectivelyOrphan.OrphaningRules).To(ConsistOf(workv1.OrphaningRule{Resource: "namespaces", Name: "hf-tenant-a"}))
+
+	t.Run("no pending reboot request: the one-shot reboot stays on the hub", func(t *testing.T) {
+		g := NewWithT(t)
+		w, err := Render(Input{Claim: claim(), Cluster: "c1", Tenant: "a", Secrets: secrets})
+		g.Expect(err).NotTo(HaveOccurred())
+		target := decode[metal3api.HostClaim](g, w.Spec.Workload.Manifests[3])
+		g.Expect(target.Annotations).NotTo(HaveKey(metal3api.RebootAnnotationPrefix))
+	})
+	t.Run("refusals", func(t *testing.T) {
+		g := NewWithT(t)
+		other := claim()
+		other.Spec.UserData.Namespace = "tenant-b"
+		_, err := Render(Input{Claim: other, Cluster: "c1", Tenant: "a", Secrets: secrets})
+		g.Expect(err).To(BeAssignableToTypeOf(&Refused{}))
+		g.Expect(err.(*Refused).Reason).To(Equal(hostfleetv1alpha1.ReasonSecretInvalid))
+
+		_, err = Render(Input{Claim: claim(), Cluster: "c1", Tenant: "a", Secrets: map[string]*corev1.Secret{RoleUserData: secrets[RoleUserData]}})
+		g.Expect(err).To(MatchError(ContainSubstring("spec.metaData names secret md, which does not exist in tenant-a")))
+
+		big := map[string]*corev1.Secret{RoleUserData: {Data: map[string][]byte{"userData": make([]byte, 400*1024)}},
+			RoleMetaData: {Data: map[string][]byte{"metaData": make([]byte, 200*1024)}}}
+		_, err = Render(Input{Claim: claim(), Cluster: "c1", Tenant: "a", Secrets: big})
+		g.Expect(err).To(BeAssignableToTypeOf(&Refused{}))
+		g.Expect(err.(*Refused).Reason).To(Equal(hostfleetv1alpha1.ReasonWorkTooLarge))
+		g.Expect(err.Error()).To(ContainSubstring("Secret web-userdata: "), "says which object is how large")
+	})
+}
