@@ -22,9 +22,9 @@ import (
 // synced by the same code as hub claims, beside a hub claim, with the upstream
 // metal3.io consumerRef and status written to the local claim.
 //
-// No baremetal-operator here: v0.13.2 always runs its own HostClaim
-// controller, which would bind local claims itself; local mode is for
-// clusters where nothing else does.
+// No baremetal-operator here: local mode is for clusters where nothing else
+// binds HostClaims (baremetal-operator v0.13.2 registers a HostClaim
+// controller whose Reconcile does nothing; e2e/suites/forwarding shows it).
 func TestLocalClaims(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
