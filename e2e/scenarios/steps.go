@@ -179,6 +179,11 @@ func Run(t *testing.T, env Env) {
 		e.ipmiFromImage("infra-1")
 	})
 
+	step(t, "RemoteClaim", func(t *testing.T) {
+		e.t = t
+		e.remoteClaim("infra-1", "fwd-1")
+	})
+
 	step(t, "AddonHosted", func(t *testing.T) {
 		e.t = t
 		g := NewWithT(t)
@@ -229,7 +234,7 @@ func Run(t *testing.T, env Env) {
 		e.t = t
 		g := NewWithT(t)
 		// The tenant gives the hosts back first: the agents release them.
-		for _, name := range []string{"web-1", "db-1"} {
+		for _, name := range []string{"web-1", "db-1", "fwd-1"} {
 			g.Expect(hub.Delete(ctx, &metal3api.HostClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant-acme", Name: name}})).To(Succeed())
 		}
 		g.Eventually(func(g Gomega) {
@@ -513,4 +518,64 @@ func (e *fleet) ipmiFromImage(plane string) {
 	}).WithTimeout(time.Minute).WithPolling(time.Second).Should(Succeed(), "powered off")
 	g.Expect(c.Delete(ctx, h)).To(Succeed())
 	g.Eventually(func() error { return c.Get(ctx, client.ObjectKeyFromObject(h), h) }).WithTimeout(time.Minute).Should(Satisfy(apierrors.IsNotFound))
+}
+
+// remoteClaim: infra-1's agent also serves local claims (its own config
+// gains localClaims), the site admits the tenant's forwarded claims (a
+// HostDeployPolicy on the namespace label the forwarder sets), and a remote
+// claim on the hub is forwarded through the cluster's klusterlet work agent,
+// bound there by the agent, provisioned by baremetal-operator and Ready on
+// the hub, with its host's HardwareData copied to the hub.
+func (e *fleet) remoteClaim(cluster, name string) {
+	e.t.Helper()
+	g := NewWithT(e.t)
+	ctx := context.Background()
+	hub, managed := e.Client("hub"), e.Client(cluster)
+	g.Eventually(func(g Gomega) {
+		adc := &addonv1beta1.AddOnDeploymentConfig{}
+		g.Expect(hub.Get(ctx, client.ObjectKey{Namespace: cluster, Name: "hostfleet-agent-ipmi"}, adc)).To(Succeed())
+		adc.Spec.CustomizedVariables = append(adc.Spec.CustomizedVariables, addonv1beta1.CustomizedVariable{Name: "localClaims", Value: "true"})
+		g.Expect(hub.Update(ctx, adc)).To(Succeed())
+	}).WithTimeout(10 * time.Second).Should(Succeed())
+	g.Eventually(func(g Gomega) {
+		d := &appsv1.Deployment{}
+		g.Expect(managed.Get(ctx, client.ObjectKey{Namespace: addonNamespace, Name: hostfleetv1alpha1.AddonName}, d)).To(Succeed())
+		g.Expect(d.Spec.Template.Spec.Containers[0].Args).To(ContainElement("--local-claims=true"))
+	}).WithTimeout(2*time.Minute).WithPolling(time.Second).Should(Succeed(), "the config reaches the agent")
+	e.expectAgent(cluster, addonNamespace)
+	g.Expect(managed.Create(ctx, &metal3api.HostDeployPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: "hosts", Name: "forwarded-acme"},
+		Spec: metal3api.HostDeployPolicySpec{HostClaimNamespaces: &metal3api.HostClaimNamespaces{
+			HasLabels: []metal3api.NameValuePair{{Name: hostfleetv1alpha1.LabelTenant, Value: "acme"}}}}})).To(Succeed())
+
+	start := time.Now()
+	claim := &metal3api.HostClaim{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "tenant-acme", Name: name, Labels: map[string]string{
+			hostfleetv1alpha1.LabelKind: hostfleetv1alpha1.KindRemote, hostfleetv1alpha1.LabelCluster: cluster}},
+		Spec: metal3api.HostClaimSpec{
+			PoweredOn:    true,
+			Image:        &metal3api.Image{URL: "http://images.example.com/os.qcow2", Checksum: "http://images.example.com/os.qcow2.sha256sum"},
+			HostSelector: metal3api.HostSelector{MatchLabels: map[string]string{"example.com/size": "large"}},
+		},
+	}
+	g.Expect(hub.Create(ctx, claim)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		g.Expect(hub.Get(ctx, client.ObjectKeyFromObject(claim), claim)).To(Succeed())
+		g.Expect(meta.IsStatusConditionTrue(claim.Status.Conditions, hostfleetv1alpha1.ConditionReady)).To(BeTrue(), "%v", claim.Status.Conditions)
+		g.Expect(meta.FindStatusCondition(claim.Status.Conditions, hostfleetv1alpha1.ConditionForwarded)).To(
+			HaveField("Reason", hostfleetv1alpha1.ReasonTargetBound))
+	}).WithTimeout(3 * time.Minute).WithPolling(time.Second).Should(Succeed())
+	e.t.Logf("remote claim %s is Ready on the hub through %s's work agent (%s)", name, cluster, time.Since(start).Round(100*time.Millisecond))
+
+	target := &metal3api.HostClaim{}
+	g.Expect(managed.Get(ctx, client.ObjectKey{Namespace: "hf-tenant-acme", Name: name}, target)).To(Succeed())
+	g.Expect(target.Labels).NotTo(HaveKey(hostfleetv1alpha1.LabelKind), "a plain metal3 claim on the cluster")
+	h := &metal3api.BareMetalHost{}
+	g.Expect(managed.Get(ctx, client.ObjectKey{Namespace: claim.Status.BareMetalHost.Namespace, Name: claim.Status.BareMetalHost.Name}, h)).To(Succeed())
+	g.Expect(h.Spec.ConsumerRef).To(Equal(&corev1.ObjectReference{APIVersion: "metal3.io/v1alpha1", Kind: "HostClaim", Namespace: "hf-tenant-acme", Name: name}))
+	g.Expect(h.Labels).To(HaveKeyWithValue("example.com/size", "large"))
+	g.Eventually(func(g Gomega) {
+		g.Expect(hub.Get(ctx, client.ObjectKeyFromObject(claim), claim)).To(Succeed())
+		g.Expect(claim.Status.HardwareData).NotTo(BeNil())
+		g.Expect(hub.Get(ctx, client.ObjectKey{Namespace: "tenant-acme", Name: name}, &metal3api.HardwareData{})).To(Succeed())
+	}).WithTimeout(time.Minute).WithPolling(time.Second).Should(Succeed(), "the host's HardwareData reaches the hub")
 }

@@ -182,9 +182,11 @@ func TestPolicies(t *testing.T) {
 		To(Succeed(), "spelling out the default kind changes nothing")
 	withFinalizer := &metal3api.HostClaim{}
 	g.Expect(admin.Get(ctx, client.ObjectKeyFromObject(ok), withFinalizer)).To(Succeed())
-	withFinalizer.Finalizers = append(withFinalizer.Finalizers, hostfleetv1alpha1.AgentFinalizer)
-	g.Expect(admin.Update(ctx, withFinalizer)).To(Succeed(), "as the agent serving it would")
+	withFinalizer.Finalizers = append(withFinalizer.Finalizers, hostfleetv1alpha1.AgentFinalizer, hostfleetv1alpha1.ForwarderFinalizer)
+	g.Expect(admin.Update(ctx, withFinalizer)).To(Succeed(), "as the agent serving it (and the forwarder, were it remote) would")
 	refused(edit(alice, func(c *metal3api.HostClaim) { c.Finalizers = nil }), "the hostfleet.io/agent finalizer is removed by the agent")
+	refused(edit(alice, func(c *metal3api.HostClaim) { c.Finalizers = []string{hostfleetv1alpha1.AgentFinalizer} }),
+		"the hostfleet.io/forwarder finalizer is removed by the hub once the claim's ManifestWork")
 
 	t.Log("the hub itself, not a cluster administrator, may move a placed claim: the policies exempt the identity that installed them")
 	hubUser := user("hostfleet-hub", "system:authenticated")
