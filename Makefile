@@ -80,7 +80,7 @@ e2e-kind: images ## The same scenarios as e2e-local on four kind clusters (needs
 
 .PHONY: demo
 demo: build ## Local hub and three infrastructure clusters, hub and agents running, a tenant's claims going Ready (Ctrl-C stops it).
-	$(TOOLS) envtest kube-controller-manager baremetal-operator ipmi
+	$(TOOLS) envtest kube-controller-manager baremetal-operator ipmi ocm
 	go build -o $(BIN)/hostfleet-demo ./e2e/programs/demo/cmd
 	KUBEBUILDER_ASSETS="$$($(TOOLS) --print-assets)" HOSTFLEET_BMO="$$($(TOOLS) --print-bmo)" $(BIN)/hostfleet-demo --bin $(BIN)
 

@@ -133,9 +133,18 @@ func Run(ctx context.Context, o Options) error {
 		if _, err := f.Run("hostfleet-agent-"+name, name, filepath.Join(o.Bin, "hostfleet-agent"), []string{
 			"--hub-kubeconfig=" + f.Plane("hub").Kubeconfig, "--managed-kubeconfig=" + f.Plane(name).Kubeconfig,
 			"--cluster-name=" + name, "--leader-elect=false", "--retry-after=5s", "--inventory-interval=2s",
-			"--health-lease=false", "--bmc-poll=5s"}); err != nil {
+			"--health-lease=false", "--bmc-poll=5s", fmt.Sprintf("--local-claims=%t", name == edge)}); err != nil {
 			return err
 		}
+	}
+	// infra-3 also takes remote claims: OCM's work agent applies what the
+	// hub forwards there. No registration agent runs here, so the demo
+	// reports the cluster Available, as one would.
+	if _, err := f.StartWorkAgent("hub", edge, edge, 10*time.Second); err != nil {
+		return err
+	}
+	if err := clusterAvailable(ctx, hub, edge); err != nil {
+		return err
 	}
 	say("hostfleet-hub and one hostfleet-agent per infrastructure cluster are running")
 
@@ -194,6 +203,10 @@ func Run(ctx context.Context, o Options) error {
 	}
 	say("A sixth claim is refused: tenant acme's maxClaims is 5 (a ResourceQuota the API server enforces).")
 	say("")
+	if err := forward(ctx, hub, o.Timeout, say); err != nil {
+		return fmt.Errorf("remote claim (logs in %s): %w", o.Dir, err)
+	}
+	say("")
 	say("Look around with kubectl:")
 	for _, name := range append(append([]string{"hub"}, infras...), edge) {
 		say("  %-8s kubectl --kubeconfig %s …", name, f.Plane(name).Kubeconfig)
@@ -201,6 +214,8 @@ func Run(ctx context.Context, o Options) error {
 	say("  e.g.     kubectl --kubeconfig %s get hostclaims,hardwaredata -n tenant-acme", f.Plane("hub").Kubeconfig)
 	say("           kubectl --kubeconfig %s get baremetalhosts -n hosts", f.Plane("infra-1").Kubeconfig)
 	say("           kubectl --kubeconfig %s get baremetalhosts -n hosts   # driven by the agent", f.Plane(edge).Kubeconfig)
+	say("           kubectl --kubeconfig %s get hostclaims -n hf-tenant-acme   # edge-fwd, forwarded", f.Plane(edge).Kubeconfig)
+	say("           kubectl --kubeconfig %s get manifestworks -n %s", f.Plane("hub").Kubeconfig, edge)
 	say("The Redfish BMC at https://%s (admin/password) and ipmi_sim at %s answer too, e.g.", rf.HostPort(), sim.Address())
 	say("           ipmitool -I lanplus -C 3 -H 127.0.0.1 -p %d -U admin -P password chassis power status", sim.Port)
 	say("Logs of every process are in %s", o.Dir)
@@ -314,6 +329,11 @@ func setUpEdge(ctx context.Context, c client.Client, rf *redfish.BMC, sim *ipmis
 		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "hosts", Name: "bmc"}, StringData: map[string]string{"username": "admin", "password": "password"}},
 		&metal3api.HostDeployPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: "hosts", Name: "tenants"},
 			Spec: metal3api.HostDeployPolicySpec{HostClaimNamespaces: &metal3api.HostClaimNamespaces{NameMatches: "^tenant-"}}},
+		// Claims forwarded from the hub arrive in namespaces labelled with
+		// their tenant.
+		&metal3api.HostDeployPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: "hosts", Name: "forwarded-acme"},
+			Spec: metal3api.HostDeployPolicySpec{HostClaimNamespaces: &metal3api.HostClaimNamespaces{
+				HasLabels: []metal3api.NameValuePair{{Name: hostfleetv1alpha1.LabelTenant, Value: "acme"}}}}},
 	}
 	for i, h := range []struct{ size, address string }{
 		{"medium", "redfish-virtualmedia://" + rf.HostPort() + redfish.SystemPath},
@@ -329,6 +349,55 @@ func setUpEdge(ctx context.Context, c client.Client, rf *redfish.BMC, sim *ipmis
 		})
 	}
 	return create(ctx, c, objs...)
+}
+
+// clusterAvailable sets a ManagedCluster's Available condition, which its
+// registration agent would keep.
+func clusterAvailable(ctx context.Context, hub client.Client, name string) error {
+	mc := &clusterv1.ManagedCluster{}
+	if err := hub.Get(ctx, client.ObjectKey{Name: name}, mc); err != nil {
+		return err
+	}
+	meta.SetStatusCondition(&mc.Status.Conditions, metav1.Condition{Type: clusterv1.ManagedClusterConditionAvailable,
+		Status: metav1.ConditionTrue, Reason: "ManagedClusterAvailable", Message: "set by the demo: no registration agent runs here"})
+	return hub.Status().Update(ctx, mc)
+}
+
+// forward gives edge-2's host back and asks for it again as a remote claim:
+// the hub forwards it to infra-3 over a ManifestWork, OCM's work agent
+// applies it there, infra-3's agent (--local-claims) binds and powers the
+// host, and the status comes back to the hub.
+func forward(ctx context.Context, hub client.Client, timeout time.Duration, say func(string, ...any)) error {
+	if err := hub.Delete(ctx, &metal3api.HostClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant-acme", Name: "edge-2"}}); err != nil {
+		return err
+	}
+	if err := wait(ctx, timeout, func() (bool, error) {
+		err := hub.Get(ctx, client.ObjectKey{Namespace: "tenant-acme", Name: "edge-2"}, &metal3api.HostClaim{})
+		return apierrors.IsNotFound(err), client.IgnoreNotFound(err)
+	}); err != nil {
+		return fmt.Errorf("edge-2 not released: %w", err)
+	}
+	say("edge-2 deleted: the agent powered the IPMI host off and released it.")
+	start := time.Now()
+	c := &metal3api.HostClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant-acme", Name: "edge-fwd",
+		Labels: map[string]string{hostfleetv1alpha1.LabelKind: hostfleetv1alpha1.KindRemote, hostfleetv1alpha1.LabelCluster: edge}},
+		Spec: metal3api.HostClaimSpec{PoweredOn: true, HostSelector: metal3api.HostSelector{MatchLabels: map[string]string{"example.com/size": "large"}}}}
+	if err := create(ctx, hub, c); err != nil {
+		return err
+	}
+	say("edge-fwd, a remote claim (hostfleet.io/kind=remote) for the same host, is forwarded to infra-3 as a ManifestWork:")
+	if err := wait(ctx, timeout, func() (bool, error) {
+		if err := hub.Get(ctx, client.ObjectKeyFromObject(c), c); err != nil {
+			return false, err
+		}
+		return meta.IsStatusConditionTrue(c.Status.Conditions, hostfleetv1alpha1.ConditionReady), nil
+	}); err != nil {
+		return fmt.Errorf("edge-fwd not Ready: %w", err)
+	}
+	fwd := meta.FindStatusCondition(c.Status.Conditions, hostfleetv1alpha1.ConditionForwarded)
+	say("  edge-fwd Ready after %s; Forwarded: %s", time.Since(start).Round(100*time.Millisecond), fwd.Message)
+	say("  on infra-3 it is a plain metal3 HostClaim in namespace hf-tenant-acme, bound by infra-3's agent (--local-claims)")
+	return nil
 }
 
 func createTenant(ctx context.Context, hub client.Client) error {

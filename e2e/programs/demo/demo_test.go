@@ -59,6 +59,8 @@ func TestDemo(t *testing.T) {
 	g.Expect(output()).To(MatchRegexp(`edge-1\s+infra-3\s+hosts/server-0\s+on\s+hardwaredata/edge-1`), "the Redfish host, driven by the agent, booted the live ISO")
 	g.Expect(output()).To(MatchRegexp(`edge-2\s+infra-3\s+hosts/server-1\s+on\s`), "the IPMI host, driven by the agent, is powered on")
 	g.Expect(output()).To(MatchRegexp(`web-1\s+infra-1\s+hosts/server-\d\s+on\s+hardwaredata/web-1`))
+	g.Expect(output()).To(MatchRegexp(`edge-fwd Ready after [0-9.]+m?s; Forwarded: applied on infra-3 as HostClaim hf-tenant-acme/edge-fwd; bound to BareMetalHost hosts/server-1`),
+		"the remote claim, forwarded over a ManifestWork and bound by infra-3's agent")
 
 	g.Expect(cmd.Process.Signal(syscall.SIGINT)).To(Succeed())
 	done := make(chan error, 1)
