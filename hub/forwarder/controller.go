@@ -338,7 +338,7 @@ func (r *Reconciler) withdraw(ctx context.Context, c *metal3api.HostClaim, clust
 		return ctrl.Result{}, nil
 	}
 	// Moved to another cluster: forward it there.
-	return ctrl.Result{Requeue: true}, nil
+	return ctrl.Result{RequeueAfter: time.Second}, nil
 }
 
 // work is the claim's ManifestWork, wherever it is, or nil.
