@@ -39,14 +39,8 @@ func cond(c *metal3api.HostClaim, t string) metav1.Condition {
 // setAvailable writes the ManagedCluster's Available condition, as its
 // registration agent would.
 func setAvailable(g Gomega, hub client.Client, cluster string, status metav1.ConditionStatus) {
-	ctx := context.Background()
-	g.Eventually(func(g Gomega) {
-		mc := &clusterv1.ManagedCluster{}
-		g.Expect(hub.Get(ctx, client.ObjectKey{Name: cluster}, mc)).To(Succeed())
-		meta.SetStatusCondition(&mc.Status.Conditions, metav1.Condition{Type: clusterv1.ManagedClusterConditionAvailable,
-			Status: status, Reason: "Test", Message: "set by the test"})
-		g.Expect(hub.Status().Update(ctx, mc)).To(Succeed())
-	}).WithTimeout(10 * time.Second).Should(Succeed())
+	g.Eventually(func() error { return planes.SetClusterAvailable(context.Background(), hub, cluster, status) }).
+		WithTimeout(10 * time.Second).Should(Succeed())
 }
 
 // fleet is a hub running the tenant controller, the scheduler and the

@@ -143,7 +143,7 @@ func Run(ctx context.Context, o Options) error {
 	if _, err := f.StartWorkAgent("hub", edge, edge, 10*time.Second); err != nil {
 		return err
 	}
-	if err := clusterAvailable(ctx, hub, edge); err != nil {
+	if err := planes.SetClusterAvailable(ctx, hub, edge, metav1.ConditionTrue); err != nil {
 		return err
 	}
 	say("hostfleet-hub and one hostfleet-agent per infrastructure cluster are running")
@@ -349,18 +349,6 @@ func setUpEdge(ctx context.Context, c client.Client, rf *redfish.BMC, sim *ipmis
 		})
 	}
 	return create(ctx, c, objs...)
-}
-
-// clusterAvailable sets a ManagedCluster's Available condition, which its
-// registration agent would keep.
-func clusterAvailable(ctx context.Context, hub client.Client, name string) error {
-	mc := &clusterv1.ManagedCluster{}
-	if err := hub.Get(ctx, client.ObjectKey{Name: name}, mc); err != nil {
-		return err
-	}
-	meta.SetStatusCondition(&mc.Status.Conditions, metav1.Condition{Type: clusterv1.ManagedClusterConditionAvailable,
-		Status: metav1.ConditionTrue, Reason: "ManagedClusterAvailable", Message: "set by the demo: no registration agent runs here"})
-	return hub.Status().Update(ctx, mc)
 }
 
 // forward gives edge-2's host back and asks for it again as a remote claim:

@@ -70,11 +70,7 @@ func fleet(t *testing.T, g Gomega) (*planes.Fleet, client.Client, client.Client)
 		g.Expect(hub.Create(ctx, o)).To(Succeed())
 	}
 	g.Eventually(func(g Gomega) {
-		mc := &clusterv1.ManagedCluster{}
-		g.Expect(hub.Get(ctx, client.ObjectKey{Name: cluster}, mc)).To(Succeed())
-		meta.SetStatusCondition(&mc.Status.Conditions, metav1.Condition{Type: clusterv1.ManagedClusterConditionAvailable,
-			Status: metav1.ConditionTrue, Reason: "Test", Message: "the registration agent reports"})
-		g.Expect(hub.Status().Update(ctx, mc)).To(Succeed())
+		g.Expect(planes.SetClusterAvailable(ctx, hub, cluster, metav1.ConditionTrue)).To(Succeed())
 		ta := &hostfleetv1alpha1.Tenant{}
 		g.Expect(hub.Get(ctx, client.ObjectKey{Name: "a"}, ta)).To(Succeed())
 		g.Expect(ta.Status.Clusters).To(Equal([]string{cluster}))
