@@ -16,6 +16,7 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	addonv1beta1 "open-cluster-management.io/api/addon/v1beta1"
 	clusterv1 "open-cluster-management.io/api/cluster/v1"
 	clusterv1beta1 "open-cluster-management.io/api/cluster/v1beta1"
 	clusterv1beta2 "open-cluster-management.io/api/cluster/v1beta2"
@@ -133,6 +134,7 @@ func Scheme() *runtime.Scheme {
 	utilruntime.Must(clusterv1beta1.Install(s))
 	utilruntime.Must(clusterv1beta2.Install(s))
 	utilruntime.Must(workv1.Install(s))
+	utilruntime.Must(addonv1beta1.Install(s))
 	return s
 }
 

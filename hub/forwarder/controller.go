@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/client-go/tools/events"
+	addonv1beta1 "open-cluster-management.io/api/addon/v1beta1"
 	clusterv1 "open-cluster-management.io/api/cluster/v1"
 	workv1 "open-cluster-management.io/api/work/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -122,6 +123,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&corev1.Secret{}, claimsBy(secretIndex, func(o client.Object) string { return o.GetNamespace() + "/" + o.GetName() }),
 			builder.OnlyMetadata).
 		Watches(&clusterv1.ManagedCluster{}, claimsBy(clusterIndex, client.Object.GetName)).
+		Watches(&addonv1beta1.ManagedClusterAddOn{}, claimsBy(clusterIndex, client.Object.GetNamespace),
+			builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool { return o.GetName() == hostfleetv1alpha1.AddonName }))).
 		Watches(&metal3api.HardwareData{}, sameName, builder.WithPredicates(isCopy)).
 		Complete(r)
 }
@@ -170,6 +173,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	state.Refused = refused
 	if state.ClusterAvailable, err = r.available(ctx, cluster); err != nil {
+		return ctrl.Result{}, err
+	}
+	if state.AgentUnavailable, err = r.agentUnavailable(ctx, cluster); err != nil {
 		return ctrl.Result{}, err
 	}
 	if state.HardwareCopy, err = r.hardwareCopy(ctx, c); err != nil {
@@ -365,6 +371,19 @@ func (r *Reconciler) available(ctx context.Context, cluster string) (bool, error
 		return false, fmt.Errorf("get ManagedCluster %s: %w", cluster, err)
 	}
 	return meta.IsStatusConditionTrue(mc.Status.Conditions, clusterv1.ManagedClusterConditionAvailable), nil
+}
+
+// agentUnavailable reports whether the cluster has the hostfleet-agent
+// add-on and it is not Available.
+func (r *Reconciler) agentUnavailable(ctx context.Context, cluster string) (bool, error) {
+	mca := &addonv1beta1.ManagedClusterAddOn{}
+	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: cluster, Name: hostfleetv1alpha1.AddonName}, mca); err != nil {
+		if apierrors.IsNotFound(err) {
+			return false, nil
+		}
+		return false, fmt.Errorf("get ManagedClusterAddOn %s/%s: %w", cluster, hostfleetv1alpha1.AddonName, err)
+	}
+	return !meta.IsStatusConditionTrue(mca.Status.Conditions, addonv1beta1.ManagedClusterAddOnConditionAvailable), nil
 }
 
 // hardwareCopy references the claim's HardwareData copy on the hub, if the

@@ -13,6 +13,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	addonv1beta1 "open-cluster-management.io/api/addon/v1beta1"
 	clusterv1 "open-cluster-management.io/api/cluster/v1"
 	clusterv1beta2 "open-cluster-management.io/api/cluster/v1beta2"
 	workv1 "open-cluster-management.io/api/work/v1"
@@ -254,6 +255,30 @@ func TestForward(t *testing.T) {
 		g.Expect(hub.Get(ctx, client.ObjectKeyFromObject(src), src)).To(Succeed())
 		g.Expect(cond(src, hostfleetv1alpha1.ConditionReady).Status).To(Equal(metav1.ConditionTrue))
 	}).WithTimeout(30 * time.Second).Should(Succeed())
+
+	t.Log("the cluster's hostfleet-agent add-on stops reporting: nothing keeps the target's status current, and the claim is not Ready")
+	mca := &addonv1beta1.ManagedClusterAddOn{ObjectMeta: metav1.ObjectMeta{Namespace: "infra-1", Name: hostfleetv1alpha1.AddonName}}
+	g.Expect(hub.Create(ctx, mca)).To(Succeed())
+	setAddon := func(status metav1.ConditionStatus) {
+		g.Eventually(func(g Gomega) {
+			g.Expect(hub.Get(ctx, client.ObjectKeyFromObject(mca), mca)).To(Succeed())
+			meta.SetStatusCondition(&mca.Status.Conditions, metav1.Condition{Type: addonv1beta1.ManagedClusterAddOnConditionAvailable,
+				Status: status, Reason: "Test", Message: "the agent's Lease"})
+			g.Expect(hub.Status().Update(ctx, mca)).To(Succeed())
+		}).WithTimeout(10 * time.Second).Should(Succeed())
+	}
+	setAddon(metav1.ConditionFalse)
+	g.Eventually(func(g Gomega) {
+		g.Expect(hub.Get(ctx, client.ObjectKeyFromObject(src), src)).To(Succeed())
+		g.Expect(cond(src, hostfleetv1alpha1.ConditionReady)).To(And(HaveField("Status", metav1.ConditionFalse),
+			HaveField("Reason", hostfleetv1alpha1.ReasonAgentUnavailable)))
+		g.Expect(cond(src, hostfleetv1alpha1.ConditionForwarded).Status).To(Equal(metav1.ConditionTrue), "the work is still applied")
+	}).WithTimeout(20 * time.Second).Should(Succeed())
+	setAddon(metav1.ConditionTrue)
+	g.Eventually(func(g Gomega) {
+		g.Expect(hub.Get(ctx, client.ObjectKeyFromObject(src), src)).To(Succeed())
+		g.Expect(cond(src, hostfleetv1alpha1.ConditionReady).Status).To(Equal(metav1.ConditionTrue))
+	}).WithTimeout(20 * time.Second).Should(Succeed())
 
 	t.Log("deleting the claim deletes the work and the target; the claim waits for its target's controller")
 	g.Expect(hub.Delete(ctx, src)).To(Succeed())

@@ -21,6 +21,10 @@ type State struct {
 	// ClusterAvailable: the ManagedCluster's agents report (its
 	// ManagedClusterConditionAvailable is True).
 	ClusterAvailable bool
+	// AgentUnavailable: the cluster has the hostfleet-agent add-on and it
+	// is not Available, so whatever the target says is not kept current.
+	// (A cluster without the add-on has no such signal.)
+	AgentUnavailable bool
 	// HardwareCopy references the claim's HardwareData copy on the hub,
 	// made by the Hostfleet agent serving the target; nil when none.
 	HardwareCopy *metal3api.ObjectReference
@@ -108,7 +112,11 @@ func SetStatus(c *metal3api.HostClaim, s State) {
 		set(hostfleetv1alpha1.ConditionForwarded, metav1.ConditionTrue, hostfleetv1alpha1.ReasonTargetNotBound, fmt.Sprintf(
 			"applied on %s as HostClaim %s; not bound to a host: %s", s.Cluster, target, why))
 	}
-	if len(fb.Conditions) == 0 {
+	if s.AgentUnavailable {
+		set(hostfleetv1alpha1.ConditionReady, metav1.ConditionFalse, hostfleetv1alpha1.ReasonAgentUnavailable, fmt.Sprintf(
+			"the hostfleet-agent add-on on %s is not Available (kubectl get managedclusteraddon -n %s %s): nothing keeps the target claim's status current, so it may be stale",
+			s.Cluster, s.Cluster, hostfleetv1alpha1.AddonName))
+	} else if len(fb.Conditions) == 0 {
 		set(hostfleetv1alpha1.ConditionReady, metav1.ConditionFalse, hostfleetv1alpha1.ReasonFeedbackIncomplete, fmt.Sprintf(
 			"the target claim %s on %s has no status yet: no HostClaim controller there has taken it; run the Hostfleet agent with --local-claims on %s (or baremetal-operator's HostClaim controller)",
 			target, s.Cluster, s.Cluster))

@@ -60,6 +60,8 @@ func TestSetStatus(t *testing.T) {
 			metav1.ConditionFalse, metav1.ConditionFalse, hostfleetv1alpha1.ReasonWorkNotApplied, hostfleetv1alpha1.ReasonWorkNotApplied, false, "kubectl get managedcluster c1"},
 		{"cluster gone: stale", State{Cluster: "c1", Work: work(true, bound), ClusterAvailable: false},
 			metav1.ConditionFalse, metav1.ConditionFalse, hostfleetv1alpha1.ReasonClusterUnavailable, hostfleetv1alpha1.ReasonClusterUnavailable, false, "stale"},
+		{"the cluster's agent add-on not Available", State{Cluster: "c1", Work: work(true, bound), ClusterAvailable: true, AgentUnavailable: true},
+			metav1.ConditionTrue, metav1.ConditionFalse, hostfleetv1alpha1.ReasonTargetBound, hostfleetv1alpha1.ReasonAgentUnavailable, true, "may be stale"},
 		{"no Ready in the feedback", State{Cluster: "c1", Work: work(true, map[string]any{"Associated.status": "True", "bareMetalHost.name": "h0", "bareMetalHost.namespace": "hosts"}), ClusterAvailable: true},
 			metav1.ConditionTrue, metav1.ConditionFalse, hostfleetv1alpha1.ReasonTargetBound, hostfleetv1alpha1.ReasonFeedbackIncomplete, true, "does not report condition Ready"},
 		{"Associated without a host", State{Cluster: "c1", Work: work(true, map[string]any{"Associated.status": "True", "Ready.status": "True", "Ready.reason": "Ready"}), ClusterAvailable: true},

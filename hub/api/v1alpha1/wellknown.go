@@ -361,6 +361,10 @@ const (
 	// ReasonClusterUnavailable: the cluster's agents stopped reporting; the
 	// last feedback is stale.
 	ReasonClusterUnavailable = "ClusterUnavailable"
+	// ReasonAgentUnavailable: the cluster's hostfleet-agent add-on, which
+	// serves the target, is not Available: the target's status is not kept
+	// current.
+	ReasonAgentUnavailable = "AgentUnavailable"
 	// ReasonFeedbackIncomplete: the target reports some of its status but
 	// not what the hub needs (no Ready condition, say).
 	ReasonFeedbackIncomplete = "FeedbackIncomplete"
