@@ -377,6 +377,29 @@ func TestRefused(t *testing.T) {
 	g.Expect(hub.List(ctx, &works, client.InNamespace("infra-1"))).To(Succeed())
 	g.Expect(works.Items).To(BeEmpty(), "nothing refused reaches the cluster")
 
+	t.Log("two tenants' claims of the same name on one cluster land in namespaces of their own")
+	g.Expect(hub.Create(ctx, &hostfleetv1alpha1.Tenant{ObjectMeta: metav1.ObjectMeta{Name: "b"},
+		Spec: hostfleetv1alpha1.TenantSpec{ClusterSet: "lab"}})).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		tb := &hostfleetv1alpha1.Tenant{}
+		g.Expect(hub.Get(ctx, client.ObjectKey{Name: "b"}, tb)).To(Succeed())
+		g.Expect(tb.Status.Clusters).To(ContainElement("infra-1"))
+	}).WithTimeout(30 * time.Second).Should(Succeed())
+	mine, theirs := remoteClaim("same", "infra-1", nil), remoteClaim("same", "infra-1", nil)
+	theirs.Namespace = "tenant-b"
+	g.Expect(hub.Create(ctx, mine)).To(Succeed())
+	g.Expect(hub.Create(ctx, theirs)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		for _, c := range []*metal3api.HostClaim{mine, theirs} {
+			target := &metal3api.HostClaim{}
+			g.Expect(infra.Get(ctx, client.ObjectKey{Namespace: forwarder.TargetNamespace(c.Namespace), Name: "same"}, target)).To(Succeed())
+			g.Expect(target.Annotations).To(HaveKeyWithValue(hostfleetv1alpha1.AnnotationSourceClaim, c.Namespace+"/same"))
+			ns := &corev1.Namespace{}
+			g.Expect(infra.Get(ctx, client.ObjectKey{Name: target.Namespace}, ns)).To(Succeed())
+			g.Expect(ns.Labels).To(HaveKeyWithValue(hostfleetv1alpha1.LabelHubNamespace, c.Namespace))
+		}
+	}).WithTimeout(30 * time.Second).Should(Succeed())
+
 	t.Log("the missing secret appears: the claim is forwarded")
 	g.Expect(hub.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: tenantNS, Name: "later"},
 		StringData: map[string]string{"networkData": "{}"}})).To(Succeed())
