@@ -129,8 +129,17 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Complete(r)
 }
 
-// Reconcile forwards, updates or withdraws one claim.
+// Reconcile forwards, updates or withdraws one claim. A write that lost a
+// race (a conflict) is tried again in a second, not reported as an error.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	res, err := r.reconcile(ctx, req)
+	if apierrors.IsConflict(err) {
+		return ctrl.Result{RequeueAfter: time.Second}, nil
+	}
+	return res, err
+}
+
+func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	c := &metal3api.HostClaim{}
 	if err := r.Client.Get(ctx, req.NamespacedName, c); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)

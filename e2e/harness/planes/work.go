@@ -2,6 +2,7 @@ package planes
 
 import (
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"testing"
@@ -21,6 +22,10 @@ func (f *Fleet) StartWorkAgent(hub, cluster, spoke string, statusSync time.Durat
 		return nil, fmt.Errorf("work agent: no plane %q or %q", hub, spoke)
 	}
 	bin := filepath.Join(filepath.Dir(toolPath("--print-bin", "ocm")), "work")
+	port, err := freePort()
+	if err != nil {
+		return nil, fmt.Errorf("work agent: %w", err)
+	}
 	if _, err := os.Stat(bin); err != nil {
 		return nil, fmt.Errorf("OCM's work agent is not built (run `hack/tools.sh ocm`; make test does): %w", err)
 	}
@@ -35,7 +40,21 @@ func (f *Fleet) StartWorkAgent(hub, cluster, spoke string, statusSync time.Durat
 		"--disable-leader-election",
 		"--status-sync-interval=" + statusSync.String(),
 		"--namespace=open-cluster-management-agent",
+		// Its health server, on a port of its own: it defaults to
+		// 0.0.0.0:8443, which another work agent (or anything) may hold,
+		// and port 0 turns serving off, which it does not survive.
+		fmt.Sprintf("--listen=127.0.0.1:%d", port),
 	}, "POD_NAMESPACE=open-cluster-management-agent")
+}
+
+// freePort is a loopback TCP port nothing listens on now.
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer func() { _ = l.Close() }()
+	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 // StartWorkAgentForTest is StartWorkAgent that fails the test on error.

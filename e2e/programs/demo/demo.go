@@ -380,6 +380,9 @@ func forward(ctx context.Context, hub client.Client, timeout time.Duration, say 
 		}
 		return meta.IsStatusConditionTrue(c.Status.Conditions, hostfleetv1alpha1.ConditionReady), nil
 	}); err != nil {
+		if fwd := meta.FindStatusCondition(c.Status.Conditions, hostfleetv1alpha1.ConditionForwarded); fwd != nil {
+			return fmt.Errorf("edge-fwd not Ready (Forwarded %s, %s: %s): %w", fwd.Status, fwd.Reason, fwd.Message, err)
+		}
 		return fmt.Errorf("edge-fwd not Ready: %w", err)
 	}
 	fwd := meta.FindStatusCondition(c.Status.Conditions, hostfleetv1alpha1.ConditionForwarded)
