@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	metal3api "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
 	. "github.com/onsi/gomega"
 
 	"github.com/hostfleet/hostfleet/agent/bmc"
@@ -225,4 +226,28 @@ func TestClassifyIgnoresPorts(t *testing.T) {
 	_, err := bmc.Open(context.Background(), a, "admin", "password", bmc.Options{Timeout: 2 * time.Second})
 	g.Expect(err).To(HaveOccurred())
 	g.Expect(errors.Is(err, bmc.ErrCredentials)).To(BeFalse(), "%v", err)
+}
+
+// TestRedfishInventoryAsMostBMCsGiveIt: a BMC that lists its NICs only as the
+// system's EthernetInterfaces (no NetworkInterfaces or NetworkAdapters, which
+// bmclib's inventory reads) and has no serial number still yields NICs (name,
+// MAC, speed) and the vendor and model.
+func TestRedfishInventoryAsMostBMCsGiveIt(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	hw := redfish.DefaultHardware("")
+	hw.Manufacturer, hw.Model = "Acme", "R2"
+	hw.NICs = append(hw.NICs, redfish.NIC{Name: "eno2", MAC: "52:54:00:00:00:02", SpeedMbps: 25000})
+	b := redfish.Start(redfish.Options{EthernetInterfacesOnly: true, Hardware: hw})
+	defer b.Close()
+	d, err := bmc.Open(ctx, address(b), "admin", "password", bmc.Options{Timeout: 5 * time.Second})
+	g.Expect(err).NotTo(HaveOccurred())
+	defer d.Close(ctx)
+	details, err := d.Inventory(ctx)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(details.NIC).To(Equal([]metal3api.NIC{
+		{Name: "eno1", MAC: "52:54:00:00:00:01", SpeedGbps: 10},
+		{Name: "eno2", MAC: "52:54:00:00:00:02", SpeedGbps: 25},
+	}))
+	g.Expect(details.SystemVendor).To(Equal(metal3api.HardwareSystemVendor{Manufacturer: "Acme", ProductName: "R2"}))
 }

@@ -132,7 +132,11 @@ func Open(ctx context.Context, addr Address, user, pass string, o Options) (Driv
 		}
 		return nil, classify(fmt.Errorf("open %s: %w", addr.HostPort(), err))
 	}
-	return &client{c: c, bmcCall: bmcCall{addr: addr, timeout: o.Timeout}}, nil
+	d := &client{c: c, bmcCall: bmcCall{addr: addr, timeout: o.Timeout}, log: o.Logger}
+	if addr.Protocol == Redfish {
+		d.rf = newRedfishReader(addr, user, pass, o.InsecureSkipVerify)
+	}
+	return d, nil
 }
 
 // status401 finds an HTTP 401 in an error, not a port or address that
@@ -162,6 +166,9 @@ func classify(err error) error {
 
 type client struct {
 	c *bmclib.Client
+	// rf reads what bmclib's Redfish inventory leaves out.
+	rf  *redfishReader
+	log logr.Logger
 	bmcCall
 }
 

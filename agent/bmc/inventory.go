@@ -22,7 +22,14 @@ func (d *client) Inventory(ctx context.Context) (*metal3api.HardwareDetails, err
 	}); err != nil {
 		return nil, err
 	}
-	return Hardware(dev), nil
+	hw := Hardware(dev)
+	// Best effort: what bmclib read stands without it.
+	if err := d.call(ctx, "read the system's Redfish resources", func(ctx context.Context) error {
+		return d.rf.complete(ctx, hw)
+	}); err != nil {
+		d.log.Info("inventory: NICs, vendor or model not completed from the system's Redfish resources", "bmc", d.addr.HostPort(), "error", err.Error())
+	}
+	return hw, nil
 }
 
 // Hardware maps bmclib's inventory to metal3's HardwareDetails.

@@ -26,7 +26,8 @@ func drivenScene(t *testing.T, g Gomega, name string, i int) (*scene, *redfish.B
 	s := newScene(t, g, false)
 	iso := redfish.ImageServer()
 	t.Cleanup(iso.Close)
-	b := redfish.Start(redfish.Options{Username: "admin", Password: "secret"})
+	// NICs only as the system's EthernetInterfaces, as most BMCs have them.
+	b := redfish.Start(redfish.Options{Username: "admin", Password: "secret", EthernetInterfacesOnly: true})
 	t.Cleanup(b.Close)
 	h := bmh(name, i, nil)
 	h.Annotations = map[string]string{hostfleetv1alpha1.AnnotationDriver: hostfleetv1alpha1.DriverBMCLib}
@@ -64,7 +65,10 @@ func TestBMCDriverServesClaims(t *testing.T) {
 	t.Logf("registered, inspected, bound, provisioned and Ready in %s", time.Since(start).Round(100*time.Millisecond))
 	hd := &metal3api.HardwareData{}
 	g.Expect(hub.Get(ctx, client.ObjectKey{Namespace: tenantNS, Name: c.Status.HardwareData.Name}, hd)).To(Succeed())
-	g.Expect(hd.Spec.HardwareDetails.SystemVendor.SerialNumber).To(Equal("EMU0001"), "the BMC's inventory reached the hub")
+	g.Expect(hd.Spec.HardwareDetails.SystemVendor).To(Equal(metal3api.HardwareSystemVendor{Manufacturer: "Hostfleet", ProductName: "Emulated R1", SerialNumber: "EMU0001"}),
+		"the BMC's inventory reached the hub")
+	g.Expect(hd.Spec.HardwareDetails.NIC).To(Equal([]metal3api.NIC{{Name: "eno1", MAC: "52:54:00:00:00:01", SpeedGbps: 10}}),
+		"NICs from the system's EthernetInterfaces")
 	g.Expect(b.Power()).To(Equal("On"))
 	inserted, url, _ := b.Media()
 	g.Expect(inserted).To(BeTrue())

@@ -72,8 +72,9 @@ type BMC struct {
 	faults   Faults
 	log      []string
 
-	srv  *httptest.Server
-	down bool
+	srv     *httptest.Server
+	down    bool
+	ethOnly bool
 }
 
 type bootOverride struct {
@@ -103,6 +104,10 @@ type Options struct {
 	TLS bool
 	// PoweredOn starts the system powered on.
 	PoweredOn bool
+	// EthernetInterfacesOnly describes the NICs only as the system's
+	// EthernetInterfaces, as most BMCs (and Ironic's inspection) do: no
+	// NetworkInterfaces, no chassis NetworkAdapters.
+	EthernetInterfacesOnly bool
 }
 
 // Start serves a BMC on 127.0.0.1 on a free port.
@@ -114,7 +119,7 @@ func Start(o Options) *BMC {
 		o.Hardware = DefaultHardware("EMU0001")
 	}
 	b := &BMC{Username: o.Username, Password: o.Password, Hardware: o.Hardware, power: "Off",
-		boot: bootOverride{Enabled: "Disabled", Target: "None", Mode: "UEFI"}, sessions: map[string]bool{}}
+		boot: bootOverride{Enabled: "Disabled", Target: "None", Mode: "UEFI"}, sessions: map[string]bool{}, ethOnly: o.EthernetInterfacesOnly}
 	if o.PoweredOn {
 		b.power = "On"
 	}

@@ -64,6 +64,9 @@ func (b *BMC) resource(path string) any {
 		}
 		return collection(path, "#EthernetInterfaceCollection.EthernetInterfaceCollection", "Ethernet Network Interface Collection", ids...)
 	case SystemPath + "/NetworkInterfaces":
+		if b.ethOnly {
+			return nil
+		}
 		var ids []string
 		for _, n := range hw.NICs {
 			ids = append(ids, SystemPath+"/NetworkInterfaces/"+n.Name)
@@ -126,20 +129,10 @@ func (b *BMC) resource(path string) any {
 	for _, n := range hw.NICs {
 		adapter := ChassisPath + "/NetworkAdapters/" + n.Name
 		ok := map[string]string{"State": "Enabled", "Health": "OK"}
-		switch path {
-		case SystemPath + "/NetworkInterfaces/" + n.Name:
-			return map[string]any{"@odata.id": path, "@odata.type": "#NetworkInterface.v1_2_0.NetworkInterface", "Id": n.Name, "Name": n.Name,
-				"Status": ok, "Links": map[string]any{"NetworkAdapter": ref(adapter)}}
-		case adapter:
-			return map[string]any{"@odata.id": path, "@odata.type": "#NetworkAdapter.v1_5_0.NetworkAdapter", "Id": n.Name, "Name": n.Name,
-				"Manufacturer": hw.Manufacturer, "Model": "Emulated NIC", "SerialNumber": hw.SerialNumber + "-" + n.Name, "Status": ok,
-				"NetworkPorts": ref(adapter + "/NetworkPorts")}
-		case adapter + "/NetworkPorts":
-			return collection(path, "#NetworkPortCollection.NetworkPortCollection", "Network Port Collection", adapter+"/NetworkPorts/1")
-		case adapter + "/NetworkPorts/1":
-			return map[string]any{"@odata.id": path, "@odata.type": "#NetworkPort.v1_2_0.NetworkPort", "Id": n.Name, "Name": n.Name,
-				"PhysicalPortNumber": "1", "LinkStatus": "Up", "ActiveLinkTechnology": "Ethernet",
-				"AssociatedNetworkAddresses": []string{n.MAC}, "CurrentLinkSpeedMbps": n.SpeedMbps, "Status": ok}
+		switch {
+		case b.ethOnly:
+		case path == SystemPath+"/NetworkInterfaces/"+n.Name || strings.HasPrefix(path, adapter):
+			return b.networkAdapter(path, adapter, n, ok)
 		}
 		if path == SystemPath+"/EthernetInterfaces/"+n.Name {
 			return map[string]any{"@odata.id": path, "@odata.type": "#EthernetInterface.v1_6_0.EthernetInterface", "Id": n.Name, "Name": n.Name,
@@ -150,9 +143,31 @@ func (b *BMC) resource(path string) any {
 	return nil
 }
 
+// networkAdapter answers for a NIC's NetworkInterface, its chassis
+// NetworkAdapter and its port, where bmclib's inventory reads NICs.
+func (b *BMC) networkAdapter(path, adapter string, n NIC, ok map[string]string) any {
+	hw := b.Hardware
+	switch path {
+	case SystemPath + "/NetworkInterfaces/" + n.Name:
+		return map[string]any{"@odata.id": path, "@odata.type": "#NetworkInterface.v1_2_0.NetworkInterface", "Id": n.Name, "Name": n.Name,
+			"Status": ok, "Links": map[string]any{"NetworkAdapter": ref(adapter)}}
+	case adapter:
+		return map[string]any{"@odata.id": path, "@odata.type": "#NetworkAdapter.v1_5_0.NetworkAdapter", "Id": n.Name, "Name": n.Name,
+			"Manufacturer": hw.Manufacturer, "Model": "Emulated NIC", "SerialNumber": hw.SerialNumber + "-" + n.Name, "Status": ok,
+			"NetworkPorts": ref(adapter + "/NetworkPorts")}
+	case adapter + "/NetworkPorts":
+		return collection(path, "#NetworkPortCollection.NetworkPortCollection", "Network Port Collection", adapter+"/NetworkPorts/1")
+	case adapter + "/NetworkPorts/1":
+		return map[string]any{"@odata.id": path, "@odata.type": "#NetworkPort.v1_2_0.NetworkPort", "Id": n.Name, "Name": n.Name,
+			"PhysicalPortNumber": "1", "LinkStatus": "Up", "ActiveLinkTechnology": "Ethernet",
+			"AssociatedNetworkAddresses": []string{n.MAC}, "CurrentLinkSpeedMbps": n.SpeedMbps, "Status": ok}
+	}
+	return nil
+}
+
 func (b *BMC) system() map[string]any {
 	hw := b.Hardware
-	return map[string]any{
+	sys := map[string]any{
 		"@odata.id": SystemPath, "@odata.type": "#ComputerSystem.v1_13_0.ComputerSystem",
 		"Id": "1", "Name": "System", "SystemType": "Physical",
 		"Manufacturer": hw.Manufacturer, "Model": hw.Model, "SerialNumber": hw.SerialNumber, "BiosVersion": hw.BIOSVersion,
@@ -170,13 +185,16 @@ func (b *BMC) system() map[string]any {
 		"Memory":             ref(SystemPath + "/Memory"),
 		"Storage":            ref(SystemPath + "/Storage"),
 		"EthernetInterfaces": ref(SystemPath + "/EthernetInterfaces"),
-		"NetworkInterfaces":  ref(SystemPath + "/NetworkInterfaces"),
 		"Links":              map[string]any{"Chassis": []map[string]string{ref(ChassisPath)}, "ManagedBy": []map[string]string{ref(ManagerPath)}},
 		"Actions": map[string]any{"#ComputerSystem.Reset": map[string]any{
 			"target":                            SystemPath + "/Actions/ComputerSystem.Reset",
 			"ResetType@Redfish.AllowableValues": []string{"On", "ForceOff", "GracefulShutdown", "GracefulRestart", "ForceRestart", "PowerCycle"},
 		}},
 	}
+	if !b.ethOnly {
+		sys["NetworkInterfaces"] = ref(SystemPath + "/NetworkInterfaces")
+	}
+	return sys
 }
 
 func nullIfEmpty(s string) any {
