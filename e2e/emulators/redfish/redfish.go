@@ -75,6 +75,10 @@ type BMC struct {
 	srv     *httptest.Server
 	down    bool
 	ethOnly bool
+	latency Latency
+	// target is the power state a change under way reaches at settleAt.
+	target   string
+	settleAt time.Time
 }
 
 type bootOverride struct {
@@ -104,10 +108,27 @@ type Options struct {
 	TLS bool
 	// PoweredOn starts the system powered on.
 	PoweredOn bool
+	// Latency makes the BMC as slow as hardware; zero is instant.
+	Latency Latency
 	// EthernetInterfacesOnly describes the NICs only as the system's
 	// EthernetInterfaces, as most BMCs (and Ironic's inspection) do: no
 	// NetworkInterfaces, no chassis NetworkAdapters.
 	EthernetInterfacesOnly bool
+}
+
+// Latency is how long a BMC takes, as real ones do.
+type Latency struct {
+	// PowerChange: after a reset the system reports PoweringOn or
+	// PoweringOff for this long before On or Off (a restart: PoweringOn,
+	// then On); a reset sent meanwhile is refused with 409, as BMCs refuse
+	// commands mid-transition.
+	PowerChange time.Duration
+	// MediaInsert: InsertMedia answers after this long (beyond fetching
+	// the image).
+	MediaInsert time.Duration
+	// Inventory: reading the system's processors (the first read of an
+	// inventory) answers after this long.
+	Inventory time.Duration
 }
 
 // Start serves a BMC on 127.0.0.1 on a free port.
@@ -119,7 +140,8 @@ func Start(o Options) *BMC {
 		o.Hardware = DefaultHardware("EMU0001")
 	}
 	b := &BMC{Username: o.Username, Password: o.Password, Hardware: o.Hardware, power: "Off",
-		boot: bootOverride{Enabled: "Disabled", Target: "None", Mode: "UEFI"}, sessions: map[string]bool{}, ethOnly: o.EthernetInterfacesOnly}
+		boot: bootOverride{Enabled: "Disabled", Target: "None", Mode: "UEFI"}, sessions: map[string]bool{}, ethOnly: o.EthernetInterfacesOnly,
+		latency: o.Latency}
 	if o.PoweredOn {
 		b.power = "On"
 	}
@@ -160,10 +182,12 @@ func (b *BMC) SetDown(down bool) {
 	b.down = down
 }
 
-// Power is the system's power state: "On" or "Off".
+// Power is the system's power state: "On" or "Off", or, with a
+// PowerChange latency, "PoweringOn" or "PoweringOff" while it changes.
 func (b *BMC) Power() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	b.settle()
 	return b.power
 }
 
@@ -280,8 +304,16 @@ func (b *BMC) serve(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusUnauthorized, "authentication required")
 		return
 	}
+	if d := b.delay(r.Method, path); d > 0 {
+		select {
+		case <-time.After(d):
+		case <-r.Context().Done():
+			return
+		}
+	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	b.settle()
 	switch r.Method {
 	case http.MethodGet:
 		if v := b.resource(path); v != nil {
@@ -354,32 +386,70 @@ func (b *BMC) login(w http.ResponseWriter, r *http.Request) {
 		"Id": tok, "Name": "User Session", "UserName": in.UserName})
 }
 
+// delay is how long a request waits before it is served (Latency).
+func (b *BMC) delay(method, path string) time.Duration {
+	switch {
+	case method == http.MethodPost && path == MediaPath+"/Actions/VirtualMedia.InsertMedia":
+		return b.latency.MediaInsert
+	case method == http.MethodGet && path == SystemPath+"/Processors":
+		return b.latency.Inventory
+	}
+	return 0
+}
+
+// settle ends a power change whose time has come. The caller holds b.mu.
+func (b *BMC) settle() {
+	if b.target != "" && !time.Now().Before(b.settleAt) {
+		b.power, b.target = b.target, ""
+	}
+}
+
+// transition starts a power change to target: at once without latency,
+// else through PoweringOn or PoweringOff. The caller holds b.mu.
+func (b *BMC) transition(target string) {
+	if b.latency.PowerChange <= 0 {
+		b.power = target
+		return
+	}
+	b.power = "Powering" + target
+	b.target, b.settleAt = target, time.Now().Add(b.latency.PowerChange)
+}
+
 func (b *BMC) reset(w http.ResponseWriter, r *http.Request) {
 	var in struct{ ResetType string }
 	if err := json.NewDecoder(r.Body).Decode(&in); err != nil {
 		writeError(w, http.StatusBadRequest, "malformed reset request: "+err.Error())
 		return
 	}
+	if b.target != "" {
+		b.record("Reset %s refused: %s", in.ResetType, b.power)
+		writeError(w, http.StatusConflict, fmt.Sprintf("a power change is under way (%s): try again when it is done", b.power))
+		return
+	}
 	switch in.ResetType {
 	case "On":
 		if b.power == "Off" {
 			b.bootNow()
+			b.transition("On")
 		}
-		b.power = "On"
 	case "ForceOff", "GracefulShutdown":
-		b.power = "Off"
+		if b.power == "On" {
+			b.transition("Off")
+		}
 	case "ForceRestart", "GracefulRestart":
 		if b.power == "Off" {
 			writeError(w, http.StatusConflict, "the system is powered off: it cannot restart")
 			return
 		}
 		b.bootNow()
+		b.transition("On")
 	case "PowerCycle":
 		if b.power == "Off" {
 			writeError(w, http.StatusConflict, "the system is powered off: it cannot power cycle")
 			return
 		}
 		b.bootNow()
+		b.transition("On")
 	default:
 		writeError(w, http.StatusBadRequest, fmt.Sprintf("ResetType %q is not one of the allowable values", in.ResetType))
 		return
@@ -478,5 +548,5 @@ func fetch(ctx context.Context, url string) (int64, error) {
 func (b *BMC) SetPowerForTest(state string) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	b.power = state
+	b.power, b.target = state, ""
 }

@@ -109,3 +109,46 @@ func TestEmulatorRefuses(t *testing.T) {
 	_, err = c.GetPowerState(ctx)
 	g.Expect(err).NotTo(HaveOccurred(), "and answers again")
 }
+
+// TestLatency: with a PowerChange latency the system reports PoweringOn or
+// PoweringOff (through Redfish too) until the change lands, refuses a reset
+// sent meanwhile, and InsertMedia and the inventory take their time.
+func TestLatency(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	const change = 600 * time.Millisecond
+	iso := redfish.ImageServer()
+	defer iso.Close()
+	b := redfish.Start(redfish.Options{Latency: redfish.Latency{PowerChange: change, MediaInsert: 300 * time.Millisecond, Inventory: 300 * time.Millisecond}})
+	defer b.Close()
+	c := client(b, "admin", "password")
+	g.Expect(c.Open(ctx)).To(Succeed())
+	defer c.Close(ctx)
+
+	start := time.Now()
+	_, err := c.SetPowerState(ctx, "on")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(b.Power()).To(Equal("PoweringOn"))
+	state, err := c.GetPowerState(ctx)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(strings.ToLower(state)).To(Equal("poweringon"), "what a Redfish client reads")
+	_, err = c.SetPowerState(ctx, "off")
+	g.Expect(err).To(MatchError(ContainSubstring("409")), "refused mid-transition")
+	g.Eventually(b.Power).WithTimeout(5 * time.Second).WithPolling(20 * time.Millisecond).Should(Equal("On"))
+	g.Expect(time.Since(start)).To(BeNumerically(">=", change))
+	g.Expect(b.Actions()).To(Equal([]string{"Reset On", "Reset ForceOff refused: PoweringOn"}))
+
+	_, err = c.SetPowerState(ctx, "off")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(b.Power()).To(Equal("PoweringOff"))
+	g.Eventually(b.Power).WithTimeout(5 * time.Second).WithPolling(20 * time.Millisecond).Should(Equal("Off"))
+
+	start = time.Now()
+	_, err = c.Inventory(ctx)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(time.Since(start)).To(BeNumerically(">=", 300*time.Millisecond))
+	start = time.Now()
+	_, err = c.SetVirtualMedia(ctx, "CD", iso.URL+"/live.iso")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(time.Since(start)).To(BeNumerically(">=", 300*time.Millisecond))
+}
