@@ -75,6 +75,11 @@ func (r *Reconciler) copyToSource(ctx context.Context, c *metal3api.HostClaim, h
 	if r.Hub == nil || !ok || uid == "" {
 		return nil
 	}
+	existing := &metal3api.HardwareData{}
+	if err := r.HubReader.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, existing); err == nil &&
+		existing.Labels[hostfleetv1alpha1.LabelClaimUID] == uid && reflector.CopyIsCurrent(existing, hw, r.ClusterName) {
+		return nil // the steady state: one read
+	}
 	source := &metal3api.HostClaim{}
 	if err := r.HubReader.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, source); err != nil {
 		if apierrors.IsNotFound(err) || apierrors.IsForbidden(err) {

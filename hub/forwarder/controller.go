@@ -38,6 +38,8 @@ const (
 	secretIndex = "hostfleet.forwarded-secret"
 	// clusterIndex: the cluster a remote claim is placed on.
 	clusterIndex = "hostfleet.forwarded-to"
+	// workIndex, on ManifestWorks: the UID of the claim a work forwards.
+	workIndex = "hostfleet.forwards-claim"
 )
 
 // Reconciler forwards remote claims.
@@ -88,6 +90,14 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		return nil
 	}); err != nil {
 		return fmt.Errorf("index remote claims by cluster: %w", err)
+	}
+	if err := idx.IndexField(context.Background(), &workv1.ManifestWork{}, workIndex, func(o client.Object) []string {
+		if uid := o.GetLabels()[hostfleetv1alpha1.LabelClaimUID]; uid != "" {
+			return []string{uid}
+		}
+		return nil
+	}); err != nil {
+		return fmt.Errorf("index ManifestWorks by claim: %w", err)
 	}
 	claimsBy := func(index string, key func(client.Object) string) handler.EventHandler {
 		return handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
@@ -222,15 +232,15 @@ func (r *Reconciler) tenant(ctx context.Context, c *metal3api.HostClaim, cluster
 // forward makes or updates the claim's work; it returns the work as the hub
 // has it, or why the claim cannot be forwarded.
 func (r *Reconciler) forward(ctx context.Context, c *metal3api.HostClaim, cluster, tenant string, existing *workv1.ManifestWork) (*workv1.ManifestWork, *Refused, error) {
-	if ref := CheckSecretRefs(c); ref != nil {
-		return existing, ref, nil
-	}
 	request, err := r.rebootRequest(ctx, c, existing)
 	if err != nil {
 		return existing, nil, err
 	}
 	secrets := map[string]*corev1.Secret{}
 	for role, ref := range SecretRefs(c) {
+		if ref.Namespace != "" && ref.Namespace != c.Namespace {
+			continue // Render refuses it
+		}
 		s := &corev1.Secret{}
 		if err := r.Reader.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: ref.Name}, s); err != nil {
 			if apierrors.IsNotFound(err) {
@@ -359,7 +369,7 @@ func (r *Reconciler) withdraw(ctx context.Context, c *metal3api.HostClaim, clust
 // work is the claim's ManifestWork, wherever it is, or nil.
 func (r *Reconciler) work(ctx context.Context, c *metal3api.HostClaim) (*workv1.ManifestWork, error) {
 	var list workv1.ManifestWorkList
-	if err := r.Client.List(ctx, &list, client.MatchingLabels{hostfleetv1alpha1.LabelClaimUID: string(c.UID)}); err != nil {
+	if err := r.Client.List(ctx, &list, client.MatchingFields{workIndex: string(c.UID)}); err != nil {
 		return nil, fmt.Errorf("list the ManifestWorks of claim %s/%s: %w", c.Namespace, c.Name, err)
 	}
 	for i := range list.Items {

@@ -3,7 +3,6 @@ package forwarder
 import (
 	"encoding/json"
 	"fmt"
-	"sort"
 	"strings"
 
 	metal3api "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
@@ -12,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"open-cluster-management.io/api/utils/work/v1/workvalidator"
 	workv1 "open-cluster-management.io/api/work/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
 )
@@ -47,52 +47,27 @@ type Refused struct {
 
 func (r *Refused) Error() string { return r.Message }
 
+// secretRoles are the claim's secret references, in the order their copies
+// go in a work: the role (the copy's name suffix), the spec field, and the
+// reference in a spec.
+var secretRoles = []struct {
+	role, field string
+	ref         func(*metal3api.HostClaimSpec) **corev1.SecretReference
+}{
+	{RoleMetaData, "metaData", func(s *metal3api.HostClaimSpec) **corev1.SecretReference { return &s.MetaData }},
+	{RoleNetworkData, "networkData", func(s *metal3api.HostClaimSpec) **corev1.SecretReference { return &s.NetworkData }},
+	{RoleUserData, "userData", func(s *metal3api.HostClaimSpec) **corev1.SecretReference { return &s.UserData }},
+}
+
 // SecretRefs are the claim's secret references by role.
 func SecretRefs(c *metal3api.HostClaim) map[string]*corev1.SecretReference {
 	out := map[string]*corev1.SecretReference{}
-	for role, ref := range map[string]*corev1.SecretReference{
-		RoleUserData: c.Spec.UserData, RoleNetworkData: c.Spec.NetworkData, RoleMetaData: c.Spec.MetaData,
-	} {
-		if ref != nil && ref.Name != "" {
-			out[role] = ref
+	for _, r := range secretRoles {
+		if ref := *r.ref(&c.Spec); ref != nil && ref.Name != "" {
+			out[r.role] = ref
 		}
 	}
 	return out
-}
-
-// CheckSecretRefs refuses references the forwarder will not follow: a
-// secret in another namespace than the claim's (a tenant may read only its
-// own namespaces' secrets; the hub must not carry another's to a cluster).
-func CheckSecretRefs(c *metal3api.HostClaim) *Refused {
-	for _, role := range sortedRoles(SecretRefs(c)) {
-		ref := SecretRefs(c)[role]
-		if ref.Namespace != "" && ref.Namespace != c.Namespace {
-			return &Refused{Reason: hostfleetv1alpha1.ReasonSecretInvalid, Message: fmt.Sprintf(
-				"spec.%s names secret %s/%s, outside the claim's namespace %s: a remote claim forwards only secrets of its own namespace; copy the secret to %s and clear the reference's namespace",
-				field(role), ref.Namespace, ref.Name, c.Namespace, c.Namespace)}
-		}
-	}
-	return nil
-}
-
-func sortedRoles(m map[string]*corev1.SecretReference) []string {
-	roles := make([]string, 0, len(m))
-	for r := range m {
-		roles = append(roles, r)
-	}
-	sort.Strings(roles)
-	return roles
-}
-
-func field(role string) string {
-	switch role {
-	case RoleUserData:
-		return "userData"
-	case RoleNetworkData:
-		return "networkData"
-	default:
-		return "metaData"
-	}
 }
 
 // Render is the claim's ManifestWork: the target namespace, the secret
@@ -101,11 +76,8 @@ func field(role string) string {
 // JSONPath rules. A work over OCM's manifest size limit is refused.
 func Render(in Input) (*workv1.ManifestWork, error) {
 	c := in.Claim
-	if r := CheckSecretRefs(c); r != nil {
-		return nil, r
-	}
 	ns := TargetNamespace(c.Namespace)
-	objs := []runtime.Object{&corev1.Namespace{
+	objs := []client.Object{&corev1.Namespace{
 		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"},
 		ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: map[string]string{
 			hostfleetv1alpha1.LabelTenant: in.Tenant, hostfleetv1alpha1.LabelHubNamespace: c.Namespace}},
@@ -116,29 +88,33 @@ func Render(in Input) (*workv1.ManifestWork, error) {
 			Annotations: targetAnnotations(c, in.RebootRequest)},
 		Spec: *c.Spec.DeepCopy(),
 	}
-	refs := SecretRefs(c)
-	for _, role := range sortedRoles(refs) {
-		s := in.Secrets[role]
+	var copies []string
+	for _, r := range secretRoles {
+		ref := *r.ref(&c.Spec)
+		if ref == nil || ref.Name == "" {
+			continue
+		}
+		// A tenant may read only its own namespaces' secrets: the hub must
+		// not carry another's to a cluster.
+		if ref.Namespace != "" && ref.Namespace != c.Namespace {
+			return nil, &Refused{Reason: hostfleetv1alpha1.ReasonSecretInvalid, Message: fmt.Sprintf(
+				"spec.%s names secret %s/%s, outside the claim's namespace %s: a remote claim forwards only secrets of its own namespace; copy the secret to %s and clear the reference's namespace",
+				r.field, ref.Namespace, ref.Name, c.Namespace, c.Namespace)}
+		}
+		s := in.Secrets[r.role]
 		if s == nil {
 			return nil, &Refused{Reason: hostfleetv1alpha1.ReasonSecretInvalid, Message: fmt.Sprintf(
-				"spec.%s names secret %s, which does not exist in %s: create it", field(role), refs[role].Name, c.Namespace)}
+				"spec.%s names secret %s, which does not exist in %s: create it", r.field, ref.Name, c.Namespace)}
 		}
-		name := SecretName(c.Name, role)
+		name := SecretName(c.Name, r.role)
+		copies = append(copies, name)
 		objs = append(objs, &corev1.Secret{
 			TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
 			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{hostfleetv1alpha1.LabelClaimName: c.Name}},
 			Type:       s.Type,
 			Data:       s.Data,
 		})
-		ref := &corev1.SecretReference{Name: name}
-		switch role {
-		case RoleUserData:
-			target.Spec.UserData = ref
-		case RoleNetworkData:
-			target.Spec.NetworkData = ref
-		case RoleMetaData:
-			target.Spec.MetaData = ref
-		}
+		*r.ref(&target.Spec) = &corev1.SecretReference{Name: name}
 	}
 	objs = append(objs, target)
 
@@ -174,9 +150,9 @@ func Render(in Input) (*workv1.ManifestWork, error) {
 		// falling back to polling past the agent's watch limit).
 		FeedbackScrapeType: workv1.FeedbackWatchType,
 	}}
-	for _, role := range sortedRoles(refs) {
+	for _, name := range copies {
 		w.Spec.ManifestConfigs = append(w.Spec.ManifestConfigs, workv1.ManifestConfigOption{
-			ResourceIdentifier: workv1.ResourceIdentifier{Resource: "secrets", Namespace: ns, Name: SecretName(c.Name, role)},
+			ResourceIdentifier: workv1.ResourceIdentifier{Resource: "secrets", Namespace: ns, Name: name},
 			UpdateStrategy:     apply,
 		})
 	}
@@ -189,24 +165,12 @@ func Render(in Input) (*workv1.ManifestWork, error) {
 }
 
 // sizes says how large each forwarded object is.
-func sizes(objs []runtime.Object, manifests []workv1.Manifest) string {
-	var parts []string
+func sizes(objs []client.Object, manifests []workv1.Manifest) string {
+	parts := make([]string, len(objs))
 	for i, o := range objs {
-		m, err := metaOf(o)
-		if err != nil {
-			continue
-		}
-		parts = append(parts, fmt.Sprintf("%s %s: %d bytes", o.GetObjectKind().GroupVersionKind().Kind, m.GetName(), manifests[i].Size()))
+		parts[i] = fmt.Sprintf("%s %s: %d bytes", o.GetObjectKind().GroupVersionKind().Kind, o.GetName(), manifests[i].Size())
 	}
 	return strings.Join(parts, ", ")
-}
-
-func metaOf(o runtime.Object) (metav1.Object, error) {
-	m, ok := o.(metav1.Object)
-	if !ok {
-		return nil, fmt.Errorf("%T has no metadata", o)
-	}
-	return m, nil
 }
 
 // targetLabels are the claim's labels but Hostfleet's own (kind, cluster,
