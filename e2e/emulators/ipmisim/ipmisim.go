@@ -23,16 +23,34 @@ import (
 )
 
 // chassis is ipmi_sim's chassis control program: <mc> get|set|check <parm>
-// [<value>]...; state lives in files beside it.
+// [<value>]...; state lives in files beside it. A soft shutdown (the ACPI
+// power button) powers the chassis off, as an operating system that obeys
+// it does, unless the file ignore-shutdown exists. With a latency (file
+// latency, in milliseconds), a power change lands that long after it was
+// set, and until then the old state is read, as IPMI reports no change
+// under way.
 const chassis = `#!/bin/sh
 dir="$(dirname "$0")"
 op="$2"; shift 2
+now() { date +%s%3N; }
+settle() {
+  [ -f "$dir/target" ] || return 0
+  if [ "$(now)" -ge "$(cat "$dir/settle")" ]; then mv "$dir/target" "$dir/power"; fi
+}
+set_power() {
+  lat="$(cat "$dir/latency" 2>/dev/null || echo 0)"
+  if [ "$lat" -gt 0 ]; then
+    echo $(( $(now) + lat )) > "$dir/settle"; echo "$1" > "$dir/target"
+  else
+    rm -f "$dir/target"; echo "$1" > "$dir/power"
+  fi
+}
 case "$op" in
 check) exit 0 ;;
 get)
   for p in "$@"; do
     case "$p" in
-      power) echo "power:$(cat "$dir/power" 2>/dev/null || echo 0)" ;;
+      power) settle; echo "power:$(cat "$dir/power" 2>/dev/null || echo 0)" ;;
       boot) echo "boot:$(cat "$dir/boot" 2>/dev/null || echo default)" ;;
     esac
   done ;;
@@ -40,7 +58,8 @@ set)
   while [ $# -gt 0 ]; do
     p="$1"; v="$2"; shift 2
     case "$p" in
-      power) echo "$v" > "$dir/power" ;;
+      power) set_power "$v" ;;
+      shutdown) [ "$v" = 1 ] && [ ! -f "$dir/ignore-shutdown" ] && set_power 0 ;;
       boot) echo "$v" > "$dir/boot" ;;
     esac
     echo "$p $v" >> "$dir/log"
@@ -150,8 +169,33 @@ func (b *BMC) Close() {
 	}
 }
 
-// Power is the chassis power, as the control script last set it.
+// Power is the chassis power, as the control script last set it (a change
+// under way, with a latency, not yet).
 func (b *BMC) Power() bool { return strings.TrimSpace(b.read("power")) == "1" }
+
+// IgnoreShutdown makes the emulated operating system ignore (true) or obey
+// (false) a soft shutdown.
+func (b *BMC) IgnoreShutdown(ignore bool) error {
+	path := filepath.Join(b.dir, "ignore-shutdown")
+	if !ignore {
+		return ignoreMissing(os.Remove(path))
+	}
+	return os.WriteFile(path, nil, 0o644)
+}
+
+// ignoreMissing ignores a file that is already gone.
+func ignoreMissing(err error) error {
+	if os.IsNotExist(err) {
+		return nil
+	}
+	return err
+}
+
+// SetLatency makes every later power change land d after it is set (zero:
+// at once), as a server takes seconds to power on or off.
+func (b *BMC) SetLatency(d time.Duration) error {
+	return os.WriteFile(filepath.Join(b.dir, "latency"), []byte(strconv.FormatInt(d.Milliseconds(), 10)+"\n"), 0o644)
+}
 
 // Boot is the boot device last set ("pxe", "cdrom", "default", ...).
 func (b *BMC) Boot() string { return strings.TrimSpace(b.read("boot")) }

@@ -5,6 +5,7 @@ import (
 	"os/exec"
 	"strconv"
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
 
@@ -31,4 +32,24 @@ func TestSimulator(t *testing.T) {
 	ipmitool("chassis", "bootdev", "cdrom")
 	g.Expect(b.Boot()).To(Equal("cdrom"))
 	g.Expect(b.Log()).To(Equal([]string{"power 1", "boot cdrom"}))
+
+	t.Log("with a latency, a power change lands later and the old state is read meanwhile")
+	g.Expect(b.SetLatency(2 * time.Second)).To(Succeed())
+	sent := time.Now()
+	ipmitool("chassis", "power", "off")
+	g.Expect(ipmitool("chassis", "power", "status")).To(ContainSubstring("Chassis Power is on"))
+	g.Eventually(func() string { return ipmitool("chassis", "power", "status") }).WithTimeout(10 * time.Second).
+		Should(ContainSubstring("Chassis Power is off"))
+	g.Expect(time.Since(sent)).To(BeNumerically(">=", 2*time.Second))
+	g.Expect(b.Power()).To(BeFalse())
+
+	t.Log("a soft shutdown powers off an operating system that obeys it, not one that ignores it")
+	g.Expect(b.SetLatency(0)).To(Succeed())
+	ipmitool("chassis", "power", "on")
+	g.Expect(b.IgnoreShutdown(true)).To(Succeed())
+	ipmitool("chassis", "power", "soft")
+	g.Expect(b.Power()).To(BeTrue())
+	g.Expect(b.IgnoreShutdown(false)).To(Succeed())
+	ipmitool("chassis", "power", "soft")
+	g.Expect(b.Power()).To(BeFalse())
 }

@@ -72,10 +72,11 @@ type BMC struct {
 	faults   Faults
 	log      []string
 
-	srv     *httptest.Server
-	down    bool
-	ethOnly bool
-	latency Latency
+	srv        *httptest.Server
+	down       bool
+	ethOnly    bool
+	softIgnore bool
+	latency    Latency
 	// target is the power state a change under way reaches at settleAt.
 	target   string
 	settleAt time.Time
@@ -114,6 +115,10 @@ type Options struct {
 	// EthernetInterfaces, as most BMCs (and Ironic's inspection) do: no
 	// NetworkInterfaces, no chassis NetworkAdapters.
 	EthernetInterfacesOnly bool
+	// GracefulShutdownIgnored: the operating system does not answer the
+	// ACPI power button, as a hung or misconfigured one does; a
+	// GracefulShutdown is accepted and changes nothing.
+	GracefulShutdownIgnored bool
 }
 
 // Latency is how long a BMC takes, as real ones do.
@@ -141,7 +146,7 @@ func Start(o Options) *BMC {
 	}
 	b := &BMC{Username: o.Username, Password: o.Password, Hardware: o.Hardware, power: "Off",
 		boot: bootOverride{Enabled: "Disabled", Target: "None", Mode: "UEFI"}, sessions: map[string]bool{}, ethOnly: o.EthernetInterfacesOnly,
-		latency: o.Latency}
+		softIgnore: o.GracefulShutdownIgnored, latency: o.Latency}
 	if o.PoweredOn {
 		b.power = "On"
 	}
@@ -213,6 +218,18 @@ func (b *BMC) Actions() []string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return append([]string(nil), b.log...)
+}
+
+// Resets are the Reset actions the BMC accepted, in order ("On",
+// "ForceOff", ...): the power commands a client sent that it acted on.
+func (b *BMC) Resets() []string {
+	var out []string
+	for _, a := range b.Actions() {
+		if t, ok := strings.CutPrefix(a, "Reset "); ok && !strings.Contains(t, " refused") {
+			out = append(out, t)
+		}
+	}
+	return out
 }
 
 func (b *BMC) record(format string, args ...any) {
@@ -432,7 +449,11 @@ func (b *BMC) reset(w http.ResponseWriter, r *http.Request) {
 			b.bootNow()
 			b.transition("On")
 		}
-	case "ForceOff", "GracefulShutdown":
+	case "GracefulShutdown":
+		if b.power == "On" && !b.softIgnore {
+			b.transition("Off")
+		}
+	case "ForceOff":
 		if b.power == "On" {
 			b.transition("Off")
 		}
