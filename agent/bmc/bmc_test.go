@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
+	"github.com/go-logr/logr/funcr"
 	metal3api "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
 	. "github.com/onsi/gomega"
 
@@ -52,12 +54,14 @@ func TestParseAddress(t *testing.T) {
 
 func TestPowerState(t *testing.T) {
 	g := NewWithT(t)
-	for in, want := range map[string]bool{"On": true, "on": true, "Chassis Power is on\n": true, "Off": false, "Chassis Power is off": false} {
-		got, err := bmc.PowerState(in)
+	for in, want := range map[string]bmc.PowerState{"On": bmc.PowerOn, "on": bmc.PowerOn, "Chassis Power is on\n": bmc.PowerOn,
+		"Off": bmc.PowerOff, "Chassis Power is off": bmc.PowerOff, "PoweringOn": bmc.PoweringOn, "powering off": bmc.PoweringOff} {
+		got, err := bmc.ParsePowerState(in)
 		g.Expect(err).NotTo(HaveOccurred(), in)
 		g.Expect(got).To(Equal(want), in)
+		g.Expect(got.Settled()).To(Equal(want == bmc.PowerOn || want == bmc.PowerOff), in)
 	}
-	_, err := bmc.PowerState("Unknown")
+	_, err := bmc.ParsePowerState("Unknown")
 	g.Expect(err).To(HaveOccurred())
 }
 
@@ -89,9 +93,9 @@ func TestRedfish(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	defer d.Close(ctx)
 
-	on, err := d.Power(ctx)
+	s, err := d.Power(ctx)
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(on).To(BeFalse())
+	g.Expect(s).To(Equal(bmc.PowerOff))
 
 	t.Log("inventory becomes HardwareDetails")
 	hw, err := d.Inventory(ctx)
@@ -108,17 +112,20 @@ func TestRedfish(t *testing.T) {
 	t.Log("live ISO boot: media, one-time CD boot, power on")
 	g.Expect(d.InsertMedia(ctx, iso.URL+"/live.iso")).To(Succeed())
 	g.Expect(d.SetBootOnce(ctx, bmc.BootCDROM)).To(Succeed())
-	g.Expect(d.Reboot(ctx, true)).To(Succeed(), "a powered-off host is powered on, not cycled")
+	g.Expect(d.Send(ctx, bmc.CommandOn)).To(Succeed())
 	g.Expect(b.Power()).To(Equal("On"))
 	inserted, _, size := b.Media()
 	g.Expect(inserted).To(BeTrue())
 	g.Expect(size).To(Equal(int64(redfish.ImageSize)))
-	g.Expect(d.Reboot(ctx, true)).To(Succeed())
-	g.Expect(b.Actions()).To(ContainElements("Reset On", "Reset ForceRestart"), "bmclib cycles a Redfish system with ForceRestart")
+	g.Expect(d.Send(ctx, bmc.CommandForceRestart)).To(Succeed())
+	g.Expect(d.Send(ctx, bmc.CommandGracefulShutdown)).To(Succeed())
+	g.Expect(b.Power()).To(Equal("Off"))
+	g.Expect(d.Send(ctx, bmc.CommandOn)).To(Succeed())
+	g.Expect(b.Resets()).To(Equal([]string{"On", "ForceRestart", "GracefulShutdown", "On"}), "each command is one Reset with its own ResetType")
 	g.Expect(d.InsertMedia(ctx, iso.URL+"/missing.iso")).To(MatchError(ContainSubstring("404")))
 
 	t.Log("deprovision: power off, eject")
-	g.Expect(d.SetPower(ctx, false, true)).To(Succeed())
+	g.Expect(d.Send(ctx, bmc.CommandForceOff)).To(Succeed())
 	g.Expect(d.EjectMedia(ctx)).To(Succeed())
 	g.Expect(b.Power()).To(Equal("Off"))
 	inserted, _, _ = b.Media()
@@ -186,23 +193,23 @@ func testIPMI(t *testing.T, ipmitool string) {
 
 	d, err := bmc.Open(ctx, a, "admin", "password", o)
 	g.Expect(err).NotTo(HaveOccurred())
-	on, err := d.Power(ctx)
+	s, err := d.Power(ctx)
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(on).To(BeFalse())
+	g.Expect(s).To(Equal(bmc.PowerOff))
 	g.Expect(d.SetBootOnce(ctx, bmc.BootPXE)).To(Succeed())
 	g.Expect(sim.Boot()).To(Equal("pxe"))
-	g.Expect(d.SetPower(ctx, true, true)).To(Succeed())
+	g.Expect(d.Send(ctx, bmc.CommandOn)).To(Succeed())
 	g.Expect(sim.Power()).To(BeTrue())
-	on, err = d.Power(ctx)
+	s, err = d.Power(ctx)
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(on).To(BeTrue())
+	g.Expect(s).To(Equal(bmc.PowerOn))
 	g.Expect(d.SetBootOnce(ctx, bmc.BootCDROM)).To(Succeed())
 	g.Expect(sim.Boot()).To(Equal("cdrom"))
-	g.Expect(d.Reboot(ctx, true)).To(Succeed())
+	g.Expect(d.Send(ctx, bmc.CommandForceRestart)).To(Succeed())
 	g.Expect(sim.Log()).To(HaveLen(4), "boot pxe, power 1, boot cdrom, then the cycle")
 	g.Expect(sim.Log()[3]).To(Equal("power 0"), "a power cycle goes through off")
 	g.Eventually(sim.Power).WithTimeout(10*time.Second).Should(BeTrue(), "and on again")
-	g.Expect(d.SetPower(ctx, false, true)).To(Succeed())
+	g.Expect(d.Send(ctx, bmc.CommandForceOff)).To(Succeed())
 	g.Expect(sim.Power()).To(BeFalse())
 	g.Expect(d.InsertMedia(ctx, "http://x/live.iso")).To(MatchError(bmc.ErrUnsupported))
 	_, err = d.Inventory(ctx)
@@ -250,4 +257,27 @@ func TestRedfishInventoryAsMostBMCsGiveIt(t *testing.T) {
 		{Name: "eno2", MAC: "52:54:00:00:00:02", SpeedGbps: 25},
 	}))
 	g.Expect(details.SystemVendor).To(Equal(metal3api.HardwareSystemVendor{Manufacturer: "Acme", ProductName: "R2"}))
+}
+
+// TestCallsAreLogged: every BMC call is logged at V(1) by the context's
+// logger (the reconciler's, which names the host) with the BMC, the action,
+// its result and its duration.
+func TestCallsAreLogged(t *testing.T) {
+	g := NewWithT(t)
+	b := redfish.Start(redfish.Options{})
+	defer b.Close()
+	var lines []string
+	log := funcr.New(func(prefix, args string) { lines = append(lines, args) }, funcr.Options{Verbosity: 1})
+	ctx := logr.NewContext(context.Background(), log.WithValues("BareMetalHost", "hosts/a"))
+	d, err := bmc.Open(ctx, address(b), "admin", "password", bmc.Options{Timeout: 5 * time.Second})
+	g.Expect(err).NotTo(HaveOccurred())
+	defer d.Close(ctx)
+	_, err = d.Power(ctx)
+	g.Expect(err).NotTo(HaveOccurred())
+	b.SetFaults(redfish.Faults{Status: http.StatusConflict})
+	g.Expect(d.Send(ctx, bmc.CommandOn)).NotTo(Succeed())
+	g.Expect(lines).To(ContainElements(
+		And(ContainSubstring(`"BareMetalHost"="hosts/a"`), ContainSubstring(`"bmc"="redfish://`+b.HostPort()+`"`),
+			ContainSubstring(`"action"="get power"`), ContainSubstring(`"result"="ok"`), ContainSubstring(`"duration"=`)),
+		And(ContainSubstring(`"action"="power On"`), ContainSubstring(`"result"="power On on `), ContainSubstring("409"))))
 }

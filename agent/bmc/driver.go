@@ -24,16 +24,45 @@ const (
 	BootCDROM BootDevice = "cdrom"
 )
 
+// PowerState is the system's power as its BMC reports it. IPMI knows only
+// On and Off; Redfish BMCs also report a change under way.
+type PowerState string
+
+const (
+	PowerOn     PowerState = "On"
+	PowerOff    PowerState = "Off"
+	PoweringOn  PowerState = "PoweringOn"
+	PoweringOff PowerState = "PoweringOff"
+)
+
+// Settled: the state is On or Off, not a change under way.
+func (s PowerState) Settled() bool { return s == PowerOn || s == PowerOff }
+
+// Command is one power command, named as Redfish's ResetType.
+type Command string
+
+const (
+	// CommandOn powers a host on.
+	CommandOn Command = "On"
+	// CommandForceOff cuts the power at once.
+	CommandForceOff Command = "ForceOff"
+	// CommandGracefulShutdown asks the operating system to shut down (an
+	// ACPI power button press); it may never do so.
+	CommandGracefulShutdown Command = "GracefulShutdown"
+	// CommandForceRestart resets a powered-on host at once (IPMI: power
+	// cycle).
+	CommandForceRestart Command = "ForceRestart"
+)
+
 // Driver is what the agent asks of a BMC. Every call is bounded by the
-// context and by the driver's per-call timeout.
+// context and by the driver's per-call timeout, and is logged at V(1) by
+// the context's logger: action, result, duration.
 type Driver interface {
-	// Power says whether the host is powered on.
-	Power(ctx context.Context) (bool, error)
-	// SetPower powers the host on or off (hard: immediately; otherwise
-	// an ACPI shutdown).
-	SetPower(ctx context.Context, on, hard bool) error
-	// Reboot restarts a powered-on host, or powers on one that is off.
-	Reboot(ctx context.Context, hard bool) error
+	// Power reads the power state.
+	Power(ctx context.Context) (PowerState, error)
+	// Send sends one power command and returns once the BMC accepted it,
+	// not once the power changed: read Power for that.
+	Send(ctx context.Context, cmd Command) error
 	// SetBootOnce makes the next boot, only, from dev.
 	SetBootOnce(ctx context.Context, dev BootDevice) error
 	// InsertMedia attaches an ISO image as a virtual CD (the BMC fetches
@@ -134,7 +163,7 @@ func Open(ctx context.Context, addr Address, user, pass string, o Options) (Driv
 	}
 	d := &client{c: c, bmcCall: bmcCall{addr: addr, timeout: o.Timeout}, log: o.Logger}
 	if addr.Protocol == Redfish {
-		d.rf = newRedfishReader(addr, user, pass, o.InsecureSkipVerify)
+		d.rf = newRedfishSystem(addr, user, pass, o.InsecureSkipVerify)
 	}
 	return d, nil
 }
@@ -166,8 +195,9 @@ func classify(err error) error {
 
 type client struct {
 	c *bmclib.Client
-	// rf reads what bmclib's Redfish inventory leaves out.
-	rf  *redfishReader
+	// rf, on Redfish, reads and changes the power and reads what bmclib's
+	// inventory leaves out.
+	rf  *redfishSystem
 	log logr.Logger
 	bmcCall
 }
@@ -178,71 +208,85 @@ type bmcCall struct {
 	timeout time.Duration
 }
 
+// call runs one BMC call under the per-call timeout, says which call failed
+// where, and logs it at V(1).
 func (b bmcCall) call(ctx context.Context, what string, fn func(ctx context.Context) error) error {
-	ctx, cancel := context.WithTimeout(ctx, b.timeout)
+	start := time.Now()
+	cctx, cancel := context.WithTimeout(ctx, b.timeout)
 	defer cancel()
-	if err := fn(ctx); err != nil {
-		return classify(fmt.Errorf("%s on %s: %w", what, b.addr.HostPort(), err))
+	err := fn(cctx)
+	if err != nil {
+		err = classify(fmt.Errorf("%s on %s: %w", what, b.addr.HostPort(), err))
 	}
-	return nil
+	if log := logr.FromContextOrDiscard(ctx).V(1); log.Enabled() {
+		result := "ok"
+		if err != nil {
+			result = err.Error()
+		}
+		log.Info("BMC call", "bmc", string(b.addr.Protocol)+"://"+b.addr.HostPort(), "action", what, "result", result,
+			"duration", time.Since(start).Round(time.Millisecond).String())
+	}
+	return err
 }
 
-// PowerState normalises a provider's power state: "on", "On", "Chassis
-// Power is on\n" are on; "off", "Off", "Chassis Power is off" are off.
-func PowerState(s string) (on bool, err error) {
+// ParsePowerState normalises a provider's power state: "On", "on" and
+// "Chassis Power is on\n" are On; "PoweringOn" and "powering on" are
+// PoweringOn; likewise for off.
+func ParsePowerState(s string) (PowerState, error) {
 	v := strings.ToLower(strings.TrimSpace(s))
 	v = strings.TrimPrefix(v, "chassis power is ")
-	switch v {
-	case "on", "poweringon", "powering on":
-		return true, nil
-	case "off", "poweringoff", "powering off":
-		return false, nil
+	switch strings.ReplaceAll(v, " ", "") {
+	case "on":
+		return PowerOn, nil
+	case "off":
+		return PowerOff, nil
+	case "poweringon":
+		return PoweringOn, nil
+	case "poweringoff":
+		return PoweringOff, nil
 	}
-	return false, fmt.Errorf("unknown power state %q", s)
+	return "", fmt.Errorf("unknown power state %q", s)
 }
 
-func (d *client) Power(ctx context.Context) (bool, error) {
-	var on bool
+// Power reads the system's PowerState itself on Redfish (bmclib reads every
+// system of the service), through bmclib on ipmitool.
+func (d *client) Power(ctx context.Context) (PowerState, error) {
+	var s PowerState
 	err := d.call(ctx, "get power", func(ctx context.Context) error {
-		s, err := d.c.GetPowerState(ctx)
+		var raw string
+		var err error
+		if d.rf != nil {
+			raw, err = d.rf.powerState(ctx)
+		} else {
+			raw, err = d.c.GetPowerState(ctx)
+		}
 		if err != nil {
 			return err
 		}
-		on, err = PowerState(s)
+		s, err = ParsePowerState(raw)
 		return err
 	})
-	return on, err
+	return s, err
 }
 
-func (d *client) SetPower(ctx context.Context, on, hard bool) error {
-	state := "off"
-	switch {
-	case on:
-		state = "on"
-	case !hard:
-		state = "soft"
-	}
-	return d.call(ctx, "power "+state, func(ctx context.Context) error {
-		_, err := d.c.SetPowerState(ctx, state)
-		return err
-	})
+// ipmitoolActions are bmclib's ipmitool provider's names for the commands.
+var ipmitoolActions = map[Command]string{
+	CommandOn: "on", CommandForceOff: "off", CommandGracefulShutdown: "soft", CommandForceRestart: "cycle",
 }
 
-func (d *client) Reboot(ctx context.Context, hard bool) error {
-	on, err := d.Power(ctx)
-	if err != nil {
-		return err
-	}
-	if !on {
-		// Power cycling a powered-off host fails on most BMCs: power on.
-		return d.SetPower(ctx, true, hard)
-	}
-	state := "cycle"
-	if !hard && d.addr.Protocol == IPMI {
-		state = "reset"
-	}
-	return d.call(ctx, "reboot", func(ctx context.Context) error {
-		_, err := d.c.SetPowerState(ctx, state)
+// Send posts the one Reset action on Redfish: bmclib's power calls read
+// every system first, skip or repeat commands ("reset" falls back to a
+// soft off, a wait and an on) and have no way to say which ResetType.
+func (d *client) Send(ctx context.Context, cmd Command) error {
+	return d.call(ctx, "power "+string(cmd), func(ctx context.Context) error {
+		if d.rf != nil {
+			return d.rf.reset(ctx, cmd)
+		}
+		action, ok := ipmitoolActions[cmd]
+		if !ok {
+			return fmt.Errorf("%w: power command %q", ErrUnsupported, cmd)
+		}
+		_, err := d.c.SetPowerState(ctx, action)
 		return err
 	})
 }

@@ -77,41 +77,35 @@ func (d *ipmiClient) control(ctx context.Context, what string, c ipmi.ChassisCon
 	})
 }
 
-func (d *ipmiClient) Power(ctx context.Context) (bool, error) {
-	var on bool
+// Power reads the chassis status: IPMI reports only on or off, never a
+// change under way.
+func (d *ipmiClient) Power(ctx context.Context) (PowerState, error) {
+	s := PowerOff
 	err := d.call(ctx, "get power", func(ctx context.Context) error {
-		s, err := d.c.GetChassisStatus(ctx)
-		if err == nil {
-			on = s.PowerIsOn
+		st, err := d.c.GetChassisStatus(ctx)
+		if err == nil && st.PowerIsOn {
+			s = PowerOn
 		}
 		return err
 	})
-	return on, err
+	return s, err
 }
 
-func (d *ipmiClient) SetPower(ctx context.Context, on, hard bool) error {
-	switch {
-	case on:
-		return d.control(ctx, "power on", ipmi.ChassisControlPowerUp)
-	case hard:
-		return d.control(ctx, "power off", ipmi.ChassisControlPowerDown)
-	}
-	return d.control(ctx, "power soft", ipmi.ChassisControlSoftShutdown)
+// chassisControls maps the commands to IPMI chassis controls: a restart
+// is a power cycle.
+var chassisControls = map[Command]ipmi.ChassisControl{
+	CommandOn:               ipmi.ChassisControlPowerUp,
+	CommandForceOff:         ipmi.ChassisControlPowerDown,
+	CommandGracefulShutdown: ipmi.ChassisControlSoftShutdown,
+	CommandForceRestart:     ipmi.ChassisControlPowerCycle,
 }
 
-func (d *ipmiClient) Reboot(ctx context.Context, hard bool) error {
-	on, err := d.Power(ctx)
-	if err != nil {
-		return err
+func (d *ipmiClient) Send(ctx context.Context, cmd Command) error {
+	c, ok := chassisControls[cmd]
+	if !ok {
+		return fmt.Errorf("%w: power command %q", ErrUnsupported, cmd)
 	}
-	switch {
-	case !on:
-		// Power cycling a powered-off host fails on most BMCs: power on.
-		return d.SetPower(ctx, true, hard)
-	case hard:
-		return d.control(ctx, "reboot", ipmi.ChassisControlPowerCycle)
-	}
-	return d.control(ctx, "reboot", ipmi.ChassisControlHardReset)
+	return d.control(ctx, "power "+string(cmd), c)
 }
 
 // bootDevices maps a boot device to IPMI's boot flags selector.

@@ -1,10 +1,12 @@
 package bmc
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"sort"
@@ -13,16 +15,20 @@ import (
 	metal3api "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
 )
 
-// redfishReader reads Redfish resources bmclib's inventory leaves out, with
-// the same address, credentials and TLS choice as the driver's session.
-type redfishReader struct {
+// redfishSystem speaks to the address's Redfish system where bmclib falls
+// short: its power (one GET, one Reset action with the ResetType asked
+// for) and what its inventory leaves out. Same address, credentials and TLS
+// choice as the driver's session.
+type redfishSystem struct {
 	base       string
 	systemPath string
-	user, pass string
-	http       *http.Client
+	// resetTarget is the system's Reset action, once read.
+	resetTarget string
+	user, pass  string
+	http        *http.Client
 }
 
-func newRedfishReader(addr Address, user, pass string, insecure bool) *redfishReader {
+func newRedfishSystem(addr Address, user, pass string, insecure bool) *redfishSystem {
 	scheme := "https"
 	if addr.HTTP {
 		scheme = "http"
@@ -33,10 +39,10 @@ func newRedfishReader(addr Address, user, pass string, insecure bool) *redfishRe
 	}
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.TLSClientConfig = &tls.Config{InsecureSkipVerify: insecure} //nolint:gosec // the BMH's disableCertificateVerification
-	return &redfishReader{base: scheme + "://" + host, systemPath: addr.SystemPath, user: user, pass: pass, http: &http.Client{Transport: tr}}
+	return &redfishSystem{base: scheme + "://" + host, systemPath: addr.SystemPath, user: user, pass: pass, http: &http.Client{Transport: tr}}
 }
 
-func (r *redfishReader) get(ctx context.Context, path string, out any) error {
+func (r *redfishSystem) get(ctx context.Context, path string, out any) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, r.base+path, nil)
 	if err != nil {
 		return err
@@ -54,12 +60,98 @@ func (r *redfishReader) get(ctx context.Context, path string, out any) error {
 	return json.NewDecoder(resp.Body).Decode(out)
 }
 
+// post posts body as JSON to path and accepts any 2xx answer; otherwise it
+// returns the status and the BMC's message.
+func (r *redfishSystem) post(ctx context.Context, path string, body any) error {
+	data, err := json.Marshal(body)
+	if err != nil {
+		return err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, r.base+path, bytes.NewReader(data))
+	if err != nil {
+		return err
+	}
+	req.SetBasicAuth(r.user, r.pass)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json")
+	resp, err := r.http.Do(req)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = resp.Body.Close() }()
+	if resp.StatusCode/100 == 2 {
+		return nil
+	}
+	var e struct {
+		Error struct {
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	_ = json.NewDecoder(io.LimitReader(resp.Body, 64<<10)).Decode(&e)
+	if e.Error.Message != "" {
+		return fmt.Errorf("POST %s: %s: %s", path, resp.Status, e.Error.Message)
+	}
+	return fmt.Errorf("POST %s: %s", path, resp.Status)
+}
+
+// computerSystem is what the driver reads of a Redfish ComputerSystem.
+type computerSystem struct {
+	Manufacturer, Model, SerialNumber, PowerState string
+	EthernetInterfaces                            odataRef
+	Actions                                       struct {
+		Reset struct {
+			Target string `json:"target"`
+		} `json:"#ComputerSystem.Reset"`
+	}
+}
+
+func (r *redfishSystem) read(ctx context.Context) (string, *computerSystem, error) {
+	path, err := r.system(ctx)
+	if err != nil {
+		return "", nil, err
+	}
+	sys := &computerSystem{}
+	if err := r.get(ctx, path, sys); err != nil {
+		return "", nil, err
+	}
+	if sys.Actions.Reset.Target != "" {
+		r.resetTarget = sys.Actions.Reset.Target
+	}
+	return path, sys, nil
+}
+
+// powerState is the system's PowerState, as the BMC words it.
+func (r *redfishSystem) powerState(ctx context.Context) (string, error) {
+	_, sys, err := r.read(ctx)
+	if err != nil {
+		return "", err
+	}
+	if sys.PowerState == "" {
+		return "", fmt.Errorf("the system reports no PowerState")
+	}
+	return sys.PowerState, nil
+}
+
+// reset posts the system's Reset action with cmd as its ResetType.
+func (r *redfishSystem) reset(ctx context.Context, cmd Command) error {
+	if r.resetTarget == "" {
+		path, _, err := r.read(ctx)
+		if err != nil {
+			return err
+		}
+		if r.resetTarget == "" {
+			r.resetTarget = path + "/Actions/ComputerSystem.Reset"
+		}
+	}
+	return r.post(ctx, r.resetTarget, map[string]string{"ResetType": string(cmd)})
+}
+
 type odataRef struct {
 	ID string `json:"@odata.id"`
 }
 
 // system is the address's system, or the BMC's first.
-func (r *redfishReader) system(ctx context.Context) (string, error) {
+func (r *redfishSystem) system(ctx context.Context) (string, error) {
 	if r.systemPath != "" {
 		return r.systemPath, nil
 	}
@@ -70,27 +162,21 @@ func (r *redfishReader) system(ctx context.Context) (string, error) {
 	if len(systems.Members) == 0 {
 		return "", fmt.Errorf("the BMC lists no system")
 	}
-	return systems.Members[0].ID, nil
+	r.systemPath = systems.Members[0].ID
+	return r.systemPath, nil
 }
 
 // complete fills what hw lacks from the system resource: vendor, model and
 // serial (bmclib reports them only when all three are present), and NICs
 // from the system's EthernetInterfaces (bmclib reads only NetworkInterfaces
 // and NetworkAdapters, which most BMCs do not have).
-func (r *redfishReader) complete(ctx context.Context, hw *metal3api.HardwareDetails) error {
+func (r *redfishSystem) complete(ctx context.Context, hw *metal3api.HardwareDetails) error {
 	v := &hw.SystemVendor
 	if v.Manufacturer != "" && v.ProductName != "" && v.SerialNumber != "" && len(hw.NIC) > 0 {
 		return nil
 	}
-	path, err := r.system(ctx)
+	_, sys, err := r.read(ctx)
 	if err != nil {
-		return err
-	}
-	var sys struct {
-		Manufacturer, Model, SerialNumber string
-		EthernetInterfaces                odataRef
-	}
-	if err := r.get(ctx, path, &sys); err != nil {
 		return err
 	}
 	v.Manufacturer = first(v.Manufacturer, sys.Manufacturer)
