@@ -8,6 +8,8 @@ import (
 
 	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/hostfleet/hostfleet/agent/bmcdriver"
 )
 
 // Options are the agent's flags.
@@ -55,6 +57,11 @@ type Options struct {
 	BMCWorkers int
 	BMCTimeout time.Duration
 	BMCPoll    time.Duration
+	// BMCPowerWait is how long a power command has to land before it is
+	// sent again; BMCSoftPowerOff how long a soft power-off has before the
+	// host is forced off.
+	BMCPowerWait    time.Duration
+	BMCSoftPowerOff time.Duration
 	// Ipmitool, when set, drives ipmi:// BMCs through this ipmitool binary
 	// instead of the native IPMI client.
 	Ipmitool string
@@ -122,6 +129,8 @@ func NewOptions() *Options {
 		BMCWorkers:        10,
 		BMCTimeout:        30 * time.Second,
 		BMCPoll:           time.Minute,
+		BMCPowerWait:      bmcdriver.DefaultTiming.Wait,
+		BMCSoftPowerOff:   bmcdriver.DefaultTiming.SoftOff,
 		AgentNamespace:    defaultNamespace(),
 		HostingNamespace:  os.Getenv("POD_NAMESPACE"),
 		TokenTTL:          time.Hour,
@@ -155,6 +164,10 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.BMCWorkers, "bmc-workers", o.BMCWorkers, "hosts driven at once, and so BMCs spoken to at once")
 	fs.DurationVar(&o.BMCTimeout, "bmc-timeout", o.BMCTimeout, "bound on each BMC call")
 	fs.DurationVar(&o.BMCPoll, "bmc-poll", o.BMCPoll, "how often the power of a settled driven host is read again")
+	fs.DurationVar(&o.BMCPowerWait, "bmc-power-wait", o.BMCPowerWait,
+		"how long a power command has to land (the BMC reporting the new state) before it is sent again; each re-send waits twice as long, at most 5m")
+	fs.DurationVar(&o.BMCSoftPowerOff, "bmc-soft-power-off-timeout", o.BMCSoftPowerOff,
+		"how long a soft power-off (GracefulShutdown) has before the host is forced off")
 	fs.StringVar(&o.Ipmitool, "ipmitool", o.Ipmitool, "drive ipmi:// BMCs through this ipmitool binary instead of the built-in IPMI 2.0 client (default: built-in)")
 	fs.BoolVar(&o.HealthLease, "health-lease", o.HealthLease,
 		"keep the add-on health Lease hostfleet-agent where OCM reads it: in --agent-namespace on the managed cluster, or in Hosted mode in --hosting-namespace on the hosting cluster")
@@ -239,8 +252,8 @@ func (o *Options) Validate() []error {
 	if o.BMCWorkers < 1 {
 		errs = append(errs, fmt.Errorf("--bmc-workers %d must be at least 1", o.BMCWorkers))
 	}
-	if o.BMCTimeout < time.Second || o.BMCPoll < time.Second {
-		errs = append(errs, errors.New("--bmc-timeout and --bmc-poll must be at least 1s"))
+	if o.BMCTimeout < time.Second || o.BMCPoll < time.Second || o.BMCPowerWait < time.Second || o.BMCSoftPowerOff < time.Second {
+		errs = append(errs, errors.New("--bmc-timeout, --bmc-poll, --bmc-power-wait and --bmc-soft-power-off-timeout must be at least 1s"))
 	}
 	return errs
 }

@@ -279,8 +279,9 @@ func setupControllers(mgr ctrl.Manager, managed cluster.Cluster, o *Options) err
 	}
 	if o.BMHDriver != "none" {
 		if err := (&bmcdriver.Reconciler{Client: managed.GetClient(), Secrets: managed.GetAPIReader(), All: o.BMHDriver == "all", Namespaces: o.BMCNamespaces,
-			Workers: o.BMCWorkers, Poll: o.BMCPoll,
-			BMC: bmc.Options{Timeout: o.BMCTimeout, IpmitoolPath: o.Ipmitool, Logger: ctrl.Log.WithName("bmc")},
+			Workers: o.BMCWorkers, Poll: o.BMCPoll, Recorder: hostEvents,
+			Power: bmcdriver.Timing{Wait: o.BMCPowerWait, SoftOff: o.BMCSoftPowerOff},
+			BMC:   bmc.Options{Timeout: o.BMCTimeout, IpmitoolPath: o.Ipmitool, Logger: ctrl.Log.WithName("bmc")},
 		}).SetupWithManager(mgr, managed); err != nil {
 			return fmt.Errorf("BMC driver: %w", err)
 		}

@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
@@ -41,9 +42,18 @@ type Reconciler struct {
 	BMC bmc.Options
 	// Poll is how often the power of a settled host is read again.
 	Poll time.Duration
+	// Power bounds power changes: re-sends, soft power-off, reboots.
+	Power Timing
 	// Workers bounds the hosts driven at once (and so the BMC calls).
 	Workers int
+	// Recorder, when set, receives Events on the hosts: power changes,
+	// inspection, provisioning, errors.
+	Recorder events.EventRecorder
 }
+
+// Defaults of Reconciler.Power: baremetal-operator's 3 minutes for a soft
+// power-off.
+var DefaultTiming = Timing{Wait: 2 * time.Minute, SoftOff: 3 * time.Minute, Settle: 10 * time.Second, Poll: 2 * time.Second}
 
 // SetupWithManager watches the hosts of the managed cluster, which mgr
 // runs (the agent's manager is the hub's; managed is added to it). Client
@@ -55,6 +65,13 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, managed cluster.Cluster)
 	if r.Workers <= 0 {
 		r.Workers = 10
 	}
+	def := DefaultTiming
+	for _, f := range []struct{ v, d *time.Duration }{{&r.Power.Wait, &def.Wait}, {&r.Power.SoftOff, &def.SoftOff},
+		{&r.Power.Settle, &def.Settle}, {&r.Power.Poll, &def.Poll}} {
+		if *f.v <= 0 {
+			*f.v = *f.d
+		}
+	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("bmc-driver").
 		WatchesRawSource(source.Kind(managed.GetCache(), &metal3api.BareMetalHost{},
@@ -63,16 +80,27 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, managed cluster.Cluster)
 				CreateFunc:  func(e event.TypedCreateEvent[*metal3api.BareMetalHost]) bool { return r.drives(e.Object) },
 				DeleteFunc:  func(event.TypedDeleteEvent[*metal3api.BareMetalHost]) bool { return false },
 				GenericFunc: func(e event.TypedGenericEvent[*metal3api.BareMetalHost]) bool { return r.drives(e.Object) },
-				// Status writes are our own: spec, annotations and
-				// deletion matter.
+				// Status writes and the power change it remembers are
+				// our own: spec, other annotations and deletion matter.
 				UpdateFunc: func(e event.TypedUpdateEvent[*metal3api.BareMetalHost]) bool {
 					return r.drives(e.ObjectNew) && (e.ObjectOld.GetGeneration() != e.ObjectNew.GetGeneration() ||
-						!maps.Equal(e.ObjectOld.GetAnnotations(), e.ObjectNew.GetAnnotations()) ||
+						!maps.EqualFunc(othersThanOurs(e.ObjectOld.GetAnnotations()), othersThanOurs(e.ObjectNew.GetAnnotations()),
+							func(a, b string) bool { return a == b }) ||
 						e.ObjectNew.GetDeletionTimestamp() != nil)
 				},
 			})).
 		WithOptions(controller.Options{MaxConcurrentReconciles: r.Workers}).
 		Complete(r)
+}
+
+// othersThanOurs is annotations without the power change the driver keeps.
+func othersThanOurs(annotations map[string]string) map[string]string {
+	if _, ok := annotations[hostfleetv1alpha1.AnnotationPowerChange]; !ok {
+		return annotations
+	}
+	out := maps.Clone(annotations)
+	delete(out, hostfleetv1alpha1.AnnotationPowerChange)
+	return out
 }
 
 // drives says whether the driver drives host.
@@ -101,38 +129,25 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 	}
 	// One BMC session for as many steps as follow each other (registering
-	// to provisioned is five); each step's status is written before the
+	// to provisioning is four); each step's status is written before the
 	// next.
-	var d bmc.Driver
-	defer func() {
-		if d != nil {
-			_ = d.Close(context.WithoutCancel(ctx))
-		}
-	}()
+	x := &run{Reconciler: r, host: host}
+	defer x.close(ctx)
 	for range maxSteps {
-		orig := host.DeepCopy()
+		x.stored = host.DeepCopy()
 		var res ctrl.Result
 		var stepErr *failure
-		if d == nil {
-			d, stepErr = r.open(ctx, host, errorKind(host))
+		if x.d == nil {
+			stepErr = x.open(ctx, errorKind(host))
 			if stepErr != nil && host.Status.Provisioning.State == metal3api.StateNone {
 				host.Status.Provisioning.State = metal3api.StateRegistering
 			}
 		}
 		if stepErr == nil {
-			res, stepErr = r.step(ctx, host, d)
+			res, stepErr = x.step(ctx)
 		}
-		if err := r.record(ctx, orig, host, stepErr); err != nil {
-			if apierrors.IsConflict(err) {
-				return again, nil
-			}
-			return ctrl.Result{}, fmt.Errorf("status of %s: %w", req, err)
-		}
-		if stepErr != nil {
-			return ctrl.Result{RequeueAfter: Backoff(host.Status.ErrorCount)}, nil
-		}
-		if res != again {
-			return res, nil
+		if done, res, err := x.record(ctx, stepErr, res); done {
+			return res, err
 		}
 	}
 	return again, nil
@@ -162,27 +177,24 @@ func (r *Reconciler) delete(ctx context.Context, host *metal3api.BareMetalHost, 
 		if !driven {
 			break
 		}
-		orig := host.DeepCopy()
-		d, f := r.open(ctx, host, metal3api.ProvisioningError)
+		x := &run{Reconciler: r, host: host, stored: host.DeepCopy()}
+		defer x.close(ctx)
+		f := x.open(ctx, metal3api.ProvisioningError)
+		var res ctrl.Result
+		off := false
 		if f == nil {
-			defer func() { _ = d.Close(context.WithoutCancel(ctx)) }()
-			if err := d.SetPower(ctx, false, true); err != nil {
-				f = fail(metal3api.ProvisioningError, "deprovision before deletion: %v", err)
-			} else if err := d.EjectMedia(ctx); err != nil {
-				f = fail(metal3api.ProvisioningError, "deprovision before deletion: %v", err)
-			}
+			off, res, f = x.offAndEjected(ctx, "deprovision before deletion")
 		}
-		if f != nil {
-			// Kept until it works; the detached annotation lets it go as is.
-			if err := r.record(ctx, orig, host, f); err != nil {
-				return ctrl.Result{}, client.IgnoreNotFound(err)
-			}
-			return ctrl.Result{RequeueAfter: Backoff(host.Status.ErrorCount)}, nil
+		if !off || f != nil {
+			// Kept until it is off; the detached annotation lets it go
+			// as is.
+			_, res, err := x.record(ctx, f, res)
+			return res, client.IgnoreNotFound(err)
 		}
 	}
 	// The host goes: its HardwareData may go with it.
 	if err := r.releaseHardware(ctx, host, false); err != nil {
-		return ctrl.Result{}, err
+		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	return ctrl.Result{}, r.setFinalizer(ctx, host, false)
 }
@@ -190,11 +202,40 @@ func (r *Reconciler) delete(ctx context.Context, host *metal3api.BareMetalHost, 
 // maxSteps bounds the steps taken in one reconcile.
 const maxSteps = 6
 
+// run is one reconcile of one host: the host as the steps change it, as
+// last written, and its BMC session.
+type run struct {
+	*Reconciler
+	host   *metal3api.BareMetalHost
+	stored *metal3api.BareMetalHost
+	d      bmc.Driver
+	// After drivePower: the power read, the change under way, the change
+	// that landed at this read.
+	read           bmc.PowerState
+	change, landed *Change
+}
+
+func (x *run) close(ctx context.Context) {
+	if x.d != nil {
+		_ = x.d.Close(context.WithoutCancel(ctx))
+	}
+}
+
 // record writes what a step did: its error or the end of one, the status,
-// and annotations it consumed.
-func (r *Reconciler) record(ctx context.Context, orig, host *metal3api.BareMetalHost, stepErr *failure) error {
+// and the annotations it changed. done: the reconcile ends here, with res
+// and err.
+func (x *run) record(ctx context.Context, stepErr *failure, res ctrl.Result) (done bool, _ ctrl.Result, _ error) {
+	host, orig := x.host, x.stored
 	if stepErr != nil {
-		host.Status.ErrorCount++
+		switch {
+		case host.Status.ErrorMessage != stepErr.msg || host.Status.ErrorType != stepErr.kind:
+			x.event(corev1.EventTypeWarning, "BMCError", string(stepErr.kind), "%s", stepErr.msg)
+			host.Status.ErrorCount++
+		case res.RequeueAfter == 0:
+			host.Status.ErrorCount++ // one more failed attempt
+			// else: the same error while a change is followed at each
+			// read, not a new attempt: no write for it.
+		}
 		host.Status.ErrorMessage = stepErr.msg
 		host.Status.ErrorType = stepErr.kind
 		host.Status.OperationalStatus = metal3api.OperationalStatusError
@@ -202,28 +243,57 @@ func (r *Reconciler) record(ctx context.Context, orig, host *metal3api.BareMetal
 		host.Status.ErrorCount, host.Status.ErrorMessage, host.Status.ErrorType = 0, "", ""
 		host.Status.OperationalStatus = metal3api.OperationalStatusOK
 	}
-	// The step's annotation changes (a done reboot or inspection request):
-	// the status update below answers with the stored object, which still
-	// has them.
+	// The step's annotation changes (a done reboot or inspection request,
+	// the power change under way): the status update below answers with
+	// the stored object, which does not have them yet.
 	annotations := maps.Clone(host.Annotations)
 	if !equalStatus(orig, host) {
 		now := metav1.Now()
 		host.Status.LastUpdated = &now
 		// The whole status, as its only writer: a patch on a host that has
 		// none yet would lack the fields the schema requires.
-		if err := r.Client.Status().Update(ctx, host); err != nil {
-			return err
+		if err := x.Client.Status().Update(ctx, host); err != nil {
+			return recordFailed(host, err)
 		}
 	}
 	if !maps.Equal(annotations, orig.Annotations) {
 		done := orig.DeepCopy()
 		done.Annotations = annotations
-		if err := r.Client.Patch(ctx, done, client.MergeFrom(orig)); err != nil {
-			return err
+		if err := x.Client.Patch(ctx, done, client.MergeFrom(orig)); err != nil {
+			return recordFailed(host, err)
 		}
 		host.ResourceVersion, host.Annotations = done.ResourceVersion, done.Annotations
 	}
-	return nil
+	switch {
+	case stepErr != nil:
+		wait := Backoff(host.Status.ErrorCount)
+		if res.RequeueAfter > 0 {
+			wait = min(wait, res.RequeueAfter) // a change under way is read again sooner
+		}
+		return true, ctrl.Result{RequeueAfter: wait}, nil
+	case res != again:
+		return true, res, nil
+	}
+	return false, ctrl.Result{}, nil
+}
+
+// recordFailed ends a reconcile whose write failed: quietly on a conflict
+// or a host that is gone.
+func recordFailed(host *metal3api.BareMetalHost, err error) (bool, ctrl.Result, error) {
+	switch {
+	case apierrors.IsConflict(err):
+		return true, again, nil
+	case apierrors.IsNotFound(err):
+		return true, ctrl.Result{}, nil
+	}
+	return true, ctrl.Result{}, fmt.Errorf("status of %s/%s: %w", host.Namespace, host.Name, err)
+}
+
+// event records an Event on the host, when the Reconciler has a recorder.
+func (x *run) event(eventType, reason, action, note string, args ...any) {
+	if x.Recorder != nil {
+		x.Recorder.Eventf(x.host, nil, eventType, reason, action, note, args...)
+	}
 }
 
 // again takes the next step right away (each step's status is written first).
@@ -237,6 +307,13 @@ type failure struct {
 
 func fail(kind metal3api.ErrorType, format string, args ...any) *failure {
 	return &failure{kind: kind, msg: fmt.Sprintf(format, args...)}
+}
+
+// open opens the host's BMC session.
+func (x *run) open(ctx context.Context, kind metal3api.ErrorType) *failure {
+	d, f := x.Reconciler.open(ctx, x.host, kind)
+	x.d = d
+	return f
 }
 
 func (r *Reconciler) open(ctx context.Context, host *metal3api.BareMetalHost, kind metal3api.ErrorType) (bmc.Driver, *failure) {
@@ -302,165 +379,27 @@ func errorKind(host *metal3api.BareMetalHost) metal3api.ErrorType {
 
 // stateHandler does what one provisioning state asks of a host, once,
 // through its BMC.
-type stateHandler func(r *Reconciler, ctx context.Context, host *metal3api.BareMetalHost, d bmc.Driver) (ctrl.Result, *failure)
+type stateHandler func(x *run, ctx context.Context) (ctrl.Result, *failure)
 
 // handlers are the states the driver moves hosts through, as
 // baremetal-operator's host state machine does.
 var handlers = map[metal3api.ProvisioningState]stateHandler{
-	metal3api.StateNone:           (*Reconciler).register,
-	metal3api.StateRegistering:    (*Reconciler).register,
-	metal3api.StateInspecting:     (*Reconciler).inspect,
-	metal3api.StateAvailable:      (*Reconciler).available,
-	metal3api.StateProvisioning:   (*Reconciler).provision,
-	metal3api.StateProvisioned:    (*Reconciler).provisioned,
-	metal3api.StateDeprovisioning: (*Reconciler).deprovision,
+	metal3api.StateNone:           (*run).register,
+	metal3api.StateRegistering:    (*run).register,
+	metal3api.StateInspecting:     (*run).inspect,
+	metal3api.StateAvailable:      (*run).available,
+	metal3api.StateProvisioning:   (*run).provision,
+	metal3api.StateProvisioned:    (*run).provisioned,
+	metal3api.StateDeprovisioning: (*run).deprovision,
 }
 
-// step does what the host's state asks, once, through d.
-func (r *Reconciler) step(ctx context.Context, host *metal3api.BareMetalHost, d bmc.Driver) (ctrl.Result, *failure) {
-	h, ok := handlers[host.Status.Provisioning.State]
+// step does what the host's state asks, once.
+func (x *run) step(ctx context.Context) (ctrl.Result, *failure) {
+	h, ok := handlers[x.host.Status.Provisioning.State]
 	if !ok {
-		return ctrl.Result{}, fail(errorKind(host), "state %q is not one the agent's BMC driver handles", host.Status.Provisioning.State)
+		return ctrl.Result{}, fail(errorKind(x.host), "state %q is not one the agent's BMC driver handles", x.host.Status.Provisioning.State)
 	}
-	return h(r, ctx, host, d)
-}
-
-// register checks that the BMC answers with the credentials, then inspects
-// (or, with inspection disabled, makes the host available).
-func (r *Reconciler) register(ctx context.Context, host *metal3api.BareMetalHost, d bmc.Driver) (ctrl.Result, *failure) {
-	on, err := d.Power(ctx)
-	if err != nil {
-		return ctrl.Result{}, fail(metal3api.RegistrationError, "%v", err)
-	}
-	host.Status.PoweredOn = on
-	host.Status.Provisioning.State = metal3api.StateInspecting
-	if InspectionDisabled(host) {
-		host.Status.Provisioning.State = metal3api.StateAvailable
-	}
-	return again, nil
-}
-
-// inspect reads the BMC's inventory into the host's HardwareData.
-func (r *Reconciler) inspect(ctx context.Context, host *metal3api.BareMetalHost, d bmc.Driver) (ctrl.Result, *failure) {
-	hw, err := d.Inventory(ctx)
-	switch {
-	case errors.Is(err, bmc.ErrUnsupported):
-		// IPMI reports no inventory: the host is available without
-		// HardwareData, as with inspection disabled.
-	case err != nil:
-		return ctrl.Result{}, fail(metal3api.InspectionError, "%v", err)
-	default:
-		if err := r.saveHardware(ctx, host, hw); err != nil {
-			return ctrl.Result{}, fail(metal3api.InspectionError, "save HardwareData: %v", err)
-		}
-		host.Status.HardwareDetails = hw
-		host.Status.HardwareProfile = "unknown"
-	}
-	delete(host.Annotations, metal3api.InspectAnnotationPrefix)
-	host.Status.Provisioning.State = metal3api.StateAvailable
-	return again, nil
-}
-
-// available provisions a host that a consumer gave an image, inspects it
-// again when asked, and otherwise keeps its power as spec.online says.
-func (r *Reconciler) available(ctx context.Context, host *metal3api.BareMetalHost, d bmc.Driver) (ctrl.Result, *failure) {
-	if img := host.Spec.Image; img != nil && img.URL != "" && host.Spec.ConsumerRef != nil {
-		if err := ValidateImage(img); err != nil {
-			return ctrl.Result{}, fail(metal3api.ProvisioningError, "%v", err)
-		}
-		host.Status.Provisioning.State = metal3api.StateProvisioning
-		return again, nil
-	}
-	if v, ok := host.Annotations[metal3api.InspectAnnotationPrefix]; ok && v != inspectDisabled {
-		host.Status.Provisioning.State = metal3api.StateInspecting // re-inspection asked for
-		return again, nil
-	}
-	return r.power(ctx, d, host)
-}
-
-// provision boots the live ISO by virtual media: insert, boot once from the
-// CD, reset.
-func (r *Reconciler) provision(ctx context.Context, host *metal3api.BareMetalHost, d bmc.Driver) (ctrl.Result, *failure) {
-	st := &host.Status.Provisioning
-	img := host.Spec.Image
-	if img == nil || img.URL == "" {
-		st.State = metal3api.StateDeprovisioning
-		return again, nil
-	}
-	if err := ValidateImage(img); err != nil {
-		return ctrl.Result{}, fail(metal3api.ProvisioningError, "%v", err)
-	}
-	if err := d.InsertMedia(ctx, img.URL); err != nil {
-		return ctrl.Result{}, fail(metal3api.ProvisioningError, "boot the live ISO: %v", err)
-	}
-	if err := d.SetBootOnce(ctx, bmc.BootCDROM); err != nil {
-		return ctrl.Result{}, fail(metal3api.ProvisioningError, "boot the live ISO: %v", err)
-	}
-	if err := d.Reboot(ctx, true); err != nil {
-		return ctrl.Result{}, fail(metal3api.ProvisioningError, "boot the live ISO: %v", err)
-	}
-	host.Status.PoweredOn = true
-	st.Image = *img.DeepCopy()
-	st.State = metal3api.StateProvisioned
-	return again, nil
-}
-
-// provisioned deprovisions a host its consumer let go, and otherwise keeps
-// its power as spec.online and the reboot annotations say.
-func (r *Reconciler) provisioned(ctx context.Context, host *metal3api.BareMetalHost, d bmc.Driver) (ctrl.Result, *failure) {
-	if Deprovision(host) {
-		host.Status.Provisioning.State = metal3api.StateDeprovisioning
-		return again, nil
-	}
-	return r.power(ctx, d, host)
-}
-
-// deprovision powers the host off and ejects its media.
-func (r *Reconciler) deprovision(ctx context.Context, host *metal3api.BareMetalHost, d bmc.Driver) (ctrl.Result, *failure) {
-	if err := d.SetPower(ctx, false, true); err != nil {
-		return ctrl.Result{}, fail(metal3api.ProvisioningError, "deprovision: %v", err)
-	}
-	if err := d.EjectMedia(ctx); err != nil {
-		return ctrl.Result{}, fail(metal3api.ProvisioningError, "deprovision: %v", err)
-	}
-	host.Status.PoweredOn = false
-	host.Status.Provisioning.Image = metal3api.Image{}
-	host.Status.Provisioning.State = metal3api.StateAvailable
-	return again, nil
-}
-
-// power applies spec.online and the reboot annotations, and reads the power
-// again every Poll.
-func (r *Reconciler) power(ctx context.Context, d bmc.Driver, host *metal3api.BareMetalHost) (ctrl.Result, *failure) {
-	on, err := d.Power(ctx)
-	if err != nil {
-		return ctrl.Result{}, fail(metal3api.PowerManagementError, "%v", err)
-	}
-	want := host.Spec.Online
-	reboot := RebootRequest(host.Annotations)
-	switch {
-	case reboot.HoldOff:
-		want = false
-	case reboot.Requested && on && want:
-		if err := d.Reboot(ctx, reboot.Hard); err != nil {
-			return ctrl.Result{}, fail(metal3api.PowerManagementError, "reboot: %v", err)
-		}
-		for _, k := range reboot.Keys {
-			delete(host.Annotations, k)
-		}
-	case reboot.Requested:
-		for _, k := range reboot.Keys {
-			delete(host.Annotations, k) // off, or to be powered on below: that is the reboot
-		}
-	}
-	if on != want {
-		if err := d.SetPower(ctx, want, reboot.Hard || !want); err != nil {
-			return ctrl.Result{}, fail(metal3api.PowerManagementError, "power %s: %v", map[bool]string{true: "on", false: "off"}[want], err)
-		}
-		on = want
-	}
-	host.Status.PoweredOn = on
-	return ctrl.Result{RequeueAfter: r.Poll}, nil
+	return h(x, ctx)
 }
 
 // saveHardware writes the host's HardwareData as baremetal-operator does:

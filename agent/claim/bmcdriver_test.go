@@ -21,13 +21,17 @@ import (
 // drivenScene is a hub and infra-1 with no baremetal-operator: one host,
 // named name, driven by the agent through an emulated Redfish BMC; an
 // image server whose only image is */live.iso; the agent running.
-func drivenScene(t *testing.T, g Gomega, name string, i int) (*scene, *redfish.BMC, *metal3api.BareMetalHost, *httptest.Server) {
+func drivenScene(t *testing.T, g Gomega, name string, i int, latency ...redfish.Latency) (*scene, *redfish.BMC, *metal3api.BareMetalHost, *httptest.Server) {
 	t.Helper()
 	s := newScene(t, g, false)
 	iso := redfish.ImageServer()
 	t.Cleanup(iso.Close)
 	// NICs only as the system's EthernetInterfaces, as most BMCs have them.
-	b := redfish.Start(redfish.Options{Username: "admin", Password: "secret", EthernetInterfacesOnly: true})
+	o := redfish.Options{Username: "admin", Password: "secret", EthernetInterfacesOnly: true}
+	if len(latency) > 0 {
+		o.Latency = latency[0]
+	}
+	b := redfish.Start(o)
 	t.Cleanup(b.Close)
 	h := bmh(name, i, nil)
 	h.Annotations = map[string]string{hostfleetv1alpha1.AnnotationDriver: hostfleetv1alpha1.DriverBMCLib}
@@ -86,4 +90,77 @@ func TestBMCDriverServesClaims(t *testing.T) {
 	}).WithTimeout(60 * time.Second).Should(Succeed())
 	g.Eventually(func() error { return hub.Get(ctx, key, &metal3api.HostClaim{}) }).WithTimeout(30*time.Second).
 		Should(Satisfy(apierrors.IsNotFound), "the claim's finalizer is removed once the host is released")
+}
+
+// TestClaimFollowsASlowBMC: a BMC that takes seconds to change power. The
+// claim is never Ready on a power state the BMC has not reported: while a
+// change is under way, Ready is False with reason PowerChanging and says
+// what is under way since when; each change is one BMC command.
+func TestClaimFollowsASlowBMC(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	s, b, _, iso := drivenScene(t, g, "slow0", 0, redfish.Latency{PowerChange: 3 * time.Second, MediaInsert: time.Second, Inventory: time.Second})
+	hub := s.hub
+
+	c := hubClaim("slow", "infra-1", nil)
+	c.Spec.PoweredOn = true
+	c.Spec.Image = &metal3api.Image{URL: iso.URL + "/live.iso", DiskFormat: ptr.To("live-iso")}
+	mustCreate(t, hub, c)
+	key := client.ObjectKeyFromObject(c)
+	// ready waits for Ready on the claim's current spec and checks, at
+	// every read, that a Ready claim's power is what the BMC reports (the
+	// claim is read first: the BMC cannot change since without a command).
+	ready := func(phase string) (sawChanging bool) {
+		t.Helper()
+		g.Eventually(func(g Gomega) {
+			g.Expect(hub.Get(ctx, key, c)).To(Succeed())
+			bmcPower := b.Power()
+			r := condition(c, hostfleetv1alpha1.ConditionReady)
+			if r.ObservedGeneration == c.Generation && r.Status == metav1.ConditionTrue {
+				NewWithT(t).Expect(bmcPower).To(Equal(map[bool]string{true: "On", false: "Off"}[c.Spec.PoweredOn]),
+					"%s: the claim is Ready powered %v: the BMC must report it", phase, c.Spec.PoweredOn)
+			}
+			if r.Reason == hostfleetv1alpha1.ReasonPowerChanging {
+				sawChanging = true
+				g.Expect(r.Message).To(MatchRegexp(`^host hosts/slow0 is (((powering on|powering off|rebooting) since \S+: \w+ sent once, the BMC reports \w+)|rebooting: requested, not yet carried out|changing power: a command was sent to its BMC)$`))
+			}
+			g.Expect(r.ObservedGeneration).To(Equal(c.Generation))
+			g.Expect(r.Status).To(Equal(metav1.ConditionTrue), r.Message)
+		}).WithPolling(50 * time.Millisecond).WithTimeout(90 * time.Second).Should(Succeed())
+		return sawChanging
+	}
+	update := func(mut func(*metal3api.HostClaim)) {
+		g.Eventually(func() error {
+			if err := hub.Get(ctx, key, c); err != nil {
+				return err
+			}
+			mut(c)
+			return hub.Update(ctx, c)
+		}).WithTimeout(10 * time.Second).Should(Succeed())
+	}
+
+	ready("provisioning")
+	g.Expect(b.Resets()).To(Equal([]string{"On"}))
+
+	t.Log("powered off: Ready False (PowerChanging) until the BMC reports Off; one command")
+	update(func(c *metal3api.HostClaim) { c.Spec.PoweredOn = false })
+	g.Expect(ready("power off")).To(BeTrue(), "the claim said a power change was under way")
+	g.Expect(c.Status.PoweredOn).To(BeFalse())
+	g.Expect(b.Resets()).To(Equal([]string{"On", "GracefulShutdown"}))
+
+	t.Log("powered on again")
+	update(func(c *metal3api.HostClaim) { c.Spec.PoweredOn = true })
+	g.Expect(ready("power on")).To(BeTrue())
+	g.Expect(b.Resets()).To(Equal([]string{"On", "GracefulShutdown", "On"}))
+
+	t.Log(`a hard reboot: one ForceRestart, and the claim not Ready until the BMC reports the host on again`)
+	update(func(c *metal3api.HostClaim) {
+		c.Annotations = map[string]string{metal3api.RebootAnnotationPrefix: `{"mode":"hard"}`}
+	})
+	g.Eventually(func(g Gomega) {
+		g.Expect(hub.Get(ctx, key, c)).To(Succeed())
+		g.Expect(condition(c, hostfleetv1alpha1.ConditionReady).Reason).To(Equal(hostfleetv1alpha1.ReasonPowerChanging))
+	}).WithPolling(20 * time.Millisecond).WithTimeout(20 * time.Second).Should(Succeed())
+	ready("reboot")
+	g.Expect(b.Resets()).To(Equal([]string{"On", "GracefulShutdown", "On", "ForceRestart"}))
 }

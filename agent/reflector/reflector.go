@@ -97,10 +97,32 @@ func readiness(c *metal3api.HostClaim, h *metal3api.BareMetalHost, synced, avail
 	if want.Status != metav1.ConditionTrue {
 		return cond(t, false, want.Reason, want.Message)
 	}
+	if msg := powerChanging(h); msg != "" {
+		// The power is not what it will be: the BMC has not reported the
+		// change under way yet.
+		return cond(t, false, hostfleetv1alpha1.ReasonPowerChanging, fmt.Sprintf("host %s/%s is %s", h.Namespace, h.Name, msg))
+	}
 	if h.Status.PoweredOn != c.Spec.PoweredOn {
 		return cond(t, false, hostfleetv1alpha1.ReasonPowerPending, fmt.Sprintf("powering the host %s", onOff(c.Spec.PoweredOn)))
 	}
 	return cond(t, true, hostfleetv1alpha1.ReasonReady, fmt.Sprintf("host %s/%s is %s and powered %s", h.Namespace, h.Name, stateName(h), onOff(h.Status.PoweredOn)))
+}
+
+// powerChanging says what power change is under way on the host, or "":
+// the agent's BMC driver says so in the host's PowerChanging condition, and
+// remembers a command it sends (hostfleet.io/power-change) before its
+// status says so; a reboot request not yet taken up is one too.
+func powerChanging(h *metal3api.BareMetalHost) string {
+	if pc := meta.FindStatusCondition(h.Status.Conditions, hostfleetv1alpha1.ConditionPowerChanging); pc != nil && pc.Status == metav1.ConditionTrue {
+		return pc.Message
+	}
+	if _, ok := h.Annotations[hostfleetv1alpha1.AnnotationPowerChange]; ok {
+		return "changing power: a command was sent to its BMC"
+	}
+	if _, ok := h.Annotations[metal3api.RebootAnnotationPrefix]; ok {
+		return "rebooting: requested, not yet carried out"
+	}
+	return ""
 }
 
 // HostErrorMessage describes a host error for a tenant, by its type only, or

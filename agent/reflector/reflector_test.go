@@ -35,6 +35,10 @@ func TestConditions(t *testing.T) {
 			h.Status.OperationalStatus = metal3api.OperationalStatusError
 		}
 	}
+	changing := func(h *metal3api.BareMetalHost) {
+		h.Status.Conditions = []metav1.Condition{{Type: hostfleetv1alpha1.ConditionPowerChanging, Status: metav1.ConditionTrue,
+			Reason: hostfleetv1alpha1.ReasonPoweringOff, Message: "powering off since 2026-11-22T10:00:00Z: GracefulShutdown sent once, the BMC reports On"}}
+	}
 	ok := Sync{OK: true}
 
 	tests := []struct {
@@ -67,6 +71,8 @@ func TestConditions(t *testing.T) {
 			readyReason: hostfleetv1alpha1.ReasonHostError, provReason: hostfleetv1alpha1.ReasonHostError, availReason: hostfleetv1alpha1.ReasonHostError},
 		{name: "registration error", claim: claim(nil, false), host: host(metal3api.StateAvailable, false, inError(metal3api.RegistrationError)), sync: ok,
 			readyReason: hostfleetv1alpha1.ReasonHostError, provReason: hostfleetv1alpha1.ReasonNoWorkload, availReason: hostfleetv1alpha1.ReasonHostError},
+		{name: "power off under way, host still reported on: not ready", claim: claim(img, true), host: host(metal3api.StateProvisioned, true, withImage, changing), sync: ok,
+			readyReason: hostfleetv1alpha1.ReasonPowerChanging, provReason: hostfleetv1alpha1.ReasonProvisioned, availReason: hostfleetv1alpha1.ReasonHostAvailable},
 		{name: "deprovisioning", claim: claim(nil, false), host: host(metal3api.StateDeprovisioning, false), sync: ok,
 			readyReason: hostfleetv1alpha1.ReasonDeprovisioning, provReason: hostfleetv1alpha1.ReasonNoWorkload, availReason: hostfleetv1alpha1.ReasonDeprovisioning},
 	}

@@ -496,19 +496,24 @@ func (e *fleet) ipmiFromImage(plane string) {
 		g.Expect(bmc.Power()).To(BeTrue())
 	}).WithTimeout(time.Minute).WithPolling(time.Second).Should(Succeed(), "powered on")
 
-	// A reboot as metal3 asks for one: soft (IPMI's reset), then hard (a
-	// power cycle).
-	for value, want := range map[string]string{"": "reset 1", `{"mode":"hard"}`: "power 0"} {
+	// A reboot as metal3 asks for one: soft (a soft shutdown, then power
+	// on once the BMC reports the host off), then hard (one power cycle,
+	// which ipmi_sim carries out as off then on): each command once.
+	for _, r := range []struct {
+		value string
+		want  []string
+	}{{"", []string{"shutdown 1", "power 1"}}, {`{"mode":"hard"}`, []string{"power 0", "power 1"}}} {
 		before := len(bmc.Log())
 		update(func(h *metal3api.BareMetalHost) {
-			metav1.SetMetaDataAnnotation(&h.ObjectMeta, metal3api.RebootAnnotationPrefix, value)
+			metav1.SetMetaDataAnnotation(&h.ObjectMeta, metal3api.RebootAnnotationPrefix, r.value)
 		})
 		g.Eventually(func(g Gomega) {
-			g.Expect(bmc.Log()[before:]).To(ContainElement(want))
-			g.Expect(get(g).Annotations).NotTo(HaveKey(metal3api.RebootAnnotationPrefix), "the reboot is done")
+			g.Expect(bmc.Log()[before:]).To(Equal(r.want))
+			g.Expect(get(g).Annotations).NotTo(HaveKey(metal3api.RebootAnnotationPrefix), "the reboot is taken up")
+			g.Expect(h.Annotations).NotTo(HaveKey(hostfleetv1alpha1.AnnotationPowerChange), "and done")
 			g.Expect(h.Status.PoweredOn).To(BeTrue())
 			g.Expect(bmc.Power()).To(BeTrue())
-		}).WithTimeout(time.Minute).WithPolling(time.Second).Should(Succeed(), "rebooted (%s)", want)
+		}).WithTimeout(time.Minute).WithPolling(time.Second).Should(Succeed(), "rebooted (%v)", r.want)
 	}
 
 	update(func(h *metal3api.BareMetalHost) { h.Spec.Online = false })

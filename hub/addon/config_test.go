@@ -121,7 +121,7 @@ func TestDeploymentConfig(t *testing.T) {
 	_, err = render(configured("bad"))
 	g.Expect(err).To(MatchError(And(
 		ContainSubstring("AddOnDeploymentConfig fleet-config/bad for cluster c1"),
-		ContainSubstring(`customized variable "bmcWorker" is not one the agent reads (bmcNamespaces, bmcPoll, bmcTimeout, bmcWorkers,`),
+		ContainSubstring(`customized variable "bmcWorker" is not one the agent reads (bmcNamespaces, bmcPoll, bmcPowerWait, bmcSoftPowerOffTimeout, bmcTimeout, bmcWorkers,`),
 		ContainSubstring(`concurrency="0": must be a whole number of at least 1`),
 		ContainSubstring("bmhDriver=all needs bmcNamespaces"))))
 

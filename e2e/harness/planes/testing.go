@@ -2,9 +2,11 @@ package planes
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -91,24 +93,39 @@ func logLines() int {
 // the controllers that setup wires, until the test ends.
 func (f *Fleet) ManagerForTest(t testing.TB, plane string, setup func(mgr ctrl.Manager) error) {
 	t.Helper()
+	stop, err := f.StartManager(plane, setup)
+	if err != nil {
+		t.Fatalf("%v", err)
+	}
+	t.Cleanup(func() {
+		if err := stop(); err != nil {
+			t.Errorf("manager on %s: %v", plane, err)
+		}
+	})
+}
+
+// StartManager runs a controller-runtime manager on the named plane, with
+// the controllers that setup wires, until stop is called (a test that
+// restarts its controllers calls it; stop waits for the manager to end).
+func (f *Fleet) StartManager(plane string, setup func(mgr ctrl.Manager) error) (stop func() error, _ error) {
 	skip := true
 	mgr, err := ctrl.NewManager(f.Plane(plane).Config, ctrl.Options{Scheme: f.Scheme,
 		Metrics: metricsserver.Options{BindAddress: "0"}, Controller: config.Controller{SkipNameValidation: &skip}})
 	if err != nil {
-		t.Fatalf("manager on %s: %v", plane, err)
+		return nil, fmt.Errorf("manager on %s: %w", plane, err)
 	}
 	if err := setup(mgr); err != nil {
-		t.Fatalf("set up controllers on %s: %v", plane, err)
+		return nil, fmt.Errorf("set up controllers on %s: %w", plane, err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- mgr.Start(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("manager on %s: %v", plane, err)
-		}
-	})
+	var once sync.Once
+	var result error
+	return func() error {
+		once.Do(func() { cancel(); result = <-done })
+		return result
+	}, nil
 }
 
 // StartControllerManagerForTest runs kube-controller-manager against the

@@ -72,6 +72,24 @@ const (
 	AnnotationDriver = "hostfleet.io/driver"
 	// DriverBMCLib is the value of AnnotationDriver for the agent's driver.
 	DriverBMCLib = "bmclib"
+	// AnnotationPowerChange on a driven BareMetalHost is the power change
+	// under way (JSON: target, command sent, how often, when): written
+	// before each command, so that a restarted agent waits for the BMC
+	// rather than sending again; removed once the BMC reports the change.
+	AnnotationPowerChange = "hostfleet.io/power-change"
+)
+
+// ConditionPowerChanging on a driven BareMetalHost is True while a power
+// change the driver asked for has not been reported by the BMC yet: its
+// reason says which (PoweringOn, PoweringOff, Rebooting), its message what
+// was sent and what the BMC reports, its lastTransitionTime since when.
+const (
+	ConditionPowerChanging = "PowerChanging"
+	ReasonPoweringOn       = "PoweringOn"
+	ReasonPoweringOff      = "PoweringOff"
+	ReasonRebooting        = "Rebooting"
+	// ReasonPowerSettled: no change under way; the BMC reports the power.
+	ReasonPowerSettled = "PowerSettled"
 )
 
 // Labels on the copies of a claim's secrets that the agent makes next to
@@ -243,8 +261,11 @@ const (
 	ReasonHostNotReady   = "HostNotReady"
 	ReasonHostAvailable  = "HostAvailable"
 	ReasonPowerPending   = "PowerChangePending"
-	ReasonReady          = "Ready"
-	ReasonNotAssociated  = "NotAssociated"
+	// ReasonPowerChanging: the host's BMC has not yet reported the power
+	// change under way (the host's PowerChanging condition).
+	ReasonPowerChanging = "PowerChanging"
+	ReasonReady         = "Ready"
+	ReasonNotAssociated = "NotAssociated"
 )
 
 // Reasons of the Scheduled condition, written by the hub scheduler.

@@ -1,0 +1,165 @@
+package bmcdriver_test
+
+import (
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+
+	"github.com/hostfleet/hostfleet/agent/bmc"
+	"github.com/hostfleet/hostfleet/agent/bmcdriver"
+	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
+)
+
+var timing = bmcdriver.Timing{Wait: time.Minute, SoftOff: 3 * time.Minute, Settle: 10 * time.Second, Poll: 2 * time.Second}
+
+// clock walks a change through Decide as the reconciler does: one read at
+// a time, keeping the change each step returns.
+type clock struct {
+	g   *WithT
+	now time.Time
+	pc  *bmcdriver.Change
+}
+
+func (c *clock) read(after time.Duration, s bmc.PowerState, want bmcdriver.Want) bmcdriver.Step {
+	c.now = c.now.Add(after)
+	st := bmcdriver.Decide(c.now, s, want, c.pc, timing)
+	c.pc = st.Change
+	return st
+}
+
+func TestDecideSoftThenHardPowerOff(t *testing.T) {
+	g := NewWithT(t)
+	c := &clock{g: g, now: time.Unix(1e9, 0)}
+	off := bmcdriver.Want{On: false}
+
+	st := c.read(0, bmc.PowerOn, off)
+	g.Expect(st.Send).To(Equal(bmc.CommandGracefulShutdown), "soft first")
+	g.Expect(st.Started).To(BeTrue())
+	g.Expect(st.Requeue).To(Equal(timing.Poll))
+	for i := 0; i < 80; i++ {
+		st = c.read(2*time.Second, bmc.PowerOn, off)
+		g.Expect(st.Send).To(BeEmpty(), "a soft power-off is never sent again, however long the OS takes (%d)", i)
+	}
+	st = c.read(30*time.Second, bmc.PowerOn, off)
+	g.Expect(st.Send).To(Equal(bmc.CommandForceOff), "3 minutes on: forced")
+	g.Expect(st.Escalated).To(BeTrue())
+	st = c.read(2*time.Second, bmc.PoweringOff, off)
+	g.Expect(st.Send).To(BeEmpty())
+	g.Expect(st.Change).NotTo(BeNil())
+	st = c.read(2*time.Second, bmc.PowerOff, off)
+	g.Expect(st.Landed).NotTo(BeNil())
+	g.Expect(st.Landed.Command).To(Equal(bmc.CommandForceOff))
+	g.Expect(st.Change).To(BeNil())
+	g.Expect(st.Send).To(BeEmpty())
+	g.Expect(c.read(time.Minute, bmc.PowerOff, off)).To(Equal(bmcdriver.Step{}), "settled: nothing to do")
+
+	t.Log("hard: ForceOff at once")
+	c.pc = nil
+	st = c.read(0, bmc.PowerOn, bmcdriver.Want{On: false, Hard: true})
+	g.Expect(st.Send).To(Equal(bmc.CommandForceOff))
+}
+
+func TestDecideResendsWithBackoffThenStuck(t *testing.T) {
+	g := NewWithT(t)
+	c := &clock{g: g, now: time.Unix(1e9, 0)}
+	on := bmcdriver.Want{On: true}
+	g.Expect(c.read(0, bmc.PowerOff, on).Send).To(Equal(bmc.CommandOn))
+	var sends []time.Duration
+	start := c.now
+	for i := 0; i < 1000 && len(sends) < 4; i++ {
+		st := c.read(time.Second, bmc.PowerOff, on)
+		if st.Send != "" {
+			g.Expect(st.Send).To(Equal(bmc.CommandOn))
+			sends = append(sends, c.now.Sub(start))
+		}
+		if len(sends) < 3 {
+			g.Expect(st.Stuck).To(BeEmpty())
+		}
+		if len(sends) == 3 {
+			g.Expect(st.Stuck).To(HavePrefix("powering on since 2001-09-09T01:46:40Z: the BMC still reports Off after 4 × On; check the BMC's event log"))
+		}
+	}
+	g.Expect(sends).To(Equal([]time.Duration{time.Minute, 3 * time.Minute, 7 * time.Minute, 12 * time.Minute}),
+		"re-sent after 1, 2, 4 minutes, then at most every 5")
+	st := c.read(time.Second, bmc.PowerOn, on)
+	g.Expect(st.Landed).NotTo(BeNil())
+	g.Expect(st.Stuck).To(BeEmpty())
+}
+
+func TestDecideReboot(t *testing.T) {
+	g := NewWithT(t)
+	hard := bmcdriver.Want{On: true, Reboot: true, Hard: true}
+	on := bmcdriver.Want{On: true}
+
+	t.Log("hard: one ForceRestart; landed once the BMC left On and came back")
+	c := &clock{g: g, now: time.Unix(1e9, 0)}
+	st := c.read(0, bmc.PowerOn, hard)
+	g.Expect(st.Send).To(Equal(bmc.CommandForceRestart))
+	g.Expect(st.Change.Target).To(Equal(bmcdriver.TargetReboot))
+	g.Expect(c.read(time.Second, bmc.PowerOn, on).Landed).To(BeNil(), "On right after the reset proves nothing")
+	g.Expect(c.read(time.Second, bmc.PoweringOn, on).Send).To(BeEmpty())
+	st = c.read(time.Second, bmc.PowerOn, on)
+	g.Expect(st.Landed).NotTo(BeNil())
+	g.Expect(st.Send).To(BeEmpty(), "no On after a restart")
+
+	t.Log("hard, on a BMC that never shows it: landed after Settle")
+	c = &clock{g: g, now: time.Unix(1e9, 0)}
+	c.read(0, bmc.PowerOn, hard)
+	g.Expect(c.read(5*time.Second, bmc.PowerOn, on).Landed).To(BeNil())
+	g.Expect(c.read(5*time.Second, bmc.PowerOn, on).Landed).NotTo(BeNil())
+
+	t.Log("soft: a soft power-off, then On")
+	c = &clock{g: g, now: time.Unix(1e9, 0)}
+	st = c.read(0, bmc.PowerOn, bmcdriver.Want{On: true, Reboot: true})
+	g.Expect(st.Send).To(Equal(bmc.CommandGracefulShutdown))
+	g.Expect(c.read(2*time.Second, bmc.PoweringOff, on).Send).To(BeEmpty())
+	st = c.read(2*time.Second, bmc.PowerOff, on)
+	g.Expect(st.Send).To(Equal(bmc.CommandOn))
+	g.Expect(st.Landed).To(BeNil())
+	g.Expect(c.read(2*time.Second, bmc.PoweringOn, on).Send).To(BeEmpty())
+	st = c.read(2*time.Second, bmc.PowerOn, on)
+	g.Expect(st.Landed).NotTo(BeNil())
+	g.Expect(st.Landed.Target).To(Equal(bmcdriver.TargetReboot))
+
+	t.Log("a host that is off is powered on: that is its reboot")
+	c = &clock{g: g, now: time.Unix(1e9, 0)}
+	g.Expect(c.read(0, bmc.PowerOff, hard).Send).To(Equal(bmc.CommandOn))
+}
+
+func TestDecideChangeOfMind(t *testing.T) {
+	g := NewWithT(t)
+	c := &clock{g: g, now: time.Unix(1e9, 0)}
+	c.read(0, bmc.PowerOn, bmcdriver.Want{On: false, Hard: true})
+	t.Log("spec.online flips back while the BMC is powering off: wait, a command now would be refused")
+	st := c.read(time.Second, bmc.PoweringOff, bmcdriver.Want{On: true})
+	g.Expect(st.Send).To(BeEmpty())
+	g.Expect(st.Change.Target).To(Equal(bmcdriver.TargetOff))
+	st = c.read(time.Second, bmc.PowerOff, bmcdriver.Want{On: true})
+	g.Expect(st.Landed).NotTo(BeNil())
+	g.Expect(st.Send).To(Equal(bmc.CommandOn), "then the new change")
+	g.Expect(st.Change.Target).To(Equal(bmcdriver.TargetOn))
+
+	t.Log("a change someone else started at the console: waited for, nothing sent")
+	c = &clock{g: g, now: time.Unix(1e9, 0)}
+	st = c.read(0, bmc.PoweringOn, bmcdriver.Want{On: false})
+	g.Expect(st).To(Equal(bmcdriver.Step{Requeue: timing.Poll}))
+}
+
+func TestChangeAnnotation(t *testing.T) {
+	g := NewWithT(t)
+	c, err := bmcdriver.ChangeOf(map[string]string{})
+	g.Expect(c).To(BeNil())
+	g.Expect(err).NotTo(HaveOccurred())
+	c, err = bmcdriver.ChangeOf(map[string]string{hostfleetv1alpha1.AnnotationPowerChange: "{not json"})
+	g.Expect(c).To(BeNil())
+	g.Expect(err).To(MatchError(ContainSubstring("is not a power change the agent wrote: ignored")))
+	c, err = bmcdriver.ChangeOf(map[string]string{hostfleetv1alpha1.AnnotationPowerChange: `{"target":"off","command":"ForceOff","sent":2,"sentAt":"2026-11-22T10:00:00.000000Z","since":"2026-11-22T09:58:00.000000Z"}`})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(c.Target).To(Equal(bmcdriver.TargetOff))
+	g.Expect(c.Sent).To(Equal(2))
+	cond := bmcdriver.PowerCondition(c, bmc.PoweringOff, 3)
+	g.Expect(cond.Reason).To(Equal(hostfleetv1alpha1.ReasonPoweringOff))
+	g.Expect(cond.Message).To(Equal("powering off since 2026-11-22T09:58:00Z: ForceOff sent 2 times, the BMC reports PoweringOff"))
+	g.Expect(cond.LastTransitionTime.Time).To(Equal(c.Since.Time))
+}

@@ -1,0 +1,294 @@
+package bmcdriver
+
+import (
+	"context"
+	"errors"
+	"maps"
+	"time"
+
+	metal3api "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/hostfleet/hostfleet/agent/bmc"
+	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
+)
+
+// register checks that the BMC answers with the credentials, then inspects
+// (or, with inspection disabled, makes the host available).
+func (x *run) register(ctx context.Context) (ctrl.Result, *failure) {
+	s, err := x.d.Power(ctx)
+	if err != nil {
+		return ctrl.Result{}, fail(metal3api.RegistrationError, "%v", err)
+	}
+	if s.Settled() {
+		x.host.Status.PoweredOn = s == bmc.PowerOn
+	}
+	x.host.Status.Provisioning.State = metal3api.StateInspecting
+	if InspectionDisabled(x.host) {
+		x.host.Status.Provisioning.State = metal3api.StateAvailable
+	}
+	return again, nil
+}
+
+// inspect reads the BMC's inventory into the host's HardwareData.
+func (x *run) inspect(ctx context.Context) (ctrl.Result, *failure) {
+	host := x.host
+	hw, err := x.d.Inventory(ctx)
+	switch {
+	case errors.Is(err, bmc.ErrUnsupported):
+		// IPMI reports no inventory: the host is available without
+		// HardwareData, as with inspection disabled.
+	case err != nil:
+		return ctrl.Result{}, fail(metal3api.InspectionError, "%v", err)
+	default:
+		if err := x.saveHardware(ctx, host, hw); err != nil {
+			return ctrl.Result{}, fail(metal3api.InspectionError, "save HardwareData: %v", err)
+		}
+		host.Status.HardwareDetails = hw
+		host.Status.HardwareProfile = "unknown"
+		x.event(corev1.EventTypeNormal, "InspectionComplete", "Inspect", "HardwareData from the BMC: %d CPUs, %d MiB, %d disks, %d NICs",
+			hw.CPU.Count, hw.RAMMebibytes, len(hw.Storage), len(hw.NIC))
+	}
+	delete(host.Annotations, metal3api.InspectAnnotationPrefix)
+	host.Status.Provisioning.State = metal3api.StateAvailable
+	return again, nil
+}
+
+// available provisions a host that a consumer gave an image, inspects it
+// again when asked, and otherwise keeps its power as spec.online says.
+func (x *run) available(ctx context.Context) (ctrl.Result, *failure) {
+	host := x.host
+	if img := host.Spec.Image; img != nil && img.URL != "" && host.Spec.ConsumerRef != nil {
+		if err := ValidateImage(img); err != nil {
+			return ctrl.Result{}, fail(metal3api.ProvisioningError, "%v", err)
+		}
+		host.Status.Provisioning.State = metal3api.StateProvisioning
+		return again, nil
+	}
+	if v, ok := host.Annotations[metal3api.InspectAnnotationPrefix]; ok && v != inspectDisabled {
+		host.Status.Provisioning.State = metal3api.StateInspecting // re-inspection asked for
+		return again, nil
+	}
+	return x.power(ctx)
+}
+
+// provision boots the live ISO by virtual media: insert, boot once from the
+// CD, power on (or restart a host that is on), and is done once the BMC
+// reports the host on.
+func (x *run) provision(ctx context.Context) (ctrl.Result, *failure) {
+	host := x.host
+	st := &host.Status.Provisioning
+	img := host.Spec.Image
+	if img == nil || img.URL == "" {
+		st.State = metal3api.StateDeprovisioning
+		return again, nil
+	}
+	if err := ValidateImage(img); err != nil {
+		return ctrl.Result{}, fail(metal3api.ProvisioningError, "%v", err)
+	}
+	pc, _ := ChangeOf(host.Annotations)
+	if pc != nil && pc.For != ForProvision {
+		// A change from before the consumer came: let it land first.
+		res, f := x.drivePower(ctx, Want{On: pc.Target != TargetOff}, metal3api.ProvisioningError)
+		if f == nil && x.change == nil {
+			return again, nil
+		}
+		return res, f
+	}
+	if pc == nil {
+		if err := x.d.InsertMedia(ctx, img.URL); err != nil {
+			return ctrl.Result{}, fail(metal3api.ProvisioningError, "boot the live ISO: %v", err)
+		}
+		if err := x.d.SetBootOnce(ctx, bmc.BootCDROM); err != nil {
+			return ctrl.Result{}, fail(metal3api.ProvisioningError, "boot the live ISO: %v", err)
+		}
+		x.event(corev1.EventTypeNormal, "ProvisioningStarted", "Provision", "live ISO %s inserted, one-time boot from CD", img.URL)
+	}
+	// Power on, or restart a host that is on (at once: it is being
+	// re-imaged); once that is under way, only wait for it.
+	want := Want{On: true, For: ForProvision}
+	if pc == nil {
+		want.Reboot, want.Hard = true, true
+	}
+	res, f := x.drivePower(ctx, want, metal3api.ProvisioningError)
+	if f != nil || x.landed == nil || x.landed.For != ForProvision {
+		return res, f
+	}
+	st.Image = *img.DeepCopy()
+	st.State = metal3api.StateProvisioned
+	x.event(corev1.EventTypeNormal, "ProvisioningComplete", "Provision", "booted %s: the BMC reports the host on", img.URL)
+	return again, nil
+}
+
+// provisioned deprovisions a host its consumer let go, and otherwise keeps
+// its power as spec.online and the reboot annotations say.
+func (x *run) provisioned(ctx context.Context) (ctrl.Result, *failure) {
+	if Deprovision(x.host) {
+		x.host.Status.Provisioning.State = metal3api.StateDeprovisioning
+		return again, nil
+	}
+	return x.power(ctx)
+}
+
+// deprovision powers the host off, and once the BMC reports it off ejects
+// its media: only then is it available again.
+func (x *run) deprovision(ctx context.Context) (ctrl.Result, *failure) {
+	off, res, f := x.offAndEjected(ctx, "deprovision")
+	if !off || f != nil {
+		return res, f
+	}
+	x.host.Status.Provisioning.Image = metal3api.Image{}
+	x.host.Status.Provisioning.State = metal3api.StateAvailable
+	x.event(corev1.EventTypeNormal, "DeprovisioningComplete", "Deprovision", "the BMC reports the host off; media ejected")
+	return again, nil
+}
+
+// offAndEjected powers the host off at once (its consumer let it go) and,
+// once the BMC reports it off, ejects its media.
+func (x *run) offAndEjected(ctx context.Context, what string) (bool, ctrl.Result, *failure) {
+	res, f := x.drivePower(ctx, Want{On: false, Hard: true}, metal3api.ProvisioningError)
+	if f != nil || x.change != nil || x.read != bmc.PowerOff {
+		return false, res, f
+	}
+	if err := x.d.EjectMedia(ctx); err != nil {
+		return false, res, fail(metal3api.ProvisioningError, "%s: %v", what, err)
+	}
+	return true, res, nil
+}
+
+// power applies spec.online and the reboot annotations.
+func (x *run) power(ctx context.Context) (ctrl.Result, *failure) {
+	want := Want{On: x.host.Spec.Online}
+	reboot := RebootRequest(x.host.Annotations)
+	switch {
+	case reboot.HoldOff:
+		want = Want{On: false, Hard: reboot.Hard}
+	case reboot.Requested && want.On:
+		want.Reboot, want.Hard = true, reboot.Hard
+	case reboot.Requested:
+		x.consume(reboot) // off, and to stay off: nothing to reboot
+	}
+	res, f := x.drivePower(ctx, want, metal3api.PowerManagementError)
+	if f == nil && x.change == nil {
+		res = ctrl.Result{RequeueAfter: x.Poll}
+	}
+	return res, f
+}
+
+// consume removes one-shot reboot requests, once carried out.
+func (x *run) consume(reboot Reboot) {
+	for _, k := range reboot.Keys {
+		delete(x.host.Annotations, k)
+	}
+}
+
+// drivePower reads the power and moves it one step towards want (Decide):
+// the status says what the BMC reported; a command is remembered on the
+// host before it is sent. After it, x.read is the power read, x.change the
+// change under way, x.landed the change that landed at this read.
+func (x *run) drivePower(ctx context.Context, want Want, kind metal3api.ErrorType) (ctrl.Result, *failure) {
+	host := x.host
+	x.change, x.landed = nil, nil
+	s, err := x.d.Power(ctx)
+	if err != nil {
+		return ctrl.Result{}, fail(kind, "%v", err)
+	}
+	x.read = s
+	pc, perr := ChangeOf(host.Annotations)
+	if perr != nil {
+		ctrl.LoggerFrom(ctx).Info(perr.Error())
+	}
+	now := time.Now()
+	st := Decide(now, s, want, pc, x.Power)
+	x.change, x.landed = st.Change, st.Landed
+	if s.Settled() {
+		host.Status.PoweredOn = s == bmc.PowerOn
+	}
+	if c := st.Landed; c != nil {
+		x.event(corev1.EventTypeNormal, "PowerChanged", "Power", "%s done: the BMC reports %s %s after the request, %d × %s sent",
+			c.words(), s, now.Sub(c.Since.Time).Round(100*time.Millisecond), c.Sent, c.Command)
+	}
+	if host.Annotations == nil {
+		host.Annotations = map[string]string{}
+	}
+	setChange(host.Annotations, st.Change)
+	var f *failure
+	if st.Send != "" {
+		f = x.send(ctx, st, want, kind)
+	}
+	if st.Stuck != "" {
+		stuck := fail(kind, "the BMC at %s: %s", x.bmcAddress(), st.Stuck)
+		if f != nil {
+			stuck.msg += "; the last one failed: " + f.msg
+		}
+		f = stuck
+	}
+	meta.SetStatusCondition(&host.Status.Conditions, PowerCondition(x.change, s, host.Generation))
+	if c := meta.FindStatusCondition(host.Status.Conditions, hostfleetv1alpha1.ConditionPowerChanging); c != nil && x.change != nil {
+		c.LastTransitionTime = metav1.NewTime(x.change.Since.Time) // since the change began, not since the condition turned True
+	}
+	return ctrl.Result{RequeueAfter: st.Requeue}, f
+}
+
+// send remembers the change on the host, then sends its command once. A
+// change whose first command the BMC refused is forgotten (and a reboot
+// request it consumed restored), so that the next read starts over.
+func (x *run) send(ctx context.Context, st Step, want Want, kind metal3api.ErrorType) *failure {
+	host := x.host
+	reboot := RebootRequest(host.Annotations)
+	if st.Started && want.Reboot {
+		x.consume(reboot) // carried by the change from now on
+	}
+	if err := x.remember(ctx); err != nil {
+		return fail(kind, "remember the power change on the host before sending it: %v", err)
+	}
+	if err := x.d.Send(ctx, st.Send); err != nil {
+		if st.Started {
+			// Nothing of this change reached the BMC: forget it.
+			x.change = nil
+			setChange(host.Annotations, nil)
+			for _, k := range reboot.Keys {
+				host.Annotations[k] = x.stored.Annotations[k]
+			}
+		} // else an earlier command of the change may still land: kept
+		return fail(kind, "%s: %v", st.Change.words(), err)
+	}
+	switch {
+	case st.Escalated:
+		x.event(corev1.EventTypeWarning, "SoftPowerOffTimedOut", "PowerOff", "the host did not power off within %s of GracefulShutdown: ForceOff sent", x.Power.SoftOff)
+	case st.Change.Sent > 1:
+		x.event(corev1.EventTypeWarning, "PowerCommandResent", "Power", "%s: %s sent again (%d), the BMC still reports %s", st.Change.words(), st.Send, st.Change.Sent, x.read)
+	default:
+		x.event(corev1.EventTypeNormal, "PowerCommandSent", "Power", "%s: %s sent, the BMC reports %s", st.Change.words(), st.Send, x.read)
+	}
+	return nil
+}
+
+// remember writes the host's annotations as the step left them (the change
+// about to be sent, the requests it consumed), only if the host has not
+// changed since it was read.
+func (x *run) remember(ctx context.Context) error {
+	if maps.Equal(x.host.Annotations, x.stored.Annotations) {
+		return nil
+	}
+	done := x.stored.DeepCopy()
+	done.Annotations = maps.Clone(x.host.Annotations)
+	if err := x.Client.Patch(ctx, done, client.MergeFromWithOptions(x.stored, client.MergeFromWithOptimisticLock{})); err != nil {
+		return err
+	}
+	x.stored.Annotations, x.stored.ResourceVersion = done.Annotations, done.ResourceVersion
+	x.host.ResourceVersion = done.ResourceVersion
+	return nil
+}
+
+// bmcAddress is the host's BMC address, for messages to its administrator.
+func (x *run) bmcAddress() string {
+	if a, err := bmc.ParseAddress(x.host.Spec.BMC.Address); err == nil {
+		return a.HostPort()
+	}
+	return x.host.Spec.BMC.Address
+}
