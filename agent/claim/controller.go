@@ -429,7 +429,9 @@ func (r *Reconciler) release(ctx context.Context, c *metal3api.HostClaim) (ctrl.
 	}
 	orig := c.DeepCopy()
 	controllerutil.RemoveFinalizer(c, hostfleetv1alpha1.AgentFinalizer)
-	if err := r.Claims.Patch(ctx, c, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
+	// A claim already gone (another reconcile lifted the finalizer first)
+	// is what was wanted: no error.
+	if err := r.Claims.Patch(ctx, c, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); client.IgnoreNotFound(err) != nil {
 		return requeueOnConflict(fmt.Errorf("remove finalizer from %s/%s: %w", c.Namespace, c.Name, err))
 	}
 	return ctrl.Result{}, nil

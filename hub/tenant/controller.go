@@ -275,7 +275,7 @@ func (r *Reconciler) delete(ctx context.Context, t *hostfleetv1alpha1.Tenant, ow
 	}
 	orig := t.DeepCopy()
 	controllerutil.RemoveFinalizer(t, hostfleetv1alpha1.TenantFinalizer)
-	if err := r.Client.Patch(ctx, t, client.MergeFrom(orig)); err != nil {
+	if err := r.Client.Patch(ctx, t, client.MergeFrom(orig)); client.IgnoreNotFound(err) != nil {
 		return ctrl.Result{}, fmt.Errorf("remove finalizer from tenant %s: %w", t.Name, err)
 	}
 	ctrl.LoggerFrom(ctx).V(1).Info("tenant deregistered", "namespaces", owned)
