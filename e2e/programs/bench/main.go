@@ -10,7 +10,10 @@
 // bmc: one agent (its BMC driver, in a child process so that its CPU and
 // memory are its own) drives B emulated Redfish BMCs from registering to
 // provisioned (inspection, live-ISO boot by virtual media), beside the time
-// of the same BMC calls made one after another by a plain loop.
+// of the same BMC calls made one after another by a plain loop. With
+// -bmc-slow the BMCs are as slow as hardware (each draws a power change of
+// 2–10 s, a virtual media insert of 1–3 s, an inventory of 1–5 s) and the
+// loop, like the driver, waits for the BMC to report the host on.
 //
 // scheduling: N pending claims of one tenant placed by the hub scheduler over
 // C clusters (each with a HostInventory): placement decisions per second and
@@ -19,7 +22,7 @@
 // and the time one LIST of all claims takes (what a scheduler that lists
 // every claim for every decision would pay per decision).
 //
-// usage: go run ./e2e/programs/bench [-n 1000] [-clusters 50] [-bmcs 200] [-only binding|scheduling|bmc]   (make bench)
+// usage: go run ./e2e/programs/bench [-n 1000] [-clusters 50] [-bmcs 200] [-bmc-slow] [-only binding|scheduling|bmc]   (make bench)
 package main
 
 import (
@@ -53,6 +56,7 @@ func main() {
 	only := flag.String("only", "", "run one benchmark: binding, scheduling or bmc")
 	bmcs := flag.Int("bmcs", 200, "emulated Redfish BMCs the agent drives")
 	bmcWorkers := flag.Int("bmc-workers", 10, "the agent's --bmc-workers")
+	bmcSlow := flag.Bool("bmc-slow", false, "BMCs as slow as hardware: power change 2–10 s, media insert 1–3 s, inventory 1–5 s")
 	agentKubeconfig := flag.String("bmc-agent", "", "internal: run only the BMC driver against this kubeconfig")
 	flag.Parse()
 	ctrl.SetLogger(logr.Discard())
@@ -71,7 +75,7 @@ func main() {
 		err = runScheduling(*n, *clusters)
 	}
 	if err == nil && (*only == "" || *only == "bmc") {
-		err = runBMC(*bmcs, *bmcWorkers)
+		err = runBMC(*bmcs, *bmcWorkers, *bmcSlow)
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
