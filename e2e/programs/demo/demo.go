@@ -107,7 +107,10 @@ func Run(ctx context.Context, o Options) error {
 	say("baremetal-operator (test mode) drives 2 BareMetalHosts on each of infra-1 and infra-2")
 	images := redfish.ImageServer()
 	defer images.Close()
-	rf := redfish.Start(redfish.Options{TLS: true, Hardware: redfish.DefaultHardware("EDGE0001")})
+	// As slow as a real server: power changes take 3 s, media and
+	// inventory 1 s.
+	rf := redfish.Start(redfish.Options{TLS: true, Hardware: redfish.DefaultHardware("EDGE0001"),
+		Latency: redfish.Latency{PowerChange: 3 * time.Second, MediaInsert: time.Second, Inventory: time.Second}})
 	defer rf.Close()
 	ipmiDir := filepath.Join(o.Dir, "ipmi_sim")
 	if err := os.MkdirAll(ipmiDir, 0o755); err != nil {
@@ -121,7 +124,8 @@ func Run(ctx context.Context, o Options) error {
 	if err := setUpEdge(ctx, f.Plane(edge).Client, rf, sim); err != nil {
 		return err
 	}
-	say("infra-3 has no baremetal-operator: its agent drives server-0 through an emulated Redfish BMC (%s)", rf.HostPort())
+	say("infra-3 has no baremetal-operator: its agent drives server-0 through an emulated Redfish BMC (%s,", rf.HostPort())
+	say("as slow as hardware: a power change takes 3 s)")
 	say("and server-1 through ipmi_sim (IPMI, %s)", sim.Address())
 	liveURL := images.URL + "/edge-live.iso"
 
@@ -203,6 +207,10 @@ func Run(ctx context.Context, o Options) error {
 	}
 	say("A sixth claim is refused: tenant acme's maxClaims is 5 (a ResourceQuota the API server enforces).")
 	say("")
+	if err := powerCycle(ctx, hub, rf, o.Timeout, say); err != nil {
+		return fmt.Errorf("power cycle (logs in %s): %w", o.Dir, err)
+	}
+	say("")
 	if err := forward(ctx, hub, o.Timeout, say); err != nil {
 		return fmt.Errorf("remote claim (logs in %s): %w", o.Dir, err)
 	}
@@ -224,6 +232,48 @@ func Run(ctx context.Context, o Options) error {
 	}
 	say("Press Ctrl-C to stop.")
 	<-ctx.Done()
+	return nil
+}
+
+// powerCycle powers edge-1 off and on again through its slow BMC, and says
+// what the claim said meanwhile and how many commands the BMC received.
+func powerCycle(ctx context.Context, hub client.Client, rf *redfish.BMC, timeout time.Duration, say func(string, ...any)) error {
+	c := &metal3api.HostClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant-acme", Name: "edge-1"}}
+	for _, on := range []bool{false, true} {
+		before := len(rf.Resets())
+		start := time.Now()
+		if err := wait(ctx, timeout, func() (bool, error) {
+			if err := hub.Get(ctx, client.ObjectKeyFromObject(c), c); err != nil {
+				return false, err
+			}
+			c.Spec.PoweredOn = on
+			return true, hub.Update(ctx, c)
+		}); err != nil {
+			return err
+		}
+		changing := ""
+		if err := wait(ctx, timeout, func() (bool, error) {
+			if err := hub.Get(ctx, client.ObjectKeyFromObject(c), c); err != nil {
+				return false, err
+			}
+			r := meta.FindStatusCondition(c.Status.Conditions, hostfleetv1alpha1.ConditionReady)
+			if r == nil || r.ObservedGeneration != c.Generation {
+				return false, nil
+			}
+			if r.Reason == hostfleetv1alpha1.ReasonPowerChanging {
+				changing = r.Message // the last one seen: what the BMC reported last
+			}
+			return r.Status == metav1.ConditionTrue && c.Status.PoweredOn == on, nil
+		}); err != nil {
+			return fmt.Errorf("edge-1 powered %t: %w", on, err)
+		}
+		if changing == "" {
+			changing = "not seen"
+		}
+		say("edge-1 powered %s: Ready again %s later, once the BMC reported it; meanwhile Ready was False, PowerChanging:",
+			map[bool]string{true: "on", false: "off"}[on], time.Since(start).Round(100*time.Millisecond))
+		say("  %q; the BMC received %v", changing, rf.Resets()[before:])
+	}
 	return nil
 }
 

@@ -228,10 +228,11 @@ func TestServedByTheAgent(t *testing.T) {
 	}).WithTimeout(30 * time.Second).Should(Succeed())
 
 	t.Log("a one-shot reboot flows down and the host reboots once; poweredOn false powers it off")
+	// A soft reboot (the default) is a soft power-off, then On.
 	resets := func() int {
 		k := 0
-		for _, a := range bmcs[host].Actions() {
-			if a == "Reset ForceRestart" {
+		for _, a := range bmcs[host].Resets() {
+			if a == "GracefulShutdown" {
 				k++
 			}
 		}
@@ -247,6 +248,7 @@ func TestServedByTheAgent(t *testing.T) {
 		g.Expect(hub.Get(ctx, client.ObjectKeyFromObject(web), web)).To(Succeed())
 		g.Expect(web.Annotations).NotTo(HaveKey(metal3api.RebootAnnotationPrefix), "handled on the target, then dropped")
 		g.Expect(resets()).To(Equal(before + 1))
+		g.Expect(bmcs[host].Power()).To(Equal("On"), "and on again")
 	}).WithTimeout(60 * time.Second).Should(Succeed())
 	g.Consistently(resets).WithTimeout(5*time.Second).Should(Equal(before+1), "once, even as the work is applied again")
 
