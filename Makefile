@@ -84,6 +84,12 @@ demo: build ## Local hub and three infrastructure clusters, hub and agents runni
 	go build -o $(BIN)/hostfleet-demo ./e2e/programs/demo/cmd
 	KUBEBUILDER_ASSETS="$$($(TOOLS) --print-assets)" HOSTFLEET_BMO="$$($(TOOLS) --print-bmo)" $(BIN)/hostfleet-demo --bin $(BIN)
 
+.PHONY: chaos
+chaos: build ## Churn 2000 claims over 500 BMC-driven hosts while the hub and agents are killed and the hub API server stops; then check nothing was lost.
+	$(TOOLS) envtest
+	go build -o $(BIN)/hostfleet-chaos ./e2e/programs/chaos/cmd
+	KUBEBUILDER_ASSETS="$$($(TOOLS) --print-assets)" $(BIN)/hostfleet-chaos --bin $(BIN) $(CHAOS_FLAGS)
+
 .PHONY: bench
 bench: tools ## Benchmarks on real control planes, each printed beside a baseline measured in the same run.
 	go build -o $(BIN)/hostfleet-bench ./e2e/programs/bench

@@ -14,6 +14,7 @@ import (
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/validation"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	addonv1beta1 "open-cluster-management.io/api/addon/v1beta1"
@@ -199,6 +200,11 @@ func Run(ctx context.Context, o *Options) error {
 		return fmt.Errorf("hub config: %w", err)
 	}
 	cfg.QPS, cfg.Burst = 50, 100
+	// A hub started while its API server is down (restarted in an outage)
+	// waits for it: building the manager needs discovery.
+	if err := WaitForAPIServer(ctx, cfg); err != nil {
+		return err
+	}
 	mgr, err := New(cfg, o)
 	if err != nil {
 		return err
@@ -206,6 +212,33 @@ func Run(ctx context.Context, o *Options) error {
 	ctrl.Log.Info("starting the hub", "server", cfg.Host, "addonManager", o.AddonManager, "agentImage", o.Addon.Image,
 		"bindDeadline", o.BindDeadline, "leaderElection", o.LeaderElect)
 	return mgr.Start(ctx)
+}
+
+// WaitForAPIServer returns once the API server answers discovery, or when
+// ctx ends; it logs while it waits.
+func WaitForAPIServer(ctx context.Context, cfg *rest.Config) error {
+	c := rest.CopyConfig(cfg)
+	c.Timeout = 10 * time.Second
+	dc, err := discovery.NewDiscoveryClientForConfig(c)
+	if err != nil {
+		return fmt.Errorf("hub config: %w", err)
+	}
+	var logged time.Time
+	for {
+		_, err := dc.ServerVersion()
+		if err == nil {
+			return nil
+		}
+		if time.Since(logged) > 30*time.Second {
+			ctrl.Log.Info("waiting for the hub API server", "server", cfg.Host, "error", err.Error())
+			logged = time.Now()
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(2 * time.Second):
+		}
+	}
 }
 
 // metricsOptions serve metrics on addr; secure, over HTTPS (a self-signed

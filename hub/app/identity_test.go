@@ -229,3 +229,18 @@ func TestHubRunsWithItsOwnRBAC(t *testing.T) {
 		return hub.Get(ctx, client.ObjectKey{Name: "a"}, &hostfleetv1alpha1.Tenant{})
 	}).WithTimeout(time.Minute).Should(Satisfy(apierrors.IsNotFound))
 }
+
+// TestHubWaitsForItsAPIServer: a hub started while its API server does not
+// answer waits for it instead of exiting.
+func TestHubWaitsForItsAPIServer(t *testing.T) {
+	g := NewWithT(t)
+	f := planes.ForTest(t, "hub")
+	px, err := f.Proxy("hub")
+	g.Expect(err).NotTo(HaveOccurred())
+	px.Cut()
+	done := make(chan error, 1)
+	go func() { done <- app.WaitForAPIServer(context.Background(), px.Config) }()
+	g.Consistently(done).WithTimeout(3 * time.Second).ShouldNot(Receive(), "waits while nothing answers")
+	px.Restore()
+	g.Eventually(done).WithTimeout(15 * time.Second).Should(Receive(BeNil()))
+}

@@ -84,3 +84,21 @@ func TestBMOStopsWithTheFleet(t *testing.T) {
 	g.Expect(f.Stop()).To(Succeed())
 	g.Expect(bmo.Exited()).To(BeTrue())
 }
+
+// TestPauseAPIServer: a paused API server answers nothing until resumed,
+// then answers with its data intact.
+func TestPauseAPIServer(t *testing.T) {
+	g := NewWithT(t)
+	f := planes.ForTest(t, "hub")
+	p := f.Plane("hub")
+	ctx := context.Background()
+	g.Expect(p.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "kept"}})).To(Succeed())
+	g.Expect(p.PauseAPIServer()).To(Succeed())
+	tctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	err := p.Client.Get(tctx, client.ObjectKey{Name: "kept"}, &corev1.Namespace{})
+	cancel()
+	g.Expect(err).To(HaveOccurred(), "a paused API server answers nothing")
+	g.Expect(p.ResumeAPIServer()).To(Succeed())
+	g.Eventually(func() error { return p.Client.Get(ctx, client.ObjectKey{Name: "kept"}, &corev1.Namespace{}) }).
+		WithTimeout(30 * time.Second).Should(Succeed())
+}

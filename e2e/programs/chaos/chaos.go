@@ -1,0 +1,281 @@
+// Package chaos churns claims over many BMC-driven hosts while it kills the
+// hub and the agents (SIGKILL) and stops the hub's API server for a while,
+// then checks from the API servers that nothing was lost: no host bound to
+// a claim that is gone or does not name it back, no claim holding two
+// hosts, no copy left behind, every claim Ready or saying why (make chaos;
+// a smaller run with a fixed seed is part of make test).
+//
+// The hosts are driven by the agent's own BMC driver through emulated
+// Redfish BMCs, never by baremetal-operator's test mode, whose one fixture
+// provisioner makes hosts that change at once undo each other.
+package chaos
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/hostfleet/hostfleet/e2e/emulators/redfish"
+	"github.com/hostfleet/hostfleet/e2e/harness/planes"
+	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
+)
+
+// Options size a run.
+type Options struct {
+	// Bin holds hostfleet-hub and hostfleet-agent; Dir receives
+	// kubeconfigs and logs.
+	Bin, Dir string
+	Out      io.Writer
+	// Seed fixes every random choice.
+	Seed uint64
+	// Planes is the number of infrastructure planes; Hosts the BMC-driven
+	// hosts spread over them.
+	Planes, Hosts int
+	// Claims is how many claims are created in all; Live bounds how many
+	// exist at once (default: Hosts + Hosts/5, so some always wait).
+	Claims, Live int
+	// Rate is the churn's operations per second (create, update, delete).
+	Rate float64
+	// Kills is how many times the hub or an agent is killed; Outage how
+	// long the hub's API server is stopped, once, mid-run.
+	Kills  int
+	Outage time.Duration
+	// Converge bounds the time the fleet may take to settle after the churn.
+	Converge time.Duration
+}
+
+// Report is what a run did and found.
+type Report struct {
+	Created, Updated, Deleted int
+	// Kills names what was killed, in order.
+	Kills []string
+	// Outage is how long the hub's API server was stopped.
+	Outage time.Duration
+	// Conflicts and Failures count the churn's writes retried after a
+	// conflict (an agent or the hub wrote the claim first) or a failure
+	// (the outage, a timeout).
+	Conflicts, Failures int
+	// Converged is the time from the last kill (or the outage's end, if
+	// later) to every invariant holding.
+	Converged time.Duration
+	// Exits are the processes that ended by themselves (and were started
+	// again, as a Deployment's pods are), with the last line of their log.
+	Exits []string
+	// Final is the last check.
+	Final Check
+}
+
+// Run runs the chaos: planes, emulators, hub and agents, churn with kills
+// and an outage, then waits for the invariants to hold.
+func Run(ctx context.Context, o Options) (*Report, error) {
+	if o.Live == 0 {
+		o.Live = o.Hosts + o.Hosts/5
+	}
+	say := func(format string, a ...any) { fmt.Fprintf(o.Out, format+"\n", a...) }
+	rng := rand.New(rand.NewPCG(o.Seed, o.Seed^0x5eed))
+	infras := make([]string, o.Planes)
+	for i := range infras {
+		infras[i] = fmt.Sprintf("infra-%d", i+1)
+	}
+	start := time.Now()
+	f, err := planes.Start(ctx, planes.Options{Dir: o.Dir}, append([]string{"hub"}, infras...)...)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = f.Stop() }()
+	say("%d control planes up in %s", 1+o.Planes, time.Since(start).Round(100*time.Millisecond))
+
+	images := redfish.ImageServer()
+	defer images.Close()
+	bmcs := make([]*redfish.BMC, o.Hosts)
+	for i := range bmcs {
+		bmcs[i] = redfish.Start(redfish.Options{Hardware: redfish.DefaultHardware(fmt.Sprintf("CHAOS%04d", i))})
+		defer bmcs[i].Close()
+	}
+	if err := setUp(ctx, f, infras, bmcs); err != nil {
+		return nil, err
+	}
+	say("%d hosts on %s, each driven by its agent through an emulated Redfish BMC", o.Hosts, joinNames(infras))
+
+	fl := &fleet{f: f, bin: o.Bin, infras: infras}
+	flCtx, stopFleet := context.WithCancel(ctx)
+	defer stopFleet() // before the planes stop: nothing is restarted then
+	if err := fl.startAll(flCtx); err != nil {
+		return nil, err
+	}
+	if err := waitHostsAvailable(ctx, f, infras, o.Hosts, 5*time.Minute); err != nil {
+		return nil, err
+	}
+	say("hostfleet-hub and %d agents running; every host registered and inspected (%s)", o.Planes, time.Since(start).Round(time.Second))
+
+	rep := &Report{}
+	hub := f.Plane("hub").Client
+	ch := &churn{hub: hub, rng: rand.New(rand.NewPCG(rng.Uint64(), rng.Uint64())), o: o, liveISO: images.URL + "/live.iso"}
+	ops := ch.plannedOps()
+	duration := time.Duration(float64(ops) / o.Rate * float64(time.Second))
+	say("churn: %d claims created, updated and deleted at random (about %d operations, %.0f/s), %d kills, the hub API server stopped for %s",
+		o.Claims, ops, o.Rate, o.Kills, o.Outage)
+
+	runCtx, stopChaos := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	var lastKill, outageEnd time.Time
+	var killMu sync.Mutex
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		// Kills spread over the churn's expected duration (and its
+		// outage), at random moments and on random processes.
+		span := duration + o.Outage
+		kr := rand.New(rand.NewPCG(rng.Uint64(), rng.Uint64()))
+		for i := 0; i < o.Kills; i++ {
+			wait := time.Duration(kr.Int64N(int64(2*span/time.Duration(o.Kills+1)))) + time.Second
+			select {
+			case <-runCtx.Done():
+				return
+			case <-time.After(wait):
+			}
+			name := fl.killRandom(kr)
+			killMu.Lock()
+			rep.Kills = append(rep.Kills, name)
+			lastKill = time.Now()
+			killMu.Unlock()
+			say("  killed %s (SIGKILL); started again a second later", name)
+		}
+	}()
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		select {
+		case <-runCtx.Done():
+			return
+		case <-time.After(duration / 2):
+		}
+		say("  hub API server stopped (SIGSTOP) for %s", o.Outage)
+		if err := f.Plane("hub").PauseAPIServer(); err != nil {
+			say("  could not stop the hub API server: %v", err)
+			return
+		}
+		time.Sleep(o.Outage)
+		if err := f.Plane("hub").ResumeAPIServer(); err != nil {
+			say("  could not resume the hub API server: %v", err)
+			return
+		}
+		rep.Outage = o.Outage
+		outageEnd = time.Now()
+		say("  hub API server running again")
+	}()
+	churnErr := ch.run(runCtx)
+	if churnErr != nil {
+		stopChaos()
+		wg.Wait()
+		return rep, churnErr
+	}
+	// Every kill and the outage happen before convergence is measured.
+	wg.Wait()
+	stopChaos()
+	rep.Created, rep.Updated, rep.Deleted = ch.created, ch.updated, ch.deleted
+	rep.Conflicts, rep.Failures = ch.conflicts, ch.failures
+	say("churn done: %d created, %d updated, %d deleted; writes retried after %d conflicts and %d failures; %d kills; converging…",
+		rep.Created, rep.Updated, rep.Deleted, rep.Conflicts, rep.Failures, len(rep.Kills))
+
+	if lastKill.IsZero() || rep.Outage > 0 && lastKill.Before(outageEnd) {
+		lastKill = outageEnd // converging from the outage, then
+	}
+	deadline := time.Now().Add(o.Converge)
+	for {
+		c, err := check(ctx, f, infras)
+		if err != nil {
+			return rep, err
+		}
+		rep.Final = c
+		if c.Converged() {
+			rep.Converged = time.Since(lastKill)
+			break
+		}
+		if time.Now().After(deadline) {
+			return rep, fmt.Errorf("not converged %s after the churn: %s", o.Converge, c)
+		}
+		time.Sleep(2 * time.Second)
+	}
+	rep.Exits = fl.Exits()
+	for _, e := range rep.Exits {
+		say("  exited by itself, and started again: %s", e)
+		if strings.Contains(e, ": panic: ") {
+			return rep, fmt.Errorf("a process panicked: %s", e)
+		}
+	}
+	say("converged %s after the last kill: %s", rep.Converged.Round(time.Second), rep.Final)
+	say("logs in %s", o.Dir)
+	return rep, nil
+}
+
+func joinNames(names []string) string {
+	s := ""
+	for i, n := range names {
+		if i > 0 {
+			s += ", "
+		}
+		s += n
+	}
+	return s
+}
+
+// waitHostsAvailable waits until n hosts are available across the planes.
+func waitHostsAvailable(ctx context.Context, f *planes.Fleet, infras []string, n int, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		avail := 0
+		for _, name := range infras {
+			hosts, err := listHosts(ctx, f.Plane(name).Client)
+			if err != nil {
+				return err
+			}
+			for _, h := range hosts {
+				if h.Status.Provisioning.State == "available" {
+					avail++
+				}
+			}
+		}
+		if avail == n {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%d of %d hosts available after %s (logs in %s)", avail, n, timeout, filepath.Dir(f.Plane("hub").Kubeconfig))
+		}
+		time.Sleep(time.Second)
+	}
+}
+
+// ready says whether the claim's Ready condition is current and True, and
+// otherwise why not.
+func ready(conds []metav1.Condition, generation int64) (bool, string) {
+	r := meta.FindStatusCondition(conds, hostfleetv1alpha1.ConditionReady)
+	switch {
+	case r == nil:
+		return false, "no Ready condition"
+	case r.ObservedGeneration != generation:
+		return false, "Ready not current"
+	case r.Status == metav1.ConditionTrue:
+		return true, ""
+	}
+	return false, r.Reason
+}
+
+// create makes objects, in order.
+func create(ctx context.Context, c client.Client, objs ...client.Object) error {
+	for _, o := range objs {
+		if err := c.Create(ctx, o); err != nil {
+			return fmt.Errorf("create %T %s: %w", o, o.GetName(), err)
+		}
+	}
+	return nil
+}

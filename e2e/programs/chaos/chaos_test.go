@@ -1,0 +1,41 @@
+package chaos_test
+
+import (
+	"context"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+
+	"github.com/hostfleet/hostfleet/e2e/programs/chaos"
+)
+
+// TestChaos is make chaos made small, with a fixed seed: 60 claims created,
+// updated and deleted at random over 16 BMC-driven hosts on two
+// infrastructure planes, the hub and the agents killed 4 times, the hub's
+// API server stopped for 15 s; then every invariant must hold.
+func TestChaos(t *testing.T) {
+	g := NewWithT(t)
+	bin := t.TempDir()
+	for pkg, name := range map[string]string{
+		"../../../agent/cmd/hostfleet-agent": "hostfleet-agent",
+		"../../../hub/cmd/hostfleet-hub":     "hostfleet-hub",
+	} {
+		out, err := exec.Command("go", "build", "-o", filepath.Join(bin, name), pkg).CombinedOutput()
+		g.Expect(err).NotTo(HaveOccurred(), string(out))
+	}
+	var out strings.Builder
+	rep, err := chaos.Run(context.Background(), chaos.Options{Bin: bin, Dir: t.TempDir(), Out: &out, Seed: 1,
+		Planes: 2, Hosts: 16, Claims: 60, Rate: 10, Kills: 4, Outage: 15 * time.Second, Converge: 4 * time.Minute})
+	t.Log("\n" + out.String())
+	g.Expect(err).NotTo(HaveOccurred())
+	t.Logf("created %d, updated %d, deleted %d, writes retried after %d conflicts and %d failures, kills %v, exits %v, converged in %s: %s",
+		rep.Created, rep.Updated, rep.Deleted, rep.Conflicts, rep.Failures, rep.Kills, rep.Exits, rep.Converged.Round(time.Second), rep.Final)
+	g.Expect(rep.Kills).To(HaveLen(4))
+	g.Expect(rep.Outage).To(Equal(15 * time.Second))
+	g.Expect(rep.Final.Violations).To(BeEmpty())
+	g.Expect(rep.Final.Bound).To(BeNumerically(">", 0), "claims were served")
+}

@@ -1,0 +1,142 @@
+package chaos
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	metal3api "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// churn creates, updates and deletes claims at random, at a steady rate,
+// as a busy tenant would; every write is retried until it lands.
+type churn struct {
+	hub     client.Client
+	rng     *rand.Rand
+	o       Options
+	liveISO string
+
+	live                      []string
+	next                      int
+	created, updated, deleted int
+	// conflicts and failures are writes retried: after a conflict (an
+	// agent or the hub wrote the claim first) or a failure (the outage).
+	conflicts, failures int
+}
+
+// plannedOps is about how many operations the churn makes: each claim is
+// created, updated about once and deleted (most of them).
+func (c *churn) plannedOps() int { return c.o.Claims * 3 }
+
+func (c *churn) run(ctx context.Context) error {
+	tick := time.NewTicker(time.Duration(float64(time.Second) / c.o.Rate))
+	defer tick.Stop()
+	for c.created < c.o.Claims {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-tick.C:
+		}
+		var err error
+		switch x := c.rng.Float64(); {
+		case len(c.live) < c.o.Live && (len(c.live) == 0 || x < 0.45):
+			err = c.create(ctx)
+		case x < 0.7:
+			err = c.update(ctx)
+		default:
+			err = c.delete(ctx)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// write retries fn until it succeeds (or says the object is gone or
+// already there), for up to five minutes: long enough for the outage.
+func (c *churn) write(ctx context.Context, what string, fn func(ctx context.Context) error) error {
+	deadline := time.Now().Add(5 * time.Minute)
+	for {
+		wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		err := fn(wctx)
+		cancel()
+		if err == nil || apierrors.IsNotFound(err) || apierrors.IsAlreadyExists(err) {
+			return nil
+		}
+		if ctx.Err() != nil || time.Now().After(deadline) {
+			return fmt.Errorf("%s: %w", what, err)
+		}
+		if apierrors.IsConflict(err) {
+			c.conflicts++
+		} else {
+			c.failures++
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+}
+
+func (c *churn) create(ctx context.Context) error {
+	name := fmt.Sprintf("c-%05d", c.next)
+	c.next++
+	claim := &metal3api.HostClaim{ObjectMeta: metav1.ObjectMeta{Namespace: tenantNS, Name: name},
+		Spec: metal3api.HostClaimSpec{PoweredOn: c.rng.Float64() < 0.7}}
+	if c.rng.Float64() < 0.15 {
+		claim.Spec.PoweredOn = true
+		claim.Spec.Image = &metal3api.Image{URL: c.liveISO, DiskFormat: ptr.To("live-iso")}
+	}
+	if err := c.write(ctx, "create claim "+name, func(ctx context.Context) error {
+		return c.hub.Create(ctx, claim.DeepCopy())
+	}); err != nil {
+		return err
+	}
+	c.live = append(c.live, name)
+	c.created++
+	return nil
+}
+
+// update flips a claim's power, or reboots it.
+func (c *churn) update(ctx context.Context) error {
+	if len(c.live) == 0 {
+		return nil
+	}
+	name := c.live[c.rng.IntN(len(c.live))]
+	reboot := c.rng.Float64() < 0.2
+	err := c.write(ctx, "update claim "+name, func(ctx context.Context) error {
+		claim := &metal3api.HostClaim{}
+		if err := c.hub.Get(ctx, client.ObjectKey{Namespace: tenantNS, Name: name}, claim); err != nil {
+			return err
+		}
+		if reboot {
+			metav1.SetMetaDataAnnotation(&claim.ObjectMeta, metal3api.RebootAnnotationPrefix, "")
+		} else {
+			claim.Spec.PoweredOn = !claim.Spec.PoweredOn
+		}
+		return c.hub.Update(ctx, claim)
+	})
+	if err == nil {
+		c.updated++
+	}
+	return err
+}
+
+func (c *churn) delete(ctx context.Context) error {
+	if len(c.live) == 0 {
+		return nil
+	}
+	i := c.rng.IntN(len(c.live))
+	name := c.live[i]
+	c.live = append(c.live[:i], c.live[i+1:]...)
+	err := c.write(ctx, "delete claim "+name, func(ctx context.Context) error {
+		return c.hub.Delete(ctx, &metal3api.HostClaim{ObjectMeta: metav1.ObjectMeta{Namespace: tenantNS, Name: name}})
+	})
+	if err == nil {
+		c.deleted++
+	}
+	return err
+}
