@@ -240,7 +240,7 @@ func TestHubWaitsForItsAPIServer(t *testing.T) {
 	px.Cut()
 	done := make(chan error, 1)
 	go func() { done <- app.WaitForAPIServer(context.Background(), px.Config) }()
-	g.Consistently(done).WithTimeout(3 * time.Second).ShouldNot(Receive(), "waits while nothing answers")
+	g.Consistently(done).WithTimeout(3*time.Second).ShouldNot(Receive(), "waits while nothing answers")
 	px.Restore()
 	g.Eventually(done).WithTimeout(15 * time.Second).Should(Receive(BeNil()))
 }
