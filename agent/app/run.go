@@ -85,7 +85,7 @@ func Run(ctx context.Context, o *Options) error {
 		// Controller names are registered once per process.
 		run.InProcess = o.InProcess || !first
 		if reader != nil {
-			if run.ServedNamespaces, err = ServedNamespaces(ctx, reader, o.ClusterName); err != nil {
+			if run.ServedNamespaces, err = WaitForServedNamespaces(ctx, reader, o.ClusterName); err != nil {
 				return err
 			}
 		}

@@ -7,11 +7,34 @@ import (
 	"sync/atomic"
 	"time"
 
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
 )
+
+// WaitForServedNamespaces is ServedNamespaces, asked again every 2 s
+// while the hub does not answer (an agent started during a hub outage
+// waits rather than exits), until ctx ends; it logs while it waits.
+func WaitForServedNamespaces(ctx context.Context, hub client.Reader, cluster string) ([]string, error) {
+	var logged time.Time
+	for {
+		ns, err := ServedNamespaces(ctx, hub, cluster)
+		if err == nil {
+			return ns, nil
+		}
+		if time.Since(logged) > 30*time.Second {
+			ctrl.Log.Info("waiting for the hub", "error", err.Error())
+			logged = time.Now()
+		}
+		select {
+		case <-ctx.Done():
+			return nil, err
+		case <-time.After(2 * time.Second):
+		}
+	}
+}
 
 // ServedNamespaces are the hub namespaces whose claims the agent of cluster
 // watches: those of the tenants whose cluster set holds the cluster (as the

@@ -178,3 +178,49 @@ func freeAddr(t *testing.T) string {
 	defer l.Close()
 	return l.Addr().String()
 }
+
+// TestStartsWhileTheHubIsDown: an agent started while its hub does not
+// answer (restarted during a hub outage) waits for it instead of exiting,
+// then serves.
+func TestStartsWhileTheHubIsDown(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	bin := buildAgent(t)
+	f := planes.ForTest(t, "hub", "infra-1")
+	hub, infra := f.Plane("hub").Client, f.Plane("infra-1").Client
+	tenantA(t, hub)
+	for _, o := range []client.Object{
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "hosts"}},
+		&metal3api.HostDeployPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: "hosts", Name: "all"},
+			Spec: metal3api.HostDeployPolicySpec{HostClaimNamespaces: &metal3api.HostClaimNamespaces{NameMatches: ".*"}}},
+	} {
+		g.Expect(infra.Create(ctx, o)).To(Succeed())
+	}
+	h := &metal3api.BareMetalHost{ObjectMeta: metav1.ObjectMeta{Namespace: "hosts", Name: "h0"},
+		Spec: metal3api.BareMetalHostSpec{BMC: metal3api.BMCDetails{Address: "ipmi://127.0.0.1:6230", CredentialsName: "bmc"}}}
+	g.Expect(infra.Create(ctx, h)).To(Succeed())
+	h.Status.Provisioning.State = metal3api.StateAvailable
+	h.Status.OperationalStatus = metal3api.OperationalStatusOK
+	g.Expect(infra.Status().Update(ctx, h)).To(Succeed())
+
+	px, err := f.Proxy("hub")
+	g.Expect(err).NotTo(HaveOccurred())
+	px.Cut()
+	proc, err := f.Run("hostfleet-agent-infra-1", "infra-1", bin, []string{
+		"--hub-kubeconfig=" + px.Kubeconfig, "--managed-kubeconfig=" + f.Plane("infra-1").Kubeconfig,
+		"--cluster-name=infra-1", "--leader-elect=false", "--health-lease=false",
+		"--metrics-bind-address=0", "--health-probe-bind-address=0",
+	})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Consistently(proc.Exited).WithTimeout(5*time.Second).Should(BeFalse(), "waits for the hub; see %s", proc.Log)
+	px.Restore()
+
+	c := &metal3api.HostClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant-a", Name: "c",
+		Labels: map[string]string{hostfleetv1alpha1.LabelCluster: "infra-1"}}}
+	g.Expect(hub.Create(ctx, c)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		g.Expect(proc.Exited()).To(BeFalse(), "agent exited; see %s", proc.Log)
+		g.Expect(hub.Get(ctx, client.ObjectKeyFromObject(c), c)).To(Succeed())
+		g.Expect(c.Status.BareMetalHost).To(Equal(&metal3api.ObjectReference{Namespace: "hosts", Name: "h0"}))
+	}).WithTimeout(60 * time.Second).Should(Succeed())
+}

@@ -64,8 +64,8 @@ type Report struct {
 	// conflict (an agent or the hub wrote the claim first) or a failure
 	// (the outage, a timeout).
 	Conflicts, Failures int
-	// Converged is the time from the last kill (or the outage's end, if
-	// later) to every invariant holding.
+	// Converged is the time from the end of the churn, the kills and the
+	// outage to every invariant holding.
 	Converged time.Duration
 	// Exits are the processes that ended by themselves (and were started
 	// again, as a Deployment's pods are), with the last line of their log.
@@ -127,7 +127,6 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 
 	runCtx, stopChaos := context.WithCancel(ctx)
 	var wg sync.WaitGroup
-	var lastKill, outageEnd time.Time
 	var killMu sync.Mutex
 	wg.Add(1)
 	go func() {
@@ -146,7 +145,6 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 			name := fl.killRandom(kr)
 			killMu.Lock()
 			rep.Kills = append(rep.Kills, name)
-			lastKill = time.Now()
 			killMu.Unlock()
 			say("  killed %s (SIGKILL); started again a second later", name)
 		}
@@ -170,7 +168,6 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 			return
 		}
 		rep.Outage = o.Outage
-		outageEnd = time.Now()
 		say("  hub API server running again")
 	}()
 	churnErr := ch.run(runCtx)
@@ -182,14 +179,12 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	// Every kill and the outage happen before convergence is measured.
 	wg.Wait()
 	stopChaos()
+	over := time.Now()
 	rep.Created, rep.Updated, rep.Deleted = ch.created, ch.updated, ch.deleted
 	rep.Conflicts, rep.Failures = ch.conflicts, ch.failures
 	say("churn done: %d created, %d updated, %d deleted; writes retried after %d conflicts and %d failures; %d kills; converging…",
 		rep.Created, rep.Updated, rep.Deleted, rep.Conflicts, rep.Failures, len(rep.Kills))
 
-	if lastKill.IsZero() || rep.Outage > 0 && lastKill.Before(outageEnd) {
-		lastKill = outageEnd // converging from the outage, then
-	}
 	deadline := time.Now().Add(o.Converge)
 	for {
 		c, err := check(ctx, f, infras)
@@ -198,7 +193,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		}
 		rep.Final = c
 		if c.Converged() {
-			rep.Converged = time.Since(lastKill)
+			rep.Converged = time.Since(over)
 			break
 		}
 		if time.Now().After(deadline) {
@@ -213,7 +208,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 			return rep, fmt.Errorf("a process panicked: %s", e)
 		}
 	}
-	say("converged %s after the last kill: %s", rep.Converged.Round(time.Second), rep.Final)
+	say("converged %s after the churn, the last kill and the outage ended: %s", rep.Converged.Round(time.Second), rep.Final)
 	say("logs in %s", o.Dir)
 	return rep, nil
 }

@@ -51,7 +51,7 @@ func main() {
 		fmt.Printf("\nclaims created %d, updated %d, deleted %d; writes retried after %d conflicts and %d failures; kills %d %v; hub API server stopped %s\n",
 			rep.Created, rep.Updated, rep.Deleted, rep.Conflicts, rep.Failures, len(rep.Kills), rep.Kills, rep.Outage)
 		fmt.Printf("processes that exited by themselves (started again): %d\n", len(rep.Exits))
-		fmt.Printf("converged %s after the last kill or the outage's end; final: %s\n", rep.Converged.Round(time.Second), rep.Final)
+		fmt.Printf("converged %s after the churn, the kills and the outage ended; final: %s\n", rep.Converged.Round(time.Second), rep.Final)
 	}
 	fmt.Printf("total %s\n", time.Since(start).Round(time.Second))
 	if err != nil {
