@@ -2,18 +2,15 @@ package main_test
 
 import (
 	"context"
-	"fmt"
 	"testing"
 	"time"
 
 	metal3api "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
 	. "github.com/onsi/gomega"
 	coordinationv1 "k8s.io/api/coordination/v1"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/hostfleet/hostfleet/e2e/harness/planes"
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
 )
 
@@ -23,26 +20,7 @@ import (
 func TestLeaderElection(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	bin := buildAgent(t)
-	f := planes.ForTest(t, "hub", "infra-1")
-	hub, infra := f.Plane("hub").Client, f.Plane("infra-1").Client
-	tenantA(t, hub)
-	for _, o := range []client.Object{
-		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "hosts"}},
-		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "hostfleet-agent"}},
-		&metal3api.HostDeployPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: "hosts", Name: "all"},
-			Spec: metal3api.HostDeployPolicySpec{HostClaimNamespaces: &metal3api.HostClaimNamespaces{NameMatches: ".*"}}},
-	} {
-		g.Expect(infra.Create(ctx, o)).To(Succeed())
-	}
-	for i := 0; i < 2; i++ {
-		h := &metal3api.BareMetalHost{ObjectMeta: metav1.ObjectMeta{Namespace: "hosts", Name: fmt.Sprintf("h%d", i)},
-			Spec: metal3api.BareMetalHostSpec{BMC: metal3api.BMCDetails{Address: fmt.Sprintf("ipmi://127.0.0.1:%d", 6230+i), CredentialsName: "bmc"}}}
-		g.Expect(infra.Create(ctx, h)).To(Succeed())
-		h.Status.Provisioning.State = metal3api.StateAvailable
-		h.Status.OperationalStatus = metal3api.OperationalStatusOK
-		g.Expect(infra.Status().Update(ctx, h)).To(Succeed())
-	}
+	bin, f, hub, infra := agentScene(t, 2, 6230, hostName)
 	args := []string{
 		"--hub-kubeconfig=" + f.Plane("hub").Kubeconfig,
 		"--managed-kubeconfig=" + f.Plane("infra-1").Kubeconfig,

@@ -2,6 +2,7 @@ package main_test
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -38,6 +39,41 @@ func tenantA(t *testing.T, hub client.Client) {
 	g.Expect(hub.Status().Update(ctx, tn)).To(Succeed())
 }
 
+// agentScene is what the agent binary's tests share: the binary, a hub and
+// infra-1 with tenant a, and on infra-1 the hosts namespace, the Lease's
+// namespace, a HostDeployPolicy admitting every namespace and n hosts
+// (ipmi://127.0.0.1:<port+i>, named h<i>) made available directly: no
+// baremetal-operator here.
+func agentScene(t *testing.T, n, port int, name func(i int) string) (bin string, f *planes.Fleet, hub, infra client.Client) {
+	t.Helper()
+	g := NewWithT(t)
+	ctx := context.Background()
+	bin = buildAgent(t)
+	f = planes.ForTest(t, "hub", "infra-1")
+	hub, infra = f.Plane("hub").Client, f.Plane("infra-1").Client
+	tenantA(t, hub)
+	for _, o := range []client.Object{
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "hosts"}},
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "hostfleet-agent"}}, // leader election Lease
+		&metal3api.HostDeployPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: "hosts", Name: "all"},
+			Spec: metal3api.HostDeployPolicySpec{HostClaimNamespaces: &metal3api.HostClaimNamespaces{NameMatches: ".*"}}},
+	} {
+		g.Expect(infra.Create(ctx, o)).To(Succeed())
+	}
+	for i := 0; i < n; i++ {
+		h := &metal3api.BareMetalHost{ObjectMeta: metav1.ObjectMeta{Namespace: "hosts", Name: name(i)},
+			Spec: metal3api.BareMetalHostSpec{BMC: metal3api.BMCDetails{Address: fmt.Sprintf("ipmi://127.0.0.1:%d", port+i), CredentialsName: "bmc"}}}
+		g.Expect(infra.Create(ctx, h)).To(Succeed())
+		h.Status.Provisioning.State = metal3api.StateAvailable
+		h.Status.OperationalStatus = metal3api.OperationalStatusOK
+		g.Expect(infra.Status().Update(ctx, h)).To(Succeed())
+	}
+	return bin, f, hub, infra
+}
+
+// hostName is h<i>.
+func hostName(i int) string { return fmt.Sprintf("h%d", i) }
+
 func buildAgent(t *testing.T) string {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "hostfleet-agent")
@@ -63,25 +99,7 @@ func TestFlagsAreValidated(t *testing.T) {
 func TestBinaryBindsClaim(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	bin := buildAgent(t)
-	f := planes.ForTest(t, "hub", "infra-1")
-	hub, infra := f.Plane("hub").Client, f.Plane("infra-1").Client
-
-	tenantA(t, hub)
-	for _, o := range []client.Object{
-		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "hosts"}},
-		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "hostfleet-agent"}}, // leader election Lease
-		&metal3api.HostDeployPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: "hosts", Name: "all"},
-			Spec: metal3api.HostDeployPolicySpec{HostClaimNamespaces: &metal3api.HostClaimNamespaces{NameMatches: ".*"}}},
-	} {
-		g.Expect(infra.Create(ctx, o)).To(Succeed())
-	}
-	h := &metal3api.BareMetalHost{ObjectMeta: metav1.ObjectMeta{Namespace: "hosts", Name: "h0"},
-		Spec: metal3api.BareMetalHostSpec{BMC: metal3api.BMCDetails{Address: "ipmi://127.0.0.1:6230", CredentialsName: "bmc"}}}
-	g.Expect(infra.Create(ctx, h)).To(Succeed())
-	h.Status.Provisioning.State = metal3api.StateAvailable
-	h.Status.OperationalStatus = metal3api.OperationalStatusOK
-	g.Expect(infra.Status().Update(ctx, h)).To(Succeed())
+	bin, f, hub, infra := agentScene(t, 1, 6230, hostName)
 
 	metricsAddr, healthAddr := freeAddr(t), freeAddr(t)
 	proc, err := f.Run("hostfleet-agent-infra-1", "infra-1", bin, []string{
@@ -185,23 +203,7 @@ func freeAddr(t *testing.T) string {
 func TestStartsWhileTheHubIsDown(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	bin := buildAgent(t)
-	f := planes.ForTest(t, "hub", "infra-1")
-	hub, infra := f.Plane("hub").Client, f.Plane("infra-1").Client
-	tenantA(t, hub)
-	for _, o := range []client.Object{
-		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "hosts"}},
-		&metal3api.HostDeployPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: "hosts", Name: "all"},
-			Spec: metal3api.HostDeployPolicySpec{HostClaimNamespaces: &metal3api.HostClaimNamespaces{NameMatches: ".*"}}},
-	} {
-		g.Expect(infra.Create(ctx, o)).To(Succeed())
-	}
-	h := &metal3api.BareMetalHost{ObjectMeta: metav1.ObjectMeta{Namespace: "hosts", Name: "h0"},
-		Spec: metal3api.BareMetalHostSpec{BMC: metal3api.BMCDetails{Address: "ipmi://127.0.0.1:6230", CredentialsName: "bmc"}}}
-	g.Expect(infra.Create(ctx, h)).To(Succeed())
-	h.Status.Provisioning.State = metal3api.StateAvailable
-	h.Status.OperationalStatus = metal3api.OperationalStatusOK
-	g.Expect(infra.Status().Update(ctx, h)).To(Succeed())
+	bin, f, hub, _ := agentScene(t, 1, 6230, hostName)
 
 	px, err := f.Proxy("hub")
 	g.Expect(err).NotTo(HaveOccurred())

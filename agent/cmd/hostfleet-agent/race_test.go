@@ -8,12 +8,10 @@ import (
 
 	metal3api "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
 	. "github.com/onsi/gomega"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/hostfleet/hostfleet/e2e/harness/planes"
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
 )
 
@@ -25,24 +23,9 @@ func TestOneToOneAcrossKill(t *testing.T) {
 	const hosts, claims = 100, 200
 	g := NewWithT(t)
 	ctx := context.Background()
-	bin := buildAgent(t)
-	f := planes.ForTest(t, "hub", "infra-1")
-	hub, infra := f.Plane("hub").Client, f.Plane("infra-1").Client
-
-	tenantA(t, hub)
-	g.Expect(infra.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "hosts"}})).To(Succeed())
-	g.Expect(infra.Create(ctx, &metal3api.HostDeployPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: "hosts", Name: "all"},
-		Spec: metal3api.HostDeployPolicySpec{HostClaimNamespaces: &metal3api.HostClaimNamespaces{NameMatches: ".*"}}})).To(Succeed())
-	for i := 0; i < hosts; i++ {
-		h := &metal3api.BareMetalHost{ObjectMeta: metav1.ObjectMeta{Namespace: "hosts", Name: fmt.Sprintf("h%03d", i)},
-			Spec: metal3api.BareMetalHostSpec{BMC: metal3api.BMCDetails{Address: fmt.Sprintf("ipmi://127.0.0.1:%d", 7000+i), CredentialsName: "bmc"}}}
-		g.Expect(infra.Create(ctx, h)).To(Succeed())
-		// The race is between agents, not with the host state machine: no
-		// baremetal-operator here, hosts are made available directly.
-		h.Status.Provisioning.State = metal3api.StateAvailable
-		h.Status.OperationalStatus = metal3api.OperationalStatusOK
-		g.Expect(infra.Status().Update(ctx, h)).To(Succeed())
-	}
+	// The race is between agents, not with the host state machine: no
+	// baremetal-operator here, hosts are made available directly.
+	bin, f, hub, infra := agentScene(t, hosts, 7000, func(i int) string { return fmt.Sprintf("h%03d", i) })
 	for i := 0; i < claims; i++ {
 		g.Expect(hub.Create(ctx, &metal3api.HostClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant-a", Name: fmt.Sprintf("c%03d", i),
 			Labels: map[string]string{hostfleetv1alpha1.LabelCluster: "infra-1"}}})).To(Succeed())
