@@ -84,8 +84,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, managed cluster.Cluster)
 				// our own: spec, other annotations and deletion matter.
 				UpdateFunc: func(e event.TypedUpdateEvent[*metal3api.BareMetalHost]) bool {
 					return r.drives(e.ObjectNew) && (e.ObjectOld.GetGeneration() != e.ObjectNew.GetGeneration() ||
-						!maps.EqualFunc(othersThanOurs(e.ObjectOld.GetAnnotations()), othersThanOurs(e.ObjectNew.GetAnnotations()),
-							func(a, b string) bool { return a == b }) ||
+						!maps.Equal(othersThanOurs(e.ObjectOld.GetAnnotations()), othersThanOurs(e.ObjectNew.GetAnnotations())) ||
 						e.ObjectNew.GetDeletionTimestamp() != nil)
 				},
 			})).

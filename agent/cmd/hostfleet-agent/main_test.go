@@ -71,6 +71,24 @@ func agentScene(t *testing.T, n, port int, name func(i int) string) (bin string,
 	return bin, f, hub, infra
 }
 
+// bindsH0 creates claim c for infra-1 in tenant-a and waits, within
+// timeout, until the running agent proc binds it to host h0; it returns
+// the claim as last read.
+func bindsH0(t *testing.T, hub client.Client, proc *planes.Process, timeout time.Duration) *metal3api.HostClaim {
+	t.Helper()
+	g := NewWithT(t)
+	ctx := context.Background()
+	c := &metal3api.HostClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant-a", Name: "c",
+		Labels: map[string]string{hostfleetv1alpha1.LabelCluster: "infra-1"}}}
+	g.Expect(hub.Create(ctx, c)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		g.Expect(proc.Exited()).To(BeFalse(), "agent exited; see %s", proc.Log)
+		g.Expect(hub.Get(ctx, client.ObjectKeyFromObject(c), c)).To(Succeed())
+		g.Expect(c.Status.BareMetalHost).To(Equal(&metal3api.ObjectReference{Namespace: "hosts", Name: "h0"}))
+	}).WithTimeout(timeout).Should(Succeed())
+	return c
+}
+
 // hostName is h<i>.
 func hostName(i int) string { return fmt.Sprintf("h%d", i) }
 
@@ -111,14 +129,7 @@ func TestBinaryBindsClaim(t *testing.T) {
 	})
 	g.Expect(err).NotTo(HaveOccurred())
 
-	c := &metal3api.HostClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant-a", Name: "c",
-		Labels: map[string]string{hostfleetv1alpha1.LabelCluster: "infra-1"}}}
-	g.Expect(hub.Create(ctx, c)).To(Succeed())
-	g.Eventually(func(g Gomega) {
-		g.Expect(proc.Exited()).To(BeFalse(), "agent exited; see %s", proc.Log)
-		g.Expect(hub.Get(ctx, client.ObjectKeyFromObject(c), c)).To(Succeed())
-		g.Expect(c.Status.BareMetalHost).To(Equal(&metal3api.ObjectReference{Namespace: "hosts", Name: "h0"}))
-	}).WithTimeout(30 * time.Second).Should(Succeed())
+	c := bindsH0(t, hub, proc, 30*time.Second)
 
 	// Health, readiness and metrics, including the agent's own.
 	for _, path := range []string{"/healthz", "/readyz"} {
@@ -202,7 +213,6 @@ func freeAddr(t *testing.T) string {
 // then serves.
 func TestStartsWhileTheHubIsDown(t *testing.T) {
 	g := NewWithT(t)
-	ctx := context.Background()
 	bin, f, hub, _ := agentScene(t, 1, 6230, hostName)
 
 	px, err := f.Proxy("hub")
@@ -217,12 +227,5 @@ func TestStartsWhileTheHubIsDown(t *testing.T) {
 	g.Consistently(proc.Exited).WithTimeout(5*time.Second).Should(BeFalse(), "waits for the hub; see %s", proc.Log)
 	px.Restore()
 
-	c := &metal3api.HostClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant-a", Name: "c",
-		Labels: map[string]string{hostfleetv1alpha1.LabelCluster: "infra-1"}}}
-	g.Expect(hub.Create(ctx, c)).To(Succeed())
-	g.Eventually(func(g Gomega) {
-		g.Expect(proc.Exited()).To(BeFalse(), "agent exited; see %s", proc.Log)
-		g.Expect(hub.Get(ctx, client.ObjectKeyFromObject(c), c)).To(Succeed())
-		g.Expect(c.Status.BareMetalHost).To(Equal(&metal3api.ObjectReference{Namespace: "hosts", Name: "h0"}))
-	}).WithTimeout(60 * time.Second).Should(Succeed())
+	bindsH0(t, hub, proc, 60*time.Second)
 }

@@ -107,7 +107,10 @@ func (fl *fleet) start(name string) error {
 		bin, plane = "hostfleet-agent", name
 		args = []string{"--hub-kubeconfig=" + hubCfg, "--managed-kubeconfig=" + fl.f.Plane(name).Kubeconfig,
 			"--cluster-name=" + name, "--leader-elect=false", "--retry-after=5s", "--inventory-interval=2s",
-			"--health-lease=false", "--bmc-poll=10s"}
+			"--health-lease=false", "--bmc-poll=10s",
+			// The emulated hosts run no OS to shut down; and a host whose
+			// claim vanished mid-bind is released after this grace.
+			"--bmc-soft-power-off-timeout=20s", "--orphan-grace=30s"}
 	}
 	p, err := fl.f.Run(fmt.Sprintf("%s-%s-%d", bin, plane, fl.started[name]), plane, filepath.Join(fl.bin, bin), args)
 	if err != nil {
@@ -143,10 +146,17 @@ func (fl *fleet) supervise(name string, p *planes.Process) {
 // evicted pod would; it is started again a second later.
 func (fl *fleet) killRandom(r *rand.Rand) string {
 	names := append([]string{"hub"}, fl.infras...)
-	name := names[r.IntN(len(names))]
+	r.Shuffle(len(names), func(i, j int) { names[i], names[j] = names[j], names[i] })
 	fl.mu.Lock()
+	name := names[0]
+	for _, n := range names {
+		if !fl.procs[n].Exited() { // one being started again is not killed twice
+			name = n
+			break
+		}
+	}
 	p := fl.procs[name]
-	fl.killed[name] = true
+	fl.killed[name] = !p.Exited()
 	fl.mu.Unlock()
 	p.Kill()
 	if name == "hub" {
