@@ -104,7 +104,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	if err := setUp(ctx, f, infras, bmcs); err != nil {
 		return nil, err
 	}
-	say("%d hosts on %s, each driven by its agent through an emulated Redfish BMC", o.Hosts, joinNames(infras))
+	say("%d hosts on %s, each driven by its agent through an emulated Redfish BMC", o.Hosts, strings.Join(infras, ", "))
 
 	fl := &fleet{f: f, bin: o.Bin, infras: infras}
 	flCtx, stopFleet := context.WithCancel(ctx)
@@ -211,17 +211,6 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	say("converged %s after the churn, the last kill and the outage ended: %s", rep.Converged.Round(time.Second), rep.Final)
 	say("logs in %s", o.Dir)
 	return rep, nil
-}
-
-func joinNames(names []string) string {
-	s := ""
-	for i, n := range names {
-		if i > 0 {
-			s += ", "
-		}
-		s += n
-	}
-	return s
 }
 
 // waitHostsAvailable waits until n hosts are available across the planes.
