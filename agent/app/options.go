@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/hostfleet/hostfleet/agent/bmcdriver"
+	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
 )
 
 // Options are the agent's flags.
@@ -21,6 +22,13 @@ type Options struct {
 	ManagedKubeconfig string
 	// ClusterName is the managed cluster's name on the hub.
 	ClusterName string
+	// Role is "infrastructure" (bind the claims placed on the cluster to
+	// its BareMetalHosts) or "workload" (copy the tenant's claim labels to
+	// the cluster's Nodes).
+	Role string
+	// LabelSyncInterval is the workload role's full resync: Node labels
+	// edited or deleted by hand are restored within it.
+	LabelSyncInterval time.Duration
 	// HubName identifies the hub on the hosts the agent binds.
 	HubName string
 	// Concurrency is the number of claims reconciled at once.
@@ -113,6 +121,8 @@ type Options struct {
 func NewOptions() *Options {
 	return &Options{
 		HubName:           "hub",
+		Role:              hostfleetv1alpha1.RoleInfrastructure,
+		LabelSyncInterval: time.Minute,
 		Concurrency:       4,
 		RetryAfter:        30 * time.Second,
 		Resync:            time.Minute,
@@ -143,6 +153,10 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.ManagedKubeconfig, "managed-kubeconfig", o.ManagedKubeconfig,
 		"kubeconfig of the managed cluster; empty means in-cluster config or $KUBECONFIG")
 	fs.StringVar(&o.ClusterName, "cluster-name", o.ClusterName, "name of the managed cluster on the hub (required)")
+	fs.StringVar(&o.Role, "role", o.Role,
+		"infrastructure (bind the claims placed on this cluster to its BareMetalHosts) or workload (copy the tenant's claim labels to this cluster's Nodes; the ManagedCluster is labelled hostfleet.io/tenant)")
+	fs.DurationVar(&o.LabelSyncInterval, "label-sync-interval", o.LabelSyncInterval,
+		"workload role: how often every Node's synced labels are compared again (labels edited or deleted on a Node are restored within it)")
 	fs.StringVar(&o.HubName, "hub-name", o.HubName, "name of the hub, written on bound hosts")
 	fs.IntVar(&o.Concurrency, "concurrency", o.Concurrency, "claims reconciled at once")
 	fs.DurationVar(&o.RetryAfter, "retry-after", o.RetryAfter, "how often a claim waiting for a host is looked at again")
@@ -202,6 +216,15 @@ func (o *Options) Validate() []error {
 	}
 	if msgs := validation.IsValidLabelValue(o.HubName); o.HubName == "" || len(msgs) > 0 {
 		errs = append(errs, fmt.Errorf("--hub-name %q must be a non-empty label value: %v", o.HubName, msgs))
+	}
+	if o.Role != hostfleetv1alpha1.RoleInfrastructure && o.Role != hostfleetv1alpha1.RoleWorkload {
+		errs = append(errs, fmt.Errorf("--role %q must be infrastructure or workload", o.Role))
+	}
+	if o.LabelSyncInterval < time.Second {
+		errs = append(errs, fmt.Errorf("--label-sync-interval %s must be at least 1s", o.LabelSyncInterval))
+	}
+	if o.Role == hostfleetv1alpha1.RoleWorkload && o.ClaimScope != "tenants" {
+		errs = append(errs, errors.New("--role=workload reads only its tenant's namespaces: --claim-scope must be tenants"))
 	}
 	if o.Concurrency < 1 {
 		errs = append(errs, fmt.Errorf("--concurrency %d must be at least 1", o.Concurrency))

@@ -32,6 +32,7 @@ import (
 	"github.com/hostfleet/hostfleet/agent/hosted"
 	"github.com/hostfleet/hostfleet/agent/inventory"
 	"github.com/hostfleet/hostfleet/agent/metrics"
+	"github.com/hostfleet/hostfleet/agent/nodelabels"
 	"github.com/hostfleet/hostfleet/hub/api/permissions"
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
 )
@@ -85,7 +86,7 @@ func Run(ctx context.Context, o *Options) error {
 		// Controller names are registered once per process.
 		run.InProcess = o.InProcess || !first
 		if reader != nil {
-			if run.ServedNamespaces, err = WaitForServedNamespaces(ctx, reader, o.ClusterName); err != nil {
+			if run.ServedNamespaces, err = WaitForServedNamespaces(ctx, reader, o.ClusterName, o.Role); err != nil {
 				return err
 			}
 		}
@@ -101,7 +102,7 @@ func Run(ctx context.Context, o *Options) error {
 		runCtx, cancel := context.WithCancel(ctx)
 		// The watcher compares against the manager's cache of Tenants (one
 		// watch), not a list from the hub every tick.
-		changed := &servedWatcher{reader: a.Manager.GetClient(), cluster: o.ClusterName, served: run.ServedNamespaces, every: 2 * time.Second, changed: cancel}
+		changed := &servedWatcher{reader: a.Manager.GetClient(), cluster: o.ClusterName, role: o.Role, served: run.ServedNamespaces, every: 2 * time.Second, changed: cancel}
 		if reader != nil {
 			if err := a.Manager.Add(changed); err != nil {
 				cancel()
@@ -131,6 +132,9 @@ func hostedIdentity(ctx context.Context, o *Options) (*rest.Config, *hosted.Refr
 	}
 	id := hosted.Identity{Namespace: o.AgentNamespace, Name: hostfleetv1alpha1.AgentManagedRole, TokenFile: filepath.Join(dir, "token"), TTL: o.TokenTTL,
 		Features: permissions.Features{LocalClaims: o.LocalClaims, BMCDriver: o.BMHDriver != "none"}, BMCNamespaces: o.BMCNamespaces}
+	if o.Role == hostfleetv1alpha1.RoleWorkload {
+		id.Features, id.BMCNamespaces = permissions.Features{Workload: true}, nil
+	}
 	if err := hosted.Bootstrap(ctx, bootstrap, id); err != nil {
 		return nil, nil, err
 	}
@@ -178,16 +182,21 @@ func New(hubCfg, managedCfg *rest.Config, o *Options) (*Agent, error) {
 	if err != nil {
 		return nil, err
 	}
+	if o.Role == hostfleetv1alpha1.RoleWorkload {
+		// No host here: the Nodes of the tenant's workload cluster.
+		kube, err := kubernetes.NewForConfig(managedCfg)
+		if err != nil {
+			return nil, fmt.Errorf("workload cluster client: %w", err)
+		}
+		if err := (&nodelabels.Reconciler{Hub: mgr.GetClient(), Nodes: managed.GetClient(), Kube: kube,
+			Recorder: mgr.GetEventRecorder("hostfleet-agent"), ClusterName: o.ClusterName, Interval: o.LabelSyncInterval,
+		}).SetupWithManager(mgr, managed); err != nil {
+			return nil, fmt.Errorf("node label controller: %w", err)
+		}
+		return finish(mgr, managed, hubCfg, managedCfg, o, nil)
+	}
 	if err := setupControllers(mgr, managed, o); err != nil {
 		return nil, err
-	}
-	if o.HealthAddr != "0" && o.HealthAddr != "" {
-		if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
-			return nil, err
-		}
-		if err := mgr.AddReadyzCheck("ping", healthz.Ping); err != nil {
-			return nil, err
-		}
 	}
 	if err := metrics.Register(metrics.NewClaimCollector(mgr.GetClient(), o.ClusterName)); err != nil {
 		return nil, fmt.Errorf("metrics: %w", err)
@@ -198,6 +207,19 @@ func New(hubCfg, managedCfg *rest.Config, o *Options) (*Agent, error) {
 	}
 	if err := mgr.Add(inv); err != nil {
 		return nil, err
+	}
+	return finish(mgr, managed, hubCfg, managedCfg, o, inv)
+}
+
+// finish adds what both roles have: health checks and the health Lease.
+func finish(mgr ctrl.Manager, managed cluster.Cluster, hubCfg, managedCfg *rest.Config, o *Options, inv *inventory.Writer) (*Agent, error) {
+	if o.HealthAddr != "0" && o.HealthAddr != "" {
+		if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
+			return nil, err
+		}
+		if err := mgr.AddReadyzCheck("ping", healthz.Ping); err != nil {
+			return nil, err
+		}
 	}
 	if o.HealthLease {
 		if err := addHealthLease(mgr, hubCfg, managedCfg, o); err != nil {
@@ -223,11 +245,7 @@ func newManager(hubCfg, managedCfg *rest.Config, o *Options) (ctrl.Manager, clus
 		LeaderElectionNamespace:       o.AgentNamespace,
 		LeaderElectionConfig:          managedCfg,
 		LeaderElectionReleaseOnCancel: true,
-		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
-			// Only the claims placed on this cluster, filtered by the server,
-			// in the namespaces it serves.
-			&metal3api.HostClaim{}: {Label: ClaimSelector(o.ClusterName), Namespaces: namespaceConfigs(o.ServedNamespaces)},
-		}},
+		Cache:                         cache.Options{ByObject: hubCache(o)},
 	})
 	if err != nil {
 		return nil, nil, fmt.Errorf("hub manager: %w", err)
@@ -240,6 +258,23 @@ func newManager(hubCfg, managedCfg *rest.Config, o *Options) (ctrl.Manager, clus
 		return nil, nil, err
 	}
 	return mgr, managed, nil
+}
+
+// hubCache is what the agent caches of the hub. Infrastructure role: only
+// the claims placed on its cluster, filtered by the server, in the
+// namespaces it serves. Workload role: every claim and HardwareData copy
+// of its tenant's namespaces.
+func hubCache(o *Options) map[client.Object]cache.ByObject {
+	served := namespaceConfigs(o.ServedNamespaces)
+	if o.Role == hostfleetv1alpha1.RoleWorkload {
+		return map[client.Object]cache.ByObject{
+			&metal3api.HostClaim{}:    {Namespaces: served},
+			&metal3api.HardwareData{}: {Namespaces: namespaceConfigs(o.ServedNamespaces)},
+		}
+	}
+	return map[client.Object]cache.ByObject{
+		&metal3api.HostClaim{}: {Label: ClaimSelector(o.ClusterName), Namespaces: served},
+	}
 }
 
 // setupControllers sets up the claim controllers (hub claims, and local

@@ -17,10 +17,10 @@ import (
 // WaitForServedNamespaces is ServedNamespaces, asked again every 2 s
 // while the hub does not answer (an agent started during a hub outage
 // waits rather than exits), until ctx ends; it logs while it waits.
-func WaitForServedNamespaces(ctx context.Context, hub client.Reader, cluster string) ([]string, error) {
+func WaitForServedNamespaces(ctx context.Context, hub client.Reader, cluster, role string) ([]string, error) {
 	var logged time.Time
 	for {
-		ns, err := ServedNamespaces(ctx, hub, cluster)
+		ns, err := ServedNamespaces(ctx, hub, cluster, role)
 		if err == nil {
 			return ns, nil
 		}
@@ -38,18 +38,23 @@ func WaitForServedNamespaces(ctx context.Context, hub client.Reader, cluster str
 
 // ServedNamespaces are the hub namespaces whose claims the agent of cluster
 // watches: those of the tenants whose cluster set holds the cluster (as the
-// Tenants' status says), which are where the hub grants its identity to
+// Tenants' status says), or in the workload role of the tenant whose
+// workload cluster it is, which are where the hub grants its identity to
 // read claims, and the cluster's own namespace, which holds no claims but
 // keeps the set from ever being empty (an empty set would mean every
 // namespace). Sorted.
-func ServedNamespaces(ctx context.Context, hub client.Reader, cluster string) ([]string, error) {
+func ServedNamespaces(ctx context.Context, hub client.Reader, cluster, role string) ([]string, error) {
 	var tenants hostfleetv1alpha1.TenantList
 	if err := hub.List(ctx, &tenants); err != nil {
 		return nil, fmt.Errorf("list tenants to find the namespaces cluster %s serves: %w", cluster, err)
 	}
 	out := []string{cluster}
 	for _, t := range tenants.Items {
-		if slices.Contains(t.Status.Clusters, cluster) {
+		serves := t.Status.Clusters
+		if role == hostfleetv1alpha1.RoleWorkload {
+			serves = t.Status.WorkloadClusters
+		}
+		if slices.Contains(serves, cluster) {
 			out = append(out, t.Status.Namespaces...)
 		}
 	}
@@ -75,6 +80,7 @@ func namespaceConfigs(namespaces []string) map[string]cache.Config {
 type servedWatcher struct {
 	reader  client.Reader
 	cluster string
+	role    string
 	served  []string
 	every   time.Duration
 	changed func()
@@ -94,7 +100,7 @@ func (w *servedWatcher) Start(ctx context.Context) error {
 			return nil
 		case <-t.C:
 		}
-		now, err := ServedNamespaces(ctx, w.reader, w.cluster)
+		now, err := ServedNamespaces(ctx, w.reader, w.cluster, w.role)
 		if err != nil || slices.Equal(now, w.served) {
 			continue // a failed read is tried again at the next tick
 		}

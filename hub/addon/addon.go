@@ -201,6 +201,11 @@ func (r renderer) values(cluster *clusterv1.ManagedCluster, mca *addonv1beta1.Ma
 		replicas = 1
 	}
 	args := append([]string(nil), s.Args...)
+	bmhDriver := s.BMHDriver
+	if f.Workload {
+		// A workload cluster: Nodes, no host.
+		args, bmhDriver = append(args, "--role="+hostfleetv1alpha1.RoleWorkload), "none"
+	}
 	if f.LocalClaims {
 		args = append(args, "--local-claims=true")
 	}
@@ -221,7 +226,7 @@ func (r renderer) values(cluster *clusterv1.ManagedCluster, mca *addonv1beta1.Ma
 		"AgentNamespace":          s.AgentNamespace,
 		"SharedNamespace":         s.AgentNamespace != hostfleetv1alpha1.AgentNamespace,
 		"ManagedKubeConfigSecret": ExternalManagedKubeconfig,
-		"BMHDriver":               s.BMHDriver,
+		"BMHDriver":               bmhDriver,
 	}
 	// Lists the templates range over: one JSON (so YAML-safe) item each.
 	for name, items := range map[string][]any{"ExtraArgs": anys(args), "Env": anys(s.Env)} {

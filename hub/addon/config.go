@@ -51,6 +51,8 @@ var Variables = map[string]variable{
 	"concurrency":       {flag: "concurrency", check: positive, help: "claims reconciled at once"},
 	"orphanGrace":       {flag: "orphan-grace", check: duration, help: "how long a host whose claim is gone stays bound"},
 	"inventoryInterval": {flag: "inventory-interval", check: duration, help: "how often the cluster's HostInventory is recomputed"},
+	"labelSyncInterval": {flag: "label-sync-interval", check: duration,
+		help: "workload clusters: how often every Node's synced labels are compared again (labels edited on a Node are restored within it)"},
 }
 
 // VariableNames are the names of Variables, sorted.
@@ -68,6 +70,9 @@ func VariableNames() []string {
 // ManagedClusterAddOn says.
 type settings struct {
 	Options
+	// Role is the agent's: workload on a cluster labelled
+	// hostfleet.io/tenant, else infrastructure.
+	Role         string
 	BMHDriver    string
 	LocalClaims  bool
 	Args         []string
@@ -81,13 +86,19 @@ type settings struct {
 }
 
 func (s settings) features() permissions.Features {
+	if s.Role == hostfleetv1alpha1.RoleWorkload {
+		return permissions.Features{Workload: true}
+	}
 	return permissions.Features{BMCDriver: len(s.BMCNamespaces) > 0 && s.BMHDriver != "none", LocalClaims: s.LocalClaims}
 }
 
 // resolve overlays an AddOnDeploymentConfig (nil: none) on the hub's
 // Options. It says everything wrong with the config at once, naming it.
 func (o Options) resolve(cluster *clusterv1.ManagedCluster, adc *addonv1beta1.AddOnDeploymentConfig) (settings, error) {
-	s := settings{Options: o, BMHDriver: "none"}
+	s := settings{Options: o, BMHDriver: "none", Role: hostfleetv1alpha1.RoleInfrastructure}
+	if cluster != nil && cluster.Labels[hostfleetv1alpha1.LabelTenant] != "" {
+		s.Role = hostfleetv1alpha1.RoleWorkload
+	}
 	s.BMCNamespaces = slices.Clone(o.BMCNamespaces)
 	if len(s.BMCNamespaces) > 0 {
 		s.BMHDriver = "annotated"

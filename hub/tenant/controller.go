@@ -120,7 +120,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err != nil {
 		return ctrl.Result{}, fmt.Errorf("clusters of tenant %s: %w", t.Name, err)
 	}
-	desired := Desired(t, clusters)
+	workload, err := r.workloadClusters(ctx, t.Name)
+	if err != nil {
+		return ctrl.Result{}, fmt.Errorf("workload clusters of tenant %s: %w", t.Name, err)
+	}
+	desired := Desired(t, clusters, workload)
 	var grants []client.Object
 	for _, obj := range desired {
 		if conflicts[namespaceOf(obj)] != "" {
@@ -172,10 +176,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 
 	ctrl.LoggerFrom(ctx).V(1).Info("tenant registered", "namespaces", owned, "clusterSet", t.Spec.ClusterSet, "clusters", clusters,
-		"conflicts", len(conflicts), "claims", len(claims))
+		"workloadClusters", workload, "conflicts", len(conflicts), "claims", len(claims))
 	cond := ReadyCondition(Registration{ClusterSet: t.Spec.ClusterSet, SetFound: setFound, Clusters: clusters,
 		Namespaces: owned, Conflicts: conflicts})
-	return ctrl.Result{}, r.setStatus(ctx, t, owned, clusters, claims, ready, cond)
+	return ctrl.Result{}, r.setStatus(ctx, t, owned, clusters, workload, claims, ready, cond)
 }
 
 // namespaces are the tenant's namespaces that exist and are labelled for it,
@@ -229,6 +233,21 @@ func (r *Reconciler) clusters(ctx context.Context, set string) ([]string, bool, 
 	return out, true, nil
 }
 
+// workloadClusters are the managed clusters labelled hostfleet.io/tenant
+// with the tenant's name: its workload clusters. Sorted.
+func (r *Reconciler) workloadClusters(ctx context.Context, tenant string) ([]string, error) {
+	var list clusterv1.ManagedClusterList
+	if err := r.Client.List(ctx, &list, client.MatchingLabels{hostfleetv1alpha1.LabelTenant: tenant}); err != nil {
+		return nil, fmt.Errorf("list the ManagedClusters labelled %s=%s: %w", hostfleetv1alpha1.LabelTenant, tenant, err)
+	}
+	var out []string
+	for _, c := range list.Items {
+		out = append(out, c.Name)
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
 // claims counts the claims in the namespaces, and those Ready.
 func (r *Reconciler) claims(ctx context.Context, namespaces []string) ([]string, int32, error) {
 	var names []string
@@ -262,16 +281,18 @@ func (r *Reconciler) delete(ctx context.Context, t *hostfleetv1alpha1.Tenant, ow
 		}
 		cond := metav1.Condition{Type: hostfleetv1alpha1.ConditionReady, Status: metav1.ConditionFalse, Reason: hostfleetv1alpha1.ReasonDeletionBlocked,
 			Message: fmt.Sprintf("the tenant is kept while it has claims: %s; delete them first", strings.Join(shown, ", "))}
-		return ctrl.Result{RequeueAfter: 30 * time.Second}, r.setStatus(ctx, t, owned, t.Status.Clusters, claims, t.Status.ReadyClaims, cond)
+		return ctrl.Result{RequeueAfter: 30 * time.Second}, r.setStatus(ctx, t, owned, t.Status.Clusters, t.Status.WorkloadClusters, claims, t.Status.ReadyClaims, cond)
 	}
 	for _, name := range owned {
 		if err := r.Client.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}); client.IgnoreNotFound(err) != nil {
 			return ctrl.Result{}, fmt.Errorf("delete namespace %s of tenant %s: %w", name, t.Name, err)
 		}
 	}
-	binding := &admissionv1.ValidatingAdmissionPolicyBinding{ObjectMeta: metav1.ObjectMeta{Name: ClaimsBinding(t.Name)}}
-	if err := r.Client.Delete(ctx, binding); client.IgnoreNotFound(err) != nil {
-		return ctrl.Result{}, fmt.Errorf("delete ValidatingAdmissionPolicyBinding %s of tenant %s: %w", binding.Name, t.Name, err)
+	for _, name := range []string{ClaimsBinding(t.Name), WorkloadClaimsBinding(t.Name)} {
+		binding := &admissionv1.ValidatingAdmissionPolicyBinding{ObjectMeta: metav1.ObjectMeta{Name: name}}
+		if err := r.Client.Delete(ctx, binding); client.IgnoreNotFound(err) != nil {
+			return ctrl.Result{}, fmt.Errorf("delete ValidatingAdmissionPolicyBinding %s of tenant %s: %w", binding.Name, t.Name, err)
+		}
 	}
 	orig := t.DeepCopy()
 	controllerutil.RemoveFinalizer(t, hostfleetv1alpha1.TenantFinalizer)
@@ -284,7 +305,7 @@ func (r *Reconciler) delete(ctx context.Context, t *hostfleetv1alpha1.Tenant, ow
 
 // setStatus writes the Tenant's status, and records an Event when its Ready
 // condition's status or reason changed.
-func (r *Reconciler) setStatus(ctx context.Context, t *hostfleetv1alpha1.Tenant, owned, clusters, claims []string, ready int32, cond metav1.Condition) error {
+func (r *Reconciler) setStatus(ctx context.Context, t *hostfleetv1alpha1.Tenant, owned, clusters, workload, claims []string, ready int32, cond metav1.Condition) error {
 	prev := meta.FindStatusCondition(t.Status.Conditions, hostfleetv1alpha1.ConditionReady)
 	changed := prev == nil || prev.Status != cond.Status || prev.Reason != cond.Reason
 	orig := t.DeepCopy()
@@ -292,6 +313,7 @@ func (r *Reconciler) setStatus(ctx context.Context, t *hostfleetv1alpha1.Tenant,
 	t.Status.ObservedGeneration = t.Generation
 	t.Status.Namespaces = owned
 	t.Status.Clusters = clusters
+	t.Status.WorkloadClusters = workload
 	t.Status.Claims = int32(len(claims))
 	t.Status.ReadyClaims = ready
 	hostfleetv1alpha1.SetCondition(&t.Status.Conditions, cond)

@@ -1,7 +1,7 @@
 package tenant
 
 import (
-	"sort"
+	"slices"
 
 	admissionv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -19,29 +19,50 @@ import (
 // ClaimsBinding names a tenant's binding of the claims admission policy.
 func ClaimsBinding(tenant string) string { return hostfleetv1alpha1.ClaimsPolicy + "-" + tenant }
 
-// Desired is every object the Tenant should have, in each of its
-// namespaces, given the clusters currently in its cluster set.
-func Desired(t *hostfleetv1alpha1.Tenant, clusters []string) []client.Object {
-	clusters = append([]string(nil), clusters...)
-	sort.Strings(clusters)
-	labels := map[string]string{hostfleetv1alpha1.LabelTenant: t.Name}
-	var agents []rbacv1.Subject
+// WorkloadClaimsBinding names a tenant's binding of the policy on what its
+// workload clusters' agents write on its claims.
+func WorkloadClaimsBinding(tenant string) string {
+	return hostfleetv1alpha1.WorkloadClaimsPolicy + "-" + tenant
+}
+
+// agentSubjects are the hub subjects of the clusters' agents: each
+// cluster's own group (CSR driver) and token user, never the group every
+// agent shares.
+func agentSubjects(clusters []string) []rbacv1.Subject {
+	var out []rbacv1.Subject
 	for _, c := range clusters {
-		agents = append(agents,
+		out = append(out,
 			rbacv1.Subject{Kind: rbacv1.GroupKind, APIGroup: rbacv1.GroupName, Name: hostfleetv1alpha1.AgentHubGroup(c)},
 			rbacv1.Subject{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: hostfleetv1alpha1.AgentTokenUser(c)})
 	}
-	// The claims admission policy, with this Tenant as its parameter, over
-	// the tenant's namespaces.
-	out := []client.Object{&admissionv1.ValidatingAdmissionPolicyBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: ClaimsBinding(t.Name), Labels: labels},
-		Spec: admissionv1.ValidatingAdmissionPolicyBindingSpec{
-			PolicyName:        hostfleetv1alpha1.ClaimsPolicy,
-			ParamRef:          &admissionv1.ParamRef{Name: t.Name, ParameterNotFoundAction: ptr.To(admissionv1.DenyAction)},
-			MatchResources:    &admissionv1.MatchResources{NamespaceSelector: &metav1.LabelSelector{MatchLabels: labels}},
-			ValidationActions: []admissionv1.ValidationAction{admissionv1.Deny},
-		},
-	}}
+	return out
+}
+
+// Desired is every object the Tenant should have, in each of its
+// namespaces, given the clusters currently in its cluster set and its
+// workload clusters (labelled hostfleet.io/tenant=<tenant>).
+func Desired(t *hostfleetv1alpha1.Tenant, clusters, workload []string) []client.Object {
+	clusters = slices.Sorted(slices.Values(clusters))
+	labels := map[string]string{hostfleetv1alpha1.LabelTenant: t.Name}
+	agents := agentSubjects(clusters)
+	workloadAgents := agentSubjects(slices.Sorted(slices.Values(workload)))
+	// The claims admission policies, with this Tenant as their parameter,
+	// over the tenant's namespaces.
+	binding := func(name, policy string) client.Object {
+		return &admissionv1.ValidatingAdmissionPolicyBinding{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels},
+			Spec: admissionv1.ValidatingAdmissionPolicyBindingSpec{
+				PolicyName:        policy,
+				ParamRef:          &admissionv1.ParamRef{Name: t.Name, ParameterNotFoundAction: ptr.To(admissionv1.DenyAction)},
+				MatchResources:    &admissionv1.MatchResources{NamespaceSelector: &metav1.LabelSelector{MatchLabels: labels}},
+				ValidationActions: []admissionv1.ValidationAction{admissionv1.Deny},
+			},
+		}
+	}
+	out := []client.Object{
+		binding(ClaimsBinding(t.Name), hostfleetv1alpha1.ClaimsPolicy),
+		binding(WorkloadClaimsBinding(t.Name), hostfleetv1alpha1.WorkloadClaimsPolicy),
+	}
 	for _, ns := range t.DefaultNamespaces() {
 		meta := func(name string) metav1.ObjectMeta {
 			return metav1.ObjectMeta{Namespace: ns, Name: name, Labels: labels}
@@ -58,6 +79,9 @@ func Desired(t *hostfleetv1alpha1.Tenant, clusters []string) []client.Object {
 			&rbacv1.Role{ObjectMeta: meta(hostfleetv1alpha1.AgentTenantRole), Rules: permissions.AgentTenantNamespace()},
 			&rbacv1.RoleBinding{ObjectMeta: meta(hostfleetv1alpha1.AgentTenantRole), Subjects: agents,
 				RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: hostfleetv1alpha1.AgentTenantRole}},
+			&rbacv1.Role{ObjectMeta: meta(hostfleetv1alpha1.AgentWorkloadRole), Rules: permissions.AgentWorkloadTenantNamespace()},
+			&rbacv1.RoleBinding{ObjectMeta: meta(hostfleetv1alpha1.AgentWorkloadRole), Subjects: workloadAgents,
+				RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: hostfleetv1alpha1.AgentWorkloadRole}},
 			&clusterv1beta2.ManagedClusterSetBinding{ObjectMeta: meta(t.Spec.ClusterSet),
 				Spec: clusterv1beta2.ManagedClusterSetBindingSpec{ClusterSet: t.Spec.ClusterSet}},
 		)

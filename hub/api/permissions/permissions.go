@@ -32,6 +32,9 @@ type Features struct {
 	// writes their status and HardwareData. It reads their BMC credentials
 	// only in the namespaces it drives, with AgentBMCNamespace there.
 	BMCDriver bool
+	// Workload: the agent runs in the workload role (a workload cluster,
+	// no BareMetalHosts): it labels Nodes and needs nothing else there.
+	Workload bool
 }
 
 // AgentManagedCluster is everything the agent may do cluster-wide on its
@@ -40,6 +43,9 @@ type Features struct {
 // cluster-wide only with LocalClaims. The BMC driver's credentials are read
 // per namespace (AgentBMCNamespace), never cluster-wide.
 func AgentManagedCluster(f Features) []rbacv1.PolicyRule {
+	if f.Workload {
+		return AgentWorkloadCluster()
+	}
 	rules := []rbacv1.PolicyRule{
 		{APIGroups: []string{metal3Group}, Resources: []string{"baremetalhosts"}, Verbs: []string{"get", "list", "watch", "patch"}},
 		{APIGroups: []string{metal3Group}, Resources: []string{"hardwaredata", "hostdeploypolicies"}, Verbs: view},
@@ -62,6 +68,16 @@ func AgentManagedCluster(f Features) []rbacv1.PolicyRule {
 		)
 	}
 	return rules
+}
+
+// AgentWorkloadCluster is everything the agent may do on a workload
+// cluster: read Nodes and apply the labels it syncs (patch, under its own
+// field manager), and record Events. No Secret, no host.
+func AgentWorkloadCluster() []rbacv1.PolicyRule {
+	return []rbacv1.PolicyRule{
+		{APIGroups: []string{""}, Resources: []string{"nodes"}, Verbs: []string{"get", "list", "watch", "patch"}},
+		{APIGroups: []string{"events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},
+	}
 }
 
 // AgentBMCNamespace is what the agent's BMC driver may do in each namespace
@@ -111,11 +127,11 @@ func AgentHub() []rbacv1.PolicyRule {
 // the agent keeps on the hub when its cluster has none. RBAC cannot limit a
 // create by name, so creating Leases is granted in the namespace, and
 // changing one only by the add-on's name. It may also watch the claims
-// there (there are none: the namespace keeps the agent's set of watched
-// namespaces from ever being empty).
+// and HardwareData there (there are none: the namespace keeps the agent's
+// set of watched namespaces from ever being empty).
 func AgentClusterNamespace() []rbacv1.PolicyRule {
 	return []rbacv1.PolicyRule{
-		{APIGroups: []string{metal3Group}, Resources: []string{"hostclaims"}, Verbs: view},
+		{APIGroups: []string{metal3Group}, Resources: []string{"hostclaims", "hardwaredata"}, Verbs: view},
 		{APIGroups: []string{hostfleetv1alpha1.GroupVersion.Group}, Resources: []string{"hostinventories"},
 			Verbs: []string{"get", "list", "watch", "create", "update", "patch"}},
 		{APIGroups: []string{hostfleetv1alpha1.GroupVersion.Group}, Resources: []string{"hostinventories/status"}, Verbs: []string{"update", "patch"}},
@@ -134,6 +150,19 @@ func AgentTenantNamespace() []rbacv1.PolicyRule {
 		{APIGroups: []string{metal3Group}, Resources: []string{"hostclaims/status"}, Verbs: []string{"patch", "update"}},
 		{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get"}},
 		{APIGroups: []string{metal3Group}, Resources: []string{"hardwaredata"}, Verbs: []string{"get", "create", "delete"}},
+		{APIGroups: []string{"events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},
+	}
+}
+
+// AgentWorkloadTenantNamespace is what the agent of a tenant's workload
+// cluster may do in each of the tenant's hub namespaces: read its claims
+// and HardwareData copies, and write their status, where admission lets
+// it change only the NodeLabelsSynced condition (policy
+// hostfleet-workload-claims); and record Events. No Secret.
+func AgentWorkloadTenantNamespace() []rbacv1.PolicyRule {
+	return []rbacv1.PolicyRule{
+		{APIGroups: []string{metal3Group}, Resources: []string{"hostclaims", "hardwaredata"}, Verbs: view},
+		{APIGroups: []string{metal3Group}, Resources: []string{"hostclaims/status"}, Verbs: []string{"patch"}},
 		{APIGroups: []string{"events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},
 	}
 }
@@ -175,7 +204,7 @@ func WorkAgent() []rbacv1.PolicyRule {
 func Hub() []rbacv1.PolicyRule {
 	rules := HubOwn()
 	for _, granted := range [][]rbacv1.PolicyRule{
-		AgentHub(), AgentClusterNamespace(), AgentTenantNamespace(), TenantAdmin(), AdmissionProbe(),
+		AgentHub(), AgentClusterNamespace(), AgentTenantNamespace(), AgentWorkloadTenantNamespace(), TenantAdmin(), AdmissionProbe(),
 	} {
 		rules = append(rules, granted...)
 	}

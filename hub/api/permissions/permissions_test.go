@@ -1,9 +1,11 @@
 package permissions_test
 
 import (
+	"slices"
 	"testing"
 
 	. "github.com/onsi/gomega"
+	rbacv1 "k8s.io/api/rbac/v1"
 
 	"github.com/hostfleet/hostfleet/hub/api/permissions"
 )
@@ -33,4 +35,22 @@ func TestBMCCredentialsPerNamespace(t *testing.T) {
 	g := NewWithT(t)
 	g.Expect(permissions.AgentBMCNamespace()).To(ConsistOf(HaveField("Verbs", []string{"get"})), "get only: never list or watch")
 	g.Expect(permissions.AgentBMCNamespace()[0].Resources).To(Equal([]string{"secrets"}))
+}
+
+func TestWorkloadAgentReadsNoSecretAndNoHost(t *testing.T) {
+	g := NewWithT(t)
+	for _, rules := range [][]rbacv1.PolicyRule{
+		permissions.AgentManagedCluster(permissions.Features{Workload: true, LocalClaims: true, BMCDriver: true}),
+		permissions.AgentWorkloadTenantNamespace(),
+	} {
+		for _, r := range rules {
+			g.Expect(r.Resources).NotTo(ContainElements("secrets", "baremetalhosts"), "%+v", r)
+			if slices.Contains(r.Resources, "hostclaims") || slices.Contains(r.Resources, "nodes") {
+				g.Expect(r.Verbs).NotTo(ContainElements("create", "update", "delete"), "claims are read, Nodes only patched: %+v", r)
+			}
+		}
+	}
+	g.Expect(permissions.AgentWorkloadTenantNamespace()).To(ContainElement(And(
+		HaveField("Resources", []string{"hostclaims/status"}), HaveField("Verbs", []string{"patch"}))),
+		"status is patched (admission keeps it to NodeLabelsSynced)")
 }

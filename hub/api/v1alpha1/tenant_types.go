@@ -34,8 +34,10 @@ type TenantSpec struct {
 
 	// LabelSyncPrefixes are the BareMetalHost label prefixes (the part of a
 	// label key before "/") that the tenant sees: labels under them are copied
-	// from a bound host to its claim on the hub. (Copying them on to the
-	// workload cluster's Nodes is not built yet.)
+	// from a bound host to its claim on the hub, and from the claim to its
+	// Node on the tenant's workload clusters (ManagedClusters labelled
+	// hostfleet.io/tenant=<tenant>). Removing a prefix stops syncing it:
+	// labels already copied under it are left as they are.
 	// The Kubernetes prefixes kubernetes.io, k8s.io, kubelet.kubernetes.io and
 	// beta.kubernetes.io are refused; other sub-domains of kubernetes.io are
 	// allowed. hostfleet.io and its sub-domains are refused.
@@ -80,6 +82,15 @@ type TenantStatus struct {
 	// +listType=set
 	Clusters []string `json:"clusters,omitempty"`
 
+	// WorkloadClusters are the managed clusters labelled
+	// hostfleet.io/tenant=<this tenant>: clusters whose Nodes run on the
+	// tenant's hosts. Their agents (workload role) may read the tenant's
+	// claims and HardwareData copies and report NodeLabelsSynced on its
+	// claims, and copy the claims' prefixed labels to the Nodes.
+	// +optional
+	// +listType=set
+	WorkloadClusters []string `json:"workloadClusters,omitempty"`
+
 	// Claims is the number of HostClaims in the tenant's namespaces.
 	// +optional
 	Claims int32 `json:"claims,omitempty"`
@@ -97,6 +108,7 @@ type TenantStatus struct {
 // +kubebuilder:resource:scope=Cluster,categories=hostfleet
 // +kubebuilder:printcolumn:name="ClusterSet",type=string,JSONPath=`.spec.clusterSet`
 // +kubebuilder:printcolumn:name="MaxClaims",type=integer,JSONPath=`.spec.maxClaims`
+// +kubebuilder:printcolumn:name="Workload",type=string,JSONPath=`.status.workloadClusters`,priority=1
 // +kubebuilder:printcolumn:name="Claims",type=integer,JSONPath=`.status.claims`
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`

@@ -37,7 +37,10 @@ const (
 	LabelBoundHost = "hostfleet.io/bound-host"
 
 	// LabelTenant marks the hub namespaces that belong to a tenant; its value
-	// is the Tenant's name.
+	// is the Tenant's name. On a ManagedCluster it makes the cluster a
+	// workload cluster of that tenant: its agent runs in the workload role
+	// and copies the tenant's claim labels to its Nodes. Only a hub
+	// administrator may set it (admission refuses the cluster's own agents).
 	LabelTenant = "hostfleet.io/tenant"
 )
 
@@ -402,4 +405,53 @@ const (
 	// ReasonWithdrawing: the claim is being deleted; its work and target
 	// claim are being removed.
 	ReasonWithdrawing = "Withdrawing"
+)
+
+// Label sync to the Nodes of workload clusters (the agent's workload role).
+const (
+	// RoleInfrastructure is the agent's role on a cluster with
+	// BareMetalHosts: it binds the claims placed there. RoleWorkload is its
+	// role on a workload cluster (ManagedCluster labelled LabelTenant): it
+	// copies the tenant's claim labels to the Nodes that run on the hosts.
+	RoleInfrastructure = "infrastructure"
+	RoleWorkload       = "workload"
+
+	// AnnotationNode on a hub claim names the Node that runs on its host,
+	// when the tenant (or its Cluster API integration) knows it. It beats
+	// every other way of finding the Node.
+	AnnotationNode = "hostfleet.io/node"
+	// AnnotationWorkloadCluster on a hub claim names the workload cluster
+	// its Node is in. Needed only when the tenant has several workload
+	// clusters: with one, that one is meant.
+	AnnotationWorkloadCluster = "hostfleet.io/workload-cluster"
+	// LabelLabelsPending on a Node (set at registration, with kubelet's
+	// --node-labels) says the synced labels are not there yet; the agent
+	// removes it once it has applied them, so that a negative node
+	// selector can wait for it.
+	LabelLabelsPending = "hostfleet.io/labels-pending"
+	// FieldManagerLabelSync owns, on each Node, the labels the agent copied.
+	FieldManagerLabelSync = "hostfleet-labelsync"
+
+	// AgentWorkloadRole is the Role (and binding) in each of a tenant's
+	// namespaces of the agents of its workload clusters; WorkloadClaimsPolicy
+	// the admission policy, bound per tenant, on what they write there.
+	AgentWorkloadRole    = "hostfleet-workload-agent"
+	WorkloadClaimsPolicy = "hostfleet-workload-claims"
+)
+
+// ConditionNodeLabelsSynced on a hub claim, written by the agent of the
+// tenant's workload cluster: whether the claim's labels under the tenant's
+// prefixes are on the Node that runs on its host, and if not why.
+const (
+	ConditionNodeLabelsSynced = "NodeLabelsSynced"
+	// ReasonLabelsSynced: the Node carries the claim's prefixed labels.
+	ReasonLabelsSynced = "LabelsSynced"
+	// ReasonNodeNotFound: no Node matches the claim (yet: kubelet may not
+	// have registered it).
+	ReasonNodeNotFound = "NodeNotFound"
+	// ReasonNodeAmbiguous: several Nodes match the claim, or the Node also
+	// matches another claim; nothing is guessed.
+	ReasonNodeAmbiguous = "NodeAmbiguous"
+	// ReasonLabelSyncFailed: the workload cluster refused the labels.
+	ReasonLabelSyncFailed = "LabelSyncFailed"
 )
