@@ -269,7 +269,7 @@ func (o *Options) Validate() []error {
 			errs = append(errs, fmt.Errorf("--bmc-namespaces: %q is not a namespace name", ns))
 		}
 	}
-	if o.BootstrapManagedKubeconfig != "" && o.BMHDriver != "none" && len(o.BMCNamespaces) == 0 {
+	if o.BootstrapManagedKubeconfig != "" && o.BMHDriver != "none" && len(o.BMCNamespaces) == 0 && o.Role != hostfleetv1alpha1.RoleWorkload {
 		errs = append(errs, errors.New("--bmc-namespaces is required in Hosted mode with the BMC driver on: the agent is granted BMC credentials only in the namespaces it drives, never cluster-wide (or set --bmh-driver=none)"))
 	}
 	if o.BMCWorkers < 1 {

@@ -30,6 +30,11 @@ func TestOptions(t *testing.T) {
 		{name: "hosted BMC driver in its namespaces", args: []string{"--hub-kubeconfig=/h", "--cluster-name=a", "--bootstrap-managed-kubeconfig=/b", "--health-lease=false", "--bmc-namespaces=hosts,edge"}},
 		{name: "bad BMC namespace", args: []string{"--hub-kubeconfig=/h", "--cluster-name=a", "--bmc-namespaces=hosts,Bad_NS"}, wantErr: []string{`--bmc-namespaces: "Bad_NS"`}},
 		{name: "short token", args: []string{"--hub-kubeconfig=/h", "--cluster-name=a", "--token-ttl=1m"}, wantErr: []string{"--token-ttl 1m0s"}},
+		{name: "workload role", args: []string{"--hub-kubeconfig=/h", "--cluster-name=apps", "--role=workload", "--label-sync-interval=30s"}},
+		{name: "hosted workload role drives no BMC", args: []string{"--hub-kubeconfig=/h", "--cluster-name=apps", "--role=workload", "--bootstrap-managed-kubeconfig=/b", "--health-lease=false"}},
+		{name: "bad role", args: []string{"--hub-kubeconfig=/h", "--cluster-name=a", "--role=worker"}, wantErr: []string{`--role "worker" must be infrastructure or workload`}},
+		{name: "workload role reads its tenant only", args: []string{"--hub-kubeconfig=/h", "--cluster-name=a", "--role=workload", "--claim-scope=all", "--label-sync-interval=10ms"},
+			wantErr: []string{"--label-sync-interval 10ms must be at least 1s", "--claim-scope must be tenants"}},
 		{name: "bad hub name", args: []string{"--hub-kubeconfig=/h", "--cluster-name=a", "--hub-name="}, wantErr: []string{"--hub-name"}},
 	}
 	for _, tt := range tests {

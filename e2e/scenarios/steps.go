@@ -230,6 +230,11 @@ func Run(t *testing.T, env Env) {
 			"the agent's own least-privilege identity on infra-2")
 	})
 
+	step(t, "WorkloadCluster", func(t *testing.T) {
+		e.t = t
+		e.workloadCluster("hosting", "infra-2", "db-1")
+	})
+
 	step(t, "Teardown", func(t *testing.T) {
 		e.t = t
 		g := NewWithT(t)
@@ -243,7 +248,7 @@ func Run(t *testing.T, env Env) {
 			g.Expect(claims.Items).To(BeEmpty())
 		}).WithTimeout(2 * time.Minute).WithPolling(time.Second).Should(Succeed())
 
-		e.run("hub", "addon", "disable", "--names", hostfleetv1alpha1.AddonName, "--clusters", "infra-1,infra-2")
+		e.run("hub", "addon", "disable", "--names", hostfleetv1alpha1.AddonName, "--clusters", "infra-1,infra-2,hosting")
 		for _, plane := range []string{"infra-1", "infra-2", "hosting"} {
 			e.expectNoAgent(plane)
 		}

@@ -351,21 +351,9 @@ func TestBMCNamespaces(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	cluster := &clusterv1.ManagedCluster{ObjectMeta: metav1.ObjectMeta{Name: "c1"}}
 	render := func(mca *addonv1beta1.ManagedClusterAddOn) map[string]runtime.Object {
-		objs, err := a.Manifests(context.Background(), cluster, mca)
-		g.Expect(err).NotTo(HaveOccurred())
-		out := map[string]runtime.Object{}
-		for _, o := range objs {
-			m, err := meta.Accessor(o)
-			g.Expect(err).NotTo(HaveOccurred())
-			out[o.GetObjectKind().GroupVersionKind().Kind+"/"+m.GetNamespace()+"/"+m.GetName()] = o
-		}
-		return out
+		return renderAll(g, a, cluster, mca)
 	}
-	args := func(objs map[string]runtime.Object, key string) []string {
-		d, ok := objs[key].(*appsv1.Deployment)
-		g.Expect(ok).To(BeTrue(), "%s: %T", key, objs[key])
-		return d.Spec.Template.Spec.Containers[0].Args
-	}
+	args := func(objs map[string]runtime.Object, key string) []string { return deploymentArgs(g, objs, key) }
 
 	t.Log("Default mode: a Role reading Secrets in each namespace, no Secret read in the ClusterRole")
 	def := render(&addonv1beta1.ManagedClusterAddOn{ObjectMeta: metav1.ObjectMeta{Namespace: "c1", Name: hostfleetv1alpha1.AddonName}})
@@ -395,4 +383,51 @@ func TestBMCNamespaces(t *testing.T) {
 	}
 	g.Expect(args(hosted, "Deployment/klusterlet-c1/hostfleet-agent")).To(ContainElements("--bmh-driver=annotated", "--bmc-namespaces=hosts,edge",
 		"--bootstrap-managed-kubeconfig=/var/run/managed/kubeconfig"))
+}
+
+// renderAll renders the add-on's manifests for a cluster, by
+// Kind/namespace/name.
+func renderAll(g Gomega, a agent.AgentAddon, cluster *clusterv1.ManagedCluster, mca *addonv1beta1.ManagedClusterAddOn) map[string]runtime.Object {
+	objs, err := a.Manifests(context.Background(), cluster, mca)
+	g.Expect(err).NotTo(HaveOccurred())
+	out := map[string]runtime.Object{}
+	for _, o := range objs {
+		m, err := meta.Accessor(o)
+		g.Expect(err).NotTo(HaveOccurred())
+		out[o.GetObjectKind().GroupVersionKind().Kind+"/"+m.GetNamespace()+"/"+m.GetName()] = o
+	}
+	return out
+}
+
+func deploymentArgs(g Gomega, objs map[string]runtime.Object, key string) []string {
+	d, ok := objs[key].(*appsv1.Deployment)
+	g.Expect(ok).To(BeTrue(), "%s: %T", key, objs[key])
+	return d.Spec.Template.Spec.Containers[0].Args
+}
+
+// TestWorkloadRole: a ManagedCluster labelled hostfleet.io/tenant gets the
+// agent in the workload role: Nodes, no host and no Secret on the cluster,
+// no BMC driver, in both modes.
+func TestWorkloadRole(t *testing.T) {
+	g := NewWithT(t)
+	a, err := addon.New(nil, nil, addon.Options{Image: "registry.example/hostfleet-agent:v1", HubName: "lab-hub", BMCNamespaces: []string{"hosts"}})
+	g.Expect(err).NotTo(HaveOccurred())
+	cluster := &clusterv1.ManagedCluster{ObjectMeta: metav1.ObjectMeta{Name: "apps", Labels: map[string]string{hostfleetv1alpha1.LabelTenant: "acme"}}}
+
+	def := renderAll(g, a, cluster, &addonv1beta1.ManagedClusterAddOn{ObjectMeta: metav1.ObjectMeta{Namespace: "apps", Name: hostfleetv1alpha1.AddonName}})
+	cr, ok := def["ClusterRole//"+hostfleetv1alpha1.AgentManagedRole].(*rbacv1.ClusterRole)
+	g.Expect(ok).To(BeTrue())
+	g.Expect(cr.Rules).To(Equal(permissions.AgentWorkloadCluster()))
+	g.Expect(def).NotTo(HaveKey("Role/hosts/"+hostfleetv1alpha1.AgentBMCRole), "no BMC credentials on a workload cluster")
+	g.Expect(deploymentArgs(g, def, "Deployment/hostfleet-agent/hostfleet-agent")).To(And(
+		ContainElements("--role=workload", "--bmh-driver=none"), Not(ContainElement(HavePrefix("--bmc-namespaces")))))
+
+	hosted := renderAll(g, a, cluster, &addonv1beta1.ManagedClusterAddOn{ObjectMeta: metav1.ObjectMeta{Namespace: "apps", Name: hostfleetv1alpha1.AddonName,
+		Annotations: map[string]string{addonv1beta1.HostingClusterNameAnnotationKey: "hosting"}}})
+	g.Expect(deploymentArgs(g, hosted, "Deployment/klusterlet-apps/hostfleet-agent")).To(ContainElements("--role=workload", "--bmh-driver=none",
+		"--bootstrap-managed-kubeconfig=/var/run/managed/kubeconfig"))
+
+	unlabelled := renderAll(g, a, &clusterv1.ManagedCluster{ObjectMeta: metav1.ObjectMeta{Name: "apps"}},
+		&addonv1beta1.ManagedClusterAddOn{ObjectMeta: metav1.ObjectMeta{Namespace: "apps", Name: hostfleetv1alpha1.AddonName}})
+	g.Expect(deploymentArgs(g, unlabelled, "Deployment/hostfleet-agent/hostfleet-agent")).NotTo(ContainElement("--role=workload"), "infrastructure by default")
 }

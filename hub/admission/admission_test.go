@@ -231,7 +231,7 @@ func TestPolicies(t *testing.T) {
 		}
 		other.Status.BareMetalHost = &metal3api.ObjectReference{Namespace: "hosts", Name: "h1"}
 		return c1.Status().Update(ctx, other)
-	}).WithTimeout(20 * time.Second).Should(MatchError(ContainSubstring("an agent may only change claims placed on its own cluster; this claim is placed on c2")))
+	}).WithTimeout(20 * time.Second).Should(MatchError(ContainSubstring("an agent may only change claims placed on its own cluster; this claim is placed on c2 (")))
 	g.Expect(c1.Get(ctx, client.ObjectKeyFromObject(ok), ok)).To(Succeed())
 	ok.Labels[hostfleetv1alpha1.LabelCluster] = "c2"
 	refused(c1.Update(ctx, ok), "an agent may not move a claim to another cluster")

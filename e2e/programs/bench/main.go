@@ -22,7 +22,12 @@
 // and the time one LIST of all claims takes (what a scheduler that lists
 // every claim for every decision would pay per decision).
 //
-// usage: go run ./e2e/programs/bench [-n 1000] [-clusters 50] [-bmcs 200] [-bmc-slow] [-only binding|scheduling|bmc]   (make bench)
+// labels: label sync's two hops, one change at a time: a host label
+// changed on the infrastructure plane, seen on the hub claim (the
+// infrastructure agent's hop, the baseline) and on the Node of a workload
+// plane (the workload agent's hop after it): median and p99 of each.
+//
+// usage: go run ./e2e/programs/bench [-n 1000] [-clusters 50] [-bmcs 200] [-bmc-slow] [-label-changes 100] [-only binding|scheduling|bmc|labels]   (make bench)
 package main
 
 import (
@@ -53,7 +58,9 @@ func main() {
 	n := flag.Int("n", 1000, "claims and hosts")
 	workers := flag.Int("workers", 4, "agent workers, and baseline writers")
 	clusters := flag.Int("clusters", 50, "clusters the scheduler chooses from")
-	only := flag.String("only", "", "run one benchmark: binding, scheduling or bmc")
+	only := flag.String("only", "", "run one benchmark: binding, scheduling, bmc or labels")
+	labelHosts := flag.Int("label-hosts", 20, "hosts, claims and Nodes of the label sync benchmark")
+	labelChanges := flag.Int("label-changes", 100, "host label changes the label sync benchmark times")
 	bmcs := flag.Int("bmcs", 200, "emulated Redfish BMCs the agent drives")
 	bmcWorkers := flag.Int("bmc-workers", 10, "the agent's --bmc-workers")
 	bmcSlow := flag.Bool("bmc-slow", false, "BMCs as slow as hardware: power change 2–10 s, media insert 1–3 s, inventory 1–5 s")
@@ -76,6 +83,9 @@ func main() {
 	}
 	if err == nil && (*only == "" || *only == "bmc") {
 		err = runBMC(*bmcs, *bmcWorkers, *bmcSlow)
+	}
+	if err == nil && (*only == "" || *only == "labels") {
+		err = runLabels(*labelHosts, *labelChanges)
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)

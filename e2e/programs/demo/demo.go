@@ -55,6 +55,10 @@ var infras = []string{"infra-1", "infra-2"}
 
 const edge = "infra-3"
 
+// apps is tenant acme's workload cluster: its Nodes run on the claimed
+// hosts, and its agent (workload role) labels them from the claims.
+const apps = "apps"
+
 // claims of the demo: name, cluster (pinned by the tenant), image.
 var claims = []struct {
 	name, cluster, image string
@@ -76,8 +80,8 @@ func Run(ctx context.Context, o Options) error {
 	out := o.Out
 	say := func(format string, a ...any) { fmt.Fprintf(out, format+"\n", a...) }
 	start := time.Now()
-	say("Starting four control planes (hub, infra-1, infra-2, infra-3): real kube-apiserver and etcd processes…")
-	f, err := planes.Start(ctx, planes.Options{Dir: o.Dir}, append(append([]string{"hub"}, infras...), edge)...)
+	say("Starting five control planes (hub, infra-1, infra-2, infra-3, and apps, a workload cluster): real kube-apiserver and etcd processes…")
+	f, err := planes.Start(ctx, planes.Options{Dir: o.Dir}, append(append([]string{"hub"}, infras...), edge, apps)...)
 	if err != nil {
 		return err
 	}
@@ -141,6 +145,11 @@ func Run(ctx context.Context, o Options) error {
 			return err
 		}
 	}
+	if _, err := f.Run("hostfleet-agent-"+apps, apps, filepath.Join(o.Bin, "hostfleet-agent"), []string{
+		"--hub-kubeconfig=" + f.Plane("hub").Kubeconfig, "--managed-kubeconfig=" + f.Plane(apps).Kubeconfig,
+		"--cluster-name=" + apps, "--role=workload", "--leader-elect=false", "--health-lease=false", "--label-sync-interval=10s"}); err != nil {
+		return err
+	}
 	// infra-3 also takes remote claims: OCM's work agent applies what the
 	// hub forwards there. No registration agent runs here, so the demo
 	// reports the cluster Available, as one would.
@@ -150,7 +159,7 @@ func Run(ctx context.Context, o Options) error {
 	if err := planes.SetClusterAvailable(ctx, hub, edge, metav1.ConditionTrue); err != nil {
 		return err
 	}
-	say("hostfleet-hub and one hostfleet-agent per infrastructure cluster are running")
+	say("hostfleet-hub, one hostfleet-agent per infrastructure cluster and one on apps (workload role) are running")
 
 	if err := createTenant(ctx, hub); err != nil {
 		return err
@@ -207,6 +216,10 @@ func Run(ctx context.Context, o Options) error {
 	}
 	say("A sixth claim is refused: tenant acme's maxClaims is 5 (a ResourceQuota the API server enforces).")
 	say("")
+	if err := nodeLabels(ctx, hub, f.Plane("infra-1").Client, f.Plane(apps).Client, o.Timeout, say); err != nil {
+		return fmt.Errorf("Node labels (logs in %s): %w", o.Dir, err)
+	}
+	say("")
 	if err := powerCycle(ctx, hub, rf, o.Timeout, say); err != nil {
 		return fmt.Errorf("power cycle (logs in %s): %w", o.Dir, err)
 	}
@@ -216,7 +229,7 @@ func Run(ctx context.Context, o Options) error {
 	}
 	say("")
 	say("Look around with kubectl:")
-	for _, name := range append(append([]string{"hub"}, infras...), edge) {
+	for _, name := range append(append([]string{"hub"}, infras...), edge, apps) {
 		say("  %-8s kubectl --kubeconfig %s …", name, f.Plane(name).Kubeconfig)
 	}
 	say("  e.g.     kubectl --kubeconfig %s get hostclaims,hardwaredata -n tenant-acme", f.Plane("hub").Kubeconfig)
@@ -224,6 +237,7 @@ func Run(ctx context.Context, o Options) error {
 	say("           kubectl --kubeconfig %s get baremetalhosts -n hosts   # driven by the agent", f.Plane(edge).Kubeconfig)
 	say("           kubectl --kubeconfig %s get hostclaims -n hf-tenant-acme   # edge-fwd, forwarded", f.Plane(edge).Kubeconfig)
 	say("           kubectl --kubeconfig %s get manifestworks -n %s", f.Plane("hub").Kubeconfig, edge)
+	say("           kubectl --kubeconfig %s get nodes -L example.com/rack,example.com/size   # labelled from the hosts", f.Plane(apps).Kubeconfig)
 	say("The Redfish BMC at https://%s (admin/password) and ipmi_sim at %s answer too, e.g.", rf.HostPort(), sim.Address())
 	say("           ipmitool -I lanplus -C 3 -H 127.0.0.1 -p %d -U admin -P password chassis power status", sim.Port)
 	say("Logs of every process are in %s", o.Dir)
@@ -334,6 +348,11 @@ func setUpHub(ctx context.Context, hub client.Client) error {
 				Spec: clusterv1.ManagedClusterSpec{HubAcceptsClient: true}},
 			&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}})
 	}
+	// apps runs acme's workloads: a workload cluster of tenant acme.
+	objs = append(objs,
+		&clusterv1.ManagedCluster{ObjectMeta: metav1.ObjectMeta{Name: apps, Labels: map[string]string{hostfleetv1alpha1.LabelTenant: "acme"}},
+			Spec: clusterv1.ManagedClusterSpec{HubAcceptsClient: true}},
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: apps}})
 	return create(ctx, hub, objs...)
 }
 

@@ -64,6 +64,11 @@ func TestDemo(t *testing.T) {
 	g.Expect(output()).To(MatchRegexp(`edge-fwd Ready after [0-9.]+m?s; Forwarded: applied on infra-3 as HostClaim hf-tenant-acme/edge-fwd; bound to BareMetalHost hosts/server-1`),
 		"the remote claim, forwarded over a ManifestWork and bound by infra-3's agent")
 
+	g.Expect(output()).To(MatchRegexp(`web-1-node\s+example.com/rack=r1 example.com/site=core example.com/size=medium\n\s+labels under example.com are on Node web-1-node on cluster apps \(found by providerID\)`),
+		"the workload cluster's agent labelled the Node from web-1's host")
+	g.Expect(output()).To(MatchRegexp(`db-1-node\s+example.com/rack=r\d example.com/site=\w+ example.com/size=large`))
+	g.Expect(output()).To(MatchRegexp(`on infra-1 moved to rack r7: web-1-node has example.com/rack=r7 [0-9.]+m?s later`))
+
 	g.Expect(cmd.Process.Signal(syscall.SIGINT)).To(Succeed())
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
