@@ -79,7 +79,7 @@ e2e-kind: images ## The same scenarios as e2e-local on four kind clusters (needs
 	HOSTFLEET_BMO="$$($(TOOLS) --print-bmo)" go test -tags e2ekind -count=1 -timeout 60m -v ./e2e/suites/kind/
 
 .PHONY: demo
-demo: build ## Local hub and three infrastructure clusters, hub and agents running, a tenant's claims going Ready (Ctrl-C stops it).
+demo: build ## Local hub, three infrastructure clusters and a workload cluster, hub and agents running, a tenant's claims going Ready (Ctrl-C stops it).
 	$(TOOLS) envtest kube-controller-manager baremetal-operator ipmi ocm
 	go build -o $(BIN)/hostfleet-demo ./e2e/programs/demo/cmd
 	KUBEBUILDER_ASSETS="$$($(TOOLS) --print-assets)" HOSTFLEET_BMO="$$($(TOOLS) --print-bmo)" $(BIN)/hostfleet-demo --bin $(BIN)
