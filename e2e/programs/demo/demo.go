@@ -217,7 +217,7 @@ func Run(ctx context.Context, o Options) error {
 	say("A sixth claim is refused: tenant acme's maxClaims is 5 (a ResourceQuota the API server enforces).")
 	say("")
 	if err := nodeLabels(ctx, hub, f.Plane("infra-1").Client, f.Plane(apps).Client, o.Timeout, say); err != nil {
-		return fmt.Errorf("Node labels (logs in %s): %w", o.Dir, err)
+		return fmt.Errorf("labels on the Nodes of apps (logs in %s): %w", o.Dir, err)
 	}
 	say("")
 	if err := powerCycle(ctx, hub, rf, o.Timeout, say); err != nil {
