@@ -27,7 +27,7 @@
 // infrastructure agent's hop, the baseline) and on the Node of a workload
 // plane (the workload agent's hop after it): median and p99 of each.
 //
-// usage: go run ./e2e/programs/bench [-n 1000] [-clusters 50] [-bmcs 200] [-bmc-slow] [-label-changes 100] [-only binding|scheduling|bmc|labels]   (make bench)
+// usage: go run ./e2e/programs/bench [-n 1000] [-clusters 50] [-bmcs 200] [-bmc-slow] [-bmc-baseline-sample 20] [-label-changes 100] [-only binding|scheduling|bmc|labels]   (make bench)
 package main
 
 import (
@@ -62,8 +62,9 @@ func main() {
 	labelHosts := flag.Int("label-hosts", 20, "hosts, claims and Nodes of the label sync benchmark")
 	labelChanges := flag.Int("label-changes", 100, "host label changes the label sync benchmark times")
 	bmcs := flag.Int("bmcs", 200, "emulated Redfish BMCs the agent drives")
-	bmcWorkers := flag.Int("bmc-workers", 10, "the agent's --bmc-workers")
+	bmcWorkers := flag.Int("bmc-workers", app.NewOptions().BMCWorkers, "the agent's --bmc-workers (default: the agent's default)")
 	bmcSlow := flag.Bool("bmc-slow", false, "BMCs as slow as hardware: power change 2–10 s, media insert 1–3 s, inventory 1–5 s")
+	bmcSample := flag.Int("bmc-baseline-sample", 0, "run the sequential baseline over this many BMCs and add the others' latencies (0: all; 500 slow BMCs one after another take about 100 minutes)")
 	agentKubeconfig := flag.String("bmc-agent", "", "internal: run only the BMC driver against this kubeconfig")
 	flag.Parse()
 	ctrl.SetLogger(logr.Discard())
@@ -82,7 +83,7 @@ func main() {
 		err = runScheduling(*n, *clusters)
 	}
 	if err == nil && (*only == "" || *only == "bmc") {
-		err = runBMC(*bmcs, *bmcWorkers, *bmcSlow)
+		err = runBMC(*bmcs, *bmcWorkers, *bmcSlow, *bmcSample)
 	}
 	if err == nil && (*only == "" || *only == "labels") {
 		err = runLabels(*labelHosts, *labelChanges)
