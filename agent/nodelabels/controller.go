@@ -110,9 +110,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, _ ctrl.Request) (ctrl.Result
 		log.V(1).Info("no Tenant names this cluster a workload cluster (ManagedCluster label hostfleet.io/tenant): nothing to sync")
 		return ctrl.Result{RequeueAfter: r.Interval}, nil
 	}
-	claims, err := r.claims(ctx, tenant)
+	claims, unbound, err := r.claims(ctx, tenant)
 	if err != nil {
 		return ctrl.Result{}, err
+	}
+	for _, c := range unbound {
+		if err := r.report(ctx, c, Match{}); err != nil { // no host: nothing to say
+			return ctrl.Result{}, err
+		}
 	}
 	var nodes corev1.NodeList
 	if err := r.Nodes.List(ctx, &nodes); err != nil {
@@ -167,17 +172,17 @@ func (r *Reconciler) tenant(ctx context.Context) (*hostfleetv1alpha1.Tenant, err
 	return nil, nil
 }
 
-// claims are the tenant's bound claims whose Node is on this cluster: the
-// claims whose hostfleet.io/workload-cluster names it, and, when it is the
-// tenant's only workload cluster, those that name none. Each comes with
-// its HardwareData copy, if any.
-func (r *Reconciler) claims(ctx context.Context, t *hostfleetv1alpha1.Tenant) ([]Claim, error) {
+// claims are the tenant's claims whose Node is on this cluster: the claims
+// whose hostfleet.io/workload-cluster names it, and, when it is the
+// tenant's only workload cluster, those that name none. The bound ones
+// come with their HardwareData copy, if any; the others (no host, or being
+// deleted) apart.
+func (r *Reconciler) claims(ctx context.Context, t *hostfleetv1alpha1.Tenant) (bound []Claim, unbound []*metal3api.HostClaim, _ error) {
 	only := len(t.Status.WorkloadClusters) == 1
-	var out []Claim
 	for _, ns := range t.Status.Namespaces {
 		var list metal3api.HostClaimList
 		if err := r.Hub.List(ctx, &list, client.InNamespace(ns)); err != nil {
-			return nil, fmt.Errorf("list the claims in %s: %w", ns, err)
+			return nil, nil, fmt.Errorf("list the claims in %s: %w", ns, err)
 		}
 		for i := range list.Items {
 			c := &list.Items[i]
@@ -186,15 +191,13 @@ func (r *Reconciler) claims(ctx context.Context, t *hostfleetv1alpha1.Tenant) ([
 				continue
 			}
 			if c.Status.BareMetalHost == nil || !c.DeletionTimestamp.IsZero() {
-				if err := r.report(ctx, c, Match{}); err != nil { // no host: nothing to say
-					return nil, err
-				}
+				unbound = append(unbound, c)
 				continue
 			}
-			out = append(out, Claim{HostClaim: c, Hardware: r.hardware(ctx, c)})
+			bound = append(bound, Claim{HostClaim: c, Hardware: r.hardware(ctx, c)})
 		}
 	}
-	return out, nil
+	return bound, unbound, nil
 }
 
 // hardware is the inventory in the claim's HardwareData copy on the hub

@@ -371,6 +371,18 @@ func TestLabelsReachTheNode(t *testing.T) {
 	meta.SetStatusCondition(&mine.Status.Conditions, metav1.Condition{Type: hostfleetv1alpha1.ConditionNodeLabelsSynced, Status: metav1.ConditionFalse, Reason: "Probe", Message: "positive control"})
 	g.Expect(agent.Status().Patch(ctx, mine, client.MergeFrom(c0))).To(Succeed(), "NodeLabelsSynced is its to write")
 
+	t.Log("a claim without a host has no NodeLabelsSynced: a stale one is removed")
+	waiting := &metal3api.HostClaim{ObjectMeta: metav1.ObjectMeta{Namespace: tenantNS, Name: "waiting", Labels: map[string]string{hostfleetv1alpha1.LabelCluster: "infra-1"}},
+		Spec: metal3api.HostClaimSpec{HostSelector: metal3api.HostSelector{MatchLabels: map[string]string{"host": "none"}}}}
+	mustCreate(g, hub, waiting)
+	stale := waiting.DeepCopy()
+	meta.SetStatusCondition(&stale.Status.Conditions, metav1.Condition{Type: hostfleetv1alpha1.ConditionNodeLabelsSynced, Status: metav1.ConditionTrue, Reason: hostfleetv1alpha1.ReasonLabelsSynced, Message: "stale"})
+	g.Expect(hub.Status().Patch(ctx, stale, client.MergeFrom(waiting))).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		g.Expect(hub.Get(ctx, client.ObjectKeyFromObject(waiting), waiting)).To(Succeed())
+		g.Expect(meta.FindStatusCondition(waiting.Status.Conditions, hostfleetv1alpha1.ConditionNodeLabelsSynced)).To(BeNil())
+	}).WithTimeout(3 * s.interval).Should(Succeed())
+
 	t.Log("infra-1's agent may not write NodeLabelsSynced on a claim placed elsewhere; wl's registration agent may not make wl another tenant's")
 	elsewhere := &metal3api.HostClaim{ObjectMeta: metav1.ObjectMeta{Namespace: tenantNS, Name: "elsewhere", Labels: map[string]string{hostfleetv1alpha1.LabelCluster: "infra-2"}}}
 	mustCreate(g, hub, elsewhere)
