@@ -27,11 +27,12 @@ import (
 )
 
 // runBMCAgent is the child: the agent's BMC driver alone, until SIGTERM.
-func runBMCAgent(kubeconfig string, workers int) error {
+func runBMCAgent(kubeconfig string, workers, hosts int) error {
 	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 	if err != nil {
 		return err
 	}
+	cfg, writes := counted(cfg)
 	cfg.QPS, cfg.Burst = 50, 100 // the agent's defaults
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{Scheme: app.Scheme(), Metrics: metricsserver.Options{BindAddress: "0"}})
 	if err != nil {
@@ -43,7 +44,9 @@ func runBMCAgent(kubeconfig string, workers int) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
-	return mgr.Start(ctx)
+	err = mgr.Start(ctx)
+	fmt.Printf("  agent writes: %.1f per host: %s\n", float64(writes.writes.Load())/float64(hosts), writes.breakdown(hosts))
+	return err
 }
 
 // hardwareLatency draws a BMC's latencies from what real servers take: a
@@ -172,7 +175,7 @@ func runBMC(n, workers int, slow bool, sample int) error {
 		return err
 	}
 
-	child := exec.Command(os.Args[0], "-bmc-agent", f.Plane("infra").Kubeconfig, "-bmc-workers", fmt.Sprint(workers))
+	child := exec.Command(os.Args[0], "-bmc-agent", f.Plane("infra").Kubeconfig, "-bmc-workers", fmt.Sprint(workers), "-bmcs", fmt.Sprint(n))
 	child.Stdout, child.Stderr = os.Stdout, os.Stderr
 	start = time.Now()
 	if err := child.Start(); err != nil {

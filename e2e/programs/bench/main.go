@@ -31,11 +31,15 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"flag"
 	"fmt"
 	"net/http"
+	"maps"
 	"os"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -69,7 +73,7 @@ func main() {
 	flag.Parse()
 	ctrl.SetLogger(logr.Discard())
 	if *agentKubeconfig != "" {
-		if err := runBMCAgent(*agentKubeconfig, *bmcWorkers); err != nil {
+		if err := runBMCAgent(*agentKubeconfig, *bmcWorkers, *bmcs); err != nil {
 			fmt.Fprintln(os.Stderr, "bench agent:", err)
 			os.Exit(1)
 		}
@@ -110,23 +114,65 @@ func startPlanes(ctx context.Context, names ...string) (f *planes.Fleet, stop fu
 }
 
 // writeCounter counts the requests that change something, and the reads
-// (GET and LIST, not WATCH).
+// (GET and LIST, not WATCH); and the writes by method and resource.
 type writeCounter struct {
 	next   http.RoundTripper
 	writes atomic.Int64
 	reads  atomic.Int64
+	mu     sync.Mutex
+	kinds  map[string]int64
 }
 
 func (w *writeCounter) RoundTrip(r *http.Request) (*http.Response, error) {
 	switch r.Method {
 	case http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete:
 		w.writes.Add(1)
+		w.mu.Lock()
+		if w.kinds == nil {
+			w.kinds = map[string]int64{}
+		}
+		w.kinds[r.Method+" "+resourceOf(r.URL.Path)]++
+		w.mu.Unlock()
 	case http.MethodGet:
 		if r.URL.Query().Get("watch") != "true" {
 			w.reads.Add(1)
 		}
 	}
 	return w.next.RoundTrip(r)
+}
+
+// resourceOf is the resource (and subresource) a request path names:
+// /apis/metal3.io/v1alpha1/namespaces/ns/hostclaims/c/status is
+// "hostclaims/status".
+func resourceOf(path string) string {
+	parts := strings.Split(strings.Trim(path, "/"), "/")
+	if len(parts) > 0 && parts[0] == "api" {
+		parts = parts[2:] // api/v1
+	} else if len(parts) > 2 {
+		parts = parts[3:] // apis/<group>/<version>
+	}
+	if len(parts) >= 2 && parts[0] == "namespaces" && len(parts) > 2 {
+		parts = parts[2:]
+	}
+	switch {
+	case len(parts) >= 3:
+		return parts[0] + "/" + parts[2]
+	case len(parts) >= 1:
+		return parts[0]
+	}
+	return path
+}
+
+// breakdown is the writes by method and resource, per n, most first.
+func (w *writeCounter) breakdown(n int) string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	keys := slices.SortedFunc(maps.Keys(w.kinds), func(a, b string) int { return cmp.Compare(w.kinds[b], w.kinds[a]) })
+	var out []string
+	for _, k := range keys {
+		out = append(out, fmt.Sprintf("%s %.1f", k, float64(w.kinds[k])/float64(n)))
+	}
+	return strings.Join(out, ", ")
 }
 
 func counted(cfg *rest.Config) (*rest.Config, *writeCounter) {
@@ -246,6 +292,7 @@ func run(n, workers int) error {
 	fmt.Printf("  ratio:    %.2f bound claims per baseline patch\n", rate/baseRate)
 	fmt.Printf("  writes:   %.1f API writes per bound claim (hub %.1f, infrastructure %.1f)\n",
 		float64(hw+mw)/float64(n), float64(hw)/float64(n), float64(mw)/float64(n))
+	fmt.Printf("            hub: %s\n            infrastructure: %s\n", hubWrites.breakdown(n), managedWrites.breakdown(n))
 	return nil
 }
 
