@@ -51,7 +51,7 @@ func TestDemo(t *testing.T) {
 		defer mu.Unlock()
 		return strings.Join(lines, "\n")
 	}
-	g.Eventually(output).WithTimeout(4*time.Minute).WithPolling(time.Second).Should(ContainSubstring("Press Ctrl-C to stop."),
+	g.Eventually(output).WithTimeout(6*time.Minute).WithPolling(time.Second).Should(ContainSubstring("Press Ctrl-C to stop."),
 		func() string { return output() + "\n" + stderr.String() })
 	t.Log("\n" + output())
 	g.Expect(output()).To(ContainSubstring("All 5 claims are Ready"))
