@@ -93,6 +93,7 @@ chaos: build ## Churn 2000 claims over 500 BMC-driven hosts while the hub and ag
 .PHONY: bench
 bench: tools ## Benchmarks on real control planes, each printed beside a baseline measured in the same run.
 	go build -o $(BIN)/hostfleet-bench ./e2e/programs/bench
+	cd e2e/tools/upstreambind && GONOSUMDB=github.com/metal3-io/ironic-standalone-operator GOFLAGS=-mod=readonly go build -o $(CURDIR)/$(BIN)/upstreambind .
 	KUBEBUILDER_ASSETS="$$($(TOOLS) --print-assets)" $(BIN)/hostfleet-bench -n $${BENCH_N:-1000}
 
 .PHONY: clean

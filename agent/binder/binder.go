@@ -33,9 +33,9 @@ type Input struct {
 	// Hosts are the BareMetalHosts of the infrastructure cluster that could
 	// matter: the ones held by this claim and the candidates.
 	Hosts []metal3api.BareMetalHost
-	// Reserved is the host the claim's status names (status.bareMetalHost):
-	// the agent writes it, with the claim's resourceVersion, before it binds
-	// the host, so that a claim never has two bindings in flight.
+	// Reserved is the host the claim reserves (Reservation): the agent
+	// writes it, with the claim's resourceVersion, before it binds the host,
+	// so that a claim never has two bindings in flight.
 	Reserved *metal3api.ObjectReference
 }
 
@@ -49,7 +49,7 @@ const (
 	Keep
 	// Bind: write the claim's consumerRef on Host, the claim's reserved host.
 	Bind
-	// Reserve: name Host in the claim's status (with the claim's
+	// Reserve: name Host in the claim's reservation (with the claim's
 	// resourceVersion), then bind it.
 	Reserve
 )
@@ -85,7 +85,7 @@ type Decision struct {
 
 // Decide returns what to do for a claim that is not being deleted.
 //
-// The claim's reservation (status.bareMetalHost) is the only host it may hold:
+// The claim's reservation (Reservation) is the only host it may hold:
 // a host naming the claim is kept if it is the reservation (or if there is no
 // reservation yet, for claims bound before reservations existed); any other is
 // a stray. Otherwise the reserved host is bound if it is still free and
@@ -241,6 +241,24 @@ func (c Consumer) Holds(h *metal3api.BareMetalHost, claim *metal3api.HostClaim) 
 	}
 	return c.Hub == "" || h.Annotations[hostfleetv1alpha1.AnnotationHub] == c.Hub
 }
+
+// Reservation is the host a claim reserves: its hostfleet.io/reserved-host
+// annotation or, on a claim reserved before the annotation existed, its
+// status.bareMetalHost. A malformed annotation reserves nothing.
+func Reservation(c *metal3api.HostClaim) *metal3api.ObjectReference {
+	v, ok := c.Annotations[hostfleetv1alpha1.AnnotationReservedHost]
+	if !ok {
+		return c.Status.BareMetalHost
+	}
+	ns, name, found := strings.Cut(v, "/")
+	if !found || ns == "" || name == "" {
+		return nil
+	}
+	return &metal3api.ObjectReference{Namespace: ns, Name: name}
+}
+
+// ReservationValue is the hostfleet.io/reserved-host annotation naming h.
+func ReservationValue(h *metal3api.BareMetalHost) string { return h.Namespace + "/" + h.Name }
 
 // Free reports whether a host can be bound now.
 func Free(h *metal3api.BareMetalHost) bool {

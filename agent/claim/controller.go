@@ -14,10 +14,12 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
@@ -46,8 +48,20 @@ func IndexHosts(ctx context.Context, managed cluster.Cluster) error {
 		}); err != nil {
 		return fmt.Errorf("index hosts by consumer: %w", err)
 	}
+	if err := managed.GetFieldIndexer().IndexField(ctx, &metal3api.BareMetalHost{}, freeIndex,
+		func(o client.Object) []string {
+			if binder.Free(o.(*metal3api.BareMetalHost)) {
+				return []string{"true"}
+			}
+			return nil
+		}); err != nil {
+		return fmt.Errorf("index free hosts: %w", err)
+	}
 	return nil
 }
+
+// freeIndex marks ("true") the hosts that could be bound now (binder.Free).
+const freeIndex = "hostfleet.free"
 
 func consumerKey(apiVersion, namespace, name string) string {
 	return apiVersion + "|" + namespace + "/" + name
@@ -86,7 +100,19 @@ type Reconciler struct {
 	// a claim forwarded from a hub claim is copied there. Nil: no copies.
 	Hub       client.Client
 	HubReader client.Reader
+
+	// echo remembers the agent's own writes, whose watch events are not
+	// reconciled again (SetupWithManager makes it).
+	echo *echoes
+	// wake carries coalesced wake-ups of the waiting claims.
+	wake chan event.TypedGenericEvent[*metal3api.HostClaim]
 }
+
+// Kinds the echoes are remembered by.
+const (
+	echoClaim = "HostClaim"
+	echoHost  = "BareMetalHost"
+)
 
 // local reports whether the claims are local to the managed cluster.
 func (r *Reconciler) local() bool { return r.Consumer.Hub == "" }
@@ -95,6 +121,10 @@ func (r *Reconciler) local() bool { return r.Consumer.Hub == "" }
 // cache, or from the managed cluster's in local mode; hosts, HardwareData and
 // policies from the managed cluster's cache. IndexHosts must have been called.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, managed cluster.Cluster, concurrency int) error {
+	if r.echo == nil {
+		r.echo = &echoes{}
+	}
+	r.wake = make(chan event.TypedGenericEvent[*metal3api.HostClaim], 1)
 	claimIndexer := mgr.GetFieldIndexer()
 	if r.local() {
 		claimIndexer = managed.GetFieldIndexer()
@@ -102,22 +132,28 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, managed cluster.Cluster,
 	if err := indexWaiting(context.Background(), claimIndexer); err != nil {
 		return fmt.Errorf("index waiting claims: %w", err)
 	}
+	// The agent's own writes come back as watch events: the claim's (the
+	// reservation, the status) and the bind's are not reconciled again.
+	// Everything else is.
 	b := ctrl.NewControllerManagedBy(mgr)
 	if r.local() {
 		b = b.Named("local-hostclaim").WatchesRawSource(source.Kind(managed.GetCache(), &metal3api.HostClaim{},
-			&handler.TypedEnqueueRequestForObject[*metal3api.HostClaim]{}))
+			&handler.TypedEnqueueRequestForObject[*metal3api.HostClaim]{}, echoFilter[*metal3api.HostClaim](r.echo, echoClaim)))
 	} else {
-		b = b.Named("hostclaim").For(&metal3api.HostClaim{})
+		b = b.Named("hostclaim").For(&metal3api.HostClaim{}, builder.WithPredicates(echoFilter[client.Object](r.echo, echoClaim)))
 	}
 	return b.
 		WatchesRawSource(source.Kind(managed.GetCache(), &metal3api.BareMetalHost{},
-			handler.TypedEnqueueRequestsFromMapFunc(r.claimsForHost))).
+			handler.TypedEnqueueRequestsFromMapFunc(r.claimsForHost), echoFilter[*metal3api.BareMetalHost](r.echo, echoHost))).
 		WatchesRawSource(source.Kind(managed.GetCache(), &metal3api.HardwareData{},
 			handler.TypedEnqueueRequestsFromMapFunc(r.claimsForHardware))).
 		WatchesRawSource(source.Kind(managed.GetCache(), &metal3api.HostDeployPolicy{},
-			handler.TypedEnqueueRequestsFromMapFunc(func(ctx context.Context, _ *metal3api.HostDeployPolicy) []reconcile.Request {
-				return r.waitingClaims(ctx)
+			handler.TypedEnqueueRequestsFromMapFunc(func(context.Context, *metal3api.HostDeployPolicy) []reconcile.Request {
+				r.wakeWaiting()
+				return nil
 			}))).
+		WatchesRawSource(source.Channel(r.wake, handler.TypedEnqueueRequestsFromMapFunc(
+			func(ctx context.Context, _ *metal3api.HostClaim) []reconcile.Request { return r.waitingClaims(ctx) }))).
 		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency}).
 		Complete(r)
 }
@@ -132,9 +168,20 @@ func (r *Reconciler) claimsForHost(ctx context.Context, h *metal3api.BareMetalHo
 		return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: ref.Namespace, Name: ref.Name}}}
 	}
 	if binder.Free(h) {
-		return r.waitingClaims(ctx)
+		r.wakeWaiting()
 	}
 	return nil
+}
+
+// wakeWaiting has every waiting claim looked at again, soon: a host became
+// free, or a policy changed. Wake-ups coalesce: a burst of them (every host
+// listed at start) enqueues the waiting claims once or twice, not once per
+// host.
+func (r *Reconciler) wakeWaiting() {
+	select {
+	case r.wake <- event.TypedGenericEvent[*metal3api.HostClaim]{Object: &metal3api.HostClaim{}}:
+	default: // a wake-up is pending already
+	}
 }
 
 // claimsForHardware maps a HardwareData event to the claim holding the host of
@@ -163,14 +210,14 @@ func (r *Reconciler) waitingClaims(ctx context.Context) []reconcile.Request {
 	return out
 }
 
-// waitingIndex marks ("true") the claims that hold or reserve no host and
+// waitingIndex marks ("true") the claims that reserve no host and
 // are not being deleted: those a freed host or a policy change may serve.
 const waitingIndex = "hostfleet.waiting"
 
 func indexWaiting(ctx context.Context, indexer client.FieldIndexer) error {
 	return indexer.IndexField(ctx, &metal3api.HostClaim{}, waitingIndex, func(o client.Object) []string {
 		c := o.(*metal3api.HostClaim)
-		if c.Status.BareMetalHost == nil && c.DeletionTimestamp == nil {
+		if binder.Reservation(c) == nil && c.DeletionTimestamp == nil {
 			return []string{"true"}
 		}
 		return nil
@@ -184,21 +231,31 @@ const retrySoon = time.Second
 // Reconcile binds, keeps or releases the host of one claim.
 //
 // A claim holds at most one host, under any concurrency, restarts or cache
-// lag, because every binding goes through the claim's status:
-//   - the host to bind is first named in status.bareMetalHost (the
-//     reservation), written with the claim's resourceVersion;
+// lag, because every binding goes through the claim's reservation:
+//   - the host to bind is first named in the hostfleet.io/reserved-host
+//     annotation (the reservation), written with the claim's resourceVersion
+//     in one patch with the finalizer and the host's labels;
 //   - the host is bound with its own resourceVersion (so it is never bound
 //     to two claims);
-//   - the host gets the claim's spec only after a status write, again with
-//     the claim's resourceVersion, confirmed the binding;
+//   - the host gets the claim's spec only after the status write that
+//     confirms the binding (status.bareMetalHost), again with the claim's
+//     resourceVersion;
 //   - a reservation moves only after an uncached read shows the claim does
 //     not hold that host, and any other host naming the claim (a binding that
 //     lost a race) is unbound before it ever got the claim's spec.
+//
+// A claim bound on the first try costs three writes: the reservation, the
+// bind and the confirmation, which carries every condition.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	log := ctrl.LoggerFrom(ctx)
 	c := &metal3api.HostClaim{}
 	if err := r.Claims.Get(ctx, req.NamespacedName, c); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if r.echo.behind(echoClaim, c) {
+		// The cache has not caught up with this agent's last write: decide
+		// from what was written, shortly.
+		return ctrl.Result{RequeueAfter: cacheLag}, nil
 	}
 	// The hub cache only holds claims placed on this cluster; a claim
 	// relabelled away is no longer ours and disappears from it.
@@ -207,13 +264,6 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	if !c.DeletionTimestamp.IsZero() {
 		return r.release(ctx, c)
-	}
-	if !controllerutil.ContainsFinalizer(c, hostfleetv1alpha1.AgentFinalizer) {
-		orig := c.DeepCopy()
-		controllerutil.AddFinalizer(c, hostfleetv1alpha1.AgentFinalizer)
-		if err := r.Claims.Patch(ctx, c, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
-			return requeueOnConflict(fmt.Errorf("add finalizer to %s: %w", req, err))
-		}
 	}
 
 	in, err := r.inputs(ctx, c)
@@ -245,15 +295,27 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			return ctrl.Result{RequeueAfter: retrySoon}, err
 		}
 	}
-
-	switch d.Action {
-	case binder.Reserve:
-		if err := r.setStatus(ctx, c, d.Host, nil, associatedCondition(c, metav1.ConditionFalse, hostfleetv1alpha1.ReasonBinding,
-			fmt.Sprintf("binding BareMetalHost %s/%s on cluster %s", d.Host.Namespace, d.Host.Name, r.ClusterName)), nil); err != nil {
+	if d.Action == binder.Wait {
+		if err := r.syncMeta(ctx, c, nil, nil); err != nil {
 			return requeueOnConflict(err)
 		}
-		fallthrough
-	case binder.Bind:
+		assoc := associatedCondition(c, metav1.ConditionFalse, d.Reason, d.Message)
+		if err := r.setStatus(ctx, c, nil, nil, assoc, nil); err != nil {
+			return requeueOnConflict(err)
+		}
+		return ctrl.Result{RequeueAfter: r.RetryAfter}, nil
+	}
+
+	prefixes, err := r.tenantPrefixes(ctx, in.NamespaceLabels)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if d.Action == binder.Reserve || d.Action == binder.Bind {
+		// The reservation, the finalizer and the host's labels, in one
+		// write (none when the reservation is already written).
+		if err := r.syncMeta(ctx, c, d.Host, prefixes); err != nil {
+			return requeueOnConflict(err)
+		}
 		if err := r.bind(ctx, c, d.Host); err != nil {
 			if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
 				// Someone changed the host first (possibly another claim
@@ -263,52 +325,51 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			}
 			return ctrl.Result{}, err
 		}
-		r.Recorder.Eventf(c, nil, corev1.EventTypeNormal, hostfleetv1alpha1.ReasonHostAssociated, "Bind",
-			"bound to BareMetalHost %s/%s on cluster %s", d.Host.Namespace, d.Host.Name, r.ClusterName)
 		log.Info("bound", "host", d.Host.Namespace+"/"+d.Host.Name)
-		fallthrough
-	case binder.Keep:
-		return r.keep(ctx, c, d.Host, in)
-	default:
-		if err := r.syncLabels(ctx, c, nil, nil); err != nil {
-			return ctrl.Result{}, err
-		}
-		assoc := associatedCondition(c, metav1.ConditionFalse, d.Reason, d.Message)
-		if err := r.setStatus(ctx, c, nil, nil, assoc, nil); err != nil {
-			return requeueOnConflict(err)
-		}
-		return ctrl.Result{RequeueAfter: r.RetryAfter}, nil
 	}
+	return r.keep(ctx, c, d.Host, in, prefixes)
 }
 
-// keep serves a claim bound to h: it confirms the binding in the claim's
-// status, then syncs the host's spec and secrets, reboots, labels and
-// HardwareData, and reports.
-func (r *Reconciler) keep(ctx context.Context, c *metal3api.HostClaim, h *metal3api.BareMetalHost, in binder.Input) (ctrl.Result, error) {
-	assoc := associatedCondition(c, metav1.ConditionTrue, hostfleetv1alpha1.ReasonHostAssociated,
-		fmt.Sprintf("bound to BareMetalHost %s/%s on cluster %s", h.Namespace, h.Name, r.ClusterName))
-	if !confirmed(c, h) {
-		if err := r.setStatus(ctx, c, h, c.Status.HardwareData, assoc, nil); err != nil {
-			return requeueOnConflict(err)
-		}
-		metrics.BindLatency.Observe(time.Since(c.CreationTimestamp.Time).Seconds())
+// cacheLag is how long a reconcile that found the cache behind the agent's
+// own write waits before it looks again.
+const cacheLag = 50 * time.Millisecond
+
+// keep serves a claim bound to h: its metadata (reservation, finalizer,
+// labels), the confirmation of the binding in its status, then the host's
+// spec and secrets, reboots and HardwareData, and the conditions.
+func (r *Reconciler) keep(ctx context.Context, c *metal3api.HostClaim, h *metal3api.BareMetalHost, in binder.Input, prefixes []string) (ctrl.Result, error) {
+	if err := r.syncMeta(ctx, c, h, prefixes); err != nil {
+		return requeueOnConflict(err)
 	}
-	sync, err := r.syncHost(ctx, c, h, binder.DetachAllowed(in, h))
+	plan, sync, err := r.planHost(ctx, c, h, binder.DetachAllowed(in, h))
 	if err != nil {
-		return ctrl.Result{}, err
-	}
-	if err := r.forwardReboot(ctx, c, h); err != nil {
-		return ctrl.Result{}, err
-	}
-	prefixes, err := r.tenantPrefixes(ctx, in.NamespaceLabels)
-	if err != nil {
-		return ctrl.Result{}, err
-	}
-	if err := r.syncLabels(ctx, c, h, prefixes); err != nil {
 		return ctrl.Result{}, err
 	}
 	hw, err := r.syncHardware(ctx, c, h)
 	if err != nil {
+		return ctrl.Result{}, err
+	}
+	assoc := associatedCondition(c, metav1.ConditionTrue, hostfleetv1alpha1.ReasonHostAssociated,
+		fmt.Sprintf("bound to BareMetalHost %s/%s on cluster %s", h.Namespace, h.Name, r.ClusterName))
+	if !confirmed(c, h) {
+		// The confirmation carries every condition: with nothing to
+		// write on the host, the claim's last write.
+		pending := sync
+		if plan != nil && plan.writes {
+			pending = reflector.Sync{Reason: hostfleetv1alpha1.ReasonSynchronizing, Message: fmt.Sprintf(
+				"writing the claim's image, power and data secrets to host %s/%s", h.Namespace, h.Name)}
+		}
+		if err := r.setStatus(ctx, c, h, hw, assoc, reflector.Conditions(c, h, pending)); err != nil {
+			return requeueOnConflict(err)
+		}
+		metrics.BindLatency.Observe(time.Since(c.CreationTimestamp.Time).Seconds())
+	}
+	if plan != nil {
+		if sync, err = r.applyHost(ctx, c, h, plan); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	if err := r.forwardReboot(ctx, c, h); err != nil {
 		return ctrl.Result{}, err
 	}
 	if err := r.setStatus(ctx, c, h, hw, assoc, reflector.Conditions(c, h, sync)); err != nil {
@@ -360,14 +421,19 @@ func (r *Reconciler) inputs(ctx context.Context, c *metal3api.HostClaim) (binder
 	if err := r.Managed.List(ctx, &policies); err != nil {
 		return binder.Input{}, fmt.Errorf("list HostDeployPolicies: %w", err)
 	}
-	// Decisions only read the hosts: no deep copy of every host per
-	// reconcile. Whatever is written is copied first (see bind, keep).
-	var hosts metal3api.BareMetalHostList
-	if err := r.Managed.List(ctx, &hosts, client.UnsafeDisableDeepCopy); err != nil {
-		return binder.Input{}, fmt.Errorf("list BareMetalHosts: %w", err)
+	// The hosts that matter: those naming the claim, and the free ones.
+	// Decisions only read them: no deep copy per reconcile. Whatever is
+	// written is copied first (see Reconcile).
+	var held, free metal3api.BareMetalHostList
+	if err := r.Managed.List(ctx, &held, client.MatchingFields{consumerIndex: consumerKey(r.Consumer.APIVersion, c.Namespace, c.Name)},
+		client.UnsafeDisableDeepCopy); err != nil {
+		return binder.Input{}, fmt.Errorf("list the BareMetalHosts of %s/%s: %w", c.Namespace, c.Name, err)
 	}
-	return binder.Input{Consumer: r.Consumer, Claim: c, NamespaceLabels: ns.Labels, Policies: policies.Items, Hosts: hosts.Items,
-		Reserved: c.Status.BareMetalHost}, nil
+	if err := r.Managed.List(ctx, &free, client.MatchingFields{freeIndex: "true"}, client.UnsafeDisableDeepCopy); err != nil {
+		return binder.Input{}, fmt.Errorf("list free BareMetalHosts: %w", err)
+	}
+	return binder.Input{Consumer: r.Consumer, Claim: c, NamespaceLabels: ns.Labels, Policies: policies.Items,
+		Hosts: append(held.Items, free.Items...), Reserved: binder.Reservation(c)}, nil
 }
 
 // bind writes the claim's consumerRef on the host. The patch carries the
@@ -382,7 +448,9 @@ func (r *Reconciler) bind(ctx context.Context, c *metal3api.HostClaim, h *metal3
 	for k, v := range r.Consumer.Annotations(c) {
 		h.Annotations[k] = v
 	}
-	if err := r.Managed.Patch(ctx, h, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
+	// A host taken wakes no waiting claim, and this one knows: its event
+	// is an echo.
+	if err := r.echo.patchLocked(ctx, r.Managed, echoHost, h, orig); err != nil {
 		return fmt.Errorf("bind %s/%s to host %s/%s: %w", c.Namespace, c.Name, h.Namespace, h.Name, err)
 	}
 	return nil
@@ -492,7 +560,9 @@ func (r *Reconciler) setStatus(ctx context.Context, c *metal3api.HostClaim, h *m
 	c.Status.LastUpdated = &now
 	// With the claim's resourceVersion: the status holds the reservation,
 	// and a write from a stale view must fail rather than move it.
-	if err := r.Claims.Status().Patch(ctx, c, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
+	if err := r.echo.write(echoClaim, c, func() error {
+		return r.Claims.Status().Patch(ctx, c, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}))
+	}); err != nil {
 		return fmt.Errorf("write status of %s/%s: %w", c.Namespace, c.Name, err)
 	}
 	return nil

@@ -8,7 +8,9 @@ import (
 	metal3api "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
+	"github.com/hostfleet/hostfleet/agent/binder"
 	"github.com/hostfleet/hostfleet/agent/labelsync"
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
 )
@@ -31,22 +33,39 @@ func (r *Reconciler) tenantPrefixes(ctx context.Context, nsLabels map[string]str
 	return valid, nil
 }
 
-// syncLabels mirrors the host's prefixed labels onto the claim and sets the
-// bound-host hint from the truth (h nil: erased).
-func (r *Reconciler) syncLabels(ctx context.Context, c *metal3api.HostClaim, h *metal3api.BareMetalHost, prefixes []string) error {
+// syncMeta writes the claim's metadata for host h (nil: none): the
+// reservation (hostfleet.io/reserved-host) and the agent's finalizer, the
+// host's prefixed labels and the bound-host hint, in one patch and only if
+// something changed, with the claim's resourceVersion: a reservation is never
+// written from a stale view. Without
+// a host the reservation and the labels go; the finalizer stays until the
+// claim is deleted.
+func (r *Reconciler) syncMeta(ctx context.Context, c *metal3api.HostClaim, h *metal3api.BareMetalHost, prefixes []string) error {
 	var hostLabels map[string]string
-	bound := ""
+	bound, reserved := "", ""
 	if h != nil {
-		hostLabels, bound = h.Labels, labelsync.BoundHostValue(h.Name)
+		hostLabels, bound, reserved = h.Labels, labelsync.BoundHostValue(h.Name), binder.ReservationValue(h)
 	}
-	want := labelsync.Desired(c.Labels, hostLabels, prefixes, bound)
-	if maps.Equal(want, c.Labels) {
+	labels := labelsync.Desired(c.Labels, hostLabels, prefixes, bound)
+	current, has := c.Annotations[hostfleetv1alpha1.AnnotationReservedHost]
+	moves := current != reserved || has != (h != nil)
+	finalizer := h != nil && !controllerutil.ContainsFinalizer(c, hostfleetv1alpha1.AgentFinalizer)
+	if maps.Equal(labels, c.Labels) && !moves && !finalizer {
 		return nil
 	}
 	orig := c.DeepCopy()
-	c.Labels = want
-	if err := r.Claims.Patch(ctx, c, client.MergeFrom(orig)); err != nil {
-		return fmt.Errorf("sync labels of %s/%s: %w", c.Namespace, c.Name, err)
+	c.Labels = labels
+	if h != nil {
+		if c.Annotations == nil {
+			c.Annotations = map[string]string{}
+		}
+		c.Annotations[hostfleetv1alpha1.AnnotationReservedHost] = reserved
+		controllerutil.AddFinalizer(c, hostfleetv1alpha1.AgentFinalizer)
+	} else {
+		delete(c.Annotations, hostfleetv1alpha1.AnnotationReservedHost)
+	}
+	if err := r.echo.patchLocked(ctx, r.Claims, echoClaim, c, orig); err != nil {
+		return fmt.Errorf("write metadata of %s/%s: %w", c.Namespace, c.Name, err)
 	}
 	return nil
 }

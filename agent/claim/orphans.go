@@ -77,7 +77,14 @@ func (o *Orphans) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result,
 	ref := h.Spec.ConsumerRef
 	uid := h.Annotations[hostfleetv1alpha1.AnnotationClaimUID]
 	c := &metal3api.HostClaim{}
-	err := o.ClaimReader.Get(ctx, client.ObjectKey{Namespace: ref.Namespace, Name: ref.Name}, c)
+	key := client.ObjectKey{Namespace: ref.Namespace, Name: ref.Name}
+	// The cache answers for a claim that is there (every host the agent
+	// binds comes back here); only a claim it lacks is asked of the API
+	// server.
+	if err := o.Claims.Get(ctx, key, c); err == nil && string(c.UID) == uid {
+		return ctrl.Result{}, o.setOrphanedSince(ctx, h, "")
+	}
+	err := o.ClaimReader.Get(ctx, key, c)
 	switch {
 	case err == nil && string(c.UID) == uid:
 		return ctrl.Result{}, o.setOrphanedSince(ctx, h, "") // alive (again)

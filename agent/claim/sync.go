@@ -17,28 +17,51 @@ import (
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
 )
 
-// syncHost copies the claim's secrets next to the host and applies the host
-// spec fields the agent owns. A problem the tenant must fix (a missing secret,
-// a reference to another namespace) is returned as a failed Sync, not an error;
-// nothing is written on the host until it is fixed, so a host never deploys
-// with half of its configuration.
-func (r *Reconciler) syncHost(ctx context.Context, c *metal3api.HostClaim, h *metal3api.BareMetalHost, allowDetach bool) (reflector.Sync, error) {
+// hostPlan is what applyHost writes for a bound claim: the hub secrets to
+// copy next to the host, then the host's spec.
+type hostPlan struct {
+	refs        []hostspec.SecretRef
+	secrets     []*corev1.Secret
+	allowDetach bool
+	// writes is whether applying writes anything: secret copies to write
+	// or delete, or a host spec that differs.
+	writes bool
+}
+
+// planHost reads what the host's spec and secret copies need, without
+// writing, and returns the plan with the sync it will give. A problem the
+// tenant must fix (a missing secret, a reference to another namespace) is a
+// failed Sync and no plan: nothing is written on the host until it is fixed,
+// so a host never deploys with half of its configuration.
+func (r *Reconciler) planHost(ctx context.Context, c *metal3api.HostClaim, h *metal3api.BareMetalHost, allowDetach bool) (*hostPlan, reflector.Sync, error) {
 	refs, err := hostspec.SecretRefs(c)
 	var refErr *hostspec.RefError
 	if errors.As(err, &refErr) {
-		return reflector.Sync{Reason: refErr.Role.SyncFailureReason(), Message: refErr.Msg}, nil
+		return nil, reflector.Sync{Reason: refErr.Role.SyncFailureReason(), Message: refErr.Msg}, nil
 	}
-	keep := sets.New[string]()
+	p := &hostPlan{refs: refs, allowDetach: allowDetach}
 	for _, ref := range refs {
 		hubSecret := &corev1.Secret{}
 		if err := r.ClaimReader.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: ref.Name}, hubSecret); err != nil {
 			if apierrors.IsNotFound(err) {
-				return reflector.Sync{Reason: ref.Role.SyncFailureReason(), Message: fmt.Sprintf(
+				return nil, reflector.Sync{Reason: ref.Role.SyncFailureReason(), Message: fmt.Sprintf(
 					"secret %s/%s named by spec.%s does not exist; create it", c.Namespace, ref.Name, ref.Role.Field())}, nil
 			}
-			return reflector.Sync{}, fmt.Errorf("get hub secret %s/%s: %w", c.Namespace, ref.Name, err)
+			return nil, reflector.Sync{}, fmt.Errorf("get hub secret %s/%s: %w", c.Namespace, ref.Name, err)
 		}
-		if err := r.Managed.Apply(ctx, hostspec.SecretCopy(c, ref, hubSecret, h.Namespace),
+		p.secrets = append(p.secrets, hubSecret)
+	}
+	p.writes = len(refs) > 0 || len(hostspec.ReferencedCopies(h)) > 0 || !hostspec.UpToDate(h, hostspec.Bound(c, h, refs, allowDetach))
+	return p, r.detachSync(c, h, allowDetach), nil
+}
+
+// applyHost copies the planned secrets next to the host and applies the
+// host spec fields the agent owns. A copy or a spec the API server refuses
+// is a failed Sync.
+func (r *Reconciler) applyHost(ctx context.Context, c *metal3api.HostClaim, h *metal3api.BareMetalHost, p *hostPlan) (reflector.Sync, error) {
+	keep := sets.New[string]()
+	for i, ref := range p.refs {
+		if err := r.Managed.Apply(ctx, hostspec.SecretCopy(c, ref, p.secrets[i], h.Namespace),
 			client.FieldOwner(hostfleetv1alpha1.FieldManagerAgent), client.ForceOwnership); err != nil {
 			if apierrors.IsRequestEntityTooLargeError(err) || apierrors.IsInvalid(err) {
 				return reflector.Sync{Reason: ref.Role.SyncFailureReason(), Message: fmt.Sprintf(
@@ -58,9 +81,9 @@ func (r *Reconciler) syncHost(ctx context.Context, c *metal3api.HostClaim, h *me
 			return reflector.Sync{}, fmt.Errorf("delete secret copy %s/%s: %w", h.Namespace, name, err)
 		}
 	}
-	want := hostspec.Bound(c, h, refs, allowDetach)
+	want := hostspec.Bound(c, h, p.refs, p.allowDetach)
 	if hostspec.UpToDate(h, want) {
-		return r.detachSync(c, h, allowDetach), nil
+		return r.detachSync(c, h, p.allowDetach), nil
 	}
 	if err := r.Managed.Apply(ctx, client.ApplyConfigurationFromUnstructured(want),
 		client.FieldOwner(hostfleetv1alpha1.FieldManagerAgent), client.ForceOwnership); err != nil {
@@ -70,7 +93,7 @@ func (r *Reconciler) syncHost(ctx context.Context, c *metal3api.HostClaim, h *me
 		}
 		return reflector.Sync{}, fmt.Errorf("apply host %s/%s for %s/%s: %w", h.Namespace, h.Name, c.Namespace, c.Name, err)
 	}
-	return r.detachSync(c, h, allowDetach), nil
+	return r.detachSync(c, h, p.allowDetach), nil
 }
 
 // detachSync is the sync outcome once everything else is written: failed

@@ -97,6 +97,9 @@ func TestPolicies(t *testing.T) {
 		"cluster c9 is not in the cluster set of tenant a; pin one of its clusters, or leave hostfleet.io/cluster unset")))
 	refused(alice.Create(ctx, claim("forged", func(c *metal3api.HostClaim) { c.Labels[hostfleetv1alpha1.LabelBoundHost] = "h0" })),
 		"hostfleet.io/bound-host is set by Hostfleet")
+	refused(alice.Create(ctx, claim("forged-reservation", func(c *metal3api.HostClaim) {
+		c.Annotations[hostfleetv1alpha1.AnnotationReservedHost] = "hosts/h0"
+	})), "hostfleet.io/reserved-host is the host the agent binds the claim to")
 	refused(alice.Create(ctx, claim("elsewhere", func(c *metal3api.HostClaim) {
 		c.Spec.UserData = &corev1.SecretReference{Name: "x", Namespace: "tenant-b"}
 	})), "secrets must be in the claim's namespace")
@@ -166,6 +169,9 @@ func TestPolicies(t *testing.T) {
 	g.Expect(alice.Create(ctx, ok)).To(Succeed(), "a claim within the rules")
 	ok.Labels[hostfleetv1alpha1.LabelBoundHost] = "h9"
 	refused(alice.Update(ctx, ok), "hostfleet.io/bound-host is set by Hostfleet")
+	g.Expect(admin.Get(ctx, client.ObjectKeyFromObject(ok), ok)).To(Succeed())
+	ok.Annotations[hostfleetv1alpha1.AnnotationReservedHost] = "hosts/h9"
+	refused(alice.Update(ctx, ok), "hostfleet.io/reserved-host is the host the agent binds the claim to")
 
 	t.Log("a placed claim keeps its cluster and kind, and its agent's finalizer, whatever its tenant does")
 	edit := func(c client.Client, change func(*metal3api.HostClaim)) error {

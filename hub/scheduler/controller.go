@@ -165,12 +165,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if cluster := c.Labels[hostfleetv1alpha1.LabelCluster]; cluster != "" {
 		return r.placed(ctx, c, t, cluster, clusters)
 	}
-	if c.Status.BareMetalHost != nil {
+	if host := holds(c); host != "" {
 		// It holds a host on the cluster its label named: placing it again
 		// would strand that host. Only the agent that holds it lets it go.
 		return requeueOnConflict(r.setScheduled(ctx, c, false, hostfleetv1alpha1.ReasonHoldsHost, fmt.Sprintf(
-			"the claim holds host %s/%s but has no %s label: it is not placed elsewhere; put the label back, or delete the claim to release the host",
-			c.Status.BareMetalHost.Namespace, c.Status.BareMetalHost.Name, hostfleetv1alpha1.LabelCluster)))
+			"the claim holds host %s but has no %s label: it is not placed elsewhere; put the label back, or delete the claim to release the host",
+			host, hostfleetv1alpha1.LabelCluster)))
 	}
 
 	in := Input{Claim: c, Clusters: clusters, Inventories: map[string]*hostfleetv1alpha1.HostInventory{},
@@ -239,7 +239,7 @@ func (r *Reconciler) placed(ctx context.Context, c *metal3api.HostClaim, t *host
 		return requeueOnConflict(r.setScheduled(ctx, c, true, hostfleetv1alpha1.ReasonPinned, "pinned by the tenant to "+cluster))
 	}
 	cond := meta.FindStatusCondition(c.Status.Conditions, hostfleetv1alpha1.ConditionScheduled)
-	if associated(c) || c.Status.BareMetalHost != nil || isRemote(c) {
+	if associated(c) || holds(c) != "" || isRemote(c) {
 		// Bound, or being bound: the agent has it; a remote claim is
 		// served by its target, bound or not, and never moved by the
 		// deadline. A Scheduled condition that lost a write race to the
@@ -276,6 +276,18 @@ func (r *Reconciler) placed(ctx context.Context, c *metal3api.HostClaim, t *host
 		return requeueOnConflict(err)
 	}
 	return ctrl.Result{RequeueAfter: time.Second}, nil
+}
+
+// holds names ("<namespace>/<name>") the host a claim holds or is being
+// bound to: the agent's reservation, or its status; "" for none.
+func holds(c *metal3api.HostClaim) string {
+	if v := c.Annotations[hostfleetv1alpha1.AnnotationReservedHost]; v != "" {
+		return v
+	}
+	if b := c.Status.BareMetalHost; b != nil {
+		return b.Namespace + "/" + b.Name
+	}
+	return ""
 }
 
 // tenant is the Tenant owning a namespace, or nil.

@@ -38,6 +38,8 @@ import (
 	"maps"
 	"net/http"
 	"os"
+	"path/filepath"
+	"runtime/pprof"
 	"slices"
 	"strings"
 	"sync"
@@ -47,8 +49,8 @@ import (
 	"github.com/go-logr/logr"
 	metal3api "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -70,8 +72,21 @@ func main() {
 	bmcSlow := flag.Bool("bmc-slow", false, "BMCs as slow as hardware: power change 2–10 s, media insert 1–3 s, inventory 1–5 s")
 	bmcSample := flag.Int("bmc-baseline-sample", 0, "run the sequential baseline over this many BMCs and add the others' latencies (0: all; 500 slow BMCs one after another take about 100 minutes)")
 	agentKubeconfig := flag.String("bmc-agent", "", "internal: run only the BMC driver against this kubeconfig")
+	upstreamBin := flag.String("upstream", "", "upstream's association program (default: upstreambind beside this program; make bench builds it)")
+	cpuProfile := flag.String("cpuprofile", "", "write this process's CPU profile (the agent, in binding) to this file")
 	flag.Parse()
 	ctrl.SetLogger(logr.Discard())
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err == nil {
+			err = pprof.StartCPUProfile(f)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			os.Exit(1)
+		}
+		defer pprof.StopCPUProfile()
+	}
 	if *agentKubeconfig != "" {
 		if err := runBMCAgent(*agentKubeconfig, *bmcWorkers, *bmcs); err != nil {
 			fmt.Fprintln(os.Stderr, "bench agent:", err)
@@ -81,7 +96,7 @@ func main() {
 	}
 	var err error
 	if *only == "" || *only == "binding" {
-		err = run(*n, *workers)
+		err = run(*n, *workers, upstreamBinary(*upstreamBin))
 	}
 	if err == nil && (*only == "" || *only == "scheduling") {
 		err = runScheduling(*n, *clusters)
@@ -121,6 +136,8 @@ type writeCounter struct {
 	reads  atomic.Int64
 	mu     sync.Mutex
 	kinds  map[string]int64
+	// readKinds counts the reads by resource.
+	readKinds map[string]int64
 }
 
 func (w *writeCounter) RoundTrip(r *http.Request) (*http.Response, error) {
@@ -136,6 +153,12 @@ func (w *writeCounter) RoundTrip(r *http.Request) (*http.Response, error) {
 	case http.MethodGet:
 		if r.URL.Query().Get("watch") != "true" {
 			w.reads.Add(1)
+			w.mu.Lock()
+			if w.readKinds == nil {
+				w.readKinds = map[string]int64{}
+			}
+			w.readKinds[resourceOf(r.URL.Path)]++
+			w.mu.Unlock()
 		}
 	}
 	return w.next.RoundTrip(r)
@@ -146,10 +169,13 @@ func (w *writeCounter) RoundTrip(r *http.Request) (*http.Response, error) {
 // "hostclaims/status".
 func resourceOf(path string) string {
 	parts := strings.Split(strings.Trim(path, "/"), "/")
-	if len(parts) > 0 && parts[0] == "api" {
+	switch {
+	case len(parts) > 2 && parts[0] == "api":
 		parts = parts[2:] // api/v1
-	} else if len(parts) > 2 {
+	case len(parts) > 3 && parts[0] == "apis":
 		parts = parts[3:] // apis/<group>/<version>
+	default:
+		return path // discovery
 	}
 	if len(parts) >= 2 && parts[0] == "namespaces" && len(parts) > 2 {
 		parts = parts[2:]
@@ -167,10 +193,21 @@ func resourceOf(path string) string {
 func (w *writeCounter) breakdown(n int) string {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	keys := slices.SortedFunc(maps.Keys(w.kinds), func(a, b string) int { return cmp.Compare(w.kinds[b], w.kinds[a]) })
+	return perN(w.kinds, n)
+}
+
+// readBreakdown is the reads by resource, per n, most first.
+func (w *writeCounter) readBreakdown(n int) string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return perN(w.readKinds, n)
+}
+
+func perN(counts map[string]int64, n int) string {
+	keys := slices.SortedFunc(maps.Keys(counts), func(a, b string) int { return cmp.Compare(counts[b], counts[a]) })
 	var out []string
 	for _, k := range keys {
-		out = append(out, fmt.Sprintf("%s %.1f", k, float64(w.kinds[k])/float64(n)))
+		out = append(out, fmt.Sprintf("%s %.1f", k, float64(counts[k])/float64(n)))
 	}
 	return strings.Join(out, ", ")
 }
@@ -183,7 +220,7 @@ func counted(cfg *rest.Config) (*rest.Config, *writeCounter) {
 	return c, wc
 }
 
-func run(n, workers int) error {
+func run(n, workers int, upstream string) error {
 	ctx := context.Background()
 	f, stop, err := startPlanes(ctx, "hub", "infra-1")
 	if err != nil {
@@ -196,7 +233,7 @@ func run(n, workers int) error {
 	for _, o := range []client.Object{
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "hosts"}},
 		&metal3api.HostDeployPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: "hosts", Name: "all"},
-			Spec: metal3api.HostDeployPolicySpec{HostClaimNamespaces: &metal3api.HostClaimNamespaces{NameMatches: ".*"}}},
+			Spec: metal3api.HostDeployPolicySpec{HostClaimNamespaces: &metal3api.HostClaimNamespaces{Names: []string{"tenant-a"}}}},
 	} {
 		if err := infra.Create(ctx, o); err != nil {
 			return err
@@ -210,16 +247,7 @@ func run(n, workers int) error {
 			return err
 		}
 	}
-	if err := parallel(n, workers, func(i int) error {
-		h := &metal3api.BareMetalHost{ObjectMeta: metav1.ObjectMeta{Namespace: "hosts", Name: fmt.Sprintf("h%04d", i)},
-			Spec: metal3api.BareMetalHostSpec{BMC: metal3api.BMCDetails{Address: fmt.Sprintf("ipmi://127.0.0.1:%d", 10000+i), CredentialsName: "bmc"}}}
-		if err := infra.Create(ctx, h); err != nil {
-			return err
-		}
-		h.Status.Provisioning.State = metal3api.StateAvailable
-		h.Status.OperationalStatus = metal3api.OperationalStatusOK
-		return infra.Status().Update(ctx, h)
-	}); err != nil {
+	if err := createHosts(ctx, infra, "hosts", n, workers); err != nil {
 		return err
 	}
 
@@ -230,6 +258,7 @@ func run(n, workers int) error {
 	if err != nil {
 		return err
 	}
+	baseUsage := planeUsage(f, "infra-1")
 	start := time.Now()
 	if err := parallel(n, workers, func(i int) error {
 		h := &metal3api.BareMetalHost{ObjectMeta: metav1.ObjectMeta{Namespace: "hosts", Name: fmt.Sprintf("h%04d", i)}}
@@ -239,6 +268,7 @@ func run(n, workers int) error {
 		return err
 	}
 	baseRate := float64(n) / time.Since(start).Seconds()
+	baseUsed := baseUsage()
 
 	if err := parallel(n, workers, func(i int) error {
 		return hub.Create(ctx, &metal3api.HostClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant-a", Name: fmt.Sprintf("c%04d", i),
@@ -261,54 +291,79 @@ func run(n, workers int) error {
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	done := make(chan error, 1)
+	usage := planeUsage(f, "hub", "infra-1")
+	if dir := os.Getenv("BENCH_APISERVER_PROFILES"); dir != "" {
+		for _, name := range []string{"hub", "infra-1"} {
+			go profileAPIServer(ctx, f.Plane(name), filepath.Join(dir, name+".prof"))
+		}
+	}
+	watchBound, err := newClaimWatch(f.Plane("hub").Config, f.Scheme, "tenant-a", ready)
+	if err != nil {
+		return err
+	}
 	start = time.Now()
 	go func() { done <- a.Manager.Start(runCtx) }()
-	for {
-		bound, err := countBound(ctx, hub)
-		if err != nil {
-			return err
-		}
-		if bound == n {
-			break
-		}
-		select {
-		case err := <-done:
-			return fmt.Errorf("agent stopped: %v", err)
-		case <-time.After(200 * time.Millisecond):
-		}
-		if time.Since(start) > 10*time.Minute {
-			return fmt.Errorf("only %d of %d claims bound after 10 minutes", bound, n)
-		}
+	if err := watchBound.wait(ctx, n, 10*time.Minute, done); err != nil {
+		return fmt.Errorf("binding: %w", err)
 	}
 	elapsed := time.Since(start)
 	rate := float64(n) / elapsed.Seconds()
 	hw, mw := hubWrites.writes.Load(), managedWrites.writes.Load()
+	used := usage()
 	cancel()
 	<-done
 
+	fmt.Printf("binding %d claims with upstream's association\n", n)
+	up, err := runUpstream(ctx, f, upstream, n, workers)
+	if err != nil {
+		return err
+	}
+	upRate := float64(n) / up.elapsed.Seconds()
+
 	fmt.Printf("\nbinding, %d claims on %d hosts, %d workers\n", n, n, workers)
-	fmt.Printf("  baseline: the infrastructure API server accepts %.0f BareMetalHost patches/s from %d writers\n", baseRate, workers)
-	fmt.Printf("  agent:    %.0f claims bound/s (%s for %d)\n", rate, elapsed.Round(10*time.Millisecond), n)
-	fmt.Printf("  ratio:    %.2f bound claims per baseline patch\n", rate/baseRate)
+	fmt.Printf("  baseline: the infrastructure API server accepts %.0f BareMetalHost patches/s from %d writers (CPU per patch: API server %s, writers %s)\n",
+		baseRate, workers, baseUsed["infra-1"]/time.Duration(n), baseUsed[""]/time.Duration(n))
+	fmt.Printf("  Hostfleet: %.0f claims bound/s (%s for %d); ratio %.2f bound claims per baseline patch\n",
+		rate, elapsed.Round(10*time.Millisecond), n, rate/baseRate)
+	fmt.Printf("  upstream:  %.0f claims associated/s (%s for %d); ratio %.2f; %.1f API writes per claim; CPU per claim: API server %s, controller %s\n",
+		upRate, up.elapsed.Round(10*time.Millisecond), n, upRate/baseRate, float64(up.writes)/float64(n),
+		up.server/time.Duration(n), up.controller/time.Duration(n))
+	fmt.Printf("             (baremetal-operator %s pkg/hostclaim in one cluster: claims and hosts on the infrastructure plane, no finalizer, no labels)\n", upstreamVersion)
 	fmt.Printf("  writes:   %.1f API writes per bound claim (hub %.1f, infrastructure %.1f)\n",
 		float64(hw+mw)/float64(n), float64(hw)/float64(n), float64(mw)/float64(n))
 	fmt.Printf("            hub: %s\n            infrastructure: %s\n", hubWrites.breakdown(n), managedWrites.breakdown(n))
+	fmt.Printf("  reads:    %.1f per bound claim (hub %.1f, infrastructure %.1f)\n", float64(hubWrites.reads.Load()+managedWrites.reads.Load())/float64(n),
+		float64(hubWrites.reads.Load())/float64(n), float64(managedWrites.reads.Load())/float64(n))
+	fmt.Printf("            hub: %s\n", hubWrites.readBreakdown(n))
+	fmt.Printf("  CPU:      per bound claim, hub API server %s, infrastructure API server %s, agent %s\n",
+		used["hub"]/time.Duration(n), used["infra-1"]/time.Duration(n), used[""]/time.Duration(n))
 	return nil
 }
 
-func countBound(ctx context.Context, hub client.Client) (int, error) {
-	var list metal3api.HostClaimList
-	if err := hub.List(ctx, &list, client.InNamespace("tenant-a")); err != nil {
-		return 0, err
-	}
-	bound := 0
-	for i := range list.Items {
-		c := meta.FindStatusCondition(list.Items[i].Status.Conditions, hostfleetv1alpha1.ConditionReady)
-		if c != nil && c.Status == metav1.ConditionTrue {
-			bound++
+// planeUsage reads the CPU time of the named planes' API servers and of this
+// process; the function it returns gives the CPU each used since, by plane
+// name ("" for this process). A plane that cannot be read counts 0.
+func planeUsage(f *planes.Fleet, names ...string) func() map[string]time.Duration {
+	read := func() map[string]time.Duration {
+		out := map[string]time.Duration{}
+		for _, n := range names {
+			if u, err := f.Plane(n).APIServerUsage(); err == nil {
+				out[n] = u.CPU
+			}
 		}
+		if u, err := planes.ProcessUsage(os.Getpid()); err == nil {
+			out[""] = u.CPU
+		}
+		return out
 	}
-	return bound, nil
+	before := read()
+	return func() map[string]time.Duration {
+		after := read()
+		for k := range after {
+			after[k] -= before[k]
+		}
+		return after
+	}
 }
 
 // parallel runs fn(0..n-1) on workers goroutines and returns the first error.
@@ -335,4 +390,26 @@ func parallel(n, workers int, fn func(int) error) error {
 	wg.Wait()
 	close(errs)
 	return <-errs
+}
+
+// profileAPIServer writes 10 s of the plane's kube-apiserver CPU profile to
+// path (BENCH_APISERVER_PROFILES=<dir>: where the servers' time goes).
+func profileAPIServer(ctx context.Context, p *planes.Plane, path string) {
+	rc, err := rest.RESTClientFor(p.Config)
+	if err != nil {
+		cfg := rest.CopyConfig(p.Config)
+		cfg.GroupVersion = &corev1.SchemeGroupVersion
+		cfg.NegotiatedSerializer = scheme.Codecs.WithoutConversion()
+		if rc, err = rest.RESTClientFor(cfg); err != nil {
+			fmt.Fprintln(os.Stderr, "profile:", err)
+			return
+		}
+	}
+	data, err := rc.Get().AbsPath("/debug/pprof/profile").Param("seconds", "10").DoRaw(ctx)
+	if err == nil {
+		err = os.WriteFile(path, data, 0o644)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "profile:", err)
+	}
 }

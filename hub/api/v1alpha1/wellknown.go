@@ -36,6 +36,13 @@ const (
 	// is erased and never trusted.
 	LabelBoundHost = "hostfleet.io/bound-host"
 
+	// AnnotationReservedHost, "<namespace>/<name>", is the host the agent
+	// binds the claim to: written with the claim's resourceVersion before the
+	// host is bound, together with the agent's finalizer, so that a claim
+	// never has two bindings in flight. Only the agent and the hub set it
+	// (admission).
+	AnnotationReservedHost = "hostfleet.io/reserved-host"
+
 	// LabelTenant marks the hub namespaces that belong to a tenant; its value
 	// is the Tenant's name. On a ManagedCluster it makes the cluster a
 	// workload cluster of that tenant: its agent runs in the workload role
@@ -244,13 +251,14 @@ const (
 	ReasonNoDeployPolicy = "NoHostDeployPolicy"
 	// ReasonInvalidSelector: the claim's hostSelector cannot be evaluated.
 	ReasonInvalidSelector = "InvalidHostSelector"
-	// ReasonBinding: a host is reserved for the claim and being bound.
-	ReasonBinding = "Binding"
 	// ReasonReleasing: the claim is being deleted and its host released.
 	ReasonReleasing = "Releasing"
 	// ReasonDetachNotAllowed: the claim asks to detach its host and no
 	// policy allows it; everything else was synced.
 	ReasonDetachNotAllowed = "DetachNotAllowed"
+	// ReasonSynchronizing: the binding is confirmed and the claim's image,
+	// power and data secrets are being written to the host.
+	ReasonSynchronizing = "Synchronizing"
 )
 
 // Reasons the agent's reflector writes (Provisioned, AvailableForProvisioning,

@@ -1,0 +1,98 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	metal3api "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
+)
+
+// claimWatch follows the claims of one namespace through a watch (a poll
+// listing every claim would cost the API server more than what is measured)
+// and records when each first met a condition.
+type claimWatch struct {
+	c     client.WithWatch
+	ns    string
+	met   func(*metal3api.HostClaim) bool
+	times map[string]time.Time
+}
+
+func newClaimWatch(cfg *rest.Config, scheme *runtime.Scheme, ns string, met func(*metal3api.HostClaim) bool) (*claimWatch, error) {
+	c, err := client.NewWithWatch(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		return nil, err
+	}
+	return &claimWatch{c: c, ns: ns, met: met, times: map[string]time.Time{}}, nil
+}
+
+// ready reports whether a claim's Ready condition is True.
+func ready(c *metal3api.HostClaim) bool {
+	cond := meta.FindStatusCondition(c.Status.Conditions, hostfleetv1alpha1.ConditionReady)
+	return cond != nil && cond.Status == metav1.ConditionTrue
+}
+
+// wait returns once n claims have met the condition, or fails after timeout
+// or when stop says why.
+func (w *claimWatch) wait(ctx context.Context, n int, timeout time.Duration, stop <-chan error) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	for {
+		var list metal3api.HostClaimList
+		if err := w.c.List(ctx, &list, client.InNamespace(w.ns)); err != nil {
+			return fmt.Errorf("%d of %d claims after %s: %w", len(w.times), n, timeout, err)
+		}
+		for i := range list.Items {
+			w.see(&list.Items[i])
+		}
+		if len(w.times) >= n {
+			return nil
+		}
+		wi, err := w.c.Watch(ctx, &metal3api.HostClaimList{}, client.InNamespace(w.ns),
+			&client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: list.ResourceVersion}})
+		if err != nil {
+			return fmt.Errorf("%d of %d claims after %s: %w", len(w.times), n, timeout, err)
+		}
+		done, err := w.follow(ctx, wi, n, stop)
+		wi.Stop()
+		if done || err != nil {
+			return err
+		}
+		// The watch ended (expired): list again.
+	}
+}
+
+func (w *claimWatch) follow(ctx context.Context, wi watch.Interface, n int, stop <-chan error) (bool, error) {
+	for {
+		select {
+		case err := <-stop:
+			return false, fmt.Errorf("stopped with %d of %d claims: %v", len(w.times), n, err)
+		case <-ctx.Done():
+			return false, fmt.Errorf("only %d of %d claims: %w", len(w.times), n, ctx.Err())
+		case ev, ok := <-wi.ResultChan():
+			if !ok {
+				return false, nil
+			}
+			if c, isClaim := ev.Object.(*metal3api.HostClaim); isClaim && ev.Type != watch.Deleted {
+				w.see(c)
+			}
+			if len(w.times) >= n {
+				return true, nil
+			}
+		}
+	}
+}
+
+func (w *claimWatch) see(c *metal3api.HostClaim) {
+	if _, seen := w.times[c.Name]; !seen && w.met(c) {
+		w.times[c.Name] = time.Now()
+	}
+}
