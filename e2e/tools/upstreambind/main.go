@@ -26,7 +26,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
@@ -82,18 +81,19 @@ func (r *reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 }
 
 func main() {
-	kubeconfig := flag.String("kubeconfig", "", "the cluster holding the claims and the hosts")
 	namespace := flag.String("namespace", "", "the claims' namespace")
 	workers := flag.Int("workers", 4, "concurrent reconciles")
 	flag.Parse()
-	if err := run(*kubeconfig, *namespace, *workers); err != nil {
+	// -kubeconfig (controller-runtime's flag) names the cluster holding
+	// the claims and the hosts.
+	if err := run(*namespace, *workers); err != nil {
 		fmt.Fprintln(os.Stderr, "upstreambind:", err)
 		os.Exit(1)
 	}
 }
 
-func run(kubeconfig, namespace string, workers int) error {
-	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+func run(namespace string, workers int) error {
+	cfg, err := ctrl.GetConfig()
 	if err != nil {
 		return err
 	}
