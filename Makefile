@@ -96,6 +96,12 @@ bench: tools ## Benchmarks on real control planes, each printed beside a baselin
 	cd e2e/tools/upstreambind && GONOSUMDB=github.com/metal3-io/ironic-standalone-operator GOFLAGS=-mod=readonly go build -o $(CURDIR)/$(BIN)/upstreambind .
 	KUBEBUILDER_ASSETS="$$($(TOOLS) --print-assets)" $(BIN)/hostfleet-bench -n $${BENCH_N:-1000}
 
+.PHONY: bench-scale
+bench-scale: tools ## One hub, the real agent for 100 then 1000 clusters × 10 hosts in one process, 10 claims per cluster: latencies, hub CPU and memory, requests per claim.
+	go build -o $(BIN)/hostfleet-bench ./e2e/programs/bench
+	go build -o $(BIN)/hostfleet-hub ./hub/cmd/hostfleet-hub
+	KUBEBUILDER_ASSETS="$$($(TOOLS) --print-assets)" $(BIN)/hostfleet-bench -only scale $(SCALE_FLAGS)
+
 .PHONY: clean
 clean: ## Remove bin/ (the tool cache stays; delete $(HOSTFLEET_CACHE) to rebuild it).
 	rm -rf $(BIN)

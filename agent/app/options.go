@@ -53,6 +53,11 @@ type Options struct {
 	// agent watches. Run sets it from the Tenants with ClaimScope "tenants";
 	// nil watches every namespace.
 	ServedNamespaces []string
+	// HostNamespaces limits the agent to the BareMetalHosts,
+	// HostDeployPolicies and HardwareData of these namespaces of the
+	// managed cluster (several hubs, or several agents, sharing one
+	// cluster). Empty: every namespace.
+	HostNamespaces []string
 	// BMHDriver chooses the BareMetalHosts the agent drives through their
 	// BMCs: "annotated" (hostfleet.io/driver: bmclib), "all", or "none".
 	BMHDriver string
@@ -173,6 +178,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 		"where hub claims are watched: tenants (the namespaces of the tenants whose cluster set holds this cluster, followed as they change) or all (cluster-wide; the hub identity must be allowed to list claims everywhere)")
 	fs.StringVar(&o.BMHDriver, "bmh-driver", o.BMHDriver,
 		"BareMetalHosts the agent drives itself through their BMCs (no baremetal-operator): annotated (hostfleet.io/driver: bmclib), all, or none")
+	fs.StringSliceVar(&o.HostNamespaces, "host-namespaces", o.HostNamespaces,
+		"namespaces of the managed cluster whose BareMetalHosts, HostDeployPolicies and HardwareData the agent sees (default: all), for a cluster shared with other agents")
 	fs.StringSliceVar(&o.BMCNamespaces, "bmc-namespaces", o.BMCNamespaces,
 		"namespaces whose hosts the BMC driver drives, and where alone it reads BMC credentials (default: all; required in Hosted mode unless --bmh-driver=none)")
 	fs.IntVar(&o.BMCWorkers, "bmc-workers", o.BMCWorkers, "hosts driven at once, and so BMCs spoken to at once (each mostly waits on its BMC: 50 drove 500 slow BMCs 71 times faster than one at a time; more did not help, see docs/benchmarks.md)")
@@ -267,6 +274,11 @@ func (o *Options) Validate() []error {
 	for _, ns := range o.BMCNamespaces {
 		if len(validation.IsDNS1123Label(ns)) > 0 {
 			errs = append(errs, fmt.Errorf("--bmc-namespaces: %q is not a namespace name", ns))
+		}
+	}
+	for _, ns := range o.HostNamespaces {
+		if len(validation.IsDNS1123Label(ns)) > 0 {
+			errs = append(errs, fmt.Errorf("--host-namespaces: %q is not a namespace name", ns))
 		}
 	}
 	if o.BootstrapManagedKubeconfig != "" && o.BMHDriver != "none" && len(o.BMCNamespaces) == 0 && o.Role != hostfleetv1alpha1.RoleWorkload {

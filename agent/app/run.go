@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+
 	metal3api "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -202,7 +204,7 @@ func New(hubCfg, managedCfg *rest.Config, o *Options) (*Agent, error) {
 		return nil, fmt.Errorf("metrics: %w", err)
 	}
 	inv := &inventory.Writer{
-		Hub: mgr.GetClient(), HubReader: mgr.GetAPIReader(), Managed: managed.GetClient(),
+		Hub: mgr.GetClient(), Managed: managed.GetClient(),
 		ClusterName: o.ClusterName, Interval: o.InventoryInterval,
 	}
 	if err := mgr.Add(inv); err != nil {
@@ -250,7 +252,10 @@ func newManager(hubCfg, managedCfg *rest.Config, o *Options) (ctrl.Manager, clus
 	if err != nil {
 		return nil, nil, fmt.Errorf("hub manager: %w", err)
 	}
-	managed, err := cluster.New(managedCfg, func(co *cluster.Options) { co.Scheme = scheme })
+	managed, err := cluster.New(managedCfg, func(co *cluster.Options) {
+		co.Scheme = scheme
+		co.Cache.DefaultNamespaces = namespaceConfigs(o.HostNamespaces)
+	})
 	if err != nil {
 		return nil, nil, fmt.Errorf("managed cluster: %w", err)
 	}
@@ -274,7 +279,19 @@ func hubCache(o *Options) map[client.Object]cache.ByObject {
 	}
 	return map[client.Object]cache.ByObject{
 		&metal3api.HostClaim{}: {Label: ClaimSelector(o.ClusterName), Namespaces: served},
+		// Tenant namespaces only: the claims' namespace labels and the
+		// inventory's namespaces come from the cache, not one read each.
+		&corev1.Namespace{}: {Label: labels.SelectorFromSet(nil).Add(tenantLabelExists())},
 	}
+}
+
+// tenantLabelExists selects the objects labelled hostfleet.io/tenant.
+func tenantLabelExists() labels.Requirement {
+	r, err := labels.NewRequirement(hostfleetv1alpha1.LabelTenant, selection.Exists, nil)
+	if err != nil {
+		panic(err) // a constant key
+	}
+	return *r
 }
 
 // setupControllers sets up the claim controllers (hub claims, and local

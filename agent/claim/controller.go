@@ -414,7 +414,7 @@ func requeueOnConflict(err error) (ctrl.Result, error) {
 
 func (r *Reconciler) inputs(ctx context.Context, c *metal3api.HostClaim) (binder.Input, error) {
 	ns := &corev1.Namespace{}
-	if err := r.ClaimReader.Get(ctx, client.ObjectKey{Name: c.Namespace}, ns); err != nil {
+	if err := r.hubGet(ctx, client.ObjectKey{Name: c.Namespace}, ns); err != nil {
 		return binder.Input{}, fmt.Errorf("get hub namespace %s: %w", c.Namespace, err)
 	}
 	var policies metal3api.HostDeployPolicyList
@@ -434,6 +434,19 @@ func (r *Reconciler) inputs(ctx context.Context, c *metal3api.HostClaim) (binder
 	}
 	return binder.Input{Consumer: r.Consumer, Claim: c, NamespaceLabels: ns.Labels, Policies: policies.Items,
 		Hosts: append(held.Items, free.Items...), Reserved: binder.Reservation(c)}, nil
+}
+
+// hubGet reads a tenant namespace or a Tenant of the hub from the cache,
+// which holds them all (the agent's hub cache watches tenant namespaces and
+// Tenants); what the cache lacks is read from the API server. Local claims'
+// namespaces are always read from the API server.
+func (r *Reconciler) hubGet(ctx context.Context, key client.ObjectKey, obj client.Object) error {
+	if !r.local() {
+		if err := r.Claims.Get(ctx, key, obj); err == nil {
+			return nil
+		}
+	}
+	return r.ClaimReader.Get(ctx, key, obj)
 }
 
 // bind writes the claim's consumerRef on the host. The patch carries the

@@ -23,7 +23,7 @@ func (r *Reconciler) tenantPrefixes(ctx context.Context, nsLabels map[string]str
 		return nil, nil
 	}
 	t := &hostfleetv1alpha1.Tenant{}
-	if err := r.ClaimReader.Get(ctx, client.ObjectKey{Name: name}, t); err != nil {
+	if err := r.hubGet(ctx, client.ObjectKey{Name: name}, t); err != nil {
 		if apierrors.IsNotFound(err) {
 			return nil, nil
 		}

@@ -24,15 +24,18 @@ import (
 // Interval from cached hosts and policies and writes only when it changed: at
 // most one write per Interval, however many host events happen.
 type Writer struct {
-	// Hub writes the inventory; HubReader lists tenant namespaces and Tenants.
-	Hub       client.Client
-	HubReader client.Reader
+	// Hub writes the inventory and lists tenant namespaces and Tenants
+	// (the agent's is cached: no hub request per tick).
+	Hub client.Client
 	// Managed reads hosts and policies (cached).
 	Managed     client.Reader
 	ClusterName string
 	Interval    time.Duration
 
 	last   *hostfleetv1alpha1.HostInventoryStatus
+	settle bool
+	// created: the inventory's spec was applied.
+	created bool
 	writes atomic.Int64
 }
 
@@ -67,11 +70,11 @@ func (w *Writer) Once(ctx context.Context) error {
 		return fmt.Errorf("list HostDeployPolicies: %w", err)
 	}
 	var nss corev1.NamespaceList
-	if err := w.HubReader.List(ctx, &nss, client.HasLabels{hostfleetv1alpha1.LabelTenant}); err != nil {
+	if err := w.Hub.List(ctx, &nss, client.HasLabels{hostfleetv1alpha1.LabelTenant}); err != nil {
 		return fmt.Errorf("list tenant namespaces on the hub: %w", err)
 	}
 	var tenants hostfleetv1alpha1.TenantList
-	if err := w.HubReader.List(ctx, &tenants); err != nil {
+	if err := w.Hub.List(ctx, &tenants); err != nil {
 		return fmt.Errorf("list tenants on the hub: %w", err)
 	}
 	var prefixes []string
@@ -80,12 +83,18 @@ func (w *Writer) Once(ctx context.Context) error {
 		prefixes = append(prefixes, valid...)
 	}
 	st := Build(Input{Hosts: hosts.Items, Policies: policies.Items, Namespaces: nss.Items, Prefixes: prefixes})
-	if w.last != nil && reflect.DeepEqual(*w.last, st) {
+	unchanged := w.last != nil && reflect.DeepEqual(*w.last, st)
+	if unchanged && !w.settle {
 		return nil
 	}
 	if err := w.write(ctx, st); err != nil {
 		return err
 	}
+	// A change is written once more, unchanged, at the next tick: the hub
+	// scheduler counts a claim bound in the second of the last write as
+	// not counted yet (lastUpdated has whole seconds), and the later time
+	// settles it.
+	w.settle = !unchanged
 	w.last = &st
 	return nil
 }
@@ -96,13 +105,16 @@ func (w *Writer) write(ctx context.Context, st hostfleetv1alpha1.HostInventorySt
 		ObjectMeta: metav1.ObjectMeta{Namespace: w.ClusterName, Name: w.ClusterName},
 		Spec:       hostfleetv1alpha1.HostInventorySpec{ClusterName: w.ClusterName},
 	}
-	spec, err := applyObject(inv)
-	if err != nil {
-		return err
-	}
-	delete(spec.Object, "status")
-	if err := w.Hub.Apply(ctx, client.ApplyConfigurationFromUnstructured(spec), client.FieldOwner(hostfleetv1alpha1.FieldManagerAgent), client.ForceOwnership); err != nil {
-		return fmt.Errorf("apply HostInventory %s/%s (is the cluster's namespace on the hub?): %w", w.ClusterName, w.ClusterName, err)
+	if !w.created {
+		// The spec never changes: applied once per start.
+		spec, err := applyObject(inv)
+		if err != nil {
+			return err
+		}
+		delete(spec.Object, "status")
+		if err := w.Hub.Apply(ctx, client.ApplyConfigurationFromUnstructured(spec), client.FieldOwner(hostfleetv1alpha1.FieldManagerAgent), client.ForceOwnership); err != nil {
+			return fmt.Errorf("apply HostInventory %s/%s (is the cluster's namespace on the hub?): %w", w.ClusterName, w.ClusterName, err)
+		}
 	}
 	now := metav1.Now()
 	inv.Status = st
@@ -113,8 +125,11 @@ func (w *Writer) write(ctx context.Context, st hostfleetv1alpha1.HostInventorySt
 	}
 	delete(status.Object, "spec")
 	if err := w.Hub.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(status), client.FieldOwner(hostfleetv1alpha1.FieldManagerAgent), client.ForceOwnership); err != nil {
+		// Deleted meanwhile: made again at the next write.
+		w.created = false
 		return fmt.Errorf("apply HostInventory status %s/%s: %w", w.ClusterName, w.ClusterName, err)
 	}
+	w.created = true
 	w.writes.Add(1)
 	return nil
 }

@@ -18,6 +18,7 @@ import (
 	clusterv1beta1 "open-cluster-management.io/api/cluster/v1beta1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -30,7 +31,9 @@ const placedBy = "scheduler"
 
 // Indexes on HostClaims.
 const (
-	// pendingIndex: the cluster of a claim placed there and not yet bound.
+	// pendingIndex: the cluster of a claim placed there (not being
+	// deleted); those its cluster's inventory does not count yet are
+	// pending (uncounted).
 	pendingIndex = "hostfleet.pending-on"
 	// unplacedIndex: "true" for claims without a cluster.
 	unplacedIndex = "hostfleet.unplaced"
@@ -46,10 +49,17 @@ type Reconciler struct {
 	// placed elsewhere.
 	Deadline time.Duration
 
+	// Workers is how many claims are worked on at once (default 1):
+	// decisions are still taken one at a time, their writes concurrently.
+	Workers int
+
 	// placed remembers the claims this scheduler placed until its cache
 	// shows them, so that the next decision counts them even if the watch
-	// event has not arrived yet.
+	// event has not arrived yet; recorded before the write, so that a
+	// decision taken while it is in flight counts it too.
 	expect expectations
+	// deciding serializes decisions.
+	deciding sync.Mutex
 }
 
 // expectations are placements written but maybe not yet in the cache.
@@ -61,6 +71,12 @@ type expectations struct {
 type expected struct {
 	claim *metal3api.HostClaim
 	at    time.Time
+}
+
+func (e *expectations) remove(c *metal3api.HostClaim) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	delete(e.m, c.UID)
 }
 
 func (e *expectations) add(c *metal3api.HostClaim) {
@@ -101,6 +117,19 @@ func associated(c *metal3api.HostClaim) bool {
 	return meta.IsStatusConditionTrue(c.Status.Conditions, hostfleetv1alpha1.ConditionAssociated)
 }
 
+// uncounted reports whether a claim placed on a cluster takes a host its
+// inventory still counts as available: not bound yet, or bound after the
+// agent last wrote the inventory. The agent writes both times, with one
+// clock, to the second: a claim bound in the second the inventory was
+// written is counted twice rather than not at all.
+func uncounted(c *metal3api.HostClaim, inv *hostfleetv1alpha1.HostInventory) bool {
+	cond := meta.FindStatusCondition(c.Status.Conditions, hostfleetv1alpha1.ConditionAssociated)
+	if cond == nil || cond.Status != metav1.ConditionTrue || inv == nil || inv.Status.LastUpdated == nil {
+		return true
+	}
+	return !cond.LastTransitionTime.Before(inv.Status.LastUpdated)
+}
+
 // SetupWithManager wires the controller and its indexes.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Recorder == nil {
@@ -109,7 +138,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	idx := mgr.GetFieldIndexer()
 	if err := idx.IndexField(context.Background(), &metal3api.HostClaim{}, pendingIndex, func(o client.Object) []string {
 		c := o.(*metal3api.HostClaim)
-		if cl := c.Labels[hostfleetv1alpha1.LabelCluster]; cl != "" && !associated(c) && c.DeletionTimestamp == nil {
+		if cl := c.Labels[hostfleetv1alpha1.LabelCluster]; cl != "" && c.DeletionTimestamp == nil {
 			return []string{cl}
 		}
 		return nil
@@ -141,6 +170,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&hostfleetv1alpha1.HostInventory{}, unplaced).
 		Watches(&hostfleetv1alpha1.Tenant{}, unplaced).
 		Watches(&clusterv1beta1.PlacementDecision{}, unplaced).
+		WithOptions(controller.Options{MaxConcurrentReconciles: max(1, r.Workers)}).
 		Complete(r)
 }
 
@@ -181,6 +211,16 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			in.Exclude[e] = true
 		}
 	}
+	// Decisions are taken one at a time, each counting the placements
+	// before it (expectations, recorded before their writes); the writes
+	// run concurrently (Workers).
+	r.deciding.Lock()
+	decided := false
+	defer func() {
+		if !decided {
+			r.deciding.Unlock()
+		}
+	}()
 	for _, cl := range clusters {
 		inv := &hostfleetv1alpha1.HostInventory{}
 		if err := r.Client.Get(ctx, client.ObjectKey{Namespace: cl, Name: cl}, inv); err == nil {
@@ -194,12 +234,25 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			return ctrl.Result{}, fmt.Errorf("list the claims pending on %s: %w", cl, err)
 		}
 		for i := range pending.Items {
+			if !uncounted(&pending.Items[i], in.Inventories[cl]) {
+				continue
+			}
 			in.Pending[cl] = append(in.Pending[cl], &pending.Items[i])
 		}
 		in.Pending[cl] = append(in.Pending[cl], r.expect.missing(ctx, r.Client, cl)...)
 	}
 	res := Place(in)
 	log := ctrl.LoggerFrom(ctx)
+	if res.Cluster != "" {
+		placed := c.DeepCopy()
+		if placed.Labels == nil {
+			placed.Labels = map[string]string{}
+		}
+		placed.Labels[hostfleetv1alpha1.LabelCluster] = res.Cluster
+		r.expect.add(placed)
+	}
+	decided = true
+	r.deciding.Unlock()
 	if res.Cluster == "" {
 		log.V(1).Info("claim not placed", "reason", res.Reason, "why", res.Message)
 		if err := r.setScheduled(ctx, c, false, res.Reason, res.Message); err != nil {
@@ -217,10 +270,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	c.Labels[hostfleetv1alpha1.LabelCluster] = res.Cluster
 	c.Annotations[hostfleetv1alpha1.AnnotationPlacedBy] = placedBy
 	if err := r.Client.Patch(ctx, c, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
+		r.expect.remove(c)
 		return requeueOnConflict(fmt.Errorf("place claim %s/%s on %s: %w", c.Namespace, c.Name, res.Cluster, err))
 	}
 	log.V(1).Info("claim placed", "cluster", res.Cluster, "free", res.Free, "candidates", len(clusters))
-	r.expect.add(c)
 	if err := r.setScheduled(ctx, c, true, hostfleetv1alpha1.ReasonPlaced, res.Message); err != nil {
 		return requeueOnConflict(err)
 	}

@@ -22,8 +22,9 @@ type Input struct {
 	Clusters []string
 	// Inventories by cluster.
 	Inventories map[string]*hostfleetv1alpha1.HostInventory
-	// Pending is, by cluster, the claims placed there and not yet bound.
-	// They are only read.
+	// Pending is, by cluster, the claims placed there that its inventory
+	// does not count yet: not bound, or bound after it was written. They
+	// are only read.
 	Pending map[string][]*metal3api.HostClaim
 	// Prefixes are the label prefixes inventories report; selector keys
 	// outside them cannot be judged here and are left to the agent.

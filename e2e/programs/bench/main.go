@@ -64,7 +64,7 @@ func main() {
 	n := flag.Int("n", 1000, "claims and hosts")
 	workers := flag.Int("workers", 4, "agent workers, and baseline writers")
 	clusters := flag.Int("clusters", 50, "clusters the scheduler chooses from")
-	only := flag.String("only", "", "run one benchmark: binding, scheduling, bmc or labels")
+	only := flag.String("only", "", "run one benchmark: binding, scheduling, bmc or labels; or scale, which only runs when asked (make bench-scale)")
 	labelHosts := flag.Int("label-hosts", 20, "hosts, claims and Nodes of the label sync benchmark")
 	labelChanges := flag.Int("label-changes", 100, "host label changes the label sync benchmark times")
 	bmcs := flag.Int("bmcs", 200, "emulated Redfish BMCs the agent drives")
@@ -73,6 +73,11 @@ func main() {
 	bmcSample := flag.Int("bmc-baseline-sample", 0, "run the sequential baseline over this many BMCs and add the others' latencies (0: all; 500 slow BMCs one after another take about 100 minutes)")
 	agentKubeconfig := flag.String("bmc-agent", "", "internal: run only the BMC driver against this kubeconfig")
 	upstreamBin := flag.String("upstream", "", "upstream's association program (default: upstreambind beside this program; make bench builds it)")
+	scaleClusters := flag.String("scale-clusters", "100,1000", "scale: the numbers of clusters to run, side by side")
+	scaleHosts := flag.Int("scale-hosts", 10, "scale: hosts per cluster (and claims per cluster)")
+	scaleInfra := flag.Int("scale-infra-planes", 2, "scale: infrastructure planes the clusters' hosts share")
+	scaleRate := flag.Float64("scale-rate", 25, "scale: claims created per second")
+	hubBin := flag.String("hub", "", "scale: the hub controller binary (default: hostfleet-hub beside this program; make bench-scale builds it)")
 	cpuProfile := flag.String("cpuprofile", "", "write this process's CPU profile (the agent, in binding) to this file")
 	flag.Parse()
 	ctrl.SetLogger(logr.Discard())
@@ -106,6 +111,12 @@ func main() {
 	}
 	if err == nil && (*only == "" || *only == "labels") {
 		err = runLabels(*labelHosts, *labelChanges)
+	}
+	if err == nil && *only == "scale" {
+		var counts []int
+		if counts, err = parseCounts(*scaleClusters); err == nil {
+			err = runScale(counts, *scaleHosts, *scaleInfra, *scaleRate, hubBinary(*hubBin))
+		}
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"os"
 	"time"
 
 	metal3api "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
@@ -77,6 +78,10 @@ func (w *claimWatch) follow(ctx context.Context, wi watch.Interface, n int, stop
 			return false, fmt.Errorf("stopped with %d of %d claims: %v", len(w.times), n, err)
 		case <-ctx.Done():
 			return false, fmt.Errorf("only %d of %d claims: %w", len(w.times), n, ctx.Err())
+		case <-time.After(30 * time.Second):
+			// Quiet for long: list again rather than trust the watch.
+			fmt.Fprintf(os.Stderr, "watch: quiet for 30s with %d of %d claims; listing again\n", len(w.times), n)
+			return false, nil
 		case ev, ok := <-wi.ResultChan():
 			if !ok {
 				return false, nil

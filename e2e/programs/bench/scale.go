@@ -1,0 +1,476 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	metal3api "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	addonv1beta1 "open-cluster-management.io/api/addon/v1beta1"
+	clusterv1 "open-cluster-management.io/api/cluster/v1"
+	clusterv1beta2 "open-cluster-management.io/api/cluster/v1beta2"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/hostfleet/hostfleet/agent/app"
+	"github.com/hostfleet/hostfleet/e2e/harness/planes"
+	"github.com/hostfleet/hostfleet/hub/addon"
+	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
+)
+
+// scaleTenant and scaleNS are the one tenant of the scale benchmark.
+const scaleTenant, scaleNS = "fleet", "tenant-fleet"
+
+// scaleResult is one run of the scale benchmark.
+type scaleResult struct {
+	clusters, claims int
+	setup, elapsed   time.Duration
+	// scheduling and ready are created→Scheduled and created→Ready.
+	scheduling, ready [2]time.Duration // p50, p99
+	hubServer         planes.Usage     // CPU over the claims, memory at the end
+	hubController     planes.Usage
+	// agents is this process's CPU (every agent); infraServers the
+	// infrastructure planes' API servers'.
+	agents, infraServers time.Duration
+	// requests are the hub API server's requests (all clients, WATCH
+	// excluded) over the claims, by verb.
+	requests map[string]float64
+}
+
+// runScale runs the scale benchmark at each number of clusters and prints
+// the runs side by side.
+func runScale(clusterCounts []int, hostsPer, infraPlanes int, rate float64, hubBin string) error {
+	var results []scaleResult
+	for _, c := range clusterCounts {
+		fmt.Printf("\nscale: %d clusters × %d hosts on %d infrastructure planes, %d claims at %.0f/s\n", c, hostsPer, infraPlanes, c*hostsPer, rate)
+		r, err := scaleRun(c, hostsPer, infraPlanes, rate, hubBin)
+		if err != nil {
+			return fmt.Errorf("%d clusters: %w", c, err)
+		}
+		results = append(results, r)
+		printScale(results)
+	}
+	return nil
+}
+
+func printScale(rs []scaleResult) {
+	row := func(name string, f func(r scaleResult) string) {
+		fmt.Printf("  %-40s", name)
+		for _, r := range rs {
+			fmt.Printf(" %18s", f(r))
+		}
+		fmt.Println()
+	}
+	fmt.Println()
+	row("clusters", func(r scaleResult) string { return strconv.Itoa(r.clusters) })
+	row("claims", func(r scaleResult) string { return strconv.Itoa(r.claims) })
+	row("setup (planes, clusters, agents)", func(r scaleResult) string { return r.setup.Round(time.Second).String() })
+	row("all claims Ready after", func(r scaleResult) string { return r.elapsed.Round(100 * time.Millisecond).String() })
+	row("scheduling p50 / p99", func(r scaleResult) string { return pair(r.scheduling) })
+	row("created → Ready p50 / p99", func(r scaleResult) string { return pair(r.ready) })
+	row("hub API server CPU per claim", func(r scaleResult) string {
+		return (r.hubServer.CPU / time.Duration(r.claims)).Round(10 * time.Microsecond).String()
+	})
+	row("hub API server RSS (peak)", func(r scaleResult) string { return mib(r.hubServer.RSS) + " (" + mib(r.hubServer.PeakRSS) + ")" })
+	row("hub controller CPU per claim", func(r scaleResult) string {
+		return (r.hubController.CPU / time.Duration(r.claims)).Round(10 * time.Microsecond).String()
+	})
+	row("agents' CPU per claim (all, one process)", func(r scaleResult) string {
+		return (r.agents / time.Duration(r.claims)).Round(10 * time.Microsecond).String()
+	})
+	row("infrastructure API servers' CPU per claim", func(r scaleResult) string {
+		return (r.infraServers / time.Duration(r.claims)).Round(10 * time.Microsecond).String()
+	})
+	row("hub controller RSS (peak)", func(r scaleResult) string {
+		return mib(r.hubController.RSS) + " (" + mib(r.hubController.PeakRSS) + ")"
+	})
+	verbs := []string{}
+	for _, r := range rs {
+		for v := range r.requests {
+			if !slices.Contains(verbs, v) {
+				verbs = append(verbs, v)
+			}
+		}
+	}
+	slices.Sort(verbs)
+	row("hub API requests per claim", func(r scaleResult) string {
+		total := 0.0
+		for _, v := range r.requests {
+			total += v
+		}
+		return fmt.Sprintf("%.1f", total/float64(r.claims))
+	})
+	for _, v := range verbs {
+		row("  "+v, func(r scaleResult) string { return fmt.Sprintf("%.2f", r.requests[v]/float64(r.claims)) })
+	}
+}
+
+func pair(d [2]time.Duration) string {
+	return d[0].Round(time.Millisecond).String() + " / " + d[1].Round(time.Millisecond).String()
+}
+
+func mib(b int64) string { return fmt.Sprintf("%d MiB", b>>20) }
+
+func scaleRun(clusters, hostsPer, infraPlanes int, rate float64, hubBin string) (scaleResult, error) {
+	res := scaleResult{clusters: clusters, claims: clusters * hostsPer}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	began := time.Now()
+	names := []string{"hub"}
+	for i := 1; i <= infraPlanes; i++ {
+		names = append(names, fmt.Sprintf("infra-%d", i))
+	}
+	f, stop, err := startPlanes(ctx, names...)
+	if err != nil {
+		return res, err
+	}
+	defer stop()
+	hubPlane := f.Plane("hub")
+	hub := hubPlane.Client
+
+	// The hub controller, in its own process: its CPU and memory are its own.
+	var hubOut bytes.Buffer
+	hubCmd := exec.Command(hubBin, "--kubeconfig", hubPlane.Kubeconfig, "--addon-manager=false", "--leader-elect=false",
+		"--metrics-bind-address=0", "--health-probe-bind-address=0")
+	hubCmd.Stdout, hubCmd.Stderr = &hubOut, &hubOut
+	if err := hubCmd.Start(); err != nil {
+		return res, fmt.Errorf("start %s (make bench-scale builds it): %w", hubBin, err)
+	}
+	defer func() { _ = hubCmd.Process.Signal(syscall.SIGTERM); _ = hubCmd.Wait() }()
+
+	fmt.Printf("  %d clusters: ManagedClusters, add-on identities, hosts\n", clusters)
+	for _, o := range []client.Object{
+		&clusterv1beta2.ManagedClusterSet{ObjectMeta: metav1.ObjectMeta{Name: "fleet"}},
+		&hostfleetv1alpha1.Tenant{ObjectMeta: metav1.ObjectMeta{Name: scaleTenant}, Spec: hostfleetv1alpha1.TenantSpec{ClusterSet: "fleet"}},
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: scaleNS, Labels: map[string]string{hostfleetv1alpha1.LabelTenant: scaleTenant}}},
+	} {
+		if err := hub.Create(ctx, o); err != nil {
+			return res, err
+		}
+	}
+	kube, err := kubernetes.NewForConfig(hubPlane.Config)
+	if err != nil {
+		return res, err
+	}
+	clusterName := func(i int) string { return fmt.Sprintf("c%04d", i) }
+	infraOf := func(i int) *planes.Plane { return f.Plane(fmt.Sprintf("infra-%d", i%infraPlanes+1)) }
+	agentCfgs := make([]*rest.Config, clusters)
+	var mu sync.Mutex
+	setUp := func(i int) error {
+		name := clusterName(i)
+		mc := &clusterv1.ManagedCluster{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{clusterv1beta2.ClusterSetLabel: "fleet"}},
+			Spec: clusterv1.ManagedClusterSpec{HubAcceptsClient: true}}
+		for _, o := range []client.Object{mc, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}} {
+			if err := hub.Create(ctx, o); err != nil {
+				return err
+			}
+		}
+		if err := planes.SetClusterAvailable(ctx, hub, name, metav1.ConditionTrue); err != nil {
+			return err
+		}
+		// What OCM's registration does for the add-on's CSR identity.
+		mca := &addonv1beta1.ManagedClusterAddOn{ObjectMeta: metav1.ObjectMeta{Namespace: name, Name: hostfleetv1alpha1.AddonName}}
+		if err := hub.Create(ctx, mca); err != nil {
+			return err
+		}
+		subject := addonv1beta1.KubeClientSubject{BaseSubject: addonv1beta1.BaseSubject{
+			User: hostfleetv1alpha1.AgentHubUser(name), Groups: []string{hostfleetv1alpha1.AgentHubGroup(name), hostfleetv1alpha1.AgentSharedGroup}}}
+		mca.Status.Registrations = []addonv1beta1.RegistrationConfig{{Type: addonv1beta1.KubeClient,
+			KubeClient: &addonv1beta1.KubeClientConfig{Subject: subject}}}
+		if err := addon.Permissions(kube)(ctx, mc, mca); err != nil {
+			return err
+		}
+		cfg, err := f.AddUser("hub", subject.User, append(subject.Groups, "system:authenticated")...)
+		if err != nil {
+			return err
+		}
+		mu.Lock()
+		agentCfgs[i] = cfg
+		mu.Unlock()
+
+		infra := infraOf(i).Client
+		for _, o := range []client.Object{
+			&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}},
+			&metal3api.HostDeployPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: name, Name: "tenants"},
+				Spec: metal3api.HostDeployPolicySpec{HostClaimNamespaces: &metal3api.HostClaimNamespaces{Names: []string{scaleNS}}}},
+		} {
+			if err := infra.Create(ctx, o); err != nil {
+				return err
+			}
+		}
+		for h := 0; h < hostsPer; h++ {
+			bmh := &metal3api.BareMetalHost{ObjectMeta: metav1.ObjectMeta{Namespace: name, Name: fmt.Sprintf("h%02d", h)},
+				Spec: metal3api.BareMetalHostSpec{BMC: metal3api.BMCDetails{Address: fmt.Sprintf("ipmi://10.%d.%d.%d", i/250, i%250, h), CredentialsName: "bmc"}}}
+			if err := infra.Create(ctx, bmh); err != nil {
+				return err
+			}
+			bmh.Status.Provisioning.State = metal3api.StateAvailable
+			bmh.Status.OperationalStatus = metal3api.OperationalStatusOK
+			if err := infra.Status().Update(ctx, bmh); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	// The first cluster alone: it creates the ClusterRoles all share.
+	if err := setUp(0); err != nil {
+		return res, err
+	}
+	if err := parallel(clusters-1, 16, func(i int) error { return setUp(i + 1) }); err != nil {
+		return res, err
+	}
+	if err := waitFor(ctx, 5*time.Minute, "the tenant to count every cluster", func() (bool, error) {
+		t := &hostfleetv1alpha1.Tenant{}
+		if err := hub.Get(ctx, client.ObjectKey{Name: scaleTenant}, t); err != nil {
+			return false, err
+		}
+		return len(t.Status.Clusters) == clusters, nil
+	}); err != nil {
+		return res, fmt.Errorf("%w\nhub: %s", err, tail(hubOut.String()))
+	}
+
+	fmt.Printf("  %d agents in this process, each with its cluster's hub identity\n", clusters)
+	agentErrs := make(chan error, clusters)
+	for i := 0; i < clusters; i++ {
+		name := clusterName(i)
+		o := app.NewOptions()
+		o.ClusterName, o.ServedNamespaces, o.HostNamespaces = name, []string{scaleNS}, []string{name}
+		o.BMHDriver, o.LeaderElect, o.HealthLease, o.InProcess = "none", false, false, true
+		o.MetricsAddr, o.HealthAddr = "0", "0"
+		o.Concurrency = 1
+		managedCfg := rest.CopyConfig(infraOf(i).Config)
+		hubCfg := rest.CopyConfig(agentCfgs[i])
+		hubCfg.QPS, hubCfg.Burst = o.QPS, o.Burst
+		managedCfg.QPS, managedCfg.Burst = o.QPS, o.Burst
+		a, err := app.New(hubCfg, managedCfg, o)
+		if err != nil {
+			return res, fmt.Errorf("agent %s: %w", name, err)
+		}
+		go func() {
+			if err := a.Manager.Start(ctx); err != nil && ctx.Err() == nil {
+				agentErrs <- fmt.Errorf("agent %s: %w", name, err)
+			}
+		}()
+	}
+	if err := waitFor(ctx, 10*time.Minute, "every cluster's HostInventory", func() (bool, error) {
+		select {
+		case err := <-agentErrs:
+			return false, err
+		default:
+		}
+		var invs hostfleetv1alpha1.HostInventoryList
+		if err := hub.List(ctx, &invs); err != nil {
+			return false, err
+		}
+		full := 0
+		for _, inv := range invs.Items {
+			if int(inv.Status.Available) == hostsPer {
+				full++
+			}
+		}
+		return full == clusters, nil
+	}); err != nil {
+		return res, err
+	}
+	res.setup = time.Since(began)
+
+	// The claims, at a steady rate, unpinned: the hub scheduler places them.
+	// Scheduled: placed on a cluster (its label), which is what the agent
+	// acts on; the Scheduled condition may come later when it loses a
+	// status write race to the agent.
+	scheduled, err := newClaimWatch(hubPlane.Config, f.Scheme, scaleNS, func(c *metal3api.HostClaim) bool {
+		return c.Labels[hostfleetv1alpha1.LabelCluster] != ""
+	})
+	if err != nil {
+		return res, err
+	}
+	readyWatch, err := newClaimWatch(hubPlane.Config, f.Scheme, scaleNS, ready)
+	if err != nil {
+		return res, err
+	}
+	serverBefore, err := hubPlane.APIServerUsage()
+	if err != nil {
+		return res, err
+	}
+	ctrlBefore, err := planes.ProcessUsage(hubCmd.Process.Pid)
+	if err != nil {
+		return res, err
+	}
+	reqBefore, err := apiRequests(ctx, hubPlane.Config)
+	if err != nil {
+		return res, err
+	}
+	others := planeUsage(f, names[1:]...)
+	fmt.Printf("  %d claims at %.0f/s\n", res.claims, rate)
+	created := make([]time.Time, res.claims)
+	start := time.Now()
+	schedDone := make(chan error, 1)
+	go func() { schedDone <- scheduled.wait(ctx, res.claims, 20*time.Minute, nil) }()
+	createDone := make(chan error, 1)
+	go func() {
+		tick := time.NewTicker(time.Duration(float64(time.Second) / rate))
+		defer tick.Stop()
+		for i := 0; i < res.claims; i++ {
+			<-tick.C
+			c := &metal3api.HostClaim{ObjectMeta: metav1.ObjectMeta{Namespace: scaleNS, Name: fmt.Sprintf("claim-%05d", i)}}
+			created[i] = time.Now()
+			if err := hub.Create(ctx, c); err != nil {
+				createDone <- err
+				return
+			}
+		}
+	}()
+	if err := readyWatch.wait(ctx, res.claims, 20*time.Minute, createDone); err != nil {
+		return res, fmt.Errorf("claims Ready: %w\nhub: %s", err, tail(hubOut.String()))
+	}
+	res.elapsed = time.Since(start)
+	if err := <-schedDone; err != nil {
+		return res, err
+	}
+	serverAfter, err := hubPlane.APIServerUsage()
+	if err != nil {
+		return res, err
+	}
+	ctrlAfter, err := planes.ProcessUsage(hubCmd.Process.Pid)
+	if err != nil {
+		return res, err
+	}
+	reqAfter, err := apiRequests(ctx, hubPlane.Config)
+	if err != nil {
+		return res, err
+	}
+	res.hubServer, res.hubController = serverAfter.Sub(serverBefore), ctrlAfter.Sub(ctrlBefore)
+	for name, cpu := range others() {
+		if name == "" {
+			res.agents = cpu
+		} else {
+			res.infraServers += cpu
+		}
+	}
+	res.requests = map[string]float64{}
+	for verb, n := range reqAfter {
+		if d := n - reqBefore[verb]; d > 0 {
+			res.requests[verb] = d
+		}
+	}
+	var sched, rdy []time.Duration
+	for i := range created {
+		name := fmt.Sprintf("claim-%05d", i)
+		sched = append(sched, scheduled.times[name].Sub(created[i]))
+		rdy = append(rdy, readyWatch.times[name].Sub(created[i]))
+	}
+	slices.Sort(sched)
+	slices.Sort(rdy)
+	res.scheduling = [2]time.Duration{quantile(sched, 0.5), quantile(sched, 0.99)}
+	res.ready = [2]time.Duration{quantile(rdy, 0.5), quantile(rdy, 0.99)}
+	cancel()
+	return res, nil
+}
+
+// waitFor polls cond every 500 ms until it holds, fails, or timeout passes.
+func waitFor(ctx context.Context, timeout time.Duration, what string, cond func() (bool, error)) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		ok, err := cond()
+		if err != nil {
+			return fmt.Errorf("waiting for %s: %w", what, err)
+		}
+		if ok {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s not there after %s", what, timeout)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+}
+
+// apiRequests reads the API server's request counts (apiserver_request_total)
+// by verb, WATCH excluded.
+func apiRequests(ctx context.Context, cfg *rest.Config) (map[string]float64, error) {
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	data, err := kube.Discovery().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("API server metrics: %w", err)
+	}
+	out := map[string]float64{}
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if !strings.HasPrefix(line, "apiserver_request_total{") {
+			continue
+		}
+		i := strings.Index(line, `verb="`)
+		j := strings.LastIndexByte(line, ' ')
+		if i < 0 || j < 0 {
+			continue
+		}
+		verb := line[i+len(`verb="`):]
+		verb = verb[:strings.IndexByte(verb, '"')]
+		if verb == "WATCH" || verb == "CONNECT" {
+			continue
+		}
+		v, err := strconv.ParseFloat(line[j+1:], 64)
+		if err != nil {
+			continue
+		}
+		out[verb] += v
+	}
+	return out, sc.Err()
+}
+
+func tail(s string) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	if len(lines) > 20 {
+		lines = lines[len(lines)-20:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+// hubBinary is hostfleet-hub, built beside this program (make bench-scale)
+// unless -hub says where.
+func hubBinary(flagValue string) string {
+	if flagValue != "" {
+		return flagValue
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return "hostfleet-hub"
+	}
+	return filepath.Join(filepath.Dir(self), "hostfleet-hub")
+}
+
+// parseCounts parses "100,1000".
+func parseCounts(s string) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 1 {
+			return nil, errors.New("-scale-clusters takes counts such as 100,1000")
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
