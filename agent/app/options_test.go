@@ -29,6 +29,8 @@ func TestOptions(t *testing.T) {
 			wantErr: []string{"--bmc-namespaces is required in Hosted mode with the BMC driver on"}},
 		{name: "hosted BMC driver in its namespaces", args: []string{"--hub-kubeconfig=/h", "--cluster-name=a", "--bootstrap-managed-kubeconfig=/b", "--health-lease=false", "--bmc-namespaces=hosts,edge"}},
 		{name: "bad BMC namespace", args: []string{"--hub-kubeconfig=/h", "--cluster-name=a", "--bmc-namespaces=hosts,Bad_NS"}, wantErr: []string{`--bmc-namespaces: "Bad_NS"`}},
+		{name: "host namespaces", args: []string{"--hub-kubeconfig=/h", "--cluster-name=a", "--host-namespaces=rack-1,rack-2"}},
+		{name: "bad host namespace", args: []string{"--hub-kubeconfig=/h", "--cluster-name=a", "--host-namespaces=rack-1,Rack_2"}, wantErr: []string{`--host-namespaces: "Rack_2" is not a namespace name`}},
 		{name: "short token", args: []string{"--hub-kubeconfig=/h", "--cluster-name=a", "--token-ttl=1m"}, wantErr: []string{"--token-ttl 1m0s"}},
 		{name: "workload role", args: []string{"--hub-kubeconfig=/h", "--cluster-name=apps", "--role=workload", "--label-sync-interval=30s"}},
 		{name: "hosted workload role drives no BMC", args: []string{"--hub-kubeconfig=/h", "--cluster-name=apps", "--role=workload", "--bootstrap-managed-kubeconfig=/b", "--health-lease=false"}},
