@@ -36,7 +36,7 @@ type Writer struct {
 	settle bool
 	// created: the inventory's spec was applied.
 	created bool
-	writes atomic.Int64
+	writes  atomic.Int64
 }
 
 // Writes is the number of inventory writes so far.

@@ -322,16 +322,24 @@ func scaleRun(clusters, hostsPer, infraPlanes int, rate float64, hubBin string) 
 	go func() { schedDone <- scheduled.wait(ctx, res.claims, 20*time.Minute, nil) }()
 	createDone := make(chan error, 1)
 	go func() {
+		// A steady rate whatever each create takes: up to 64 in flight.
 		tick := time.NewTicker(time.Duration(float64(time.Second) / rate))
 		defer tick.Stop()
+		inFlight := make(chan struct{}, 64)
 		for i := 0; i < res.claims; i++ {
 			<-tick.C
+			inFlight <- struct{}{}
 			c := &metal3api.HostClaim{ObjectMeta: metav1.ObjectMeta{Namespace: scaleNS, Name: fmt.Sprintf("claim-%05d", i)}}
 			created[i] = time.Now()
-			if err := hub.Create(ctx, c); err != nil {
-				createDone <- err
-				return
-			}
+			go func() {
+				defer func() { <-inFlight }()
+				if err := hub.Create(ctx, c); err != nil {
+					select {
+					case createDone <- err:
+					default:
+					}
+				}
+			}()
 		}
 	}()
 	if err := readyWatch.wait(ctx, res.claims, 20*time.Minute, createDone); err != nil {
