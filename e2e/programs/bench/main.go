@@ -101,7 +101,7 @@ func main() {
 	}
 	var err error
 	if *only == "" || *only == "binding" {
-		err = run(*n, *workers, upstreamBinary(*upstreamBin))
+		err = run(*n, *workers, beside(*upstreamBin, "upstreambind"))
 	}
 	if err == nil && (*only == "" || *only == "scheduling") {
 		err = runScheduling(*n, *clusters)
@@ -115,7 +115,7 @@ func main() {
 	if err == nil && *only == "scale" {
 		var counts []int
 		if counts, err = parseCounts(*scaleClusters); err == nil {
-			err = runScale(counts, *scaleHosts, *scaleInfra, *scaleRate, hubBinary(*hubBin))
+			err = runScale(counts, *scaleHosts, *scaleInfra, *scaleRate, beside(*hubBin, "hostfleet-hub"))
 		}
 	}
 	if err != nil {

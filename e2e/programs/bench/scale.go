@@ -6,9 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -455,19 +453,6 @@ func tail(s string) string {
 		lines = lines[len(lines)-20:]
 	}
 	return strings.Join(lines, "\n")
-}
-
-// hubBinary is hostfleet-hub, built beside this program (make bench-scale)
-// unless -hub says where.
-func hubBinary(flagValue string) string {
-	if flagValue != "" {
-		return flagValue
-	}
-	self, err := os.Executable()
-	if err != nil {
-		return "hostfleet-hub"
-	}
-	return filepath.Join(filepath.Dir(self), "hostfleet-hub")
 }
 
 // parseCounts parses "100,1000".

@@ -39,17 +39,17 @@ type upstreamResult struct {
 	server, controller time.Duration
 }
 
-// upstreamBinary is e2e/tools/upstreambind, built beside this program (make
-// bench) unless -upstream says where.
-func upstreamBinary(flagValue string) string {
+// beside is the program name built beside this one (make bench, make
+// bench-scale) unless flagValue names it.
+func beside(flagValue, name string) string {
 	if flagValue != "" {
 		return flagValue
 	}
 	self, err := os.Executable()
 	if err != nil {
-		return "upstreambind"
+		return name
 	}
-	return filepath.Join(filepath.Dir(self), "upstreambind")
+	return filepath.Join(filepath.Dir(self), name)
 }
 
 // runUpstream binds n claims to n hosts on the infrastructure plane with
