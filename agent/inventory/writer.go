@@ -9,6 +9,7 @@ import (
 
 	metal3api "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -23,19 +24,24 @@ import (
 // namespace, named after the cluster. It recomputes the inventory every
 // Interval from cached hosts and policies and writes only when it changed: at
 // most one write per Interval, however many host events happen.
+//
+// The first write of a run is a server-side apply (it creates the inventory
+// and takes its fields over); the later ones are merge patches from the
+// inventory that write returned, which the API server applies for a fraction
+// of an apply's cost.
 type Writer struct {
-	// Hub writes the inventory and lists tenant namespaces and Tenants
-	// (the agent's is cached: no hub request per tick).
+	// Hub writes the inventory and lists tenant namespaces, Tenants and
+	// the claims placed on the cluster (the agent's is cached: no hub
+	// request per tick).
 	Hub client.Client
 	// Managed reads hosts and policies (cached).
 	Managed     client.Reader
 	ClusterName string
 	Interval    time.Duration
 
-	last   *hostfleetv1alpha1.HostInventoryStatus
-	settle bool
-	// created: the inventory's spec was applied.
-	created bool
+	// written is the inventory as the last write returned it; nil until
+	// the first write of this run.
+	written *hostfleetv1alpha1.HostInventory
 	writes  atomic.Int64
 }
 
@@ -59,7 +65,8 @@ func (w *Writer) Start(ctx context.Context) error {
 	}
 }
 
-// Once computes the inventory and writes it if it changed.
+// Once computes the inventory and writes it if it changed, or if the hub
+// scheduler would count a bound claim twice (see unsettled).
 func (w *Writer) Once(ctx context.Context) error {
 	var hosts metal3api.BareMetalHostList
 	if err := w.Managed.List(ctx, &hosts); err != nil {
@@ -83,53 +90,88 @@ func (w *Writer) Once(ctx context.Context) error {
 		prefixes = append(prefixes, valid...)
 	}
 	st := Build(Input{Hosts: hosts.Items, Policies: policies.Items, Namespaces: nss.Items, Prefixes: prefixes})
-	unchanged := w.last != nil && reflect.DeepEqual(*w.last, st)
-	if unchanged && !w.settle {
-		return nil
+	if w.written != nil {
+		last := w.written.Status
+		last.LastUpdated = nil
+		if reflect.DeepEqual(last, st) {
+			unsettled, err := w.unsettled(ctx)
+			if err != nil || !unsettled {
+				return err
+			}
+		}
 	}
-	if err := w.write(ctx, st); err != nil {
-		return err
+	return w.write(ctx, st)
+}
+
+// unsettled reports whether a claim bound on this cluster has its Associated
+// transition in or after the second of the last write. The hub scheduler
+// counts such a claim as pending while the inventory may already count its
+// host as taken: written again, unchanged, with a later time, the inventory
+// settles it. Claims bound in earlier seconds need no write, so that most
+// changes cost one write, not two.
+func (w *Writer) unsettled(ctx context.Context) (bool, error) {
+	at := w.written.Status.LastUpdated
+	if at == nil {
+		return true, nil
 	}
-	// A change is written once more, unchanged, at the next tick: the hub
-	// scheduler counts a claim bound in the second of the last write as
-	// not counted yet (lastUpdated has whole seconds), and the later time
-	// settles it.
-	w.settle = !unchanged
-	w.last = &st
-	return nil
+	var claims metal3api.HostClaimList
+	if err := w.Hub.List(ctx, &claims, client.MatchingLabels{hostfleetv1alpha1.LabelCluster: w.ClusterName}); err != nil {
+		return false, fmt.Errorf("list the claims placed on %s: %w", w.ClusterName, err)
+	}
+	for i := range claims.Items {
+		cond := meta.FindStatusCondition(claims.Items[i].Status.Conditions, hostfleetv1alpha1.ConditionAssociated)
+		if cond != nil && cond.Status == metav1.ConditionTrue && !cond.LastTransitionTime.Before(at) {
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 func (w *Writer) write(ctx context.Context, st hostfleetv1alpha1.HostInventoryStatus) error {
+	// To the second, as it is stored: the comparison in unsettled is the
+	// scheduler's.
+	now := metav1.NewTime(time.Now().Truncate(time.Second))
+	st.LastUpdated = &now
+	if w.written != nil {
+		inv := w.written.DeepCopy()
+		inv.Status = st
+		if err := w.Hub.Status().Patch(ctx, inv, client.MergeFrom(w.written), client.FieldOwner(hostfleetv1alpha1.FieldManagerAgent)); err != nil {
+			// Deleted, or changed by someone else: applied whole next time.
+			w.written = nil
+			return fmt.Errorf("patch HostInventory status %s/%s: %w", w.ClusterName, w.ClusterName, err)
+		}
+		w.written = inv
+		w.writes.Add(1)
+		return nil
+	}
 	inv := &hostfleetv1alpha1.HostInventory{
 		TypeMeta:   metav1.TypeMeta{APIVersion: hostfleetv1alpha1.GroupVersion.String(), Kind: "HostInventory"},
 		ObjectMeta: metav1.ObjectMeta{Namespace: w.ClusterName, Name: w.ClusterName},
 		Spec:       hostfleetv1alpha1.HostInventorySpec{ClusterName: w.ClusterName},
 	}
-	if !w.created {
-		// The spec never changes: applied once per start.
-		spec, err := applyObject(inv)
-		if err != nil {
-			return err
-		}
-		delete(spec.Object, "status")
-		if err := w.Hub.Apply(ctx, client.ApplyConfigurationFromUnstructured(spec), client.FieldOwner(hostfleetv1alpha1.FieldManagerAgent), client.ForceOwnership); err != nil {
-			return fmt.Errorf("apply HostInventory %s/%s (is the cluster's namespace on the hub?): %w", w.ClusterName, w.ClusterName, err)
-		}
+	spec, err := applyObject(inv)
+	if err != nil {
+		return err
 	}
-	now := metav1.Now()
+	delete(spec.Object, "status")
+	if err := w.Hub.Apply(ctx, client.ApplyConfigurationFromUnstructured(spec), client.FieldOwner(hostfleetv1alpha1.FieldManagerAgent), client.ForceOwnership); err != nil {
+		return fmt.Errorf("apply HostInventory %s/%s (is the cluster's namespace on the hub?): %w", w.ClusterName, w.ClusterName, err)
+	}
 	inv.Status = st
-	inv.Status.LastUpdated = &now
 	status, err := applyObject(inv)
 	if err != nil {
 		return err
 	}
 	delete(status.Object, "spec")
-	if err := w.Hub.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(status), client.FieldOwner(hostfleetv1alpha1.FieldManagerAgent), client.ForceOwnership); err != nil {
-		// Deleted meanwhile: made again at the next write.
-		w.created = false
+	ac := client.ApplyConfigurationFromUnstructured(status)
+	if err := w.Hub.Status().Apply(ctx, ac, client.FieldOwner(hostfleetv1alpha1.FieldManagerAgent), client.ForceOwnership); err != nil {
 		return fmt.Errorf("apply HostInventory status %s/%s: %w", w.ClusterName, w.ClusterName, err)
 	}
-	w.created = true
+	out := &hostfleetv1alpha1.HostInventory{}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(status.Object, out); err != nil {
+		return err
+	}
+	w.written = out
 	w.writes.Add(1)
 	return nil
 }

@@ -48,6 +48,9 @@ type Options struct {
 	// authenticates and allows (get on the non-resource URL /metrics).
 	MetricsSecure bool
 	HealthAddr    string
+	// PprofAddr serves net/http/pprof (profiles of a live hub); "0" or
+	// empty disables it.
+	PprofAddr string
 	// BindDeadline is how long a claim the scheduler placed may stay unbound
 	// before it is placed on another cluster.
 	BindDeadline time.Duration
@@ -99,6 +102,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.MetricsSecure, "metrics-secure", o.MetricsSecure,
 		"serve metrics over HTTPS, only to callers the API server authenticates and allows to get /metrics (false: plain HTTP to anyone)")
 	fs.StringVar(&o.HealthAddr, "health-probe-bind-address", o.HealthAddr, "healthz/readyz listen address; 0 disables")
+	fs.StringVar(&o.PprofAddr, "pprof-bind-address", o.PprofAddr, "net/http/pprof listen address (CPU and memory profiles of the live controller, unauthenticated: bind it to localhost); empty or 0 disables")
 	fs.Float32Var(&o.QPS, "kube-api-qps", o.QPS, "client-side queries per second to the hub API server (each placement makes three requests)")
 	fs.IntVar(&o.Burst, "kube-api-burst", o.Burst, "client-side burst above --kube-api-qps")
 	fs.IntVar(&o.SchedulerWorkers, "scheduler-workers", o.SchedulerWorkers,
@@ -166,6 +170,7 @@ func New(cfg *rest.Config, o *Options) (ctrl.Manager, error) {
 		Cache:                         cache.Options{ByObject: forwarder.CacheByObject()},
 		Metrics:                       metricsOptions(o.MetricsAddr, o.MetricsSecure),
 		HealthProbeBindAddress:        o.HealthAddr,
+		PprofBindAddress:              o.PprofAddr,
 		LeaderElection:                o.LeaderElect,
 		LeaderElectionID:              "hostfleet-hub",
 		LeaderElectionNamespace:       o.LeaderElectionNamespace,

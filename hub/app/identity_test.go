@@ -101,6 +101,7 @@ func TestHubRunsWithItsOwnRBAC(t *testing.T) {
 	o.LeaderElectionNamespace = "hostfleet-system"
 	o.HealthAddr = freeAddr(t)
 	o.MetricsAddr = freeAddr(t)
+	o.PprofAddr = freeAddr(t)
 	mgr, err := app.New(cfg, o)
 	g.Expect(err).NotTo(HaveOccurred())
 	mctx, cancel := context.WithCancel(ctx)
@@ -123,6 +124,10 @@ func TestHubRunsWithItsOwnRBAC(t *testing.T) {
 		}
 	}
 	g.Eventually(readyz(http.StatusOK, "[+]hub ok")).WithTimeout(30*time.Second).Should(Succeed(), "ready once its caches have synced and its API server answers")
+	resp, err := http.Get("http://" + o.PprofAddr + "/debug/pprof/heap?debug=1")
+	g.Expect(err).NotTo(HaveOccurred())
+	_ = resp.Body.Close()
+	g.Expect(resp.StatusCode).To(Equal(http.StatusOK), "--pprof-bind-address serves profiles")
 
 	t.Log("as the hub: who am I, and what I may not do")
 	asHub, err := client.New(cfg, client.Options{Scheme: f.Scheme})

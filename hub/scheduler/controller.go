@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/events"
 	clusterv1beta1 "open-cluster-management.io/api/cluster/v1beta1"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -60,6 +61,13 @@ type Reconciler struct {
 	expect expectations
 	// deciding serializes decisions.
 	deciding sync.Mutex
+
+	// claims and inventories are the cache's own stores, read without
+	// copies: a decision over 1 000 clusters reads 1 000 inventories and
+	// 1 000 lists of placed claims, which through the client (a deep copy
+	// each, and reflection) cost most of the hub controller's CPU (make
+	// bench-scale). What they return is never changed.
+	claims, inventories toolscache.Indexer
 }
 
 // expectations are placements written but maybe not yet in the cache.
@@ -88,25 +96,45 @@ func (e *expectations) add(c *metal3api.HostClaim) {
 	e.m[c.UID] = expected{claim: c.DeepCopy(), at: time.Now()}
 }
 
-// missing are the claims placed on cluster that the cache does not show
-// placed yet; those it shows (or older than a minute) are forgotten.
-func (e *expectations) missing(ctx context.Context, cache client.Reader, cluster string) []*metal3api.HostClaim {
+// missing are, by cluster, the claims placed there that the cache does not
+// show placed yet; those it shows (or older than a minute) are forgotten.
+func (e *expectations) missing(placed func(*metal3api.HostClaim) bool) map[string][]*metal3api.HostClaim {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	var out []*metal3api.HostClaim
+	out := map[string][]*metal3api.HostClaim{}
 	for uid, x := range e.m {
-		if x.claim.Labels[hostfleetv1alpha1.LabelCluster] != cluster {
-			continue
-		}
-		seen := &metal3api.HostClaim{}
-		err := cache.Get(ctx, client.ObjectKeyFromObject(x.claim), seen)
-		if (err == nil && seen.Labels[hostfleetv1alpha1.LabelCluster] != "") || apierrors.IsNotFound(err) || time.Since(x.at) > time.Minute {
+		if placed(x.claim) || time.Since(x.at) > time.Minute {
 			delete(e.m, uid)
 			continue
 		}
-		out = append(out, x.claim)
+		cl := x.claim.Labels[hostfleetv1alpha1.LabelCluster]
+		out[cl] = append(out[cl], x.claim)
 	}
 	return out
+}
+
+// shownPlaced reports whether the cache shows the claim placed, or gone.
+func (r *Reconciler) shownPlaced(c *metal3api.HostClaim) bool {
+	obj, found, err := r.claims.GetByKey(c.Namespace + "/" + c.Name)
+	if err != nil {
+		return false
+	}
+	seen, ok := obj.(*metal3api.HostClaim)
+	return !found || !ok || seen.UID != c.UID || seen.Labels[hostfleetv1alpha1.LabelCluster] != ""
+}
+
+// storeOf is the manager cache's informer of obj's kind, as the client-go
+// informer it is.
+func storeOf(ctx context.Context, mgr ctrl.Manager, obj client.Object) (toolscache.SharedIndexInformer, error) {
+	inf, err := mgr.GetCache().GetInformer(ctx, obj)
+	if err != nil {
+		return nil, fmt.Errorf("informer for %T: %w", obj, err)
+	}
+	sii, ok := inf.(toolscache.SharedIndexInformer)
+	if !ok {
+		return nil, fmt.Errorf("informer for %T is a %T, not a SharedIndexInformer", obj, inf)
+	}
+	return sii, nil
 }
 
 func isRemote(c *metal3api.HostClaim) bool {
@@ -135,16 +163,29 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Recorder == nil {
 		r.Recorder = mgr.GetEventRecorder("hostfleet-scheduler")
 	}
-	idx := mgr.GetFieldIndexer()
-	if err := idx.IndexField(context.Background(), &metal3api.HostClaim{}, pendingIndex, func(o client.Object) []string {
-		c := o.(*metal3api.HostClaim)
-		if cl := c.Labels[hostfleetv1alpha1.LabelCluster]; cl != "" && c.DeletionTimestamp == nil {
-			return []string{cl}
-		}
-		return nil
-	}); err != nil {
+	ctx := context.Background()
+	claims, err := storeOf(ctx, mgr, &metal3api.HostClaim{})
+	if err != nil {
 		return err
 	}
+	if err := claims.AddIndexers(toolscache.Indexers{pendingIndex: func(o any) ([]string, error) {
+		c, ok := o.(*metal3api.HostClaim)
+		if !ok {
+			return nil, nil
+		}
+		if cl := c.Labels[hostfleetv1alpha1.LabelCluster]; cl != "" && c.DeletionTimestamp == nil {
+			return []string{cl}, nil
+		}
+		return nil, nil
+	}}); err != nil {
+		return fmt.Errorf("index claims by cluster: %w", err)
+	}
+	inventories, err := storeOf(ctx, mgr, &hostfleetv1alpha1.HostInventory{})
+	if err != nil {
+		return err
+	}
+	r.claims, r.inventories = claims.GetIndexer(), inventories.GetIndexer()
+	idx := mgr.GetFieldIndexer()
 	if err := idx.IndexField(context.Background(), &metal3api.HostClaim{}, unplacedIndex, func(o client.Object) []string {
 		if o.GetLabels()[hostfleetv1alpha1.LabelCluster] == "" && o.GetDeletionTimestamp() == nil {
 			return []string{"true"}
@@ -221,25 +262,25 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			r.deciding.Unlock()
 		}
 	}()
+	missing := r.expect.missing(r.shownPlaced)
 	for _, cl := range clusters {
-		inv := &hostfleetv1alpha1.HostInventory{}
-		if err := r.Client.Get(ctx, client.ObjectKey{Namespace: cl, Name: cl}, inv); err == nil {
-			in.Inventories[cl] = inv
-		} else if !apierrors.IsNotFound(err) {
+		obj, found, err := r.inventories.GetByKey(cl + "/" + cl)
+		if err != nil {
 			return ctrl.Result{}, fmt.Errorf("read HostInventory %s/%s: %w", cl, cl, err)
 		}
-		var pending metal3api.HostClaimList
-		// Counted only, never changed: no copies.
-		if err := r.Client.List(ctx, &pending, client.MatchingFields{pendingIndex: cl}, client.UnsafeDisableDeepCopy); err != nil {
+		if inv, ok := obj.(*hostfleetv1alpha1.HostInventory); found && ok {
+			in.Inventories[cl] = inv
+		}
+		placed, err := r.claims.ByIndex(pendingIndex, cl)
+		if err != nil {
 			return ctrl.Result{}, fmt.Errorf("list the claims pending on %s: %w", cl, err)
 		}
-		for i := range pending.Items {
-			if !uncounted(&pending.Items[i], in.Inventories[cl]) {
-				continue
+		for _, o := range placed {
+			if p, ok := o.(*metal3api.HostClaim); ok && uncounted(p, in.Inventories[cl]) {
+				in.Pending[cl] = append(in.Pending[cl], p)
 			}
-			in.Pending[cl] = append(in.Pending[cl], &pending.Items[i])
 		}
-		in.Pending[cl] = append(in.Pending[cl], r.expect.missing(ctx, r.Client, cl)...)
+		in.Pending[cl] = append(in.Pending[cl], missing[cl]...)
 	}
 	res := Place(in)
 	log := ctrl.LoggerFrom(ctx)

@@ -3,6 +3,7 @@ package tenant
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -23,11 +24,13 @@ import (
 	clusterv1 "open-cluster-management.io/api/cluster/v1"
 	clusterv1beta2 "open-cluster-management.io/api/cluster/v1beta2"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
@@ -91,7 +94,10 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("tenant").
-		For(&hostfleetv1alpha1.Tenant{}).
+		// Not its own status writes: each would be followed by a reconcile
+		// that writes the claim counts again, undoing countDelay.
+		For(&hostfleetv1alpha1.Tenant{}, builder.WithPredicates(predicate.Or[client.Object](
+			predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}, predicate.AnnotationChangedPredicate{}, finalizersChanged))).
 		Owns(&corev1.Namespace{}).
 		Watches(&clusterv1.ManagedCluster{}, toAll).
 		Watches(&clusterv1beta2.ManagedClusterSet{}, toAll).
@@ -99,20 +105,48 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Complete(r)
 }
 
+// finalizersChanged passes a Tenant whose finalizers changed (its own is
+// put back if removed).
+var finalizersChanged = predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+	return !slices.Equal(e.ObjectOld.GetFinalizers(), e.ObjectNew.GetFinalizers())
+}}
+
 // ClaimCountDelay bounds how often claim events rewrite a Tenant's claim
-// counts.
+// counts, for a tenant of up to 100 clusters.
 const ClaimCountDelay = 5 * time.Second
 
-// countLater enqueues the Tenant owning a claim's namespace after
-// ClaimCountDelay; the queue keeps one entry per Tenant meanwhile.
+// ClaimCountDelayPerCluster is the bound per cluster of the tenant's set,
+// where that is longer than ClaimCountDelay: 50 s at 1 000 clusters. Every
+// agent watches Tenants, and a Tenant lists its clusters: a status write
+// sends an object that grows with the fleet to every agent, so that writes
+// at a fixed rate would cost the hub the square of the fleet's size. With
+// the delay growing with the set, the hub's watch traffic grows with the
+// fleet, not with its square.
+const ClaimCountDelayPerCluster = 50 * time.Millisecond
+
+// countDelay is how long claim events wait to rewrite the counts of a
+// tenant with this many clusters.
+func countDelay(clusters int) time.Duration {
+	return max(ClaimCountDelay, time.Duration(clusters)*ClaimCountDelayPerCluster)
+}
+
+// countLater enqueues the Tenant owning a claim's namespace after its
+// countDelay; the queue keeps one entry per Tenant meanwhile, at the
+// earliest time asked.
 func (r *Reconciler) countLater(ctx context.Context, o client.Object, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 	ns := &corev1.Namespace{}
 	if err := r.Client.Get(ctx, client.ObjectKey{Name: o.GetNamespace()}, ns); err != nil {
 		return
 	}
-	if name := ns.Labels[hostfleetv1alpha1.LabelTenant]; name != "" {
-		q.AddAfter(reconcile.Request{NamespacedName: client.ObjectKey{Name: name}}, ClaimCountDelay)
+	name := ns.Labels[hostfleetv1alpha1.LabelTenant]
+	if name == "" {
+		return
 	}
+	t := &hostfleetv1alpha1.Tenant{}
+	if err := r.Client.Get(ctx, client.ObjectKey{Name: name}, t); err != nil {
+		return
+	}
+	q.AddAfter(reconcile.Request{NamespacedName: client.ObjectKey{Name: name}}, countDelay(len(t.Status.Clusters)))
 }
 
 // Reconcile makes a Tenant's objects and reports on them.
@@ -278,7 +312,8 @@ func (r *Reconciler) claims(ctx context.Context, namespaces []string) ([]string,
 	var ready int32
 	for _, ns := range namespaces {
 		var list metal3api.HostClaimList
-		if err := r.Client.List(ctx, &list, client.InNamespace(ns)); err != nil {
+		// Read only: no copies of what may be thousands of claims.
+		if err := r.Client.List(ctx, &list, client.InNamespace(ns), client.UnsafeDisableDeepCopy); err != nil {
 			return nil, 0, fmt.Errorf("list the claims in %s: %w", ns, err)
 		}
 		for i := range list.Items {

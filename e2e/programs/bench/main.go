@@ -37,6 +37,7 @@ import (
 	"fmt"
 	"maps"
 	"net/http"
+	_ "net/http/pprof"
 	"os"
 	"path/filepath"
 	"runtime/pprof"
@@ -79,8 +80,15 @@ func main() {
 	scaleRate := flag.Float64("scale-rate", 25, "scale: claims created per second")
 	hubBin := flag.String("hub", "", "scale: the hub controller binary (default: hostfleet-hub beside this program; make bench-scale builds it)")
 	cpuProfile := flag.String("cpuprofile", "", "write this process's CPU profile (the agent, in binding) to this file")
+	pprofAddr := flag.String("pprof", "", "serve this process's net/http/pprof on this address (e.g. localhost:6060): profiles taken mid-run")
 	flag.Parse()
 	ctrl.SetLogger(logr.Discard())
+	if *pprofAddr != "" {
+		go func() {
+			srv := &http.Server{Addr: *pprofAddr, ReadHeaderTimeout: 10 * time.Second}
+			fmt.Fprintln(os.Stderr, "bench: pprof:", srv.ListenAndServe())
+		}()
+	}
 	if *cpuProfile != "" {
 		f, err := os.Create(*cpuProfile)
 		if err == nil {
@@ -250,8 +258,11 @@ func run(n, workers int, upstream string) error {
 			return err
 		}
 	}
+	// A tenant's namespace, as the hub's tenant controller makes it: the
+	// agent caches it and its Tenant.
 	for _, o := range []client.Object{
-		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "tenant-a"}},
+		&hostfleetv1alpha1.Tenant{ObjectMeta: metav1.ObjectMeta{Name: "a"}, Spec: hostfleetv1alpha1.TenantSpec{ClusterSet: "lab"}},
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "tenant-a", Labels: map[string]string{hostfleetv1alpha1.LabelTenant: "a"}}},
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "infra-1"}},
 	} {
 		if err := hub.Create(ctx, o); err != nil {

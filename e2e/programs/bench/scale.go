@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"os/exec"
 	"slices"
@@ -51,6 +52,9 @@ type scaleResult struct {
 
 // runScale runs the scale benchmark at each number of clusters and prints
 // the runs side by side.
+// hubPprof is the hub controller's --pprof-bind-address in scale runs.
+var hubPprof = flag.String("scale-hub-pprof", "0", "scale: the hub controller's --pprof-bind-address (e.g. localhost:6061; 0: none)")
+
 func runScale(clusterCounts []int, hostsPer, infraPlanes int, rate float64, hubBin string) error {
 	var results []scaleResult
 	for _, c := range clusterCounts {
@@ -143,7 +147,7 @@ func scaleRun(clusters, hostsPer, infraPlanes int, rate float64, hubBin string) 
 	// The hub controller, in its own process: its CPU and memory are its own.
 	var hubOut bytes.Buffer
 	hubCmd := exec.Command(hubBin, "--kubeconfig", hubPlane.Kubeconfig, "--addon-manager=false", "--leader-elect=false",
-		"--metrics-bind-address=0", "--health-probe-bind-address=0")
+		"--metrics-bind-address=0", "--health-probe-bind-address=0", "--pprof-bind-address="+*hubPprof)
 	hubCmd.Stdout, hubCmd.Stderr = &hubOut, &hubOut
 	if err := hubCmd.Start(); err != nil {
 		return res, fmt.Errorf("start %s (make bench-scale builds it): %w", hubBin, err)
