@@ -75,7 +75,7 @@ func NewOptions() *Options {
 		ns = "hostfleet-system"
 	}
 	return &Options{LeaderElect: true, LeaderElectionNamespace: ns, MetricsAddr: "0", MetricsSecure: true, HealthAddr: "0", BindDeadline: 5 * time.Minute,
-		QPS: 300, Burst: 600, SchedulerWorkers: 4,
+		QPS: 300, Burst: 600, SchedulerWorkers: 16,
 		AddonManager: true,
 		Addon: addon.Options{Image: "ghcr.io/hostfleet/hostfleet-agent:latest", ImagePullPolicy: corev1.PullIfNotPresent,
 			HubName: "hub", Replicas: 1}}

@@ -25,7 +25,7 @@ func TestOptions(t *testing.T) {
 	g.Expect(o.Validate()).To(BeEmpty())
 	g.Expect(o.QPS).To(BeNumerically("==", 300))
 	g.Expect(o.Burst).To(Equal(600))
-	g.Expect(o.SchedulerWorkers).To(Equal(4))
+	g.Expect(o.SchedulerWorkers).To(Equal(16))
 
 	o = parse("--kube-api-qps", "1000", "--kube-api-burst", "2000", "--scheduler-workers", "8")
 	g.Expect(o.Validate()).To(BeEmpty())

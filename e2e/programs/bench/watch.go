@@ -46,10 +46,24 @@ func ready(c *metal3api.HostClaim) bool {
 func (w *claimWatch) wait(ctx context.Context, n int, timeout time.Duration, stop <-chan error) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
+	// A loaded API server may fail a list or a watch (a timeout): tried
+	// again a second later, until the timeout.
+	retry := func(err error) error {
+		fmt.Fprintf(os.Stderr, "watch: %d of %d claims: %v; trying again\n", len(w.times), n, err)
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%d of %d claims after %s: %w", len(w.times), n, timeout, err)
+		case <-time.After(time.Second):
+			return nil
+		}
+	}
 	for {
 		var list metal3api.HostClaimList
 		if err := w.c.List(ctx, &list, client.InNamespace(w.ns)); err != nil {
-			return fmt.Errorf("%d of %d claims after %s: %w", len(w.times), n, timeout, err)
+			if err := retry(err); err != nil {
+				return err
+			}
+			continue
 		}
 		for i := range list.Items {
 			w.see(&list.Items[i])
@@ -60,7 +74,10 @@ func (w *claimWatch) wait(ctx context.Context, n int, timeout time.Duration, sto
 		wi, err := w.c.Watch(ctx, &metal3api.HostClaimList{}, client.InNamespace(w.ns),
 			&client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: list.ResourceVersion}})
 		if err != nil {
-			return fmt.Errorf("%d of %d claims after %s: %w", len(w.times), n, timeout, err)
+			if err := retry(err); err != nil {
+				return err
+			}
+			continue
 		}
 		done, err := w.follow(ctx, wi, n, stop)
 		wi.Stop()
