@@ -197,7 +197,8 @@ func New(hubCfg, managedCfg *rest.Config, o *Options) (*Agent, error) {
 		}
 		return finish(mgr, managed, hubCfg, managedCfg, o, nil)
 	}
-	if err := setupControllers(mgr, managed, o); err != nil {
+	hostWritesSeen, err := setupControllers(mgr, managed, o)
+	if err != nil {
 		return nil, err
 	}
 	if err := metrics.Register(metrics.NewClaimCollector(mgr.GetClient(), o.ClusterName)); err != nil {
@@ -205,7 +206,7 @@ func New(hubCfg, managedCfg *rest.Config, o *Options) (*Agent, error) {
 	}
 	inv := &inventory.Writer{
 		Hub: mgr.GetClient(), Managed: managed.GetClient(),
-		ClusterName: o.ClusterName, Interval: o.InventoryInterval,
+		ClusterName: o.ClusterName, Interval: o.InventoryInterval, HostWritesSeen: hostWritesSeen,
 	}
 	if err := mgr.Add(inv); err != nil {
 		return nil, err
@@ -296,9 +297,11 @@ func tenantLabelExists() labels.Requirement {
 
 // setupControllers sets up the claim controllers (hub claims, and local
 // ones with --local-claims) and the BMC driver.
-func setupControllers(mgr ctrl.Manager, managed cluster.Cluster, o *Options) error {
+// setupControllers adds the claim, orphan and BMC controllers, and returns
+// whether the cache shows every host write of the claim controllers.
+func setupControllers(mgr ctrl.Manager, managed cluster.Cluster, o *Options) (func() bool, error) {
 	if err := claim.IndexHosts(context.Background(), managed); err != nil {
-		return err
+		return nil, err
 	}
 	hostEvents := managed.GetEventRecorder("hostfleet-agent")
 	claims := &claim.Reconciler{
@@ -323,10 +326,10 @@ func setupControllers(mgr ctrl.Manager, managed cluster.Cluster, o *Options) err
 	}
 	for _, r := range reconcilers {
 		if err := r.SetupWithManager(mgr, managed, o.Concurrency); err != nil {
-			return fmt.Errorf("claim controller (%s): %w", r.Consumer.APIVersion, err)
+			return nil, fmt.Errorf("claim controller (%s): %w", r.Consumer.APIVersion, err)
 		}
 		if err := (&claim.Orphans{Reconciler: r, Grace: o.OrphanGrace, HostRecorder: hostEvents}).SetupWithManager(mgr, managed); err != nil {
-			return fmt.Errorf("orphaned host controller (%s): %w", r.Consumer.APIVersion, err)
+			return nil, fmt.Errorf("orphaned host controller (%s): %w", r.Consumer.APIVersion, err)
 		}
 	}
 	if o.BMHDriver != "none" {
@@ -335,10 +338,17 @@ func setupControllers(mgr ctrl.Manager, managed cluster.Cluster, o *Options) err
 			Power: bmcdriver.Timing{Wait: o.BMCPowerWait, SoftOff: o.BMCSoftPowerOff},
 			BMC:   bmc.Options{Timeout: o.BMCTimeout, IpmitoolPath: o.Ipmitool, Logger: ctrl.Log.WithName("bmc")},
 		}).SetupWithManager(mgr, managed); err != nil {
-			return fmt.Errorf("BMC driver: %w", err)
+			return nil, fmt.Errorf("BMC driver: %w", err)
 		}
 	}
-	return nil
+	return func() bool {
+		for _, r := range reconcilers {
+			if !r.HostWritesSeen() {
+				return false
+			}
+		}
+		return true
+	}, nil
 }
 
 // addHealthLease keeps the add-on's health Lease (every replica keeps it

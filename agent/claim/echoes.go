@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -40,6 +41,7 @@ type echoKey struct {
 type echoWrite struct {
 	from, to string
 	seen     bool
+	at       time.Time
 }
 
 // maxEchoes bounds the writes remembered per object: a reconcile writes an
@@ -58,7 +60,7 @@ func (e *echoes) write(kind string, obj client.Object, fn func() error) error {
 		return fn()
 	}
 	k := keyOf(kind, obj)
-	w := &echoWrite{from: from}
+	w := &echoWrite{from: from, at: time.Now()}
 	e.mu.Lock()
 	if e.m == nil {
 		e.m = map[echoKey][]*echoWrite{}
@@ -92,6 +94,37 @@ func (e *echoes) write(kind string, obj client.Object, fn func() error) error {
 	}
 	return err
 }
+
+// unseenFor bounds how long a write may stay unseen before unseen stops
+// counting it: an event replaced by a relist never comes.
+const unseenFor = 5 * time.Second
+
+// unseen reports whether a write of this kind, made in the last unseenFor,
+// has not come back through the watch yet (in flight, or made and its event
+// not arrived): until it has, the cache does not show it.
+func (e *echoes) unseen(kind string) bool {
+	if e == nil {
+		return false
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for k, ws := range e.m {
+		if k.kind != kind {
+			continue
+		}
+		for _, w := range ws {
+			if time.Since(w.at) < unseenFor {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// HostWritesSeen reports whether the cache shows every host write this
+// reconciler made (bindings and releases), except those older than a few
+// seconds whose event may never come.
+func (r *Reconciler) HostWritesSeen() bool { return !r.echo.unseen(echoHost) }
 
 func (e *echoes) remove(k echoKey, w *echoWrite) {
 	ws := e.m[k]

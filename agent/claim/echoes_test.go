@@ -3,6 +3,7 @@ package claim
 import (
 	"errors"
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
@@ -22,11 +23,26 @@ func TestEchoes(t *testing.T) {
 
 	// The response first, then the event.
 	obj := cm("1")
-	g.Expect(e.write("k", obj, func() error { obj.ResourceVersion = "2"; return nil })).To(Succeed())
+	g.Expect(e.unseen("k")).To(BeFalse())
+	g.Expect(e.write("k", obj, func() error {
+		g.Expect(e.unseen("k")).To(BeTrue(), "in flight")
+		obj.ResourceVersion = "2"
+		return nil
+	})).To(Succeed())
 	g.Expect(e.behind("k", cm("1"))).To(BeTrue(), "a cache at 1 is behind the write")
+	g.Expect(e.unseen("k")).To(BeTrue(), "made, its event not come")
+	g.Expect(e.unseen("other")).To(BeFalse(), "per kind")
 	g.Expect(e.echo("k", cm("1"), cm("3"))).To(BeFalse(), "1→3 is not the write")
 	g.Expect(e.echo("k", cm("1"), cm("2"))).To(BeTrue())
 	g.Expect(e.behind("k", cm("1"))).To(BeFalse(), "forgotten once its event came")
+	g.Expect(e.unseen("k")).To(BeFalse(), "seen")
+
+	// An event that never comes (replaced by a relist) stops counting.
+	obj = cm("7")
+	g.Expect(e.write("k", obj, func() error { obj.ResourceVersion = "8"; return nil })).To(Succeed())
+	e.m[keyOf("k", obj)][0].at = time.Now().Add(-unseenFor)
+	g.Expect(e.unseen("k")).To(BeFalse(), "older than unseenFor")
+	delete(e.m, keyOf("k", obj))
 	g.Expect(e.echo("k", cm("1"), cm("2"))).To(BeFalse(), "an event is an echo once")
 
 	// The event while the write is in flight.

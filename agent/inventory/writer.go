@@ -38,6 +38,13 @@ type Writer struct {
 	Managed     client.Reader
 	ClusterName string
 	Interval    time.Duration
+	// HostWritesSeen, if set, reports whether the cache shows every host
+	// write the agent made. The inventory is computed only when it does:
+	// its lastUpdated, taken before, must not be later than a binding the
+	// cache does not show yet (the scheduler counts a claim bound before
+	// lastUpdated as counted here). Waited for up to a second; then the
+	// tick is skipped.
+	HostWritesSeen func() bool
 
 	// written is the inventory as the last write returned it; nil until
 	// the first write of this run.
@@ -70,6 +77,11 @@ func (w *Writer) Start(ctx context.Context) error {
 // lists is only read: no copies (1 000 agents in one process tick 100 times
 // a second).
 func (w *Writer) Once(ctx context.Context) error {
+	at, ok := w.settled(ctx)
+	if !ok {
+		ctrl.LoggerFrom(ctx).V(1).Info("the cache does not show the agent's latest host writes yet: inventory left for the next tick", "cluster", w.ClusterName)
+		return nil
+	}
 	var hosts metal3api.BareMetalHostList
 	if err := w.Managed.List(ctx, &hosts, client.UnsafeDisableDeepCopy); err != nil {
 		return fmt.Errorf("list hosts: %w", err)
@@ -102,7 +114,28 @@ func (w *Writer) Once(ctx context.Context) error {
 			}
 		}
 	}
-	return w.write(ctx, st)
+	return w.write(ctx, st, at)
+}
+
+// settled waits (up to a second) until HostWritesSeen, and returns the time
+// taken just before it held: every host write completed before that time is
+// in the cache.
+func (w *Writer) settled(ctx context.Context) (time.Time, bool) {
+	deadline := time.Now().Add(time.Second)
+	for {
+		at := time.Now()
+		if w.HostWritesSeen == nil || w.HostWritesSeen() {
+			return at, true
+		}
+		if at.After(deadline) {
+			return at, false
+		}
+		select {
+		case <-ctx.Done():
+			return at, false
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
 }
 
 // unsettled reports whether a claim bound on this cluster has its Associated
@@ -129,10 +162,12 @@ func (w *Writer) unsettled(ctx context.Context) (bool, error) {
 	return false, nil
 }
 
-func (w *Writer) write(ctx context.Context, st hostfleetv1alpha1.HostInventoryStatus) error {
-	// To the second, as it is stored: the comparison in unsettled is the
-	// scheduler's.
-	now := metav1.NewTime(time.Now().Truncate(time.Second))
+func (w *Writer) write(ctx context.Context, st hostfleetv1alpha1.HostInventoryStatus, at time.Time) error {
+	// When the hosts were read, not when written: a claim bound between the
+	// two has its Associated time after lastUpdated, and the scheduler
+	// counts it as pending. To the second, as it is stored: the comparison
+	// in unsettled is the scheduler's.
+	now := metav1.NewTime(at.Truncate(time.Second))
 	st.LastUpdated = &now
 	if w.written != nil {
 		inv := w.written.DeepCopy()
