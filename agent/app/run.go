@@ -299,7 +299,7 @@ func tenantLabelExists() labels.Requirement {
 // ones with --local-claims) and the BMC driver.
 // setupControllers adds the claim, orphan and BMC controllers, and returns
 // whether the cache shows every host write of the claim controllers.
-func setupControllers(mgr ctrl.Manager, managed cluster.Cluster, o *Options) (func() bool, error) {
+func setupControllers(mgr ctrl.Manager, managed cluster.Cluster, o *Options) (func(context.Context) bool, error) {
 	if err := claim.IndexHosts(context.Background(), managed); err != nil {
 		return nil, err
 	}
@@ -341,9 +341,9 @@ func setupControllers(mgr ctrl.Manager, managed cluster.Cluster, o *Options) (fu
 			return nil, fmt.Errorf("BMC driver: %w", err)
 		}
 	}
-	return func() bool {
+	return func(ctx context.Context) bool {
 		for _, r := range reconcilers {
-			if !r.HostWritesSeen() {
+			if !r.HostWritesSeen(ctx) {
 				return false
 			}
 		}

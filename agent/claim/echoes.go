@@ -4,7 +4,8 @@ import (
 	"context"
 	"errors"
 	"sync"
-	"time"
+
+	metal3api "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -41,7 +42,6 @@ type echoKey struct {
 type echoWrite struct {
 	from, to string
 	seen     bool
-	at       time.Time
 }
 
 // maxEchoes bounds the writes remembered per object: a reconcile writes an
@@ -60,7 +60,7 @@ func (e *echoes) write(kind string, obj client.Object, fn func() error) error {
 		return fn()
 	}
 	k := keyOf(kind, obj)
-	w := &echoWrite{from: from, at: time.Now()}
+	w := &echoWrite{from: from}
 	e.mu.Lock()
 	if e.m == nil {
 		e.m = map[echoKey][]*echoWrite{}
@@ -95,36 +95,54 @@ func (e *echoes) write(kind string, obj client.Object, fn func() error) error {
 	return err
 }
 
-// unseenFor bounds how long a write may stay unseen before unseen stops
-// counting it: an event replaced by a relist never comes.
-const unseenFor = 5 * time.Second
-
-// unseen reports whether a write of this kind, made in the last unseenFor,
-// has not come back through the watch yet (in flight, or made and its event
-// not arrived): until it has, the cache does not show it.
-func (e *echoes) unseen(kind string) bool {
+// unseen reports whether a write of this kind has not reached the cache
+// yet: in flight, or made on a version the cache still shows (cached gives
+// the cache's resourceVersion of an object, false when it has none). A
+// write carries the version it was made on, so a cache past that version
+// shows it, whether through its event or a relist.
+func (e *echoes) unseen(kind string, cached func(types.NamespacedName) (string, bool)) bool {
 	if e == nil {
 		return false
 	}
+	type made struct {
+		key  types.NamespacedName
+		from string
+	}
+	var check []made
 	e.mu.Lock()
-	defer e.mu.Unlock()
 	for k, ws := range e.m {
 		if k.kind != kind {
 			continue
 		}
 		for _, w := range ws {
-			if time.Since(w.at) < unseenFor {
+			if w.to == "" {
+				e.mu.Unlock()
 				return true
 			}
+			check = append(check, made{k.NamespacedName, w.from})
+		}
+	}
+	e.mu.Unlock()
+	for _, m := range check {
+		if rv, ok := cached(m.key); ok && rv == m.from {
+			return true
 		}
 	}
 	return false
 }
 
 // HostWritesSeen reports whether the cache shows every host write this
-// reconciler made (bindings and releases), except those older than a few
-// seconds whose event may never come.
-func (r *Reconciler) HostWritesSeen() bool { return !r.echo.unseen(echoHost) }
+// reconciler made (bindings and releases).
+func (r *Reconciler) HostWritesSeen(ctx context.Context) bool {
+	return !r.echo.unseen(echoHost, func(key types.NamespacedName) (string, bool) {
+		// The cached host (a metadata-only read would start a second watch).
+		h := &metal3api.BareMetalHost{}
+		if err := r.Managed.Get(ctx, key, h); err != nil {
+			return "", false
+		}
+		return h.ResourceVersion, true
+	})
+}
 
 func (e *echoes) remove(k echoKey, w *echoWrite) {
 	ws := e.m[k]

@@ -3,12 +3,12 @@ package claim
 import (
 	"errors"
 	"testing"
-	"time"
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 func cm(rv string) *corev1.ConfigMap {
@@ -23,26 +23,24 @@ func TestEchoes(t *testing.T) {
 
 	// The response first, then the event.
 	obj := cm("1")
-	g.Expect(e.unseen("k")).To(BeFalse())
+	cacheAt := "1"
+	cached := func(types.NamespacedName) (string, bool) { return cacheAt, true }
+	g.Expect(e.unseen("k", cached)).To(BeFalse())
 	g.Expect(e.write("k", obj, func() error {
-		g.Expect(e.unseen("k")).To(BeTrue(), "in flight")
+		g.Expect(e.unseen("k", cached)).To(BeTrue(), "in flight")
 		obj.ResourceVersion = "2"
 		return nil
 	})).To(Succeed())
 	g.Expect(e.behind("k", cm("1"))).To(BeTrue(), "a cache at 1 is behind the write")
-	g.Expect(e.unseen("k")).To(BeTrue(), "made, its event not come")
-	g.Expect(e.unseen("other")).To(BeFalse(), "per kind")
+	g.Expect(e.unseen("k", cached)).To(BeTrue(), "made, the cache still at the version it was made on")
+	g.Expect(e.unseen("other", cached)).To(BeFalse(), "per kind")
+	cacheAt = "2"
+	g.Expect(e.unseen("k", cached)).To(BeFalse(), "a cache past that version shows it, event or relist")
+	cacheAt = "1"
 	g.Expect(e.echo("k", cm("1"), cm("3"))).To(BeFalse(), "1→3 is not the write")
 	g.Expect(e.echo("k", cm("1"), cm("2"))).To(BeTrue())
 	g.Expect(e.behind("k", cm("1"))).To(BeFalse(), "forgotten once its event came")
-	g.Expect(e.unseen("k")).To(BeFalse(), "seen")
-
-	// An event that never comes (replaced by a relist) stops counting.
-	obj = cm("7")
-	g.Expect(e.write("k", obj, func() error { obj.ResourceVersion = "8"; return nil })).To(Succeed())
-	e.m[keyOf("k", obj)][0].at = time.Now().Add(-unseenFor)
-	g.Expect(e.unseen("k")).To(BeFalse(), "older than unseenFor")
-	delete(e.m, keyOf("k", obj))
+	g.Expect(e.unseen("k", cached)).To(BeFalse(), "seen")
 	g.Expect(e.echo("k", cm("1"), cm("2"))).To(BeFalse(), "an event is an echo once")
 
 	// The event while the write is in flight.

@@ -44,7 +44,7 @@ type Writer struct {
 	// cache does not show yet (the scheduler counts a claim bound before
 	// lastUpdated as counted here). Waited for up to a second; then the
 	// tick is skipped.
-	HostWritesSeen func() bool
+	HostWritesSeen func(context.Context) bool
 
 	// written is the inventory as the last write returned it; nil until
 	// the first write of this run.
@@ -124,7 +124,7 @@ func (w *Writer) settled(ctx context.Context) (time.Time, bool) {
 	deadline := time.Now().Add(time.Second)
 	for {
 		at := time.Now()
-		if w.HostWritesSeen == nil || w.HostWritesSeen() {
+		if w.HostWritesSeen == nil || w.HostWritesSeen(ctx) {
 			return at, true
 		}
 		if at.After(deadline) {

@@ -47,7 +47,7 @@ func TestWriter(t *testing.T) {
 
 	var seen atomic.Bool
 	seen.Store(true)
-	w := &inventory.Writer{Hub: hub, Managed: infra, ClusterName: "infra-1", Interval: time.Second, HostWritesSeen: seen.Load}
+	w := &inventory.Writer{Hub: hub, Managed: infra, ClusterName: "infra-1", Interval: time.Second, HostWritesSeen: func(context.Context) bool { return seen.Load() }}
 	runCtx, cancel := context.WithCancel(ctx)
 	done := make(chan error)
 	go func() { done <- w.Start(runCtx) }()
