@@ -50,10 +50,15 @@ type Writer struct {
 	// the first write of this run.
 	written *hostfleetv1alpha1.HostInventory
 	writes  atomic.Int64
+	skips   atomic.Int64
 }
 
 // Writes is the number of inventory writes so far.
 func (w *Writer) Writes() int64 { return w.writes.Load() }
+
+// Skips is the number of ticks skipped because the cache did not show the
+// agent's own host writes.
+func (w *Writer) Skips() int64 { return w.skips.Load() }
 
 // Start runs until ctx is done. Errors are logged and retried next interval.
 func (w *Writer) Start(ctx context.Context) error {
@@ -79,6 +84,7 @@ func (w *Writer) Start(ctx context.Context) error {
 func (w *Writer) Once(ctx context.Context) error {
 	at, ok := w.settled(ctx)
 	if !ok {
+		w.skips.Add(1)
 		ctrl.LoggerFrom(ctx).V(1).Info("the cache does not show the agent's latest host writes yet: inventory left for the next tick", "cluster", w.ClusterName)
 		return nil
 	}
