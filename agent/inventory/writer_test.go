@@ -67,7 +67,7 @@ func TestWriter(t *testing.T) {
 	}).WithTimeout(20 * time.Second).Should(Succeed())
 
 	// Nothing changes, no claim is bound: nothing more is written.
-	g.Eventually(w.Writes).WithTimeout(5 * time.Second).Should(Equal(int64(1)), "counted once its response is back")
+	g.Eventually(w.Writes).WithTimeout(5*time.Second).Should(Equal(int64(1)), "counted once its response is back")
 	g.Consistently(w.Writes).WithTimeout(3 * time.Second).Should(Equal(int64(1)))
 
 	// A claim bound in the second of the last write: the scheduler counts
