@@ -168,40 +168,39 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if err != nil {
 		return err
 	}
-	if err := claims.AddIndexers(toolscache.Indexers{pendingIndex: func(o any) ([]string, error) {
-		c, ok := o.(*metal3api.HostClaim)
-		if !ok {
-			return nil, nil
-		}
-		if cl := c.Labels[hostfleetv1alpha1.LabelCluster]; cl != "" && c.DeletionTimestamp == nil {
-			return []string{cl}, nil
-		}
-		return nil, nil
-	}}); err != nil {
-		return fmt.Errorf("index claims by cluster: %w", err)
+	if err := claims.AddIndexers(toolscache.Indexers{
+		pendingIndex: func(o any) ([]string, error) {
+			c, ok := o.(*metal3api.HostClaim)
+			if !ok || c.DeletionTimestamp != nil || c.Labels[hostfleetv1alpha1.LabelCluster] == "" {
+				return nil, nil
+			}
+			return []string{c.Labels[hostfleetv1alpha1.LabelCluster]}, nil
+		},
+		unplacedIndex: func(o any) ([]string, error) {
+			c, ok := o.(*metal3api.HostClaim)
+			if !ok || c.DeletionTimestamp != nil || c.Labels[hostfleetv1alpha1.LabelCluster] != "" {
+				return nil, nil
+			}
+			return []string{"true"}, nil
+		},
+	}); err != nil {
+		return fmt.Errorf("index claims: %w", err)
 	}
 	inventories, err := storeOf(ctx, mgr, &hostfleetv1alpha1.HostInventory{})
 	if err != nil {
 		return err
 	}
 	r.claims, r.inventories = claims.GetIndexer(), inventories.GetIndexer()
-	idx := mgr.GetFieldIndexer()
-	if err := idx.IndexField(context.Background(), &metal3api.HostClaim{}, unplacedIndex, func(o client.Object) []string {
-		if o.GetLabels()[hostfleetv1alpha1.LabelCluster] == "" && o.GetDeletionTimestamp() == nil {
-			return []string{"true"}
-		}
-		return nil
-	}); err != nil {
-		return err
-	}
 	unplaced := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, _ client.Object) []reconcile.Request {
-		var list metal3api.HostClaimList
-		if err := r.Client.List(ctx, &list, client.MatchingFields{unplacedIndex: "true"}, client.UnsafeDisableDeepCopy); err != nil {
+		unplaced, err := r.claims.ByIndex(unplacedIndex, "true")
+		if err != nil {
 			return nil
 		}
-		out := make([]reconcile.Request, 0, len(list.Items))
-		for i := range list.Items {
-			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
+		out := make([]reconcile.Request, 0, len(unplaced))
+		for _, o := range unplaced {
+			if c, ok := o.(*metal3api.HostClaim); ok {
+				out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(c)})
+			}
 		}
 		return out
 	})
