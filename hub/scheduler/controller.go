@@ -81,19 +81,39 @@ type expected struct {
 	at    time.Time
 }
 
-func (e *expectations) remove(c *metal3api.HostClaim) {
+// remove forgets the placement of c on cluster, and only that one: a
+// later placement of the same claim is not forgotten by an earlier write's
+// failure.
+func (e *expectations) remove(c *metal3api.HostClaim, cluster string) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	delete(e.m, c.UID)
+	if x, ok := e.m[c.UID]; ok && x.claim.Labels[hostfleetv1alpha1.LabelCluster] == cluster {
+		delete(e.m, c.UID)
+	}
 }
 
-func (e *expectations) add(c *metal3api.HostClaim) {
+// has reports whether a placement of c is expected: written, or being
+// written, and not yet shown by the cache (after missing).
+func (e *expectations) has(c *metal3api.HostClaim) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	_, ok := e.m[c.UID]
+	return ok
+}
+
+// add remembers the placement of c on cluster (a copy of c, labelled).
+func (e *expectations) add(c *metal3api.HostClaim, cluster string) {
+	placed := c.DeepCopy()
+	if placed.Labels == nil {
+		placed.Labels = map[string]string{}
+	}
+	placed.Labels[hostfleetv1alpha1.LabelCluster] = cluster
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.m == nil {
 		e.m = map[types.UID]expected{}
 	}
-	e.m[c.UID] = expected{claim: c.DeepCopy(), at: time.Now()}
+	e.m[c.UID] = expected{claim: placed, at: time.Now()}
 }
 
 // missing are, by cluster, the claims placed there that the cache does not
@@ -214,6 +234,10 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Complete(r)
 }
 
+// cacheLag is how long a claim whose placement the cache does not show yet
+// waits before it is looked at again.
+const cacheLag = 100 * time.Millisecond
+
 // Reconcile places, checks or re-places one claim.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	c := &metal3api.HostClaim{}
@@ -262,6 +286,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 	}()
 	missing := r.expect.missing(r.shownPlaced)
+	if r.expect.has(c) {
+		// Placed already, and the cache does not show it yet (this view
+		// of the claim is stale): deciding again would place it twice,
+		// and the placement it has would stop being counted.
+		return ctrl.Result{RequeueAfter: cacheLag}, nil
+	}
 	for _, cl := range clusters {
 		obj, found, err := r.inventories.GetByKey(cl + "/" + cl)
 		if err != nil {
@@ -284,12 +314,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	res := Place(in)
 	log := ctrl.LoggerFrom(ctx)
 	if res.Cluster != "" {
-		placed := c.DeepCopy()
-		if placed.Labels == nil {
-			placed.Labels = map[string]string{}
-		}
-		placed.Labels[hostfleetv1alpha1.LabelCluster] = res.Cluster
-		r.expect.add(placed)
+		r.expect.add(c, res.Cluster)
 	}
 	decided = true
 	r.deciding.Unlock()
@@ -307,7 +332,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	// failed with a conflict when the condition came second). A label
 	// write that fails leaves the condition to the next decision.
 	if err := r.setScheduled(ctx, c, true, hostfleetv1alpha1.ReasonPlaced, res.Message); err != nil {
-		r.expect.remove(c)
+		r.expect.remove(c, res.Cluster)
 		return requeueOnConflict(err)
 	}
 	orig := c.DeepCopy()
@@ -320,7 +345,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	c.Labels[hostfleetv1alpha1.LabelCluster] = res.Cluster
 	c.Annotations[hostfleetv1alpha1.AnnotationPlacedBy] = placedBy
 	if err := r.Client.Patch(ctx, c, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
-		r.expect.remove(c)
+		r.expect.remove(c, res.Cluster)
 		return requeueOnConflict(fmt.Errorf("place claim %s/%s on %s: %w", c.Namespace, c.Name, res.Cluster, err))
 	}
 	log.V(1).Info("claim placed", "cluster", res.Cluster, "free", res.Free, "candidates", len(clusters))
