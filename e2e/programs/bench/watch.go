@@ -3,7 +3,9 @@ package main
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
+	"slices"
 	"time"
 
 	metal3api "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
@@ -25,6 +27,8 @@ type claimWatch struct {
 	ns    string
 	met   func(*metal3api.HostClaim) bool
 	times map[string]time.Time
+	// waiting is the last seen version of each claim not met yet.
+	waiting map[string]*metal3api.HostClaim
 }
 
 func newClaimWatch(cfg *rest.Config, scheme *runtime.Scheme, ns string, met func(*metal3api.HostClaim) bool) (*claimWatch, error) {
@@ -32,7 +36,7 @@ func newClaimWatch(cfg *rest.Config, scheme *runtime.Scheme, ns string, met func
 	if err != nil {
 		return nil, err
 	}
-	return &claimWatch{c: c, ns: ns, met: met, times: map[string]time.Time{}}, nil
+	return &claimWatch{c: c, ns: ns, met: met, times: map[string]time.Time{}, waiting: map[string]*metal3api.HostClaim{}}, nil
 }
 
 // ready reports whether a claim's Ready condition is True.
@@ -98,6 +102,7 @@ func (w *claimWatch) follow(ctx context.Context, wi watch.Interface, n int, stop
 		case <-time.After(30 * time.Second):
 			// Quiet for long: list again rather than trust the watch.
 			fmt.Fprintf(os.Stderr, "watch: quiet for 30s with %d of %d claims; listing again\n", len(w.times), n)
+			w.printWaiting(3)
 			return false, nil
 		case ev, ok := <-wi.ResultChan():
 			if !ok {
@@ -114,7 +119,26 @@ func (w *claimWatch) follow(ctx context.Context, wi watch.Interface, n int, stop
 }
 
 func (w *claimWatch) see(c *metal3api.HostClaim) {
-	if _, seen := w.times[c.Name]; !seen && w.met(c) {
+	if _, seen := w.times[c.Name]; seen {
+		return
+	}
+	if w.met(c) {
 		w.times[c.Name] = time.Now()
+		delete(w.waiting, c.Name)
+		return
+	}
+	w.waiting[c.Name] = c
+}
+
+// printWaiting prints up to max claims not met yet: their cluster and
+// conditions, which say why they wait.
+func (w *claimWatch) printWaiting(max int) {
+	for _, name := range slices.Sorted(maps.Keys(w.waiting))[:min(max, len(w.waiting))] {
+		c := w.waiting[name]
+		fmt.Fprintf(os.Stderr, "  waiting: %s, cluster %q, created %s ago\n", name, c.Labels[hostfleetv1alpha1.LabelCluster],
+			time.Since(c.CreationTimestamp.Time).Round(time.Second))
+		for _, cond := range c.Status.Conditions {
+			fmt.Fprintf(os.Stderr, "    %s=%s %s: %s\n", cond.Type, cond.Status, cond.Reason, cond.Message)
+		}
 	}
 }
