@@ -7,6 +7,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"maps"
 	"os/exec"
 	"slices"
 	"strconv"
@@ -378,11 +379,16 @@ func scaleRun(clusters, hostsPer, infraPlanes int, rate float64, hubBin string) 
 		}
 	}
 	var sched, rdy []time.Duration
+	slow := map[int]int{} // placed after more than 1 s, by minute of creation
 	for i := range created {
 		name := fmt.Sprintf("claim-%05d", i)
 		sched = append(sched, scheduled.times[name].Sub(created[i]))
 		rdy = append(rdy, readyWatch.times[name].Sub(created[i]))
+		if sched[i] > time.Second {
+			slow[int(created[i].Sub(start).Minutes())]++
+		}
 	}
+	printSlow(slow)
 	slices.Sort(sched)
 	slices.Sort(rdy)
 	res.scheduling = [2]time.Duration{quantile(sched, 0.5), quantile(sched, 0.99)}
@@ -470,4 +476,18 @@ func parseCounts(s string) ([]int, error) {
 		out = append(out, n)
 	}
 	return out, nil
+}
+
+// printSlow prints how many claims took over 1 s to be placed, by minute
+// of their creation: a tail spread over the run is load, one in a few
+// minutes is an event there.
+func printSlow(byMinute map[int]int) {
+	if len(byMinute) == 0 {
+		return
+	}
+	var parts []string
+	for _, m := range slices.Sorted(maps.Keys(byMinute)) {
+		parts = append(parts, fmt.Sprintf("min %d: %d", m, byMinute[m]))
+	}
+	fmt.Printf("  placed after more than 1 s, by minute of creation: %s\n", strings.Join(parts, ", "))
 }
