@@ -234,8 +234,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Complete(r)
 }
 
-// cacheLag is how long a claim whose placement the cache does not show yet
-// waits before it is looked at again.
+// cacheLag is how long a claim waits before it is looked at again when the
+// cache is behind: its placement not shown yet, or a write that conflicted.
 const cacheLag = 100 * time.Millisecond
 
 // Reconcile places, checks or re-places one claim.
@@ -494,7 +494,7 @@ func (r *Reconciler) setScheduled(ctx context.Context, c *metal3api.HostClaim, o
 // behind, and catches up in milliseconds.
 func requeueOnConflict(err error) (ctrl.Result, error) {
 	if apierrors.IsConflict(err) {
-		return ctrl.Result{RequeueAfter: 100 * time.Millisecond}, nil
+		return ctrl.Result{RequeueAfter: cacheLag}, nil
 	}
 	return ctrl.Result{}, err
 }
