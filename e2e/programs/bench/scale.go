@@ -49,6 +49,11 @@ type scaleResult struct {
 	// requests are the hub API server's requests (all clients, WATCH
 	// excluded) over the claims, by verb.
 	requests map[string]float64
+	// watches ended (and were opened again) on the hub during the claims,
+	// and the watchers among them the hub API server closed for falling
+	// behind: a watcher that does not take its events in time holds up
+	// every other's.
+	watches, terminated float64
 }
 
 // runScale runs the scale benchmark at each number of clusters and prints
@@ -120,6 +125,9 @@ func printScale(rs []scaleResult) {
 	for _, v := range verbs {
 		row("  "+v, func(r scaleResult) string { return fmt.Sprintf("%.2f", r.requests[v]/float64(r.claims)) })
 	}
+	row("hub watches ended, closed for falling behind", func(r scaleResult) string {
+		return fmt.Sprintf("%.0f, %.0f", r.watches, r.terminated)
+	})
 }
 
 func pair(d [2]time.Duration) string {
@@ -378,17 +386,25 @@ func scaleRun(clusters, hostsPer, infraPlanes int, rate float64, hubBin string) 
 			res.requests[verb] = d
 		}
 	}
+	res.watches, res.terminated = res.requests[keyWatches], res.requests[keyTerminated]
+	delete(res.requests, keyWatches)
+	delete(res.requests, keyTerminated)
 	var sched, rdy []time.Duration
 	slow := map[int]int{} // placed after more than 1 s, by minute of creation
+	// Of the late ones: created → seen by the bench's watch (the API
+	// server's write and event delivery), and seen → placed.
+	var delivered, placing []time.Duration
 	for i := range created {
 		name := fmt.Sprintf("claim-%05d", i)
 		sched = append(sched, scheduled.times[name].Sub(created[i]))
 		rdy = append(rdy, readyWatch.times[name].Sub(created[i]))
 		if sched[i] > time.Second {
 			slow[int(created[i].Sub(start).Minutes())]++
+			delivered = append(delivered, scheduled.seen[name].Sub(created[i]))
+			placing = append(placing, scheduled.times[name].Sub(scheduled.seen[name]))
 		}
 	}
-	printSlow(slow)
+	printSlow(slow, delivered, placing)
 	slices.Sort(sched)
 	slices.Sort(rdy)
 	res.scheduling = [2]time.Duration{quantile(sched, 0.5), quantile(sched, 0.99)}
@@ -419,8 +435,17 @@ func waitFor(ctx context.Context, timeout time.Duration, what string, cond func(
 	}
 }
 
+// Counts apiRequests reads beside the requests by verb.
+const (
+	// keyWatches: watch requests that ended; their clients watch again.
+	keyWatches = "WATCH"
+	// keyTerminated: watchers the API server closed because they fell
+	// behind its events (apiserver_terminated_watchers_total).
+	keyTerminated = "terminated"
+)
+
 // apiRequests reads the API server's request counts (apiserver_request_total)
-// by verb, WATCH excluded.
+// by verb, and keyTerminated.
 func apiRequests(ctx context.Context, cfg *rest.Config) (map[string]float64, error) {
 	kube, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
@@ -435,6 +460,12 @@ func apiRequests(ctx context.Context, cfg *rest.Config) (map[string]float64, err
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for sc.Scan() {
 		line := sc.Text()
+		if strings.HasPrefix(line, "apiserver_terminated_watchers_total{") {
+			if v, err := strconv.ParseFloat(line[strings.LastIndexByte(line, ' ')+1:], 64); err == nil {
+				out[keyTerminated] += v
+			}
+			continue
+		}
 		if !strings.HasPrefix(line, "apiserver_request_total{") {
 			continue
 		}
@@ -445,7 +476,7 @@ func apiRequests(ctx context.Context, cfg *rest.Config) (map[string]float64, err
 		}
 		verb := line[i+len(`verb="`):]
 		verb = verb[:strings.IndexByte(verb, '"')]
-		if verb == "WATCH" || verb == "CONNECT" {
+		if verb == "CONNECT" {
 			continue
 		}
 		v, err := strconv.ParseFloat(line[j+1:], 64)
@@ -480,8 +511,11 @@ func parseCounts(s string) ([]int, error) {
 
 // printSlow prints how many claims took over 1 s to be placed, by minute
 // of their creation: a tail spread over the run is load, one in a few
-// minutes is an event there.
-func printSlow(byMinute map[int]int) {
+// minutes is an event there. Their latency is split where the bench's watch
+// first saw them: before, the hub API server created the claim and
+// delivered its event late (to every watcher); after, the scheduler placed
+// it late.
+func printSlow(byMinute map[int]int, delivered, placing []time.Duration) {
 	if len(byMinute) == 0 {
 		return
 	}
@@ -490,4 +524,9 @@ func printSlow(byMinute map[int]int) {
 		parts = append(parts, fmt.Sprintf("min %d: %d", m, byMinute[m]))
 	}
 	fmt.Printf("  placed after more than 1 s, by minute of creation: %s\n", strings.Join(parts, ", "))
+	slices.Sort(delivered)
+	slices.Sort(placing)
+	fmt.Printf("    of their latency, created → seen by a watch p50 / max %s / %s, seen → placed p50 / max %s / %s\n",
+		quantile(delivered, 0.5).Round(time.Millisecond), delivered[len(delivered)-1].Round(time.Millisecond),
+		quantile(placing, 0.5).Round(time.Millisecond), placing[len(placing)-1].Round(time.Millisecond))
 }

@@ -27,6 +27,8 @@ type claimWatch struct {
 	ns    string
 	met   func(*metal3api.HostClaim) bool
 	times map[string]time.Time
+	// seen is when each claim was first seen (its creation event, or a list).
+	seen map[string]time.Time
 	// waiting is the last seen version of each claim not met yet.
 	waiting map[string]*metal3api.HostClaim
 }
@@ -36,7 +38,7 @@ func newClaimWatch(cfg *rest.Config, scheme *runtime.Scheme, ns string, met func
 	if err != nil {
 		return nil, err
 	}
-	return &claimWatch{c: c, ns: ns, met: met, times: map[string]time.Time{}, waiting: map[string]*metal3api.HostClaim{}}, nil
+	return &claimWatch{c: c, ns: ns, met: met, times: map[string]time.Time{}, seen: map[string]time.Time{}, waiting: map[string]*metal3api.HostClaim{}}, nil
 }
 
 // ready reports whether a claim's Ready condition is True.
@@ -119,6 +121,9 @@ func (w *claimWatch) follow(ctx context.Context, wi watch.Interface, n int, stop
 }
 
 func (w *claimWatch) see(c *metal3api.HostClaim) {
+	if _, ok := w.seen[c.Name]; !ok {
+		w.seen[c.Name] = time.Now()
+	}
 	if _, seen := w.times[c.Name]; seen {
 		return
 	}
