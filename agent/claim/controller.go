@@ -566,6 +566,9 @@ func (r *Reconciler) setStatus(ctx context.Context, c *metal3api.HostClaim, h *m
 	for _, cond := range conds {
 		hostfleetv1alpha1.SetCondition(&c.Status.Conditions, cond)
 	}
+	if cond, ok := r.scheduled(c); ok {
+		hostfleetv1alpha1.SetCondition(&c.Status.Conditions, cond)
+	}
 	if equalStatus(orig.Status, c.Status) {
 		return nil
 	}
@@ -579,6 +582,24 @@ func (r *Reconciler) setStatus(ctx context.Context, c *metal3api.HostClaim, h *m
 		return fmt.Errorf("write status of %s/%s: %w", c.Namespace, c.Name, err)
 	}
 	return nil
+}
+
+// scheduled is the Scheduled condition the scheduler leaves to this agent:
+// a claim it placed on this cluster gets only the cluster label (one write,
+// one event for every agent's claim watch), and the agent's first status
+// says it is placed. False when there is nothing to add: a local or pinned
+// claim, or one that says so already.
+func (r *Reconciler) scheduled(c *metal3api.HostClaim) (metav1.Condition, bool) {
+	if r.local() || c.Labels[hostfleetv1alpha1.LabelCluster] != r.ClusterName ||
+		c.Annotations[hostfleetv1alpha1.AnnotationPlacedBy] != hostfleetv1alpha1.PlacedByScheduler {
+		return metav1.Condition{}, false
+	}
+	if cur := meta.FindStatusCondition(c.Status.Conditions, hostfleetv1alpha1.ConditionScheduled); cur != nil &&
+		cur.Status == metav1.ConditionTrue && cur.Reason == hostfleetv1alpha1.ReasonPlaced {
+		return metav1.Condition{}, false
+	}
+	return metav1.Condition{Type: hostfleetv1alpha1.ConditionScheduled, Status: metav1.ConditionTrue,
+		Reason: hostfleetv1alpha1.ReasonPlaced, Message: "placed on " + r.ClusterName, ObservedGeneration: c.Generation}, true
 }
 
 func equalStatus(a, b metal3api.HostClaimStatus) bool {

@@ -139,7 +139,10 @@ func TestBindAcrossClusters(t *testing.T) {
 	elsewhere := hubClaim("elsewhere", "infra-2", nil)
 	mustCreate(t, hub, elsewhere)
 
+	// Placed by the scheduler, which leaves the Scheduled condition to the
+	// agent's first status.
 	first := hubClaim("first", "infra-1", map[string]string{"example.com/gpu": "yes"})
+	first.Annotations = map[string]string{hostfleetv1alpha1.AnnotationPlacedBy: hostfleetv1alpha1.PlacedByScheduler}
 	mustCreate(t, hub, first)
 	g.Eventually(func(g Gomega) {
 		g.Expect(hub.Get(ctx, client.ObjectKeyFromObject(first), first)).To(Succeed())
@@ -149,6 +152,8 @@ func TestBindAcrossClusters(t *testing.T) {
 		g.Expect(cond.Status).To(Equal(metav1.ConditionTrue))
 		g.Expect(cond.Reason).To(Equal(hostfleetv1alpha1.ReasonHostAssociated))
 		g.Expect(first.Finalizers).To(ContainElement(hostfleetv1alpha1.AgentFinalizer))
+		g.Expect(meta.FindStatusCondition(first.Status.Conditions, hostfleetv1alpha1.ConditionScheduled)).To(HaveValue(And(
+			HaveField("Status", metav1.ConditionTrue), HaveField("Reason", hostfleetv1alpha1.ReasonPlaced), HaveField("Message", "placed on infra-1"))))
 	}).WithTimeout(30 * time.Second).Should(Succeed())
 
 	// The truth is on the other plane: the host's consumerRef.
@@ -171,6 +176,8 @@ func TestBindAcrossClusters(t *testing.T) {
 		g.Expect(cond.Message).To(ContainSubstring("example.com/gpu=yes"))
 		g.Expect(second.Status.BareMetalHost).To(BeNil())
 	}).WithTimeout(30 * time.Second).Should(Succeed())
+	g.Expect(meta.FindStatusCondition(second.Status.Conditions, hostfleetv1alpha1.ConditionScheduled)).To(BeNil(),
+		"a pinned claim's Scheduled condition is the scheduler's")
 
 	// infra-1's agent never touched infra-2's claim.
 	g.Consistently(func(g Gomega) {

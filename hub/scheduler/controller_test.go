@@ -2,6 +2,8 @@ package scheduler_test
 
 import (
 	"context"
+	"maps"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -36,13 +38,52 @@ func scheduled(c *metal3api.HostClaim) metav1.Condition {
 const deadline = 8 * time.Second
 
 // schedulerPlane is a hub plane running the tenant controller and the
-// scheduler with the given bind deadline.
+// scheduler with the given bind deadline, and 1 s for the agents (there are
+// none) to write the Scheduled condition.
 func schedulerPlane(t *testing.T, deadline time.Duration) client.Client {
+	return schedulerPlaneWith(t, deadline, time.Second)
+}
+
+func schedulerPlaneWith(t *testing.T, deadline, confirmGrace time.Duration) client.Client {
 	f := planes.ForTest(t, "hub")
 	f.HubForTest(t, "hub", func(mgr ctrl.Manager) error {
-		return (&scheduler.Reconciler{Client: mgr.GetClient(), Deadline: deadline}).SetupWithManager(mgr)
+		return (&scheduler.Reconciler{Client: mgr.GetClient(), Deadline: deadline, ConfirmGrace: confirmGrace}).SetupWithManager(mgr)
 	})
 	return f.Plane("hub").Client
+}
+
+// lab makes cluster set lab, tenant a over it (label sync prefix
+// example.com) and, for each cluster, its ManagedCluster, namespace and
+// HostInventory with pools, as the cluster's agent would publish them. It
+// returns once the tenant lists the clusters.
+func lab(g Gomega, hub client.Client, pools map[string][]hostfleetv1alpha1.HostPool) {
+	ctx := context.Background()
+	objs := []client.Object{
+		&clusterv1beta2.ManagedClusterSet{ObjectMeta: metav1.ObjectMeta{Name: "lab"}},
+		&hostfleetv1alpha1.Tenant{ObjectMeta: metav1.ObjectMeta{Name: "a"},
+			Spec: hostfleetv1alpha1.TenantSpec{ClusterSet: "lab", LabelSyncPrefixes: []string{"example.com"}}},
+	}
+	clusters := slices.Sorted(maps.Keys(pools))
+	for _, c := range clusters {
+		objs = append(objs,
+			&clusterv1.ManagedCluster{ObjectMeta: metav1.ObjectMeta{Name: c, Labels: map[string]string{"cluster.open-cluster-management.io/clusterset": "lab"}}},
+			&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: c}},
+		)
+	}
+	for _, o := range objs {
+		g.Expect(hub.Create(ctx, o)).To(Succeed())
+	}
+	for c, pools := range pools {
+		inv := &hostfleetv1alpha1.HostInventory{ObjectMeta: metav1.ObjectMeta{Namespace: c, Name: c}, Spec: hostfleetv1alpha1.HostInventorySpec{ClusterName: c}}
+		g.Expect(hub.Create(ctx, inv)).To(Succeed())
+		inv.Status.Pools = pools
+		g.Expect(hub.Status().Update(ctx, inv)).To(Succeed())
+	}
+	g.Eventually(func(g Gomega) {
+		ta := &hostfleetv1alpha1.Tenant{}
+		g.Expect(hub.Get(ctx, client.ObjectKey{Name: "a"}, ta)).To(Succeed())
+		g.Expect(ta.Status.Clusters).To(Equal(clusters))
+	}).WithTimeout(30 * time.Second).Should(Succeed())
 }
 
 // createClaim makes a claim in tenant-a.
@@ -69,35 +110,11 @@ func TestScheduling(t *testing.T) {
 	hub := schedulerPlane(t, deadline)
 
 	gpu := map[string]string{"example.com/gpu": "yes"}
-	objs := []client.Object{
-		&clusterv1beta2.ManagedClusterSet{ObjectMeta: metav1.ObjectMeta{Name: "lab"}},
-		&hostfleetv1alpha1.Tenant{ObjectMeta: metav1.ObjectMeta{Name: "a"},
-			Spec: hostfleetv1alpha1.TenantSpec{ClusterSet: "lab", LabelSyncPrefixes: []string{"example.com"}}},
-	}
-	for _, c := range []string{"c1", "c2"} {
-		objs = append(objs,
-			&clusterv1.ManagedCluster{ObjectMeta: metav1.ObjectMeta{Name: c, Labels: map[string]string{"cluster.open-cluster-management.io/clusterset": "lab"}}},
-			&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: c}},
-		)
-	}
-	for _, o := range objs {
-		g.Expect(hub.Create(ctx, o)).To(Succeed())
-	}
 	// The agents' inventories: one free gpu host on each cluster, and plain hosts on c1.
-	for c, pools := range map[string][]hostfleetv1alpha1.HostPool{
+	lab(g, hub, map[string][]hostfleetv1alpha1.HostPool{
 		"c1": {{Labels: gpu, Namespaces: []string{"tenant-a"}, Total: 1, Available: 1}, {Namespaces: []string{"tenant-a"}, Total: 5, Available: 5}},
 		"c2": {{Labels: gpu, Namespaces: []string{"tenant-a"}, Total: 1, Available: 1}},
-	} {
-		inv := &hostfleetv1alpha1.HostInventory{ObjectMeta: metav1.ObjectMeta{Namespace: c, Name: c}, Spec: hostfleetv1alpha1.HostInventorySpec{ClusterName: c}}
-		g.Expect(hub.Create(ctx, inv)).To(Succeed())
-		inv.Status.Pools = pools
-		g.Expect(hub.Status().Update(ctx, inv)).To(Succeed())
-	}
-	g.Eventually(func(g Gomega) {
-		ta := &hostfleetv1alpha1.Tenant{}
-		g.Expect(hub.Get(ctx, client.ObjectKey{Name: "a"}, ta)).To(Succeed())
-		g.Expect(ta.Status.Clusters).To(Equal([]string{"c1", "c2"}))
-	}).WithTimeout(30 * time.Second).Should(Succeed())
+	})
 
 	newClaim := func(name string, mut func(*metal3api.HostClaim)) *metal3api.HostClaim {
 		return createClaim(g, hub, name, mut)
@@ -344,4 +361,50 @@ func TestPlacementAndShrink(t *testing.T) {
 	g.Eventually(func(g Gomega) {
 		g.Expect(get(g, late).Labels).To(HaveKeyWithValue(hostfleetv1alpha1.LabelCluster, "c1"), "%+v", scheduled(late))
 	}).WithTimeout(20 * time.Second).Should(Succeed())
+}
+
+// TestPlacementIsOneWrite: placing a claim is one write, its cluster label,
+// and one Event; the Scheduled condition comes with the agent's first status
+// write, and the scheduler writes nothing more. A claim whose agent does not
+// write within the grace gets the condition from the scheduler, without a
+// second Event.
+func TestPlacementIsOneWrite(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	const grace = 8 * time.Second
+	hub := schedulerPlaneWith(t, time.Hour, grace)
+	lab(g, hub, map[string][]hostfleetv1alpha1.HostPool{"c1": {{Namespaces: []string{"tenant-a"}, Total: 2, Available: 2}}})
+	get := getter(hub)
+	placedOn := func(c *metal3api.HostClaim) time.Time {
+		g.Eventually(func(g Gomega) {
+			g.Expect(get(g, c).Labels).To(HaveKeyWithValue(hostfleetv1alpha1.LabelCluster, "c1"))
+		}).WithTimeout(20 * time.Second).WithPolling(20 * time.Millisecond).Should(Succeed())
+		return time.Now()
+	}
+
+	t.Log("the agent writes the condition: the scheduler's one write was the label")
+	confirmed := createClaim(g, hub, "confirmed", nil)
+	placedOn(confirmed)
+	g.Expect(scheduled(confirmed)).To(BeZero(), "the condition is left to the agent")
+	// As the agent writes its status: with the claim's resourceVersion,
+	// which the scheduler has not changed since the label.
+	orig := confirmed.DeepCopy()
+	meta.SetStatusCondition(&confirmed.Status.Conditions, metav1.Condition{Type: hostfleetv1alpha1.ConditionScheduled,
+		Status: metav1.ConditionTrue, Reason: hostfleetv1alpha1.ReasonPlaced, Message: "placed on c1"})
+	g.Expect(hub.Status().Patch(ctx, confirmed, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}))).To(Succeed())
+	rv := confirmed.ResourceVersion
+
+	t.Log("no agent writes: the scheduler does once the grace is over")
+	silent := createClaim(g, hub, "silent", nil)
+	at := placedOn(silent)
+	g.Eventually(func(g Gomega) {
+		g.Expect(scheduled(get(g, silent))).To(And(HaveField("Status", metav1.ConditionTrue), HaveField("Reason", hostfleetv1alpha1.ReasonPlaced),
+			HaveField("Message", "placed on c1")))
+	}).WithTimeout(grace + 20*time.Second).WithPolling(50 * time.Millisecond).Should(Succeed())
+	g.Expect(time.Since(at)).To(BeNumerically(">=", grace-time.Second), "not before the grace is over")
+
+	g.Expect(get(g, confirmed).ResourceVersion).To(Equal(rv), "nothing written on the confirmed claim after the agent's status")
+	for _, c := range []*metal3api.HostClaim{confirmed, silent} {
+		g.Expect(planes.Events(ctx, hub, c)).To(ConsistOf(HavePrefix("Normal/Placed: ")), "one Event for %s, its placement", c.Name)
+	}
 }

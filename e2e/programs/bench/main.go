@@ -18,9 +18,10 @@
 // scheduling: N pending claims of one tenant placed by the hub scheduler over
 // C clusters (each with a HostInventory): placement decisions per second and
 // API reads per decision, beside the rate at which the same hub API server
-// accepts the writes one decision needs (a label patch and a status patch),
-// and the time one LIST of all claims takes (what a scheduler that lists
-// every claim for every decision would pay per decision).
+// accepts the write one decision needs (the label patch: the agent writes
+// the Scheduled condition), and the time one LIST of all claims takes (what
+// a scheduler that lists every claim for every decision would pay per
+// decision).
 //
 // labels: label sync's two hops, one change at a time: a host label
 // changed on the infrastructure plane, seen on the hub claim (the

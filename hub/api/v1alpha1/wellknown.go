@@ -56,6 +56,10 @@ const (
 	// AnnotationPlacedBy marks a cluster label the scheduler set (as
 	// opposed to a tenant's pin, which is never moved).
 	AnnotationPlacedBy = "hostfleet.io/placed-by"
+	// PlacedByScheduler is AnnotationPlacedBy's value: the agent of the
+	// cluster writes the Scheduled condition (Placed) of such a claim
+	// with its first status.
+	PlacedByScheduler = "scheduler"
 	// AnnotationExcluded lists clusters that did not bind the claim in time.
 	AnnotationExcluded = "hostfleet.io/excluded-clusters"
 )
@@ -281,6 +285,10 @@ const (
 
 // Reasons of the Scheduled condition, written by the hub scheduler.
 const (
+	// ReasonPlaced: on the cluster the scheduler chose. The agent of that
+	// cluster writes it with its first status (the scheduler's placement is
+	// the label alone), or the scheduler once Reconciler.ConfirmGrace is
+	// over.
 	ReasonPlaced           = "Placed"
 	ReasonPinned           = "Pinned"
 	ReasonPinnedOutsideSet = "PinnedOutsideSet"
