@@ -328,6 +328,21 @@ func scaleRun(clusters, hostsPer, infraPlanes int, rate float64, hubBin string) 
 	others := planeUsage(f, names[1:]...)
 	fmt.Printf("  %d claims at %.0f/s\n", res.claims, rate)
 	created := make([]time.Time, res.claims)
+	tl := &timeline{window: 10 * time.Second}
+	tlCtx, tlStop := context.WithCancel(ctx)
+	defer tlStop()
+	tlDone := make(chan struct{})
+	go func() {
+		defer close(tlDone)
+		tl.run(tlCtx, func(ctx context.Context) (sample, error) {
+			u, err := hubPlane.APIServerUsage()
+			if err != nil {
+				return sample{}, err
+			}
+			req, err := apiRequests(ctx, hubPlane.Config)
+			return sample{at: time.Now(), cpu: u.CPU, watches: req[keyWatches]}, err
+		})
+	}()
 	start := time.Now()
 	schedDone := make(chan error, 1)
 	go func() { schedDone <- scheduled.wait(ctx, res.claims, 20*time.Minute, nil) }()
@@ -357,6 +372,8 @@ func scaleRun(clusters, hostsPer, infraPlanes int, rate float64, hubBin string) 
 		return res, fmt.Errorf("claims Ready: %w\nhub: %s", err, tail(hubOut.String()))
 	}
 	res.elapsed = time.Since(start)
+	tlStop()
+	<-tlDone
 	if err := <-schedDone; err != nil {
 		return res, err
 	}
@@ -394,17 +411,22 @@ func scaleRun(clusters, hostsPer, infraPlanes int, rate float64, hubBin string) 
 	// Of the late ones: created → seen by the bench's watch (the API
 	// server's write and event delivery), and seen → placed.
 	var delivered, placing []time.Duration
+	late := make([]bool, len(created))
 	for i := range created {
 		name := fmt.Sprintf("claim-%05d", i)
 		sched = append(sched, scheduled.times[name].Sub(created[i]))
 		rdy = append(rdy, readyWatch.times[name].Sub(created[i]))
 		if sched[i] > time.Second {
+			late[i] = true
 			slow[int(created[i].Sub(start).Minutes())]++
 			delivered = append(delivered, scheduled.seen[name].Sub(created[i]))
 			placing = append(placing, scheduled.times[name].Sub(scheduled.seen[name]))
 		}
 	}
 	printSlow(slow, delivered, placing)
+	if len(slow) > 0 {
+		tl.print(start, created, late)
+	}
 	slices.Sort(sched)
 	slices.Sort(rdy)
 	res.scheduling = [2]time.Duration{quantile(sched, 0.5), quantile(sched, 0.99)}
