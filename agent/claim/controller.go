@@ -594,12 +594,11 @@ func (r *Reconciler) scheduled(c *metal3api.HostClaim) (metav1.Condition, bool) 
 		c.Annotations[hostfleetv1alpha1.AnnotationPlacedBy] != hostfleetv1alpha1.PlacedByScheduler {
 		return metav1.Condition{}, false
 	}
-	if cur := meta.FindStatusCondition(c.Status.Conditions, hostfleetv1alpha1.ConditionScheduled); cur != nil &&
-		cur.Status == metav1.ConditionTrue && cur.Reason == hostfleetv1alpha1.ReasonPlaced {
+	if hostfleetv1alpha1.SaysPlaced(c.Status.Conditions) {
 		return metav1.Condition{}, false
 	}
 	return metav1.Condition{Type: hostfleetv1alpha1.ConditionScheduled, Status: metav1.ConditionTrue,
-		Reason: hostfleetv1alpha1.ReasonPlaced, Message: "placed on " + r.ClusterName, ObservedGeneration: c.Generation}, true
+		Reason: hostfleetv1alpha1.ReasonPlaced, Message: hostfleetv1alpha1.PlacedMessage(r.ClusterName), ObservedGeneration: c.Generation}, true
 }
 
 func equalStatus(a, b metal3api.HostClaimStatus) bool {

@@ -26,10 +26,6 @@ import (
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
 )
 
-// placedBy is the value of hostfleetv1alpha1.AnnotationPlacedBy on the claims the scheduler
-// placed.
-const placedBy = hostfleetv1alpha1.PlacedByScheduler
-
 // Indexes on HostClaims.
 const (
 	// pendingIndex: the cluster of a claim placed there (not being
@@ -403,7 +399,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		c.Annotations = map[string]string{}
 	}
 	c.Labels[hostfleetv1alpha1.LabelCluster] = res.Cluster
-	c.Annotations[hostfleetv1alpha1.AnnotationPlacedBy] = placedBy
+	c.Annotations[hostfleetv1alpha1.AnnotationPlacedBy] = hostfleetv1alpha1.PlacedByScheduler
 	// Before the write: its event may be reconciled before Patch returns.
 	r.confirm.add(c.UID)
 	if err := r.Client.Patch(ctx, c, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
@@ -426,7 +422,7 @@ func (r *Reconciler) confirmGrace() time.Duration {
 // placed checks a claim that has a cluster: a tenant's pin must be in the
 // tenant's clusters; a placement that did not bind in time is undone.
 func (r *Reconciler) placed(ctx context.Context, c *metal3api.HostClaim, t *hostfleetv1alpha1.Tenant, cluster string, clusters []string) (ctrl.Result, error) {
-	if c.Annotations[hostfleetv1alpha1.AnnotationPlacedBy] != placedBy {
+	if c.Annotations[hostfleetv1alpha1.AnnotationPlacedBy] != hostfleetv1alpha1.PlacedByScheduler {
 		if !contains(clusters, cluster) {
 			return requeueOnConflict(r.setScheduled(ctx, c, false, hostfleetv1alpha1.ReasonPinnedOutsideSet, fmt.Sprintf(
 				"pinned to %s, which is not among the clusters of tenant %s (set %s: %s); pin one of them or remove the %s label",
@@ -435,7 +431,7 @@ func (r *Reconciler) placed(ctx context.Context, c *metal3api.HostClaim, t *host
 		return requeueOnConflict(r.setScheduled(ctx, c, true, hostfleetv1alpha1.ReasonPinned, "pinned by the tenant to "+cluster))
 	}
 	cond := meta.FindStatusCondition(c.Status.Conditions, hostfleetv1alpha1.ConditionScheduled)
-	saysPlaced := cond != nil && cond.Reason == hostfleetv1alpha1.ReasonPlaced && cond.Status == metav1.ConditionTrue
+	saysPlaced := hostfleetv1alpha1.SaysPlaced(c.Status.Conditions)
 	if !saysPlaced {
 		// The agent's to write, for a while: a remote claim's target
 		// writes none.
@@ -451,14 +447,14 @@ func (r *Reconciler) placed(ctx context.Context, c *metal3api.HostClaim, t *host
 		// deadline. A Scheduled condition that lost a write race to the
 		// agent is repaired, never left stale.
 		if !saysPlaced {
-			return requeueOnConflict(r.writeScheduled(ctx, c, true, hostfleetv1alpha1.ReasonPlaced, "placed on "+cluster, false))
+			return requeueOnConflict(r.writeScheduled(ctx, c, true, hostfleetv1alpha1.ReasonPlaced, hostfleetv1alpha1.PlacedMessage(cluster), false))
 		}
 		return ctrl.Result{}, nil
 	}
 	if !saysPlaced {
 		// Placed, and the agent did not say so in time: the deadline
 		// starts now. (The placement's Event was recorded with the label.)
-		res, err := requeueOnConflict(r.writeScheduled(ctx, c, true, hostfleetv1alpha1.ReasonPlaced, "placed on "+cluster, false))
+		res, err := requeueOnConflict(r.writeScheduled(ctx, c, true, hostfleetv1alpha1.ReasonPlaced, hostfleetv1alpha1.PlacedMessage(cluster), false))
 		if err == nil && res.IsZero() {
 			res.RequeueAfter = r.Deadline
 		}

@@ -356,6 +356,17 @@ func SetCondition(conds *[]metav1.Condition, c metav1.Condition) {
 	meta.SetStatusCondition(conds, c)
 }
 
+// PlacedMessage is the message of the Scheduled condition (Placed) of a
+// claim the scheduler placed on cluster, whether its agent or the
+// scheduler writes it.
+func PlacedMessage(cluster string) string { return "placed on " + cluster }
+
+// SaysPlaced reports whether the conditions hold Scheduled True, Placed.
+func SaysPlaced(conds []metav1.Condition) bool {
+	c := meta.FindStatusCondition(conds, ConditionScheduled)
+	return c != nil && c.Status == metav1.ConditionTrue && c.Reason == ReasonPlaced
+}
+
 // Forwarding of remote claims (hostfleet.io/kind=remote) over ManifestWork.
 const (
 	// ForwarderFinalizer is put on a remote claim by the hub's forwarder;
