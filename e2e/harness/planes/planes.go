@@ -68,6 +68,10 @@ type Options struct {
 	// the ServiceAccount admission plugin, which envtest disables, gives pods
 	// their token volume.
 	ForPods bool
+	// Logs keeps each plane's API server and etcd output in Dir
+	// (<plane>-apiserver.log, <plane>-etcd.log): the API server logs the
+	// steps of every request slower than 500 ms.
+	Logs bool
 }
 
 // Start starts one control plane per name, concurrently, and installs the CRDs
@@ -106,7 +110,7 @@ func Start(ctx context.Context, opts Options, names ...string) (*Fleet, error) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			p, err := f.startPlane(name, assets, sets, timeout, opts.ForPods)
+			p, err := f.startPlane(name, assets, sets, timeout, opts)
 			if err != nil {
 				errs[i] = fmt.Errorf("plane %s: %w", name, err)
 				return
@@ -123,7 +127,7 @@ func Start(ctx context.Context, opts Options, names ...string) (*Fleet, error) {
 	return f, ctx.Err()
 }
 
-func (f *Fleet) startPlane(name, assets string, sets []string, timeout time.Duration, forPods bool) (*Plane, error) {
+func (f *Fleet) startPlane(name, assets string, sets []string, timeout time.Duration, opts Options) (*Plane, error) {
 	crds, err := manifests.CRDs(sets...)
 	if err != nil {
 		return nil, err
@@ -141,7 +145,12 @@ func (f *Fleet) startPlane(name, assets string, sets []string, timeout time.Dura
 		ControlPlaneStartTimeout: timeout,
 		ControlPlaneStopTimeout:  30 * time.Second,
 	}
-	if forPods {
+	if opts.Logs {
+		if err := f.keepLogs(name, env); err != nil {
+			return nil, err
+		}
+	}
+	if opts.ForPods {
 		args := env.ControlPlane.GetAPIServer().Configure()
 		args.Set("enable-aggregator-routing", "true")
 		args.Disable("disable-admission-plugins")
@@ -159,6 +168,33 @@ func (f *Fleet) startPlane(name, assets string, sets []string, timeout time.Dura
 		return nil, errors.Join(err, env.Stop())
 	}
 	return p, nil
+}
+
+// keepLogs sends the plane's API server and etcd output to files in Dir,
+// closed by Stop.
+func (f *Fleet) keepLogs(name string, env *envtest.Environment) error {
+	open := func(what string) (*os.File, error) {
+		file, err := os.Create(filepath.Join(f.Dir, name+"-"+what+".log"))
+		if err != nil {
+			return nil, fmt.Errorf("keep logs: %w", err)
+		}
+		f.mu.Lock()
+		f.closers = append(f.closers, file.Close)
+		f.mu.Unlock()
+		return file, nil
+	}
+	api, err := open("apiserver")
+	if err != nil {
+		return err
+	}
+	etcd, err := open("etcd")
+	if err != nil {
+		return err
+	}
+	server := env.ControlPlane.GetAPIServer()
+	server.Out, server.Err = api, api
+	env.ControlPlane.Etcd = &envtest.Etcd{Out: etcd, Err: etcd}
+	return nil
 }
 
 // Plane returns the named plane, or nil.

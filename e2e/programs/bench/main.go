@@ -84,6 +84,13 @@ func main() {
 	pprofAddr := flag.String("pprof", "", "serve this process's net/http/pprof on this address (e.g. localhost:6060): profiles taken mid-run")
 	flag.Parse()
 	ctrl.SetLogger(logr.Discard())
+	if *observeSpec != "" {
+		if err := runObserver(*observeSpec); err != nil {
+			fmt.Fprintln(os.Stderr, "bench: observer:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if *pprofAddr != "" {
 		go func() {
 			srv := &http.Server{Addr: *pprofAddr, ReadHeaderTimeout: 10 * time.Second}
@@ -133,19 +140,29 @@ func main() {
 	}
 }
 
+// keepLogs keeps the planes' logs: their directory is not removed.
+var keepLogs = flag.Bool("keep-logs", false, "keep the planes' API server and etcd logs (the API server logs the steps of requests slower than 500 ms) in the directory printed at the end")
+
 // startPlanes starts the named planes in a temporary directory; stop stops
-// them and removes it.
+// them and removes it, unless -keep-logs.
 func startPlanes(ctx context.Context, names ...string) (f *planes.Fleet, stop func(), err error) {
 	dir, err := os.MkdirTemp("", "hostfleet-bench-")
 	if err != nil {
 		return nil, nil, err
 	}
-	f, err = planes.Start(ctx, planes.Options{Dir: dir}, names...)
+	f, err = planes.Start(ctx, planes.Options{Dir: dir, Logs: *keepLogs}, names...)
 	if err != nil {
 		_ = os.RemoveAll(dir)
 		return nil, nil, err
 	}
-	return f, func() { _ = f.Stop(); _ = os.RemoveAll(dir) }, nil
+	return f, func() {
+		_ = f.Stop()
+		if *keepLogs {
+			fmt.Fprintln(os.Stderr, "bench: planes' logs kept in", dir)
+			return
+		}
+		_ = os.RemoveAll(dir)
+	}, nil
 }
 
 // writeCounter counts the requests that change something, and the reads

@@ -8,6 +8,7 @@ import (
 	"flag"
 	"fmt"
 	"maps"
+	"os"
 	"os/exec"
 	"slices"
 	"strconv"
@@ -54,6 +55,14 @@ type scaleResult struct {
 	// behind: a watcher that does not take its events in time holds up
 	// every other's.
 	watches, terminated float64
+	// slowCreates are claim creates the hub API server took over 1 s to
+	// serve, slowEtcd its etcd requests over 1 s: a stall the server
+	// measured, not its clients.
+	slowCreates, slowEtcd float64
+	// observerWaited is the longest a goroutine of the process that
+	// creates and watches the claims waited to run: a measure of the
+	// measurement.
+	observerWaited time.Duration
 }
 
 // runScale runs the scale benchmark at each number of clusters and prints
@@ -128,6 +137,10 @@ func printScale(rs []scaleResult) {
 	row("hub watches ended, closed for falling behind", func(r scaleResult) string {
 		return fmt.Sprintf("%.0f, %.0f", r.watches, r.terminated)
 	})
+	row("hub claim creates over 1 s; etcd requests over 1 s", func(r scaleResult) string {
+		return fmt.Sprintf("%.0f; %.0f", r.slowCreates, r.slowEtcd)
+	})
+	row("observer's goroutines waited to run, at most", func(r scaleResult) string { return r.observerWaited.String() })
 }
 
 func pair(d [2]time.Duration) string {
@@ -299,20 +312,6 @@ func scaleRun(clusters, hostsPer, infraPlanes int, rate float64, hubBin string) 
 	}
 	res.setup = time.Since(began)
 
-	// The claims, at a steady rate, unpinned: the hub scheduler places them.
-	// Scheduled: placed on a cluster (its label), which is what the agent
-	// acts on; the Scheduled condition may come later when it loses a
-	// status write race to the agent.
-	scheduled, err := newClaimWatch(hubPlane.Config, f.Scheme, scaleNS, func(c *metal3api.HostClaim) bool {
-		return c.Labels[hostfleetv1alpha1.LabelCluster] != ""
-	})
-	if err != nil {
-		return res, err
-	}
-	readyWatch, err := newClaimWatch(hubPlane.Config, f.Scheme, scaleNS, ready)
-	if err != nil {
-		return res, err
-	}
 	serverBefore, err := hubPlane.APIServerUsage()
 	if err != nil {
 		return res, err
@@ -327,7 +326,6 @@ func scaleRun(clusters, hostsPer, infraPlanes int, rate float64, hubBin string) 
 	}
 	others := planeUsage(f, names[1:]...)
 	fmt.Printf("  %d claims at %.0f/s\n", res.claims, rate)
-	created := make([]time.Time, res.claims)
 	tl := &timeline{window: 10 * time.Second}
 	tlCtx, tlStop := context.WithCancel(ctx)
 	defer tlStop()
@@ -340,43 +338,30 @@ func scaleRun(clusters, hostsPer, infraPlanes int, rate float64, hubBin string) 
 				return sample{}, err
 			}
 			req, err := apiRequests(ctx, hubPlane.Config)
-			return sample{at: time.Now(), cpu: u.CPU, watches: req[keyWatches]}, err
+			if err != nil {
+				return sample{}, err
+			}
+			own, err := planes.ProcessUsage(os.Getpid())
+			return sample{at: time.Now(), cpu: u.CPU, watches: req[keyWatches], terminated: req[keyTerminated], slowCreates: req[keySlowCreates], slowEtcd: req[keySlowEtcd],
+				bench: own.CPU, runtime: readRuntime()}, err
 		})
 	}()
-	start := time.Now()
-	schedDone := make(chan error, 1)
-	go func() { schedDone <- scheduled.wait(ctx, res.claims, 20*time.Minute, nil) }()
-	createDone := make(chan error, 1)
-	go func() {
-		// A steady rate whatever each create takes: up to 64 in flight.
-		tick := time.NewTicker(time.Duration(float64(time.Second) / rate))
-		defer tick.Stop()
-		inFlight := make(chan struct{}, 64)
-		for i := 0; i < res.claims; i++ {
-			<-tick.C
-			inFlight <- struct{}{}
-			c := &metal3api.HostClaim{ObjectMeta: metav1.ObjectMeta{Namespace: scaleNS, Name: fmt.Sprintf("claim-%05d", i)}}
-			created[i] = time.Now()
-			go func() {
-				defer func() { <-inFlight }()
-				if err := hub.Create(ctx, c); err != nil {
-					select {
-					case createDone <- err:
-					default:
-					}
-				}
-			}()
-		}
-	}()
-	if err := readyWatch.wait(ctx, res.claims, 20*time.Minute, createDone); err != nil {
-		return res, fmt.Errorf("claims Ready: %w\nhub: %s", err, tail(hubOut.String()))
+	// The claims, at a steady rate, unpinned: the hub scheduler places
+	// them. Created and watched from a process of the bench's own.
+	obs, err := observe(ctx, observeRequest{Kubeconfig: hubPlane.Kubeconfig, Namespace: scaleNS, Claims: res.claims, Rate: rate})
+	if err != nil {
+		return res, fmt.Errorf("%w\nhub: %s", err, tail(hubOut.String()))
 	}
-	res.elapsed = time.Since(start)
+	start, created := obs.Start, obs.Created
+	res.observerWaited = obs.Waited
+	if len(obs.Relists) > 0 {
+		fmt.Printf("  the observer's watches listed every claim again at %s\n", strings.Join(obs.Relists, ", "))
+	}
+	for _, t := range obs.Ready {
+		res.elapsed = max(res.elapsed, t.Sub(start))
+	}
 	tlStop()
 	<-tlDone
-	if err := <-schedDone; err != nil {
-		return res, err
-	}
 	serverAfter, err := hubPlane.APIServerUsage()
 	if err != nil {
 		return res, err
@@ -404,8 +389,10 @@ func scaleRun(clusters, hostsPer, infraPlanes int, rate float64, hubBin string) 
 		}
 	}
 	res.watches, res.terminated = res.requests[keyWatches], res.requests[keyTerminated]
-	delete(res.requests, keyWatches)
-	delete(res.requests, keyTerminated)
+	res.slowCreates, res.slowEtcd = res.requests[keySlowCreates], res.requests[keySlowEtcd]
+	for _, k := range []string{keyWatches, keyTerminated, keySlowCreates, keySlowEtcd} {
+		delete(res.requests, k)
+	}
 	var sched, rdy []time.Duration
 	slow := map[int]int{} // placed after more than 1 s, by minute of creation
 	// Of the late ones: created → seen by the bench's watch (the API
@@ -413,14 +400,13 @@ func scaleRun(clusters, hostsPer, infraPlanes int, rate float64, hubBin string) 
 	var delivered, placing []time.Duration
 	late := make([]bool, len(created))
 	for i := range created {
-		name := fmt.Sprintf("claim-%05d", i)
-		sched = append(sched, scheduled.times[name].Sub(created[i]))
-		rdy = append(rdy, readyWatch.times[name].Sub(created[i]))
+		sched = append(sched, obs.Placed[i].Sub(created[i]))
+		rdy = append(rdy, obs.Ready[i].Sub(created[i]))
 		if sched[i] > time.Second {
 			late[i] = true
 			slow[int(created[i].Sub(start).Minutes())]++
-			delivered = append(delivered, scheduled.seen[name].Sub(created[i]))
-			placing = append(placing, scheduled.times[name].Sub(scheduled.seen[name]))
+			delivered = append(delivered, obs.Seen[i].Sub(created[i]))
+			placing = append(placing, obs.Placed[i].Sub(obs.Seen[i]))
 		}
 	}
 	printSlow(slow, delivered, placing)
@@ -464,10 +450,32 @@ const (
 	// keyTerminated: watchers the API server closed because they fell
 	// behind its events (apiserver_terminated_watchers_total).
 	keyTerminated = "terminated"
+	// keySlowCreates: claim creates the API server took over 1 s to serve
+	// (apiserver_request_duration_seconds).
+	keySlowCreates = "slow creates"
+	// keySlowEtcd: the API server's etcd requests that took over 1 s
+	// (etcd_request_duration_seconds).
+	keySlowEtcd = "slow etcd"
 )
 
+// overOneSecond counts, from a histogram's _count and le="1" _bucket lines,
+// the observations over 1 s: the count adds, the bucket subtracts.
+func overOneSecond(line, name string) (float64, bool) {
+	sign := 0.0
+	switch {
+	case strings.HasPrefix(line, name+"_count{"):
+		sign = 1
+	case strings.HasPrefix(line, name+"_bucket{") && strings.Contains(line, `le="1"}`):
+		sign = -1
+	default:
+		return 0, false
+	}
+	v, err := strconv.ParseFloat(line[strings.LastIndexByte(line, ' ')+1:], 64)
+	return sign * v, err == nil
+}
+
 // apiRequests reads the API server's request counts (apiserver_request_total)
-// by verb, and keyTerminated.
+// by verb, and keyTerminated, keySlowCreates and keySlowEtcd.
 func apiRequests(ctx context.Context, cfg *rest.Config) (map[string]float64, error) {
 	kube, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
@@ -482,6 +490,16 @@ func apiRequests(ctx context.Context, cfg *rest.Config) (map[string]float64, err
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for sc.Scan() {
 		line := sc.Text()
+		if v, ok := overOneSecond(line, "etcd_request_duration_seconds"); ok {
+			out[keySlowEtcd] += v
+			continue
+		}
+		if strings.Contains(line, `resource="hostclaims"`) && strings.Contains(line, `verb="POST"`) {
+			if v, ok := overOneSecond(line, "apiserver_request_duration_seconds"); ok {
+				out[keySlowCreates] += v
+				continue
+			}
+		}
 		if strings.HasPrefix(line, "apiserver_terminated_watchers_total{") {
 			if v, err := strconv.ParseFloat(line[strings.LastIndexByte(line, ' ')+1:], 64); err == nil {
 				out[keyTerminated] += v

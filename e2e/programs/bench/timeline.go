@@ -3,24 +3,57 @@ package main
 import (
 	"context"
 	"fmt"
+	"runtime/metrics"
 	"slices"
 	"time"
 )
 
 // timeline samples the hub during the claims, every window: its API
-// server's CPU and the watch requests that ended (their clients watch
-// again). When claims were placed late, the windows they were created in are
-// printed beside what the hub did then, and the median window: a stall can
-// be matched with a burst of CPU or of watches.
+// server's CPU, the watch requests that ended (their clients watch again),
+// the watchers it closed for falling behind, the claim creates and etcd
+// requests it took over 1 s to serve; and this process (every agent): its
+// CPU, the longest a runnable goroutine waited to run and the longest
+// stop-the-world pause. When claims were placed late, the windows they were
+// created in are printed beside these, and the median window.
 type timeline struct {
 	window  time.Duration
 	samples []sample
 }
 
 type sample struct {
-	at      time.Time
-	cpu     time.Duration
-	watches float64
+	at                             time.Time
+	cpu, bench                     time.Duration
+	watches, slowCreates, slowEtcd float64
+	terminated                     float64
+	runtime                        []metrics.Sample
+}
+
+// runtimeMetrics are this process's scheduling latencies and stop-the-world
+// pauses, cumulative histograms.
+var runtimeMetrics = []string{"/sched/latencies:seconds", "/sched/pauses/total/gc:seconds"}
+
+func readRuntime() []metrics.Sample {
+	s := make([]metrics.Sample, len(runtimeMetrics))
+	for i, name := range runtimeMetrics {
+		s[i].Name = name
+	}
+	metrics.Read(s)
+	return s
+}
+
+// longest returns the upper bound of the highest bucket that counted
+// between two reads of a cumulative histogram.
+func longest(a, b metrics.Sample) time.Duration {
+	if a.Value.Kind() != metrics.KindFloat64Histogram || b.Value.Kind() != metrics.KindFloat64Histogram {
+		return 0
+	}
+	ha, hb := a.Value.Float64Histogram(), b.Value.Float64Histogram()
+	for i := len(hb.Counts) - 1; i >= 0; i-- {
+		if i < len(ha.Counts) && hb.Counts[i] > ha.Counts[i] {
+			return time.Duration(hb.Buckets[i+1] * float64(time.Second))
+		}
+	}
+	return 0
 }
 
 // run samples until ctx is done; read failures skip the sample.
@@ -47,15 +80,21 @@ func (t *timeline) print(start time.Time, created []time.Time, late []bool) {
 		return
 	}
 	type window struct {
-		created, late int
-		cores         float64
-		watches       float64
+		created, late                  int
+		cores, benchCores              float64
+		watches, slowCreates, slowEtcd float64
+		terminated                     float64
+		wait, pause                    time.Duration
 	}
 	ws := make([]window, len(t.samples)-1)
 	for i := range ws {
 		a, b := t.samples[i], t.samples[i+1]
-		ws[i].cores = (b.cpu - a.cpu).Seconds() / b.at.Sub(a.at).Seconds()
-		ws[i].watches = b.watches - a.watches
+		secs := b.at.Sub(a.at).Seconds()
+		ws[i] = window{cores: (b.cpu - a.cpu).Seconds() / secs, benchCores: (b.bench - a.bench).Seconds() / secs,
+			watches: b.watches - a.watches, terminated: b.terminated - a.terminated, slowCreates: b.slowCreates - a.slowCreates, slowEtcd: b.slowEtcd - a.slowEtcd}
+		if len(a.runtime) == len(runtimeMetrics) && len(b.runtime) == len(runtimeMetrics) {
+			ws[i].wait, ws[i].pause = longest(a.runtime[0], b.runtime[0]), longest(a.runtime[1], b.runtime[1])
+		}
 	}
 	first := t.samples[0].at
 	for i, c := range created {
@@ -68,20 +107,23 @@ func (t *timeline) print(start time.Time, created []time.Time, late []bool) {
 			ws[w].late++
 		}
 	}
-	cores := make([]float64, len(ws))
-	watches := make([]float64, len(ws))
-	for i, w := range ws {
-		cores[i], watches[i] = w.cores, w.watches
+	median := func(f func(window) float64) float64 {
+		v := make([]float64, len(ws))
+		for i, w := range ws {
+			v[i] = f(w)
+		}
+		slices.Sort(v)
+		return v[len(v)/2]
 	}
-	slices.Sort(cores)
-	slices.Sort(watches)
-	fmt.Printf("    by %s window: the median one, hub API server %.2f cores, %.0f watches ended\n",
-		t.window, cores[len(cores)/2], watches[len(watches)/2])
+	fmt.Printf("    by %s window: the median one, hub API server %.2f cores, %.0f watches ended; agents %.2f cores, their goroutines waited up to %s\n",
+		t.window, median(func(w window) float64 { return w.cores }), median(func(w window) float64 { return w.watches }),
+		median(func(w window) float64 { return w.benchCores }), time.Duration(median(func(w window) float64 { return float64(w.wait) })))
 	for i, w := range ws {
 		if w.late == 0 && (i+1 >= len(ws) || ws[i+1].late == 0) {
 			continue
 		}
-		fmt.Printf("    +%4.0fs: %3d created, %3d late; hub API server %.2f cores, %.0f watches ended\n",
-			t.samples[i].at.Sub(start).Seconds(), w.created, w.late, w.cores, w.watches)
+		fmt.Printf("    +%4.0fs: %3d created, %3d late; hub API server %.2f cores, %.0f watches ended (%.0f closed for falling behind), %.0f creates and %.0f etcd requests over 1 s; "+
+			"agents %.2f cores, their goroutines waited up to %s, paused up to %s\n",
+			t.samples[i].at.Sub(start).Seconds(), w.created, w.late, w.cores, w.watches, w.terminated, w.slowCreates, w.slowEtcd, w.benchCores, w.wait, w.pause)
 	}
 }

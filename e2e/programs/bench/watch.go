@@ -31,6 +31,9 @@ type claimWatch struct {
 	seen map[string]time.Time
 	// waiting is the last seen version of each claim not met yet.
 	waiting map[string]*metal3api.HostClaim
+	// relists says when and why the watch listed again after its first
+	// list.
+	relists []string
 }
 
 func newClaimWatch(cfg *rest.Config, scheme *runtime.Scheme, ns string, met func(*metal3api.HostClaim) bool) (*claimWatch, error) {
@@ -63,7 +66,10 @@ func (w *claimWatch) wait(ctx context.Context, n int, timeout time.Duration, sto
 			return nil
 		}
 	}
-	for {
+	for first := true; ; first = false {
+		if !first {
+			w.relists = append(w.relists, time.Now().Format("15:04:05.000"))
+		}
 		var list metal3api.HostClaimList
 		if err := w.c.List(ctx, &list, client.InNamespace(w.ns)); err != nil {
 			if err := retry(err); err != nil {
