@@ -360,6 +360,13 @@ func run(n, workers int, upstream string) error {
 	}
 	upRate := float64(n) / up.elapsed.Seconds()
 
+	fmt.Printf("making the three writes of %d bound claims with nothing else\n", n)
+	fl, err := floor(ctx, f, client.ObjectKey{Namespace: "tenant-a", Name: "c0000"}, n, workers)
+	if err != nil {
+		return err
+	}
+	floorRate := float64(n) / fl.elapsed.Seconds()
+
 	fmt.Printf("\nbinding, %d claims on %d hosts, %d workers\n", n, n, workers)
 	fmt.Printf("  baseline: the infrastructure API server accepts %.0f BareMetalHost patches/s from %d writers (CPU per patch: API server %s, writers %s)\n",
 		baseRate, workers, baseUsed["infra-1"]/time.Duration(n), baseUsed[""]/time.Duration(n))
@@ -369,6 +376,10 @@ func run(n, workers int, upstream string) error {
 		upRate, up.elapsed.Round(10*time.Millisecond), n, upRate/baseRate, float64(up.writes)/float64(n),
 		up.server/time.Duration(n), up.controller/time.Duration(n))
 	fmt.Printf("             (baremetal-operator %s pkg/hostclaim in one cluster: claims and hosts on the infrastructure plane, no finalizer, no labels)\n", upstreamVersion)
+	fmt.Printf("  floor:    %.0f claims/s (%s for %d); ratio %.2f: the agent's three writes, copied from a claim it bound, from %d writers with nothing else (no reads, no cache, no decisions); CPU per claim: hub API server %s, infrastructure API server %s, writers %s\n",
+		floorRate, fl.elapsed.Round(10*time.Millisecond), n, floorRate/baseRate, workers,
+		fl.used["hub"]/time.Duration(n), fl.used["infra-1"]/time.Duration(n), fl.used[""]/time.Duration(n))
+	fmt.Printf("            Hostfleet binds at %.2f of the floor\n", rate/floorRate)
 	fmt.Printf("  writes:   %.1f API writes per bound claim (hub %.1f, infrastructure %.1f)\n",
 		float64(hw+mw)/float64(n), float64(hw)/float64(n), float64(mw)/float64(n))
 	fmt.Printf("            hub: %s\n            infrastructure: %s\n", hubWrites.breakdown(n), managedWrites.breakdown(n))
