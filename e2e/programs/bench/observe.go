@@ -42,9 +42,10 @@ type observation struct {
 	Start                        time.Time
 	Created, Seen, Placed, Ready []time.Time
 	Waited                       time.Duration
-	// Relists are the times the watches listed every claim again.
-	Relists []string
-	Err     string
+	// Relists are the times the watches listed every claim again;
+	// Resumes the times they watched again from the last version seen.
+	Relists, Resumes []string
+	Err              string
 }
 
 // observe runs the observer in a child process and returns what it saw.
@@ -140,6 +141,7 @@ func observeClaims(req observeRequest) (observation, error) {
 	}
 	o.Waited = longest(waitedBefore[0], readRuntime()[0])
 	o.Relists = append(placed.relists, readyWatch.relists...)
+	o.Resumes = append(placed.resumes, readyWatch.resumes...)
 	o.Seen, o.Placed, o.Ready = make([]time.Time, req.Claims), make([]time.Time, req.Claims), make([]time.Time, req.Claims)
 	for i := range req.Claims {
 		name := claimName(i)

@@ -357,6 +357,9 @@ func scaleRun(clusters, hostsPer, infraPlanes int, rate float64, hubBin string) 
 	if len(obs.Relists) > 0 {
 		fmt.Printf("  the observer's watches listed every claim again at %s\n", strings.Join(obs.Relists, ", "))
 	}
+	if len(obs.Resumes) > 0 {
+		fmt.Printf("  the observer's watches ended and watched again at %s\n", strings.Join(obs.Resumes, ", "))
+	}
 	for _, t := range obs.Ready {
 		res.elapsed = max(res.elapsed, t.Sub(start))
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	metal3api "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -31,9 +32,9 @@ type claimWatch struct {
 	seen map[string]time.Time
 	// waiting is the last seen version of each claim not met yet.
 	waiting map[string]*metal3api.HostClaim
-	// relists says when and why the watch listed again after its first
-	// list.
-	relists []string
+	// relists says when the watch listed again after its first list;
+	// resumes when it watched again from the last version it saw.
+	relists, resumes []string
 }
 
 func newClaimWatch(cfg *rest.Config, scheme *runtime.Scheme, ns string, met func(*metal3api.HostClaim) bool) (*claimWatch, error) {
@@ -83,44 +84,74 @@ func (w *claimWatch) wait(ctx context.Context, n int, timeout time.Duration, sto
 		if len(w.times) >= n {
 			return nil
 		}
-		wi, err := w.c.Watch(ctx, &metal3api.HostClaimList{}, client.InNamespace(w.ns),
-			&client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: list.ResourceVersion}})
-		if err != nil {
-			if err := retry(err); err != nil {
+		// Watch from the list's version, and again from the last version
+		// seen when a watch ends (the server closes watches, e.g. one that
+		// fell behind): a list of every claim costs the hub what the bench
+		// measures, so only a version the server no longer has, or a watch
+		// quiet for long, lists again.
+		for rv := list.ResourceVersion; ; {
+			wi, err := w.c.Watch(ctx, &metal3api.HostClaimList{}, client.InNamespace(w.ns),
+				&client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: rv, AllowWatchBookmarks: true}})
+			if err != nil {
+				if err := retry(err); err != nil {
+					return err
+				}
+				break
+			}
+			next, done, err := w.follow(ctx, wi, n, stop)
+			wi.Stop()
+			if done || err != nil {
 				return err
 			}
-			continue
+			if next == "" {
+				break
+			}
+			w.resumes = append(w.resumes, time.Now().Format("15:04:05.000"))
+			rv = next
 		}
-		done, err := w.follow(ctx, wi, n, stop)
-		wi.Stop()
-		if done || err != nil {
-			return err
-		}
-		// The watch ended (expired): list again.
 	}
 }
 
-func (w *claimWatch) follow(ctx context.Context, wi watch.Interface, n int, stop <-chan error) (bool, error) {
+// follow reads a watch until n claims have met the condition (done), the
+// watch ends, or stop or ctx says so. It returns the last resourceVersion the
+// watch delivered, to watch again from; "" when the watch must not be
+// resumed but listed again (the version is gone, or it was quiet for long).
+func (w *claimWatch) follow(ctx context.Context, wi watch.Interface, n int, stop <-chan error) (string, bool, error) {
+	var rv string
 	for {
 		select {
 		case err := <-stop:
-			return false, fmt.Errorf("stopped with %d of %d claims: %v", len(w.times), n, err)
+			return "", false, fmt.Errorf("stopped with %d of %d claims: %v", len(w.times), n, err)
 		case <-ctx.Done():
-			return false, fmt.Errorf("only %d of %d claims: %w", len(w.times), n, ctx.Err())
+			return "", false, fmt.Errorf("only %d of %d claims: %w", len(w.times), n, ctx.Err())
 		case <-time.After(30 * time.Second):
 			// Quiet for long: list again rather than trust the watch.
 			fmt.Fprintf(os.Stderr, "watch: quiet for 30s with %d of %d claims; listing again\n", len(w.times), n)
 			w.printWaiting(3)
-			return false, nil
+			return "", false, nil
 		case ev, ok := <-wi.ResultChan():
 			if !ok {
-				return false, nil
+				return rv, false, nil
 			}
-			if c, isClaim := ev.Object.(*metal3api.HostClaim); isClaim && ev.Type != watch.Deleted {
-				w.see(c)
+			switch ev.Type {
+			case watch.Error:
+				// 410 Gone, or any other error: list again.
+				fmt.Fprintf(os.Stderr, "watch: %v; listing again\n", apierrors.FromObject(ev.Object))
+				return "", false, nil
+			case watch.Bookmark:
+				if o, isObject := ev.Object.(client.Object); isObject {
+					rv = o.GetResourceVersion()
+				}
+				continue
+			}
+			if c, isClaim := ev.Object.(*metal3api.HostClaim); isClaim {
+				rv = c.ResourceVersion
+				if ev.Type != watch.Deleted {
+					w.see(c)
+				}
 			}
 			if len(w.times) >= n {
-				return true, nil
+				return rv, true, nil
 			}
 		}
 	}
