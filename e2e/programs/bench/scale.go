@@ -7,9 +7,11 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"maps"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -171,6 +173,16 @@ func scaleRun(clusters, hostsPer, infraPlanes int, rate float64, hubBin string) 
 	hubCmd := exec.Command(hubBin, "--kubeconfig", hubPlane.Kubeconfig, "--addon-manager=false", "--leader-elect=false",
 		"--metrics-bind-address=0", "--health-probe-bind-address=0", "--pprof-bind-address="+*hubPprof)
 	hubCmd.Stdout, hubCmd.Stderr = &hubOut, &hubOut
+	if *keepLogs {
+		// Its decisions too (V(1)), beside the planes' logs.
+		hubCmd.Args = append(hubCmd.Args, "--zap-log-level=debug")
+		logFile, err := os.Create(filepath.Join(f.Dir, "hostfleet-hub.log"))
+		if err != nil {
+			return res, err
+		}
+		defer logFile.Close()
+		hubCmd.Stdout, hubCmd.Stderr = io.MultiWriter(&hubOut, logFile), io.MultiWriter(&hubOut, logFile)
+	}
 	if err := hubCmd.Start(); err != nil {
 		return res, fmt.Errorf("start %s (make bench-scale builds it): %w", hubBin, err)
 	}
