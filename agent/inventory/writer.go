@@ -23,7 +23,10 @@ import (
 // Writer publishes the cluster's HostInventory on the hub, in the cluster's
 // namespace, named after the cluster. It recomputes the inventory every
 // Interval from cached hosts and policies and writes only when it changed: at
-// most one write per Interval, however many host events happen.
+// most one write per Interval, however many host events happen. The one
+// exception settles a claim bound in the second of a write (see unsettled):
+// the inventory is written again as soon as that second is over, not a whole
+// Interval later, so that the scheduler does not hold the host back.
 //
 // The first write of a run is a server-side apply (it creates the inventory
 // and takes its fields over); the later ones are merge patches from the
@@ -66,15 +69,40 @@ func (w *Writer) Start(ctx context.Context) error {
 	t := time.NewTicker(w.Interval)
 	defer t.Stop()
 	for {
+		before := w.writes.Load()
 		if err := w.Once(ctx); err != nil {
 			log.Error(err, "write HostInventory", "cluster", w.ClusterName)
 		}
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-t.C:
+		settle := w.settleAfter(before)
+		for waiting := true; waiting; {
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-t.C:
+				waiting = false
+			case <-settle:
+				settle = nil
+				if unsettled, err := w.unsettled(ctx); err == nil && unsettled {
+					waiting = false
+				}
+			}
 		}
 	}
+}
+
+// settleMargin is how long after the second of a write the writer looks for
+// claims bound in that second: their status writes are in the cache by then.
+const settleMargin = 100 * time.Millisecond
+
+// settleAfter fires just after the second of the last write, when the round
+// that began at writesBefore wrote; nil (never) otherwise. A claim bound in
+// that second is then settled by one more write, rather than at the next
+// tick: near a full fleet, the scheduler holds its host back until then.
+func (w *Writer) settleAfter(writesBefore int64) <-chan time.Time {
+	if w.writes.Load() == writesBefore || w.written == nil || w.written.Status.LastUpdated == nil {
+		return nil
+	}
+	return time.After(time.Until(w.written.Status.LastUpdated.Add(time.Second)) + settleMargin)
 }
 
 // Once computes the inventory and writes it if it changed, or if the hub

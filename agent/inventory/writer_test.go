@@ -137,3 +137,48 @@ func TestWriter(t *testing.T) {
 		g.Expect(inv.Status.Available).To(Equal(int32(n/2 - 1)))
 	}).WithTimeout(10 * time.Second).Should(Succeed())
 }
+
+// TestWriterSettlesWithinSeconds: a claim bound in the second of a write is
+// settled by writes a second apart, not a whole interval later, and the
+// writes stop once the inventory's time is past the binding.
+func TestWriterSettlesWithinSeconds(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	f := planes.ForTest(t, "hub", "infra-1")
+	hub, infra := f.Plane("hub").Client, f.Plane("infra-1").Client
+	for _, o := range []client.Object{
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "infra-1"}},
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "tenant-a", Labels: map[string]string{hostfleetv1alpha1.LabelTenant: "a"}}},
+	} {
+		g.Expect(hub.Create(ctx, o)).To(Succeed())
+	}
+	// A claim whose binding is in the second that starts in one to two
+	// seconds: the first writes come before or in it, and each is
+	// unsettled until one is written after it.
+	boundAt := metav1.NewTime(time.Now().Truncate(time.Second).Add(2 * time.Second))
+	c := &metal3api.HostClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant-a", Name: "c",
+		Labels: map[string]string{hostfleetv1alpha1.LabelCluster: "infra-1"}}}
+	g.Expect(hub.Create(ctx, c)).To(Succeed())
+	c.Status.Conditions = []metav1.Condition{{Type: hostfleetv1alpha1.ConditionAssociated, Status: metav1.ConditionTrue,
+		Reason: "Bound", LastTransitionTime: boundAt}}
+	g.Expect(hub.Status().Update(ctx, c)).To(Succeed())
+
+	// An interval far longer than the test: only the settling writes can
+	// write after the first.
+	w := &inventory.Writer{Hub: hub, Managed: infra, ClusterName: "infra-1", Interval: time.Hour}
+	runCtx, cancel := context.WithCancel(ctx)
+	done := make(chan error)
+	go func() { done <- w.Start(runCtx) }()
+	t.Cleanup(func() { cancel(); <-done })
+
+	inv := &hostfleetv1alpha1.HostInventory{}
+	g.Eventually(func(g Gomega) {
+		g.Expect(hub.Get(ctx, client.ObjectKey{Namespace: "infra-1", Name: "infra-1"}, inv)).To(Succeed())
+		g.Expect(inv.Status.LastUpdated).NotTo(BeNil())
+		g.Expect(inv.Status.LastUpdated.After(boundAt.Time)).To(BeTrue(), "written after the binding's second: %s", inv.Status.LastUpdated)
+	}).WithTimeout(10 * time.Second).Should(Succeed())
+	g.Expect(w.Writes()).To(BeNumerically(">=", 2))
+	// Settled: no more writes.
+	settled := w.Writes()
+	g.Consistently(w.Writes).WithTimeout(3 * time.Second).Should(Equal(settled))
+}
