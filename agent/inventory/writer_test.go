@@ -23,15 +23,9 @@ import (
 func TestWriter(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	f := planes.ForTest(t, "hub", "infra-1")
-	hub, infra := f.Plane("hub").Client, f.Plane("infra-1").Client
-	for _, o := range []client.Object{
-		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "infra-1"}},
-		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "tenant-a", Labels: map[string]string{hostfleetv1alpha1.LabelTenant: "a"}}},
-		&hostfleetv1alpha1.Tenant{ObjectMeta: metav1.ObjectMeta{Name: "a"}, Spec: hostfleetv1alpha1.TenantSpec{ClusterSet: "lab", LabelSyncPrefixes: []string{"example.com"}}},
-	} {
-		g.Expect(hub.Create(ctx, o)).To(Succeed())
-	}
+	hub, infra := writerPlanes(t)
+	g.Expect(hub.Create(ctx, &hostfleetv1alpha1.Tenant{ObjectMeta: metav1.ObjectMeta{Name: "a"},
+		Spec: hostfleetv1alpha1.TenantSpec{ClusterSet: "lab", LabelSyncPrefixes: []string{"example.com"}}})).To(Succeed())
 	g.Expect(infra.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "hosts"}})).To(Succeed())
 	g.Expect(infra.Create(ctx, &metal3api.HostDeployPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: "hosts", Name: "p"},
 		Spec: metal3api.HostDeployPolicySpec{HostClaimNamespaces: &metal3api.HostClaimNamespaces{NameMatches: "^tenant-"}}})).To(Succeed())
@@ -48,10 +42,7 @@ func TestWriter(t *testing.T) {
 	var seen atomic.Bool
 	seen.Store(true)
 	w := &inventory.Writer{Hub: hub, Managed: infra, ClusterName: "infra-1", Interval: time.Second, HostWritesSeen: func(context.Context) bool { return seen.Load() }}
-	runCtx, cancel := context.WithCancel(ctx)
-	done := make(chan error)
-	go func() { done <- w.Start(runCtx) }()
-	t.Cleanup(func() { cancel(); <-done })
+	run(t, w)
 
 	inv := &hostfleetv1alpha1.HostInventory{}
 	g.Eventually(func(g Gomega) {
@@ -144,14 +135,7 @@ func TestWriter(t *testing.T) {
 func TestWriterSettlesWithinSeconds(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	f := planes.ForTest(t, "hub", "infra-1")
-	hub, infra := f.Plane("hub").Client, f.Plane("infra-1").Client
-	for _, o := range []client.Object{
-		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "infra-1"}},
-		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "tenant-a", Labels: map[string]string{hostfleetv1alpha1.LabelTenant: "a"}}},
-	} {
-		g.Expect(hub.Create(ctx, o)).To(Succeed())
-	}
+	hub, infra := writerPlanes(t)
 	// A claim whose binding is in the second that starts in one to two
 	// seconds: the first writes come before or in it, and each is
 	// unsettled until one is written after it.
@@ -166,10 +150,7 @@ func TestWriterSettlesWithinSeconds(t *testing.T) {
 	// An interval far longer than the test: only the settling writes can
 	// write after the first.
 	w := &inventory.Writer{Hub: hub, Managed: infra, ClusterName: "infra-1", Interval: time.Hour}
-	runCtx, cancel := context.WithCancel(ctx)
-	done := make(chan error)
-	go func() { done <- w.Start(runCtx) }()
-	t.Cleanup(func() { cancel(); <-done })
+	run(t, w)
 
 	inv := &hostfleetv1alpha1.HostInventory{}
 	g.Eventually(func(g Gomega) {
@@ -181,4 +162,27 @@ func TestWriterSettlesWithinSeconds(t *testing.T) {
 	// Settled: no more writes.
 	settled := w.Writes()
 	g.Consistently(w.Writes).WithTimeout(3 * time.Second).Should(Equal(settled))
+}
+
+// writerPlanes starts a hub and an infrastructure plane, with infra-1's
+// namespace and a tenant namespace on the hub.
+func writerPlanes(t *testing.T) (hub, infra client.Client) {
+	g := NewWithT(t)
+	f := planes.ForTest(t, "hub", "infra-1")
+	hub, infra = f.Plane("hub").Client, f.Plane("infra-1").Client
+	for _, o := range []client.Object{
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "infra-1"}},
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "tenant-a", Labels: map[string]string{hostfleetv1alpha1.LabelTenant: "a"}}},
+	} {
+		g.Expect(hub.Create(context.Background(), o)).To(Succeed())
+	}
+	return hub, infra
+}
+
+// run runs the writer until the test ends.
+func run(t *testing.T, w *inventory.Writer) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() { done <- w.Start(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
 }
