@@ -355,7 +355,7 @@ func scaleRun(clusters, hostsPer, infraPlanes int, rate float64, hubBin string) 
 			}
 			own, err := planes.ProcessUsage(os.Getpid())
 			return sample{at: time.Now(), cpu: u.CPU, watches: req[keyWatches], terminated: req[keyTerminated], slowCreates: req[keySlowCreates], slowEtcd: req[keySlowEtcd],
-				bench: own.CPU, runtime: readRuntime()}, err
+				agents: own.CPU, runtime: readRuntime()}, err
 		})
 	}()
 	// The claims, at a steady rate, unpinned: the hub scheduler places

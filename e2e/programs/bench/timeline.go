@@ -22,7 +22,7 @@ type timeline struct {
 
 type sample struct {
 	at                             time.Time
-	cpu, bench                     time.Duration
+	cpu, agents                    time.Duration
 	watches, slowCreates, slowEtcd float64
 	terminated                     float64
 	runtime                        []metrics.Sample
@@ -81,7 +81,7 @@ func (t *timeline) print(start time.Time, created []time.Time, late []bool) {
 	}
 	type window struct {
 		created, late                  int
-		cores, benchCores              float64
+		cores, agentCores              float64
 		watches, slowCreates, slowEtcd float64
 		terminated                     float64
 		wait, pause                    time.Duration
@@ -90,7 +90,7 @@ func (t *timeline) print(start time.Time, created []time.Time, late []bool) {
 	for i := range ws {
 		a, b := t.samples[i], t.samples[i+1]
 		secs := b.at.Sub(a.at).Seconds()
-		ws[i] = window{cores: (b.cpu - a.cpu).Seconds() / secs, benchCores: (b.bench - a.bench).Seconds() / secs,
+		ws[i] = window{cores: (b.cpu - a.cpu).Seconds() / secs, agentCores: (b.agents - a.agents).Seconds() / secs,
 			watches: b.watches - a.watches, terminated: b.terminated - a.terminated, slowCreates: b.slowCreates - a.slowCreates, slowEtcd: b.slowEtcd - a.slowEtcd}
 		if len(a.runtime) == len(runtimeMetrics) && len(b.runtime) == len(runtimeMetrics) {
 			ws[i].wait, ws[i].pause = longest(a.runtime[0], b.runtime[0]), longest(a.runtime[1], b.runtime[1])
@@ -117,13 +117,13 @@ func (t *timeline) print(start time.Time, created []time.Time, late []bool) {
 	}
 	fmt.Printf("    by %s window: the median one, hub API server %.2f cores, %.0f watches ended; agents %.2f cores, their goroutines waited up to %s\n",
 		t.window, median(func(w window) float64 { return w.cores }), median(func(w window) float64 { return w.watches }),
-		median(func(w window) float64 { return w.benchCores }), time.Duration(median(func(w window) float64 { return float64(w.wait) })))
+		median(func(w window) float64 { return w.agentCores }), time.Duration(median(func(w window) float64 { return float64(w.wait) })))
 	for i, w := range ws {
 		if w.late == 0 && (i+1 >= len(ws) || ws[i+1].late == 0) {
 			continue
 		}
 		fmt.Printf("    +%4.0fs: %3d created, %3d late; hub API server %.2f cores, %.0f watches ended (%.0f closed for falling behind), %.0f creates and %.0f etcd requests over 1 s; "+
 			"agents %.2f cores, their goroutines waited up to %s, paused up to %s\n",
-			t.samples[i].at.Sub(start).Seconds(), w.created, w.late, w.cores, w.watches, w.terminated, w.slowCreates, w.slowEtcd, w.benchCores, w.wait, w.pause)
+			t.samples[i].at.Sub(start).Seconds(), w.created, w.late, w.cores, w.watches, w.terminated, w.slowCreates, w.slowEtcd, w.agentCores, w.wait, w.pause)
 	}
 }
