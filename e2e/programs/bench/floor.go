@@ -56,10 +56,7 @@ func floor(ctx context.Context, f *planes.Fleet, template client.ObjectKey, n, w
 	if err := createHosts(ctx, infra, floorNS, n, workers); err != nil {
 		return floorResult{}, err
 	}
-	if err := parallel(n, workers, func(i int) error {
-		return hub.Create(ctx, &metal3api.HostClaim{ObjectMeta: metav1.ObjectMeta{Namespace: floorNS, Name: fmt.Sprintf("c%04d", i),
-			Labels: map[string]string{hostfleetv1alpha1.LabelCluster: "infra-1"}}})
-	}); err != nil {
+	if err := createClaims(ctx, hub, floorNS, n, workers, map[string]string{hostfleetv1alpha1.LabelCluster: "infra-1"}); err != nil {
 		return floorResult{}, err
 	}
 	var claims metal3api.HostClaimList
@@ -79,9 +76,10 @@ func floor(ctx context.Context, f *planes.Fleet, template client.ObjectKey, n, w
 	}
 	usage := planeUsage(f, "hub", "infra-1")
 	start := time.Now()
+	// Only a failure stops the watch.
 	failed := make(chan error, 1)
 	go func() {
-		failed <- parallel(n, workers, func(i int) error {
+		if err := parallel(n, workers, func(i int) error {
 			c, h := &claims.Items[i], &hosts.Items[i]
 			orig := c.DeepCopy()
 			c.Annotations = maps.Clone(tc.Annotations)
@@ -107,16 +105,11 @@ func floor(ctx context.Context, f *planes.Fleet, template client.ObjectKey, n, w
 				return fmt.Errorf("floor: confirmation: %w", err)
 			}
 			return nil
-		})
-	}()
-	// Only a failure stops the watch.
-	stop := make(chan error, 1)
-	go func() {
-		if err := <-failed; err != nil {
-			stop <- err
+		}); err != nil {
+			failed <- err
 		}
 	}()
-	if err := watchBound.wait(ctx, n, 10*time.Minute, stop); err != nil {
+	if err := watchBound.wait(ctx, n, 10*time.Minute, failed); err != nil {
 		return floorResult{}, fmt.Errorf("floor: %w", err)
 	}
 	return floorResult{elapsed: time.Since(start), used: usage()}, nil

@@ -310,10 +310,7 @@ func run(n, workers int, upstream string) error {
 	baseRate := float64(n) / time.Since(start).Seconds()
 	baseUsed := baseUsage()
 
-	if err := parallel(n, workers, func(i int) error {
-		return hub.Create(ctx, &metal3api.HostClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant-a", Name: fmt.Sprintf("c%04d", i),
-			Labels: map[string]string{hostfleetv1alpha1.LabelCluster: "infra-1"}}})
-	}); err != nil {
+	if err := createClaims(ctx, hub, "tenant-a", n, workers, map[string]string{hostfleetv1alpha1.LabelCluster: "infra-1"}); err != nil {
 		return err
 	}
 

@@ -70,9 +70,7 @@ func runUpstream(ctx context.Context, f *planes.Fleet, binary string, n, workers
 	if err := createHosts(ctx, infra.Client, upstreamHosts, n, workers); err != nil {
 		return upstreamResult{}, err
 	}
-	if err := parallel(n, workers, func(i int) error {
-		return infra.Client.Create(ctx, &metal3api.HostClaim{ObjectMeta: metav1.ObjectMeta{Namespace: upstreamClaims, Name: fmt.Sprintf("c%04d", i)}})
-	}); err != nil {
+	if err := createClaims(ctx, infra.Client, upstreamClaims, n, workers, nil); err != nil {
 		return upstreamResult{}, err
 	}
 	associated := func(c *metal3api.HostClaim) bool {
@@ -124,6 +122,13 @@ func runUpstream(ctx context.Context, f *planes.Fleet, binary string, n, workers
 }
 
 // createHosts creates n available hosts h0000… in namespace ns.
+// createClaims creates n claims c0000… in ns, with labels, from workers.
+func createClaims(ctx context.Context, c client.Client, ns string, n, workers int, labels map[string]string) error {
+	return parallel(n, workers, func(i int) error {
+		return c.Create(ctx, &metal3api.HostClaim{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("c%04d", i), Labels: labels}})
+	})
+}
+
 func createHosts(ctx context.Context, c client.Client, ns string, n, workers int) error {
 	return parallel(n, workers, func(i int) error {
 		h := &metal3api.BareMetalHost{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("h%04d", i)},
