@@ -2,7 +2,6 @@ package binder
 
 import (
 	"fmt"
-	"hash/fnv"
 	"regexp"
 	"sort"
 	"strings"
@@ -31,8 +30,9 @@ type Input struct {
 	// Policies are the HostDeployPolicies of the infrastructure cluster.
 	Policies []metal3api.HostDeployPolicy
 	// Hosts are the BareMetalHosts of the infrastructure cluster that could
-	// matter: the ones held by this claim and the candidates.
-	Hosts []metal3api.BareMetalHost
+	// matter: the ones held by this claim and the candidates. Decide only
+	// reads them: they may be the cache's own objects.
+	Hosts []*metal3api.BareMetalHost
 	// Reserved is the host the claim reserves (Reservation): the agent
 	// writes it, with the claim's resourceVersion, before it binds the host,
 	// so that a claim never has two bindings in flight.
@@ -136,8 +136,7 @@ func choose(in Input) Decision {
 			Message: fmt.Sprintf("no HostDeployPolicy in %s admits claims from namespace %s; ask the cluster administrator to admit it", where, in.Claim.Namespace)}
 	}
 	var free []*metal3api.BareMetalHost
-	for i := range in.Hosts {
-		h := &in.Hosts[i]
+	for _, h := range in.Hosts {
 		if admitted.Has(h.Namespace) && sel.Matches(labels.Set(h.Labels)) && Free(h) {
 			if isRef(in.Reserved, h) {
 				return Decision{Action: Bind, Host: h}
@@ -177,9 +176,9 @@ func isRef(ref *metal3api.ObjectReference, h *metal3api.BareMetalHost) bool {
 // name and is not this claim's.
 func heldHosts(in Input) []*metal3api.BareMetalHost {
 	var out []*metal3api.BareMetalHost
-	for i := range in.Hosts {
-		if in.Consumer.Holds(&in.Hosts[i], in.Claim) {
-			out = append(out, &in.Hosts[i])
+	for _, h := range in.Hosts {
+		if in.Consumer.Holds(h, in.Claim) {
+			out = append(out, h)
 		}
 	}
 	sort.Slice(out, func(i, j int) bool {
@@ -361,7 +360,7 @@ func Admits(p *metal3api.HostDeployPolicy, ns string, nsLabels map[string]string
 }
 
 // pick chooses among free hosts: those in the claim's failure domain if any,
-// then one by a hash of the claim's UID over the hosts sorted by name.
+// then the heaviest for the claim (weight).
 func pick(claim *metal3api.HostClaim, free []*metal3api.BareMetalHost) *metal3api.BareMetalHost {
 	if fd := claim.Spec.FailureDomain; fd != "" {
 		var in []*metal3api.BareMetalHost
@@ -374,15 +373,52 @@ func pick(claim *metal3api.HostClaim, free []*metal3api.BareMetalHost) *metal3ap
 			free = in
 		}
 	}
-	sort.Slice(free, func(i, j int) bool {
-		if free[i].Namespace != free[j].Namespace {
-			return free[i].Namespace < free[j].Namespace
+	var best *metal3api.BareMetalHost
+	var top uint64
+	seed := fnv1a(fnvOffset, string(claim.UID))
+	for _, h := range free {
+		if w := weight(seed, h); best == nil || w > top || (w == top && less(h, best)) {
+			best, top = h, w
 		}
-		return free[i].Name < free[j].Name
-	})
-	h := fnv.New32a()
-	_, _ = h.Write([]byte(claim.UID))
-	return free[int(h.Sum32()%uint32(len(free)))]
+	}
+	return best
+}
+
+// weight is the host's weight for a claim (rendezvous hashing; seed is the
+// hash of the claim's UID): the claim takes the heaviest of the hosts it may
+// take. One pass, no sort; a claim's choice changes only when its host is
+// taken or a heavier one comes free, and concurrent claims spread over the
+// hosts.
+func weight(seed uint64, h *metal3api.BareMetalHost) uint64 {
+	x := fnv1a(fnv1a(fnv1a(seed, h.Namespace), "/"), h.Name)
+	// FNV's last bytes barely move the high bits: mix (splitmix64's
+	// finalizer) so that hosts named alike weigh unalike.
+	x ^= x >> 30
+	x *= 0xbf58476d1ce4e5b9
+	x ^= x >> 27
+	x *= 0x94d049bb133111eb
+	return x ^ x>>31
+}
+
+const (
+	fnvOffset = 14695981039346656037
+	fnvPrime  = 1099511628211
+)
+
+// fnv1a continues a 64-bit FNV-1a hash h over s.
+func fnv1a(h uint64, s string) uint64 {
+	for i := 0; i < len(s); i++ {
+		h ^= uint64(s[i])
+		h *= fnvPrime
+	}
+	return h
+}
+
+func less(a, b *metal3api.BareMetalHost) bool {
+	if a.Namespace != b.Namespace {
+		return a.Namespace < b.Namespace
+	}
+	return a.Name < b.Name
 }
 
 func describe(sel labels.Selector) string {

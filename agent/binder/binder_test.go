@@ -1,6 +1,7 @@
 package binder
 
 import (
+	"slices"
 	"testing"
 
 	metal3api "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
@@ -236,7 +237,7 @@ func TestDecide(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			g := NewWithT(t)
-			d := Decide(Input{Consumer: consumer, Claim: tt.claim, NamespaceLabels: tt.nsLabels, Policies: tt.policies, Hosts: tt.hosts, Reserved: tt.reserved})
+			d := Decide(Input{Consumer: consumer, Claim: tt.claim, NamespaceLabels: tt.nsLabels, Policies: tt.policies, Hosts: ptrs(tt.hosts), Reserved: tt.reserved})
 			g.Expect(d.Action).To(Equal(tt.wantAction), d.Message)
 			if tt.wantHost != "" {
 				g.Expect(d.Host).NotTo(BeNil())
@@ -264,12 +265,33 @@ func TestPickIsDeterministicAndSpreads(t *testing.T) {
 	chosen := map[string]int{}
 	for i := 0; i < 40; i++ {
 		c := claim(func(c *metal3api.HostClaim) { c.UID = types.UID("uid-" + string(rune('a'+i))) })
-		first := Decide(Input{Consumer: consumer, Claim: c, Policies: admitAll, Hosts: hosts})
-		again := Decide(Input{Consumer: consumer, Claim: c, Policies: admitAll, Hosts: hosts})
+		first := Decide(Input{Consumer: consumer, Claim: c, Policies: admitAll, Hosts: ptrs(hosts)})
+		again := Decide(Input{Consumer: consumer, Claim: c, Policies: admitAll, Hosts: ptrs(hosts)})
 		g.Expect(again.Host.Name).To(Equal(first.Host.Name), "same claim, same inputs, same host")
 		chosen[first.Host.Name]++
+		// Another host taken does not move the claim's choice.
+		var others []metal3api.BareMetalHost
+		for _, h := range hosts {
+			if h.Name != first.Host.Name && len(others) < 2 {
+				others = append(others, h)
+			}
+		}
+		rest := slices.DeleteFunc(slices.Clone(hosts), func(h metal3api.BareMetalHost) bool {
+			return h.Name == others[i%2].Name
+		})
+		g.Expect(Decide(Input{Consumer: consumer, Claim: c, Policies: admitAll, Hosts: ptrs(rest)}).Host.Name).To(Equal(first.Host.Name),
+			"host %s taken moved the choice", others[i%2].Name)
 	}
 	g.Expect(chosen).To(HaveLen(4), "40 claims should not all pick the same few of 4 hosts: %v", chosen)
+}
+
+// ptrs points at each host, as the agent hands Decide the cache's objects.
+func ptrs(hosts []metal3api.BareMetalHost) []*metal3api.BareMetalHost {
+	out := make([]*metal3api.BareMetalHost, len(hosts))
+	for i := range hosts {
+		out[i] = &hosts[i]
+	}
+	return out
 }
 
 func TestConsumers(t *testing.T) {

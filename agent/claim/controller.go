@@ -432,8 +432,14 @@ func (r *Reconciler) inputs(ctx context.Context, c *metal3api.HostClaim) (binder
 	if err := r.Managed.List(ctx, &free, client.MatchingFields{freeIndex: "true"}, client.UnsafeDisableDeepCopy); err != nil {
 		return binder.Input{}, fmt.Errorf("list free BareMetalHosts: %w", err)
 	}
+	hosts := make([]*metal3api.BareMetalHost, 0, len(held.Items)+len(free.Items))
+	for _, l := range []*metal3api.BareMetalHostList{&held, &free} {
+		for i := range l.Items {
+			hosts = append(hosts, &l.Items[i])
+		}
+	}
 	return binder.Input{Consumer: r.Consumer, Claim: c, NamespaceLabels: ns.Labels, Policies: policies.Items,
-		Hosts: append(held.Items, free.Items...), Reserved: binder.Reservation(c)}, nil
+		Hosts: hosts, Reserved: binder.Reservation(c)}, nil
 }
 
 // hubGet reads a tenant namespace or a Tenant of the hub from the cache,
