@@ -61,6 +61,8 @@ type scaleResult struct {
 	// serve, slowEtcd its etcd requests over 1 s: a stall the server
 	// measured, not its clients.
 	slowCreates, slowEtcd float64
+	// tenantBytes are the bytes of Tenant events sent to the hub's watchers.
+	tenantBytes float64
 	// observerWaited is the longest a goroutine of the process that
 	// creates and watches the claims waited to run: a measure of the
 	// measurement.
@@ -142,6 +144,7 @@ func printScale(rs []scaleResult) {
 	row("hub claim creates over 1 s; etcd requests over 1 s", func(r scaleResult) string {
 		return fmt.Sprintf("%.0f; %.0f", r.slowCreates, r.slowEtcd)
 	})
+	row("Tenant events sent to the hub's watchers", func(r scaleResult) string { return fmt.Sprintf("%.0f MB", r.tenantBytes/1e6) })
 	row("observer's goroutines waited to run, at most", func(r scaleResult) string { return r.observerWaited.String() })
 }
 
@@ -354,7 +357,7 @@ func scaleRun(clusters, hostsPer, infraPlanes int, rate float64, hubBin string) 
 				return sample{}, err
 			}
 			own, err := planes.ProcessUsage(os.Getpid())
-			return sample{at: time.Now(), cpu: u.CPU, watches: req[keyWatches], terminated: req[keyTerminated], slowCreates: req[keySlowCreates], slowEtcd: req[keySlowEtcd],
+			return sample{at: time.Now(), cpu: u.CPU, watches: req[keyWatches], terminated: req[keyTerminated], slowCreates: req[keySlowCreates], slowEtcd: req[keySlowEtcd], tenantBytes: req[keyTenantBytes],
 				agents: own.CPU, runtime: readRuntime()}, err
 		})
 	}()
@@ -405,7 +408,8 @@ func scaleRun(clusters, hostsPer, infraPlanes int, rate float64, hubBin string) 
 	}
 	res.watches, res.terminated = res.requests[keyWatches], res.requests[keyTerminated]
 	res.slowCreates, res.slowEtcd = res.requests[keySlowCreates], res.requests[keySlowEtcd]
-	for _, k := range []string{keyWatches, keyTerminated, keySlowCreates, keySlowEtcd} {
+	res.tenantBytes = res.requests[keyTenantBytes]
+	for _, k := range []string{keyWatches, keyTerminated, keySlowCreates, keySlowEtcd, keyTenantBytes} {
 		delete(res.requests, k)
 	}
 	var sched, rdy []time.Duration
@@ -471,6 +475,9 @@ const (
 	// keySlowEtcd: the API server's etcd requests that took over 1 s
 	// (etcd_request_duration_seconds).
 	keySlowEtcd = "slow etcd"
+	// keyTenantBytes: the bytes of Tenant events the API server sent its
+	// watchers (every agent watches Tenants).
+	keyTenantBytes = "tenant event bytes"
 )
 
 // overOneSecond counts, from a histogram's _count and le="1" _bucket lines,
@@ -514,6 +521,12 @@ func apiRequests(ctx context.Context, cfg *rest.Config) (map[string]float64, err
 				out[keySlowCreates] += v
 				continue
 			}
+		}
+		if strings.HasPrefix(line, "apiserver_watch_events_sizes_sum{") && strings.Contains(line, `resource="tenants"`) {
+			if v, err := strconv.ParseFloat(line[strings.LastIndexByte(line, ' ')+1:], 64); err == nil {
+				out[keyTenantBytes] += v
+			}
+			continue
 		}
 		if strings.HasPrefix(line, "apiserver_terminated_watchers_total{") {
 			if v, err := strconv.ParseFloat(line[strings.LastIndexByte(line, ' ')+1:], 64); err == nil {

@@ -24,7 +24,7 @@ type sample struct {
 	at                             time.Time
 	cpu, agents                    time.Duration
 	watches, slowCreates, slowEtcd float64
-	terminated                     float64
+	terminated, tenantBytes        float64
 	runtime                        []metrics.Sample
 }
 
@@ -83,7 +83,7 @@ func (t *timeline) print(start time.Time, created []time.Time, late []bool) {
 		created, late                  int
 		cores, agentCores              float64
 		watches, slowCreates, slowEtcd float64
-		terminated                     float64
+		terminated, tenantBytes        float64
 		wait, pause                    time.Duration
 	}
 	ws := make([]window, len(t.samples)-1)
@@ -91,7 +91,7 @@ func (t *timeline) print(start time.Time, created []time.Time, late []bool) {
 		a, b := t.samples[i], t.samples[i+1]
 		secs := b.at.Sub(a.at).Seconds()
 		ws[i] = window{cores: (b.cpu - a.cpu).Seconds() / secs, agentCores: (b.agents - a.agents).Seconds() / secs,
-			watches: b.watches - a.watches, terminated: b.terminated - a.terminated, slowCreates: b.slowCreates - a.slowCreates, slowEtcd: b.slowEtcd - a.slowEtcd}
+			watches: b.watches - a.watches, terminated: b.terminated - a.terminated, tenantBytes: b.tenantBytes - a.tenantBytes, slowCreates: b.slowCreates - a.slowCreates, slowEtcd: b.slowEtcd - a.slowEtcd}
 		if len(a.runtime) == len(runtimeMetrics) && len(b.runtime) == len(runtimeMetrics) {
 			ws[i].wait, ws[i].pause = longest(a.runtime[0], b.runtime[0]), longest(a.runtime[1], b.runtime[1])
 		}
@@ -122,8 +122,8 @@ func (t *timeline) print(start time.Time, created []time.Time, late []bool) {
 		if w.late == 0 && (i+1 >= len(ws) || ws[i+1].late == 0) {
 			continue
 		}
-		fmt.Printf("    +%4.0fs: %3d created, %3d late; hub API server %.2f cores, %.0f watches ended (%.0f closed for falling behind), %.0f creates and %.0f etcd requests over 1 s; "+
-			"agents %.2f cores, their goroutines waited up to %s, paused up to %s\n",
-			t.samples[i].at.Sub(start).Seconds(), w.created, w.late, w.cores, w.watches, w.terminated, w.slowCreates, w.slowEtcd, w.agentCores, w.wait, w.pause)
+		fmt.Printf("    +%4.0fs: %3d created, %3d late; hub API server %.2f cores, %.0f watches ended (%.0f closed for falling behind), %.0f creates and %.0f etcd requests over 1 s, "+
+			"%.1f MB of Tenant events sent; agents %.2f cores, their goroutines waited up to %s, paused up to %s\n",
+			t.samples[i].at.Sub(start).Seconds(), w.created, w.late, w.cores, w.watches, w.terminated, w.slowCreates, w.slowEtcd, w.tenantBytes/1e6, w.agentCores, w.wait, w.pause)
 	}
 }

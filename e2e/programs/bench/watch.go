@@ -157,6 +157,19 @@ func (w *claimWatch) follow(ctx context.Context, wi watch.Interface, n int, stop
 	}
 }
 
+// span is when the first and the last claim met the condition.
+func (w *claimWatch) span() (first, last time.Time) {
+	for _, t := range w.times {
+		if first.IsZero() || t.Before(first) {
+			first = t
+		}
+		if t.After(last) {
+			last = t
+		}
+	}
+	return first, last
+}
+
 func (w *claimWatch) see(c *metal3api.HostClaim) {
 	if _, ok := w.seen[c.Name]; !ok {
 		w.seen[c.Name] = time.Now()
