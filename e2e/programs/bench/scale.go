@@ -492,8 +492,13 @@ func overOneSecond(line, name string) (float64, bool) {
 	default:
 		return 0, false
 	}
-	v, err := strconv.ParseFloat(line[strings.LastIndexByte(line, ' ')+1:], 64)
+	v, err := sampleValue(line)
 	return sign * v, err == nil
+}
+
+// sampleValue is the value of a metrics text line: its last field.
+func sampleValue(line string) (float64, error) {
+	return strconv.ParseFloat(line[strings.LastIndexByte(line, ' ')+1:], 64)
 }
 
 // apiRequests reads the API server's request counts (apiserver_request_total)
@@ -523,13 +528,13 @@ func apiRequests(ctx context.Context, cfg *rest.Config) (map[string]float64, err
 			}
 		}
 		if strings.HasPrefix(line, "apiserver_watch_events_sizes_sum{") && strings.Contains(line, `resource="tenants"`) {
-			if v, err := strconv.ParseFloat(line[strings.LastIndexByte(line, ' ')+1:], 64); err == nil {
+			if v, err := sampleValue(line); err == nil {
 				out[keyTenantBytes] += v
 			}
 			continue
 		}
 		if strings.HasPrefix(line, "apiserver_terminated_watchers_total{") {
-			if v, err := strconv.ParseFloat(line[strings.LastIndexByte(line, ' ')+1:], 64); err == nil {
+			if v, err := sampleValue(line); err == nil {
 				out[keyTerminated] += v
 			}
 			continue
@@ -538,8 +543,7 @@ func apiRequests(ctx context.Context, cfg *rest.Config) (map[string]float64, err
 			continue
 		}
 		i := strings.Index(line, `verb="`)
-		j := strings.LastIndexByte(line, ' ')
-		if i < 0 || j < 0 {
+		if i < 0 {
 			continue
 		}
 		verb := line[i+len(`verb="`):]
@@ -547,7 +551,7 @@ func apiRequests(ctx context.Context, cfg *rest.Config) (map[string]float64, err
 		if verb == "CONNECT" {
 			continue
 		}
-		v, err := strconv.ParseFloat(line[j+1:], 64)
+		v, err := sampleValue(line)
 		if err != nil {
 			continue
 		}
