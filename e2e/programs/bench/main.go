@@ -372,8 +372,9 @@ func run(n, workers int, upstream string) error {
 	fmt.Printf("  Hostfleet: %.0f claims bound/s (%s for %d); ratio %.2f bound claims per baseline patch\n",
 		rate, elapsed.Round(10*time.Millisecond), n, rate/baseRate)
 	if n > 1 && last.After(first) {
+		steady := float64(n-1) / last.Sub(first).Seconds()
 		fmt.Printf("             the first bound %s after the agent started (its caches listed the claims and hosts first), then %.0f/s to the last (%.2f)\n",
-			first.Sub(start).Round(10*time.Millisecond), float64(n-1)/last.Sub(first).Seconds(), float64(n-1)/last.Sub(first).Seconds()/baseRate)
+			first.Sub(start).Round(10*time.Millisecond), steady, steady/baseRate)
 	}
 	fmt.Printf("  upstream:  %.0f claims associated/s (%s for %d); ratio %.2f; %.1f API writes per claim; CPU per claim: API server %s, controller %s\n",
 		upRate, up.elapsed.Round(10*time.Millisecond), n, upRate/baseRate, float64(up.writes)/float64(n),

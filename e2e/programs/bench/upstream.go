@@ -121,7 +121,6 @@ func runUpstream(ctx context.Context, f *planes.Fleet, binary string, n, workers
 	return res, nil
 }
 
-// createHosts creates n available hosts h0000… in namespace ns.
 // createClaims creates n claims c0000… in ns, with labels, from workers.
 func createClaims(ctx context.Context, c client.Client, ns string, n, workers int, labels map[string]string) error {
 	return parallel(n, workers, func(i int) error {
@@ -129,6 +128,7 @@ func createClaims(ctx context.Context, c client.Client, ns string, n, workers in
 	})
 }
 
+// createHosts creates n available hosts h0000… in namespace ns.
 func createHosts(ctx context.Context, c client.Client, ns string, n, workers int) error {
 	return parallel(n, workers, func(i int) error {
 		h := &metal3api.BareMetalHost{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("h%04d", i)},
