@@ -33,7 +33,7 @@ const AddonDir = "addon"
 
 // CRD sets, one folder each under crds/.
 const (
-	// Hostfleet is the hostfleet.io API: Tenant, HostInventory.
+	// Hostfleet is the hostfleet.io API: Tenant, HostInventory, ClusterTenancy.
 	Hostfleet = "hostfleet"
 	// Metal3 is every metal3.io CRD of the pinned baremetal-operator release.
 	Metal3 = "metal3"

@@ -85,7 +85,7 @@ func (e *fleet) uninstallHub(plane, name, namespace string) {
 		WithTimeout(3*time.Minute).WithPolling(time.Second).Should(Satisfy(apierrors.IsNotFound), "the operator uninstalls the hub")
 	hub := e.Client("hub")
 	g.Eventually(func(g Gomega) {
-		for _, crd := range []string{"tenants.hostfleet.io", "hostinventories.hostfleet.io"} {
+		for _, crd := range []string{"tenants.hostfleet.io", "hostinventories.hostfleet.io", "clustertenancies.hostfleet.io"} {
 			g.Expect(hub.Get(ctx, client.ObjectKey{Name: crd}, &apiextensionsv1.CustomResourceDefinition{})).To(Satisfy(apierrors.IsNotFound), crd)
 		}
 		g.Expect(e.Running(plane, namespace, "hostfleet-hub")).To(BeEmpty(), "no hub process left")

@@ -34,6 +34,7 @@ import (
 	"github.com/hostfleet/hostfleet/hub/forwarder"
 	"github.com/hostfleet/hostfleet/hub/hardwarecopy"
 	"github.com/hostfleet/hostfleet/hub/scheduler"
+	"github.com/hostfleet/hostfleet/hub/tenancy"
 	"github.com/hostfleet/hostfleet/hub/tenant"
 )
 
@@ -189,6 +190,9 @@ func New(cfg *rest.Config, o *Options) (ctrl.Manager, error) {
 	}
 	if err := (&tenant.Reconciler{Client: mgr.GetClient(), Scheme: scheme}).SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("tenant controller: %w", err)
+	}
+	if err := (&tenancy.Reconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
+		return nil, fmt.Errorf("cluster tenancy controller: %w", err)
 	}
 	if err := (&hardwarecopy.Reconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("HardwareData copy controller: %w", err)

@@ -166,7 +166,7 @@ func TestDefaultMode(t *testing.T) {
 		g.Expect(h.Status).To(And(HaveField("Version", "v0.1.0"), HaveField("HubImage", release.HubImage), HaveField("Namespace", "hostfleet-system"),
 			HaveField("ObservedGeneration", h.Generation)))
 	}).WithTimeout(time.Minute).Should(Succeed())
-	for _, name := range []string{"tenants.hostfleet.io", "hostinventories.hostfleet.io", "hostclaims.metal3.io", "hardwaredata.metal3.io"} {
+	for _, name := range []string{"tenants.hostfleet.io", "hostinventories.hostfleet.io", "clustertenancies.hostfleet.io", "hostclaims.metal3.io", "hardwaredata.metal3.io"} {
 		g.Expect(hub.Get(ctx, client.ObjectKey{Name: name}, &apiextensionsv1.CustomResourceDefinition{})).To(Succeed(), name)
 	}
 	g.Expect(hub.Get(ctx, client.ObjectKey{Name: "baremetalhosts.metal3.io"}, &apiextensionsv1.CustomResourceDefinition{})).
@@ -264,7 +264,7 @@ func TestDefaultMode(t *testing.T) {
 		g.Expect(hub.Get(ctx, client.ObjectKey{Name: "hub"}, &operatorv1alpha1.HostfleetHub{})).To(Satisfy(apierrors.IsNotFound))
 	}).WithTimeout(2 * time.Minute).Should(Succeed())
 	g.Eventually(func(g Gomega) {
-		for _, name := range []string{"tenants.hostfleet.io", "hostinventories.hostfleet.io"} {
+		for _, name := range []string{"tenants.hostfleet.io", "hostinventories.hostfleet.io", "clustertenancies.hostfleet.io"} {
 			g.Expect(hub.Get(ctx, client.ObjectKey{Name: name}, &apiextensionsv1.CustomResourceDefinition{})).To(Satisfy(apierrors.IsNotFound), name)
 		}
 	}).WithTimeout(30 * time.Second).Should(Succeed())

@@ -6,13 +6,16 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/hostfleet/hostfleet/hub/admission"
+	"github.com/hostfleet/hostfleet/hub/tenancy"
 	"github.com/hostfleet/hostfleet/hub/tenant"
 )
 
 // HubForTest runs, on the named plane until the test ends, what every hub
 // test needs under the controller it tests: the hub's admission policies
 // (the tenant controller grants a tenant's RBAC only once its policy is in
-// force) and the tenant controller, plus the controllers extra sets up.
+// force), the tenant controller and the controller of the clusters'
+// ClusterTenancies (all an agent reads of the tenants), plus the
+// controllers extra sets up.
 func (f *Fleet) HubForTest(t testing.TB, plane string, extra ...func(mgr ctrl.Manager) error) {
 	t.Helper()
 	f.ManagerForTest(t, plane, func(mgr ctrl.Manager) error {
@@ -20,6 +23,9 @@ func (f *Fleet) HubForTest(t testing.TB, plane string, extra ...func(mgr ctrl.Ma
 			return err
 		}
 		if err := (&tenant.Reconciler{Client: mgr.GetClient(), Scheme: f.Scheme}).SetupWithManager(mgr); err != nil {
+			return err
+		}
+		if err := (&tenancy.Reconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
 			return err
 		}
 		for _, setup := range extra {

@@ -132,6 +132,7 @@ func AgentHub() []rbacv1.PolicyRule {
 func AgentClusterNamespace() []rbacv1.PolicyRule {
 	return []rbacv1.PolicyRule{
 		{APIGroups: []string{metal3Group}, Resources: []string{"hostclaims", "hardwaredata"}, Verbs: view},
+		{APIGroups: []string{hostfleetv1alpha1.GroupVersion.Group}, Resources: []string{"clustertenancies"}, Verbs: view},
 		{APIGroups: []string{hostfleetv1alpha1.GroupVersion.Group}, Resources: []string{"hostinventories"},
 			Verbs: []string{"get", "list", "watch", "create", "update", "patch"}},
 		{APIGroups: []string{hostfleetv1alpha1.GroupVersion.Group}, Resources: []string{"hostinventories/status"}, Verbs: []string{"update", "patch"}},
@@ -212,12 +213,13 @@ func Hub() []rbacv1.PolicyRule {
 }
 
 // HubOwn is what the hub's controllers do themselves: register tenants
-// (namespaces, quotas, RBAC, admission bindings, cluster set bindings),
-// place claims, copy HardwareData, and run the hostfleet-agent add-on
-// (ClusterManagementAddOn, ManagedClusterAddOns, ManifestWorks, the agents'
-// CSRs), and forward remote claims (ManifestWorks carrying the claim and
-// copies of the secrets it references: the forwarder reads those, and
-// caches only the metadata of secrets, to follow their changes).
+// (namespaces, quotas, RBAC, admission bindings, cluster set bindings, and
+// each cluster's ClusterTenancy), place claims, copy HardwareData, and run
+// the hostfleet-agent add-on (ClusterManagementAddOn, ManagedClusterAddOns,
+// ManifestWorks, the agents' CSRs), and forward remote claims (ManifestWorks
+// carrying the claim and copies of the secrets it references: the forwarder
+// reads those, and caches only the metadata of secrets, to follow their
+// changes).
 func HubOwn() []rbacv1.PolicyRule {
 	const (
 		rbacGroup      = "rbac.authorization.k8s.io"
@@ -234,6 +236,7 @@ func HubOwn() []rbacv1.PolicyRule {
 		{APIGroups: []string{hostfleet}, Resources: []string{"tenants/status"}, Verbs: []string{"update", "patch"}},
 		{APIGroups: []string{hostfleet}, Resources: []string{"tenants/finalizers"}, Verbs: []string{"update"}},
 		{APIGroups: []string{hostfleet}, Resources: []string{"hostinventories"}, Verbs: view},
+		{APIGroups: []string{hostfleet}, Resources: []string{"clustertenancies"}, Verbs: manage},
 		{APIGroups: []string{metal3Group}, Resources: []string{"hostclaims"}, Verbs: []string{"get", "list", "watch", "update", "patch"}},
 		{APIGroups: []string{metal3Group}, Resources: []string{"hostclaims/status"}, Verbs: []string{"update", "patch"}},
 		{APIGroups: []string{metal3Group}, Resources: []string{"hardwaredata"}, Verbs: manage},

@@ -1,0 +1,123 @@
+package tenancy
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/workqueue"
+	clusterv1 "open-cluster-management.io/api/cluster/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
+)
+
+// Reconciler keeps each ManagedCluster's ClusterTenancy. Requests are
+// ManagedCluster names.
+type Reconciler struct {
+	Client client.Client
+}
+
+// SetupWithManager wires the controller: a ManagedCluster created, its
+// namespace created, its ClusterTenancy changed by anyone else, and the
+// Tenant changes that touch it.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	tenants := handler.Funcs{
+		CreateFunc: func(_ context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			enqueue(q, affected(nil, asTenant(e.Object)))
+		},
+		UpdateFunc: func(_ context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			enqueue(q, affected(asTenant(e.ObjectOld), asTenant(e.ObjectNew)))
+		},
+		DeleteFunc: func(_ context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			enqueue(q, affected(asTenant(e.Object), nil))
+		},
+	}
+	// A cluster's namespace is named after it.
+	byName := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
+		return []reconcile.Request{{NamespacedName: client.ObjectKey{Name: o.GetName()}}}
+	})
+	byNamespace := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
+		return []reconcile.Request{{NamespacedName: client.ObjectKey{Name: o.GetNamespace()}}}
+	})
+	onlyCreate := predicate.Funcs{
+		UpdateFunc: func(event.UpdateEvent) bool { return false },
+		DeleteFunc: func(event.DeleteEvent) bool { return false },
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("tenancy").
+		// Its heartbeats and conditions change nothing here.
+		For(&clusterv1.ManagedCluster{}, builder.WithPredicates(onlyCreate)).
+		Watches(&corev1.Namespace{}, byName, builder.WithPredicates(onlyCreate)).
+		Watches(&hostfleetv1alpha1.ClusterTenancy{}, byNamespace).
+		Watches(&hostfleetv1alpha1.Tenant{}, tenants).
+		Complete(r)
+}
+
+func asTenant(o client.Object) *hostfleetv1alpha1.Tenant {
+	t, _ := o.(*hostfleetv1alpha1.Tenant)
+	return t
+}
+
+func enqueue(q workqueue.TypedRateLimitingInterface[reconcile.Request], clusters []string) {
+	for _, c := range clusters {
+		q.Add(reconcile.Request{NamespacedName: client.ObjectKey{Name: c}})
+	}
+}
+
+// Reconcile writes the cluster's ClusterTenancy if it differs from Desired.
+// It is owned by the ManagedCluster, and goes with it.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	mc := &clusterv1.ManagedCluster{}
+	if err := r.Client.Get(ctx, req.NamespacedName, mc); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !mc.DeletionTimestamp.IsZero() {
+		return ctrl.Result{}, nil
+	}
+	var tenants hostfleetv1alpha1.TenantList
+	if err := r.Client.List(ctx, &tenants, client.UnsafeDisableDeepCopy); err != nil {
+		return ctrl.Result{}, fmt.Errorf("list tenants: %w", err)
+	}
+	want := Desired(mc.Name, tenants.Items)
+	owner := []metav1.OwnerReference{{APIVersion: clusterv1.GroupVersion.String(), Kind: "ManagedCluster", Name: mc.Name, UID: mc.UID}}
+	cur := &hostfleetv1alpha1.ClusterTenancy{}
+	err := r.Client.Get(ctx, client.ObjectKey{Namespace: mc.Name, Name: hostfleetv1alpha1.TenancyName}, cur)
+	switch {
+	case apierrors.IsNotFound(err):
+		ct := &hostfleetv1alpha1.ClusterTenancy{ObjectMeta: metav1.ObjectMeta{Namespace: mc.Name, Name: hostfleetv1alpha1.TenancyName,
+			OwnerReferences: owner}, Spec: want}
+		err := r.Client.Create(ctx, ct)
+		if apierrors.IsNotFound(err) {
+			// No namespace yet: its creation calls again.
+			ctrl.LoggerFrom(ctx).V(1).Info("the cluster's namespace does not exist yet: ClusterTenancy written when it does", "cluster", mc.Name)
+			return ctrl.Result{}, nil
+		}
+		if err != nil {
+			return ctrl.Result{}, fmt.Errorf("create the ClusterTenancy of cluster %s: %w", mc.Name, err)
+		}
+		ctrl.LoggerFrom(ctx).V(1).Info("cluster tenancy written", "cluster", mc.Name, "tenants", len(want.Tenants), "workloadTenants", len(want.WorkloadTenants))
+		return ctrl.Result{}, nil
+	case err != nil:
+		return ctrl.Result{}, fmt.Errorf("get the ClusterTenancy of cluster %s: %w", mc.Name, err)
+	}
+	if equality.Semantic.DeepEqual(cur.Spec, want) && equality.Semantic.DeepEqual(cur.OwnerReferences, owner) {
+		return ctrl.Result{}, nil
+	}
+	cur = cur.DeepCopy()
+	cur.Spec, cur.OwnerReferences = want, owner
+	if err := r.Client.Update(ctx, cur); err != nil {
+		return ctrl.Result{}, fmt.Errorf("update the ClusterTenancy of cluster %s: %w", mc.Name, err)
+	}
+	ctrl.LoggerFrom(ctx).V(1).Info("cluster tenancy written", "cluster", mc.Name, "tenants", len(want.Tenants), "workloadTenants", len(want.WorkloadTenants))
+	return ctrl.Result{}, nil
+}
