@@ -102,8 +102,8 @@ func Run(ctx context.Context, o *Options) error {
 			}
 		}
 		runCtx, cancel := context.WithCancel(ctx)
-		// The watcher compares against the manager's cache of Tenants (one
-		// watch), not a list from the hub every tick.
+		// The watcher compares against the manager's cache of the cluster's
+		// ClusterTenancy (one watch), not a read from the hub every tick.
 		changed := &servedWatcher{reader: a.Manager.GetClient(), cluster: o.ClusterName, role: o.Role, served: run.ServedNamespaces, every: 2 * time.Second, changed: cancel}
 		if reader != nil {
 			if err := a.Manager.Add(changed); err != nil {
@@ -272,14 +272,19 @@ func newManager(hubCfg, managedCfg *rest.Config, o *Options) (ctrl.Manager, clus
 // of its tenant's namespaces.
 func hubCache(o *Options) map[client.Object]cache.ByObject {
 	served := namespaceConfigs(o.ServedNamespaces)
+	// What the agent knows of the tenants: one object, in its cluster's
+	// namespace.
+	tenancy := cache.ByObject{Namespaces: namespaceConfigs([]string{o.ClusterName})}
 	if o.Role == hostfleetv1alpha1.RoleWorkload {
 		return map[client.Object]cache.ByObject{
-			&metal3api.HostClaim{}:    {Namespaces: served},
-			&metal3api.HardwareData{}: {Namespaces: namespaceConfigs(o.ServedNamespaces)},
+			&metal3api.HostClaim{}:              {Namespaces: served},
+			&metal3api.HardwareData{}:           {Namespaces: namespaceConfigs(o.ServedNamespaces)},
+			&hostfleetv1alpha1.ClusterTenancy{}: tenancy,
 		}
 	}
 	return map[client.Object]cache.ByObject{
-		&metal3api.HostClaim{}: {Label: ClaimSelector(o.ClusterName), Namespaces: served},
+		&hostfleetv1alpha1.ClusterTenancy{}: tenancy,
+		&metal3api.HostClaim{}:              {Label: ClaimSelector(o.ClusterName), Namespaces: served},
 		// Tenant namespaces only: the claims' namespace labels and the
 		// inventory's namespaces come from the cache, not one read each.
 		&corev1.Namespace{}: {Label: labels.SelectorFromSet(nil).Add(tenantLabelExists())},

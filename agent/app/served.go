@@ -2,7 +2,6 @@ package app
 
 import (
 	"context"
-	"fmt"
 	"slices"
 	"sync/atomic"
 	"time"
@@ -11,7 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
+	"github.com/hostfleet/hostfleet/agent/tenancy"
 )
 
 // WaitForServedNamespaces is ServedNamespaces, asked again every 2 s
@@ -37,26 +36,21 @@ func WaitForServedNamespaces(ctx context.Context, hub client.Reader, cluster, ro
 }
 
 // ServedNamespaces are the hub namespaces whose claims the agent of cluster
-// watches: those of the tenants whose cluster set holds the cluster (as the
-// Tenants' status says), or in the workload role of the tenant whose
-// workload cluster it is, which are where the hub grants its identity to
+// watches: those of the tenants its ClusterTenancy lists for role (the
+// tenants whose cluster set holds it, or, in the workload role, whose
+// workload cluster it is), which are where the hub grants its identity to
 // read claims, and the cluster's own namespace, which holds no claims but
 // keeps the set from ever being empty (an empty set would mean every
-// namespace). Sorted.
+// namespace). Without a ClusterTenancy (the hub has not written it yet),
+// only that one. Sorted.
 func ServedNamespaces(ctx context.Context, hub client.Reader, cluster, role string) ([]string, error) {
-	var tenants hostfleetv1alpha1.TenantList
-	if err := hub.List(ctx, &tenants); err != nil {
-		return nil, fmt.Errorf("list tenants to find the namespaces cluster %s serves: %w", cluster, err)
+	ct, err := tenancy.Get(ctx, hub, cluster)
+	if err != nil {
+		return nil, err
 	}
 	out := []string{cluster}
-	for _, t := range tenants.Items {
-		serves := t.Status.Clusters
-		if role == hostfleetv1alpha1.RoleWorkload {
-			serves = t.Status.WorkloadClusters
-		}
-		if slices.Contains(serves, cluster) {
-			out = append(out, t.Status.Namespaces...)
-		}
+	for _, t := range ct.Served(role) {
+		out = append(out, t.Namespaces...)
 	}
 	slices.Sort(out)
 	return slices.Compact(out), nil

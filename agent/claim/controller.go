@@ -75,7 +75,7 @@ type Reconciler struct {
 	// filtered, or on the managed cluster in local mode.
 	Claims client.Client
 	// ClaimReader reads, uncached, what lives beside the claims: their
-	// namespaces, secrets, HardwareData copies and Tenants.
+	// namespaces, secrets and HardwareData copies.
 	ClaimReader client.Reader
 	// Managed reads and writes hosts on the infrastructure cluster.
 	Managed client.Client
@@ -442,9 +442,9 @@ func (r *Reconciler) inputs(ctx context.Context, c *metal3api.HostClaim) (binder
 		Hosts: hosts, Reserved: binder.Reservation(c)}, nil
 }
 
-// hubGet reads a tenant namespace or a Tenant of the hub from the cache,
-// which holds them all (the agent's hub cache watches tenant namespaces and
-// Tenants); what the cache lacks is read from the API server. Local claims'
+// hubGet reads a tenant namespace of the hub from the cache, which holds
+// them all (the agent's hub cache watches tenant namespaces); what the
+// cache lacks is read from the API server. Local claims'
 // namespaces are always read from the API server.
 func (r *Reconciler) hubGet(ctx context.Context, key client.ObjectKey, obj client.Object) error {
 	if !r.local() {

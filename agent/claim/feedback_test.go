@@ -26,8 +26,11 @@ func TestHostFeedback(t *testing.T) {
 	hub, infra := f.Plane("hub").Client, f.Plane("infra-1").Client
 	f.StartBMOForTest(t, "infra-1")
 	mustCreate(t, hub,
-		&hostfleetv1alpha1.Tenant{ObjectMeta: metav1.ObjectMeta{Name: "a"},
-			Spec: hostfleetv1alpha1.TenantSpec{ClusterSet: "lab", LabelSyncPrefixes: []string{"example.com"}}},
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "infra-1"}},
+		// Tenant a, served by infra-1, syncs example.com.
+		&hostfleetv1alpha1.ClusterTenancy{ObjectMeta: metav1.ObjectMeta{Namespace: "infra-1", Name: hostfleetv1alpha1.TenancyName},
+			Spec: hostfleetv1alpha1.ClusterTenancySpec{ClusterName: "infra-1", Tenants: []hostfleetv1alpha1.ServedTenant{
+				{Name: "a", Namespaces: []string{tenantNS}, LabelSyncPrefixes: []string{"example.com"}}}}},
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: tenantNS, Labels: map[string]string{hostfleetv1alpha1.LabelTenant: "a"}}},
 	)
 	hostInfra(t, infra)

@@ -6,30 +6,31 @@ import (
 	"maps"
 
 	metal3api "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/hostfleet/hostfleet/agent/binder"
 	"github.com/hostfleet/hostfleet/agent/labelsync"
+	"github.com/hostfleet/hostfleet/agent/tenancy"
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
 )
 
-// tenantPrefixes are the label sync prefixes of the Tenant that owns the
-// claim's namespace (none when the namespace has no tenant).
+// tenantPrefixes are the label sync prefixes of the tenant that owns the
+// claim's namespace, as the cluster's ClusterTenancy lists it (none when
+// the namespace has no tenant, or the cluster does not serve it).
 func (r *Reconciler) tenantPrefixes(ctx context.Context, nsLabels map[string]string) ([]string, error) {
 	name := nsLabels[hostfleetv1alpha1.LabelTenant]
 	if name == "" || r.local() {
 		return nil, nil
 	}
-	t := &hostfleetv1alpha1.Tenant{}
-	if err := r.hubGet(ctx, client.ObjectKey{Name: name}, t); err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil, nil
-		}
-		return nil, fmt.Errorf("get tenant %s: %w", name, err)
+	ct, err := tenancy.Get(ctx, r.Claims, r.ClusterName)
+	if err != nil {
+		return nil, err
 	}
-	valid, _ := labelsync.Prefixes(t.Spec.LabelSyncPrefixes)
+	t := ct.Tenant(hostfleetv1alpha1.RoleInfrastructure, name)
+	if t == nil {
+		return nil, nil
+	}
+	valid, _ := labelsync.Prefixes(t.LabelSyncPrefixes)
 	return valid, nil
 }
 

@@ -18,7 +18,7 @@ type Input struct {
 	Policies []metal3api.HostDeployPolicy
 	// Namespaces are the hub's tenant namespaces, with their labels.
 	Namespaces []corev1.Namespace
-	// Prefixes are the label sync prefixes of the tenants.
+	// Prefixes are the label sync prefixes of the tenants the cluster serves.
 	Prefixes []string
 }
 

@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/hostfleet/hostfleet/agent/labelsync"
+	"github.com/hostfleet/hostfleet/agent/tenancy"
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
 )
 
@@ -33,9 +34,9 @@ import (
 // inventory that write returned, which the API server applies for a fraction
 // of an apply's cost.
 type Writer struct {
-	// Hub writes the inventory and lists tenant namespaces, Tenants and
-	// the claims placed on the cluster (the agent's is cached: no hub
-	// request per tick).
+	// Hub writes the inventory and reads tenant namespaces, the cluster's
+	// ClusterTenancy and the claims placed on the cluster (the agent's is
+	// cached: no hub request per tick).
 	Hub client.Client
 	// Managed reads hosts and policies (cached).
 	Managed     client.Reader
@@ -128,13 +129,13 @@ func (w *Writer) Once(ctx context.Context) error {
 	if err := w.Hub.List(ctx, &nss, client.HasLabels{hostfleetv1alpha1.LabelTenant}, client.UnsafeDisableDeepCopy); err != nil {
 		return fmt.Errorf("list tenant namespaces on the hub: %w", err)
 	}
-	var tenants hostfleetv1alpha1.TenantList
-	if err := w.Hub.List(ctx, &tenants, client.UnsafeDisableDeepCopy); err != nil {
-		return fmt.Errorf("list tenants on the hub: %w", err)
+	ct, err := tenancy.Get(ctx, w.Hub, w.ClusterName)
+	if err != nil {
+		return err
 	}
 	var prefixes []string
-	for _, t := range tenants.Items {
-		valid, _ := labelsync.Prefixes(t.Spec.LabelSyncPrefixes)
+	for _, t := range ct.Served(hostfleetv1alpha1.RoleInfrastructure) {
+		valid, _ := labelsync.Prefixes(t.LabelSyncPrefixes)
 		prefixes = append(prefixes, valid...)
 	}
 	st := Build(Input{Hosts: hosts.Items, Policies: policies.Items, Namespaces: nss.Items, Prefixes: prefixes})

@@ -29,6 +29,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/hostfleet/hostfleet/agent/labelsync"
+	"github.com/hostfleet/hostfleet/agent/tenancy"
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
 )
 
@@ -40,8 +41,9 @@ var all = reconcile.Request{NamespacedName: types.NamespacedName{Name: "all"}}
 // Reconciler copies the tenant's claim labels to the Nodes of its
 // workload cluster and reports NodeLabelsSynced on the claims.
 type Reconciler struct {
-	// Hub reads the Tenants, and the claims and HardwareData copies in the
-	// tenant's namespaces (the manager's cache), and writes claim status.
+	// Hub reads the cluster's ClusterTenancy, and the claims and
+	// HardwareData copies in the tenant's namespaces (the manager's cache),
+	// and writes claim status.
 	Hub client.Client
 	// Nodes reads the workload cluster's Nodes (cached, with their
 	// managedFields); Kube applies and removes their labels.
@@ -57,15 +59,16 @@ type Reconciler struct {
 	Interval time.Duration
 }
 
-// SetupWithManager wires the controller: Tenants, claims and HardwareData
-// from the manager's (hub) cache, Nodes from the workload cluster's.
+// SetupWithManager wires the controller: the ClusterTenancy, claims and
+// HardwareData from the manager's (hub) cache, Nodes from the workload
+// cluster's.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workload cluster.Cluster) error {
 	toAll := handler.EnqueueRequestsFromMapFunc(func(context.Context, client.Object) []reconcile.Request {
 		return []reconcile.Request{all}
 	})
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("nodelabels").
-		Watches(&hostfleetv1alpha1.Tenant{}, toAll).
+		Watches(&hostfleetv1alpha1.ClusterTenancy{}, toAll).
 		Watches(&metal3api.HostClaim{}, toAll, builder.WithPredicates(predicate.Funcs{UpdateFunc: claimMoved})).
 		Watches(&metal3api.HardwareData{}, toAll).
 		WatchesRawSource(source.Kind(workload.GetCache(), &corev1.Node{},
@@ -127,7 +130,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, _ ctrl.Request) (ctrl.Result
 	for i := range nodes.Items {
 		byName[nodes.Items[i].Name] = &nodes.Items[i]
 	}
-	prefixes, _ := labelsync.Prefixes(tenant.Spec.LabelSyncPrefixes)
+	prefixes, _ := labelsync.Prefixes(tenant.LabelSyncPrefixes)
 	matches := MatchAll(r.ClusterName, claims, nodes.Items)
 	var errs []error
 	for _, c := range claims {
@@ -157,17 +160,16 @@ func syncedMessage(m Match, cluster string, prefixes []string) string {
 	return fmt.Sprintf("labels under %s are on Node %s on cluster %s (found by %s)", strings.Join(prefixes, ", "), m.Node, cluster, m.Via)
 }
 
-// tenant is the Tenant whose status names this cluster a workload cluster,
-// or nil.
-func (r *Reconciler) tenant(ctx context.Context) (*hostfleetv1alpha1.Tenant, error) {
-	var list hostfleetv1alpha1.TenantList
-	if err := r.Hub.List(ctx, &list); err != nil {
-		return nil, fmt.Errorf("list tenants: %w", err)
+// tenant is the tenant whose workload cluster this is, as the cluster's
+// ClusterTenancy says, or nil. A ManagedCluster carries one
+// hostfleet.io/tenant label: there is at most one.
+func (r *Reconciler) tenant(ctx context.Context) (*hostfleetv1alpha1.ServedTenant, error) {
+	ct, err := tenancy.Get(ctx, r.Hub, r.ClusterName)
+	if err != nil {
+		return nil, err
 	}
-	for i := range list.Items {
-		if slices.Contains(list.Items[i].Status.WorkloadClusters, r.ClusterName) {
-			return &list.Items[i], nil
-		}
+	if served := ct.Served(hostfleetv1alpha1.RoleWorkload); len(served) > 0 {
+		return &served[0], nil
 	}
 	return nil, nil
 }
@@ -177,9 +179,8 @@ func (r *Reconciler) tenant(ctx context.Context) (*hostfleetv1alpha1.Tenant, err
 // tenant's only workload cluster, those that name none. The bound ones
 // come with their HardwareData copy, if any; the others (no host, or being
 // deleted) apart.
-func (r *Reconciler) claims(ctx context.Context, t *hostfleetv1alpha1.Tenant) (bound []Claim, unbound []*metal3api.HostClaim, _ error) {
-	only := len(t.Status.WorkloadClusters) == 1
-	for _, ns := range t.Status.Namespaces {
+func (r *Reconciler) claims(ctx context.Context, t *hostfleetv1alpha1.ServedTenant) (bound []Claim, unbound []*metal3api.HostClaim, _ error) {
+	for _, ns := range t.Namespaces {
 		var list metal3api.HostClaimList
 		if err := r.Hub.List(ctx, &list, client.InNamespace(ns)); err != nil {
 			return nil, nil, fmt.Errorf("list the claims in %s: %w", ns, err)
@@ -187,7 +188,7 @@ func (r *Reconciler) claims(ctx context.Context, t *hostfleetv1alpha1.Tenant) (b
 		for i := range list.Items {
 			c := &list.Items[i]
 			wc := c.Annotations[hostfleetv1alpha1.AnnotationWorkloadCluster]
-			if wc != r.ClusterName && (wc != "" || !only) {
+			if wc != r.ClusterName && (wc != "" || !t.OnlyWorkloadCluster) {
 				continue
 			}
 			if c.Status.BareMetalHost == nil || !c.DeletionTimestamp.IsZero() {

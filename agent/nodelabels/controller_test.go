@@ -86,6 +86,9 @@ func newScene(t *testing.T, g *WithT) *scene {
 		g.Expect(s.hub.Get(ctx, client.ObjectKey{Name: "a"}, tn)).To(Succeed())
 		g.Expect(tn.Status.WorkloadClusters).To(Equal([]string{"wl"}))
 		g.Expect(tn.Status.Clusters).To(Equal([]string{"infra-1"}))
+		ct := &hostfleetv1alpha1.ClusterTenancy{}
+		g.Expect(s.hub.Get(ctx, client.ObjectKey{Namespace: "wl", Name: hostfleetv1alpha1.TenancyName}, ct)).To(Succeed())
+		g.Expect(ct.Spec.WorkloadTenants).To(ConsistOf(HaveField("Name", "a")), "the hub tells wl's agent whose workload cluster it is")
 		rb := &metav1.PartialObjectMetadata{}
 		rb.SetGroupVersionKind(rbacGVK)
 		g.Expect(s.hub.Get(ctx, client.ObjectKey{Namespace: tenantNS, Name: hostfleetv1alpha1.AgentWorkloadRole}, rb)).To(Succeed())

@@ -317,7 +317,16 @@ func TestAddonManager(t *testing.T) {
 	g.Eventually(func() error {
 		return tok.List(ctx, &metal3api.HostClaimList{}, client.InNamespace("tenant-a"), client.MatchingLabels{hostfleetv1alpha1.LabelCluster: "c2"})
 	}).WithTimeout(30*time.Second).Should(Succeed(), "in its tenant's namespace")
-	g.Expect(tok.List(ctx, &hostfleetv1alpha1.TenantList{})).To(Succeed())
+	g.Expect(tok.List(ctx, &hostfleetv1alpha1.TenantList{})).To(Satisfy(apierrors.IsForbidden),
+		"no Tenant: each lists its admins and every cluster of its set")
+	ct := &hostfleetv1alpha1.ClusterTenancy{}
+	g.Eventually(func(g Gomega) {
+		g.Expect(tok.Get(ctx, client.ObjectKey{Namespace: "c2", Name: hostfleetv1alpha1.TenancyName}, ct)).To(Succeed())
+		g.Expect(ct.Spec.Tenants).To(ConsistOf(HaveField("Name", "a")), "its cluster's ClusterTenancy says what it serves")
+	}).WithTimeout(30 * time.Second).Should(Succeed())
+	g.Expect(tok.Update(ctx, ct, client.DryRunAll)).To(Satisfy(apierrors.IsForbidden), "read only: the hub writes it")
+	g.Expect(tok.Get(ctx, client.ObjectKey{Namespace: "c1", Name: hostfleetv1alpha1.TenancyName}, &hostfleetv1alpha1.ClusterTenancy{})).
+		To(Satisfy(apierrors.IsForbidden), "never another cluster's")
 	inv := func(ns string) *hostfleetv1alpha1.HostInventory {
 		return &hostfleetv1alpha1.HostInventory{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: ns},
 			Spec: hostfleetv1alpha1.HostInventorySpec{ClusterName: ns}}

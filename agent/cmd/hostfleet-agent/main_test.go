@@ -24,19 +24,21 @@ import (
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
 )
 
-// tenantA registers tenant a on the hub as the hub's tenant controller
-// would: namespace tenant-a, served by cluster infra-1 (the agent watches
-// claims only in the namespaces of the tenants its cluster serves).
+// tenantA registers tenant a on the hub as the hub's controllers would:
+// namespace tenant-a, served by cluster infra-1, as infra-1's
+// ClusterTenancy says (the agent watches claims only in the namespaces of
+// the tenants its cluster serves).
 func tenantA(t *testing.T, hub client.Client) {
 	t.Helper()
 	g := NewWithT(t)
 	ctx := context.Background()
 	g.Expect(hub.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "tenant-a",
 		Labels: map[string]string{hostfleetv1alpha1.LabelTenant: "a"}}})).To(Succeed())
-	tn := &hostfleetv1alpha1.Tenant{ObjectMeta: metav1.ObjectMeta{Name: "a"}, Spec: hostfleetv1alpha1.TenantSpec{ClusterSet: "lab"}}
-	g.Expect(hub.Create(ctx, tn)).To(Succeed())
-	tn.Status = hostfleetv1alpha1.TenantStatus{Namespaces: []string{"tenant-a"}, Clusters: []string{"infra-1"}}
-	g.Expect(hub.Status().Update(ctx, tn)).To(Succeed())
+	g.Expect(client.IgnoreAlreadyExists(hub.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "infra-1"}}))).To(Succeed())
+	g.Expect(hub.Create(ctx, &hostfleetv1alpha1.ClusterTenancy{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "infra-1", Name: hostfleetv1alpha1.TenancyName},
+		Spec: hostfleetv1alpha1.ClusterTenancySpec{ClusterName: "infra-1",
+			Tenants: []hostfleetv1alpha1.ServedTenant{{Name: "a", Namespaces: []string{"tenant-a"}}}}})).To(Succeed())
 }
 
 // agentScene is what the agent binary's tests share: the binary, a hub and
@@ -170,8 +172,6 @@ func TestBinaryBindsClaim(t *testing.T) {
 	g.Expect(infra.Status().Update(ctx, h1)).To(Succeed())
 	g.Expect(hub.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "tenant-b",
 		Labels: map[string]string{hostfleetv1alpha1.LabelTenant: "b"}}})).To(Succeed())
-	tb := &hostfleetv1alpha1.Tenant{ObjectMeta: metav1.ObjectMeta{Name: "b"}, Spec: hostfleetv1alpha1.TenantSpec{ClusterSet: "edge"}}
-	g.Expect(hub.Create(ctx, tb)).To(Succeed())
 	cb := &metal3api.HostClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant-b", Name: "c",
 		Labels: map[string]string{hostfleetv1alpha1.LabelCluster: "infra-1"}}}
 	g.Expect(hub.Create(ctx, cb)).To(Succeed())
@@ -179,8 +179,10 @@ func TestBinaryBindsClaim(t *testing.T) {
 		g.Expect(hub.Get(ctx, client.ObjectKeyFromObject(cb), cb)).To(Succeed())
 		g.Expect(cb.Status.BareMetalHost).To(BeNil(), "infra-1 does not serve tenant b")
 	}).WithTimeout(4 * time.Second).Should(Succeed())
-	tb.Status = hostfleetv1alpha1.TenantStatus{Namespaces: []string{"tenant-b"}, Clusters: []string{"infra-1"}}
-	g.Expect(hub.Status().Update(ctx, tb)).To(Succeed())
+	ct := &hostfleetv1alpha1.ClusterTenancy{}
+	g.Expect(hub.Get(ctx, client.ObjectKey{Namespace: "infra-1", Name: hostfleetv1alpha1.TenancyName}, ct)).To(Succeed())
+	ct.Spec.Tenants = append(ct.Spec.Tenants, hostfleetv1alpha1.ServedTenant{Name: "b", Namespaces: []string{"tenant-b"}})
+	g.Expect(hub.Update(ctx, ct)).To(Succeed())
 	g.Eventually(func(g Gomega) {
 		g.Expect(proc.Exited()).To(BeFalse(), "agent exited; see %s", proc.Log)
 		g.Expect(hub.Get(ctx, client.ObjectKeyFromObject(cb), cb)).To(Succeed())

@@ -37,16 +37,16 @@ func runLabels(hosts, changes int) error {
 			Spec: metal3api.HostDeployPolicySpec{HostClaimNamespaces: &metal3api.HostClaimNamespaces{NameMatches: ".*"}}}); err != nil {
 		return err
 	}
-	tenant := &hostfleetv1alpha1.Tenant{ObjectMeta: metav1.ObjectMeta{Name: "a"},
-		Spec: hostfleetv1alpha1.TenantSpec{ClusterSet: "lab", LabelSyncPrefixes: []string{"rack.example.com"}}}
+	// What the hub's controllers would make for tenant a, served by
+	// infra-1, with wl its only workload cluster.
+	a := hostfleetv1alpha1.ServedTenant{Name: "a", Namespaces: []string{"tenant-a"}, LabelSyncPrefixes: []string{"rack.example.com"}}
+	onlyA := a
+	onlyA.OnlyWorkloadCluster = true
 	if err := create(ctx, hub,
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "tenant-a", Labels: map[string]string{hostfleetv1alpha1.LabelTenant: "a"}}},
-		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "wl"}}, tenant); err != nil {
-		return err
-	}
-	// What the hub's tenant controller would report.
-	tenant.Status = hostfleetv1alpha1.TenantStatus{Namespaces: []string{"tenant-a"}, Clusters: []string{"infra-1"}, WorkloadClusters: []string{"wl"}}
-	if err := hub.Status().Update(ctx, tenant); err != nil {
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "wl"}}, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "infra-1"}},
+		clusterTenancy("infra-1", hostfleetv1alpha1.ClusterTenancySpec{Tenants: []hostfleetv1alpha1.ServedTenant{a}}),
+		clusterTenancy("wl", hostfleetv1alpha1.ClusterTenancySpec{WorkloadTenants: []hostfleetv1alpha1.ServedTenant{onlyA}})); err != nil {
 		return err
 	}
 	for i := range hosts {
@@ -173,6 +173,13 @@ func quantile(ds []time.Duration, q float64) time.Duration {
 	i := int(q*float64(len(s))+0.5) - 1
 	i = max(0, min(i, len(s)-1))
 	return s[i].Round(time.Millisecond)
+}
+
+// clusterTenancy is cluster's ClusterTenancy with spec's tenants, as the
+// hub writes it.
+func clusterTenancy(cluster string, spec hostfleetv1alpha1.ClusterTenancySpec) *hostfleetv1alpha1.ClusterTenancy {
+	spec.ClusterName = cluster
+	return &hostfleetv1alpha1.ClusterTenancy{ObjectMeta: metav1.ObjectMeta{Namespace: cluster, Name: hostfleetv1alpha1.TenancyName}, Spec: spec}
 }
 
 func create(ctx context.Context, c client.Client, objs ...client.Object) error {

@@ -276,12 +276,12 @@ func run(n, workers int, upstream string) error {
 			return err
 		}
 	}
-	// A tenant's namespace, as the hub's tenant controller makes it: the
-	// agent caches it and its Tenant.
+	// A tenant's namespace and infra-1's ClusterTenancy, as the hub's
+	// controllers make them: the agent caches both.
 	for _, o := range []client.Object{
-		&hostfleetv1alpha1.Tenant{ObjectMeta: metav1.ObjectMeta{Name: "a"}, Spec: hostfleetv1alpha1.TenantSpec{ClusterSet: "lab"}},
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "tenant-a", Labels: map[string]string{hostfleetv1alpha1.LabelTenant: "a"}}},
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "infra-1"}},
+		clusterTenancy("infra-1", hostfleetv1alpha1.ClusterTenancySpec{Tenants: []hostfleetv1alpha1.ServedTenant{{Name: "a", Namespaces: []string{"tenant-a"}}}}),
 	} {
 		if err := hub.Create(ctx, o); err != nil {
 			return err

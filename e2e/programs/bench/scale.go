@@ -281,6 +281,21 @@ func scaleRun(clusters, hostsPer, infraPlanes int, rate float64, hubBin string) 
 	}); err != nil {
 		return res, fmt.Errorf("%w\nhub: %s", err, tail(hubOut.String()))
 	}
+	if err := waitFor(ctx, 5*time.Minute, "every cluster's ClusterTenancy to name the tenant", func() (bool, error) {
+		var list hostfleetv1alpha1.ClusterTenancyList
+		if err := hub.List(ctx, &list); err != nil {
+			return false, err
+		}
+		n := 0
+		for i := range list.Items {
+			if list.Items[i].Tenant(hostfleetv1alpha1.RoleInfrastructure, scaleTenant) != nil {
+				n++
+			}
+		}
+		return n == clusters, nil
+	}); err != nil {
+		return res, fmt.Errorf("%w\nhub: %s", err, tail(hubOut.String()))
+	}
 
 	fmt.Printf("  %d agents in this process, each with its cluster's hub identity\n", clusters)
 	agentErrs := make(chan error, clusters)
@@ -476,7 +491,7 @@ const (
 	// (etcd_request_duration_seconds).
 	keySlowEtcd = "slow etcd"
 	// keyTenantBytes: the bytes of Tenant events the API server sent its
-	// watchers (every agent watches Tenants).
+	// watchers (the hub's own; agents read their ClusterTenancy instead).
 	keyTenantBytes = "tenant event bytes"
 )
 

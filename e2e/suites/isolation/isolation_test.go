@@ -142,6 +142,9 @@ func TestIsolation(t *testing.T) {
 	g.Expect(c1.Create(ctx, &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: "c1", Name: hostfleetv1alpha1.AddonName}})).To(Succeed())
 	g.Expect(c3.Create(ctx, &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: "c3", Name: hostfleetv1alpha1.AddonName}})).To(Succeed())
 	g.Expect(alice.Get(ctx, client.ObjectKeyFromObject(onC2), &metal3api.HostClaim{})).To(Succeed())
+	g.Eventually(func() error {
+		return c1.Get(ctx, client.ObjectKey{Namespace: "c1", Name: hostfleetv1alpha1.TenancyName}, &hostfleetv1alpha1.ClusterTenancy{})
+	}).WithTimeout(30*time.Second).Should(Succeed(), "an agent reads its cluster's ClusterTenancy")
 	hwCopy := func(claim *metal3api.HostClaim, cluster string) *metal3api.HardwareData {
 		return &metal3api.HardwareData{ObjectMeta: metav1.ObjectMeta{Namespace: claim.Namespace, Name: claim.Name,
 			Labels: map[string]string{hostfleetv1alpha1.LabelClaimUID: string(claim.UID), hostfleetv1alpha1.LabelCluster: cluster}},
@@ -258,6 +261,9 @@ func TestIsolation(t *testing.T) {
 		{"agent c1", "grant itself cluster-admin", create(c1, &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "x"},
 			RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "cluster-admin"}, Subjects: admin("alice")}), rbac},
 		{"agent c1", "edit a Tenant", mutate(c1, &hostfleetv1alpha1.Tenant{ObjectMeta: metav1.ObjectMeta{Name: "a"}}, false, func() {}), rbac},
+		{"agent c1", "read a Tenant (its admins, every cluster of its set)", get(c1, "", "a", &hostfleetv1alpha1.Tenant{}), rbac},
+		{"agent c1", "read c2's ClusterTenancy", get(c1, "c2", hostfleetv1alpha1.TenancyName, &hostfleetv1alpha1.ClusterTenancy{}), rbac},
+		{"agent c1", "rewrite its own ClusterTenancy", mutate(c1, &hostfleetv1alpha1.ClusterTenancy{ObjectMeta: metav1.ObjectMeta{Namespace: "c1", Name: hostfleetv1alpha1.TenancyName}}, false, func() {}), rbac},
 		{"agent c1", "edit a ManagedCluster", mutate(c1, &clusterv1.ManagedCluster{ObjectMeta: metav1.ObjectMeta{Name: "c1"}}, false, func() {}), rbac},
 		{"agent c1", "list claims cluster-wide", list(c1, "", &metal3api.HostClaimList{}), rbac},
 		{"agent c1", "read tenant b's claim", get(c1, "tenant-b", "on-c3", &metal3api.HostClaim{}), rbac},

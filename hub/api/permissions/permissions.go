@@ -113,17 +113,20 @@ func AgentHostingNamespace() []rbacv1.PolicyRule {
 }
 
 // AgentHub is what every agent identity may do cluster-wide on the hub: see
-// tenants and namespaces, to find the namespaces it serves and compute the
-// inventory. Claims it reads only in those namespaces (AgentTenantNamespace).
+// namespaces, to compute the inventory (the tenant namespaces that the
+// cluster's HostDeployPolicies admit). No Tenant: what an agent needs of
+// the tenants is its cluster's ClusterTenancy (AgentClusterNamespace).
+// Claims it reads only in the namespaces of the tenants its cluster serves
+// (AgentTenantNamespace).
 func AgentHub() []rbacv1.PolicyRule {
 	return []rbacv1.PolicyRule{
-		{APIGroups: []string{hostfleetv1alpha1.GroupVersion.Group}, Resources: []string{"tenants"}, Verbs: view},
 		{APIGroups: []string{""}, Resources: []string{"namespaces"}, Verbs: view},
 	}
 }
 
 // AgentClusterNamespace is what an agent may do in its cluster's namespace
-// on the hub: write the cluster's HostInventory, and keep the add-on Lease
+// on the hub: read the cluster's ClusterTenancy (the tenants it serves),
+// write the cluster's HostInventory, and keep the add-on Lease
 // the agent keeps on the hub when its cluster has none. RBAC cannot limit a
 // create by name, so creating Leases is granted in the namespace, and
 // changing one only by the add-on's name. It may also watch the claims
