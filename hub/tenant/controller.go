@@ -78,9 +78,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	})
 	// Claim events only change the Tenant's claim counts: they are
 	// coalesced, one status write per ClaimCountDelay at most, not one per
-	// claim event. Every agent watches the Tenant, and each write is sent to
-	// all of them (make bench-scale: at 1 000 clusters, one write per claim
-	// event was most of the fleet's CPU).
+	// claim event. A Tenant lists every cluster of its set: at 1 000
+	// clusters each write is 27 KB for the API server to store and send.
 	byNamespace := handler.Funcs{
 		CreateFunc: func(ctx context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 			r.countLater(ctx, e.Object, q)
@@ -112,26 +111,13 @@ var finalizersChanged = predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bo
 }}
 
 // ClaimCountDelay bounds how often claim events rewrite a Tenant's claim
-// counts, for a tenant of up to 100 clusters.
+// counts. Agents do not watch Tenants (they read their cluster's
+// ClusterTenancy, which the counts never touch): a write goes to the hub's
+// own watchers only.
 const ClaimCountDelay = 5 * time.Second
 
-// ClaimCountDelayPerCluster is the bound per cluster of the tenant's set,
-// where that is longer than ClaimCountDelay: 50 s at 1 000 clusters. Every
-// agent watches Tenants, and a Tenant lists its clusters: a status write
-// sends an object that grows with the fleet to every agent, so that writes
-// at a fixed rate would cost the hub the square of the fleet's size. With
-// the delay growing with the set, the hub's watch traffic grows with the
-// fleet, not with its square.
-const ClaimCountDelayPerCluster = 50 * time.Millisecond
-
-// countDelay is how long claim events wait to rewrite the counts of a
-// tenant with this many clusters.
-func countDelay(clusters int) time.Duration {
-	return max(ClaimCountDelay, time.Duration(clusters)*ClaimCountDelayPerCluster)
-}
-
-// countLater enqueues the Tenant owning a claim's namespace after its
-// countDelay; the queue keeps one entry per Tenant meanwhile, at the
+// countLater enqueues the Tenant owning a claim's namespace after
+// ClaimCountDelay; the queue keeps one entry per Tenant meanwhile, at the
 // earliest time asked.
 func (r *Reconciler) countLater(ctx context.Context, o client.Object, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 	ns := &corev1.Namespace{}
@@ -142,11 +128,7 @@ func (r *Reconciler) countLater(ctx context.Context, o client.Object, q workqueu
 	if name == "" {
 		return
 	}
-	t := &hostfleetv1alpha1.Tenant{}
-	if err := r.Client.Get(ctx, client.ObjectKey{Name: name}, t); err != nil {
-		return
-	}
-	q.AddAfter(reconcile.Request{NamespacedName: client.ObjectKey{Name: name}}, countDelay(len(t.Status.Clusters)))
+	q.AddAfter(reconcile.Request{NamespacedName: client.ObjectKey{Name: name}}, ClaimCountDelay)
 }
 
 // Reconcile makes a Tenant's objects and reports on them.

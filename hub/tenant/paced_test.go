@@ -17,9 +17,9 @@ import (
 )
 
 // TestClaimCountsPaced: claims created steadily rewrite the Tenant's counts
-// at most once per tenant.ClaimCountDelay. Every agent watches Tenants, so
-// each write costs the hub a send to all of them; the controller must not
-// react to its own status writes (each would count again, and write again,
+// at most once per tenant.ClaimCountDelay. A Tenant lists every cluster of
+// its set, so each write is large; the controller must not react to its own
+// status writes (each would count again, and write again,
 // as long as claims keep coming).
 func TestClaimCountsPaced(t *testing.T) {
 	g := NewWithT(t)
