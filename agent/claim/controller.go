@@ -444,8 +444,8 @@ func (r *Reconciler) inputs(ctx context.Context, c *metal3api.HostClaim) (binder
 
 // hubGet reads a tenant namespace of the hub from the cache, which holds
 // them all (the agent's hub cache watches tenant namespaces); what the
-// cache lacks is read from the API server. Local claims'
-// namespaces are always read from the API server.
+// cache lacks is read from the API server. Local claims' namespaces are
+// always read from the API server.
 func (r *Reconciler) hubGet(ctx context.Context, key client.ObjectKey, obj client.Object) error {
 	if !r.local() {
 		if err := r.Claims.Get(ctx, key, obj); err == nil {

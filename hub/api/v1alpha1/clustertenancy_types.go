@@ -89,9 +89,10 @@ func (c *ClusterTenancy) Served(role string) []ServedTenant {
 
 // Tenant is the tenant named name among Served(role), or nil.
 func (c *ClusterTenancy) Tenant(role, name string) *ServedTenant {
-	for i, t := range c.Served(role) {
-		if t.Name == name {
-			return &c.Served(role)[i]
+	served := c.Served(role)
+	for i := range served {
+		if served[i].Name == name {
+			return &served[i]
 		}
 	}
 	return nil
