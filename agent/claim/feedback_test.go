@@ -28,9 +28,7 @@ func TestHostFeedback(t *testing.T) {
 	mustCreate(t, hub,
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "infra-1"}},
 		// Tenant a, served by infra-1, syncs example.com.
-		&hostfleetv1alpha1.ClusterTenancy{ObjectMeta: metav1.ObjectMeta{Namespace: "infra-1", Name: hostfleetv1alpha1.TenancyName},
-			Spec: hostfleetv1alpha1.ClusterTenancySpec{ClusterName: "infra-1", Tenants: []hostfleetv1alpha1.ServedTenant{
-				{Name: "a", Namespaces: []string{tenantNS}, LabelSyncPrefixes: []string{"example.com"}}}}},
+		planes.Tenancy("infra-1", hostfleetv1alpha1.ServedTenant{Name: "a", Namespaces: []string{tenantNS}, LabelSyncPrefixes: []string{"example.com"}}),
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: tenantNS, Labels: map[string]string{hostfleetv1alpha1.LabelTenant: "a"}}},
 	)
 	hostInfra(t, infra)

@@ -24,9 +24,8 @@ func TestWriter(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	hub, infra := writerPlanes(t)
-	g.Expect(hub.Create(ctx, &hostfleetv1alpha1.ClusterTenancy{ObjectMeta: metav1.ObjectMeta{Namespace: "infra-1", Name: hostfleetv1alpha1.TenancyName},
-		Spec: hostfleetv1alpha1.ClusterTenancySpec{ClusterName: "infra-1", Tenants: []hostfleetv1alpha1.ServedTenant{
-			{Name: "a", Namespaces: []string{"tenant-a"}, LabelSyncPrefixes: []string{"example.com"}}}}})).To(Succeed())
+	g.Expect(hub.Create(ctx, planes.Tenancy("infra-1",
+		hostfleetv1alpha1.ServedTenant{Name: "a", Namespaces: []string{"tenant-a"}, LabelSyncPrefixes: []string{"example.com"}}))).To(Succeed())
 	g.Expect(infra.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "hosts"}})).To(Succeed())
 	g.Expect(infra.Create(ctx, &metal3api.HostDeployPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: "hosts", Name: "p"},
 		Spec: metal3api.HostDeployPolicySpec{HostClaimNamespaces: &metal3api.HostClaimNamespaces{NameMatches: "^tenant-"}}})).To(Succeed())

@@ -13,10 +13,12 @@ import (
 )
 
 // Get is cluster's ClusterTenancy, or nil if the hub has not written it
-// yet.
+// yet. Read only: from a cache it shares the cache's slices (no copy: the
+// inventory writers of 1 000 agents in one process read it 100 times a
+// second).
 func Get(ctx context.Context, hub client.Reader, cluster string) (*hostfleetv1alpha1.ClusterTenancy, error) {
 	ct := &hostfleetv1alpha1.ClusterTenancy{}
-	err := hub.Get(ctx, client.ObjectKey{Namespace: cluster, Name: hostfleetv1alpha1.TenancyName}, ct)
+	err := hub.Get(ctx, client.ObjectKey{Namespace: cluster, Name: hostfleetv1alpha1.TenancyName}, ct, client.UnsafeDisableDeepCopy)
 	if apierrors.IsNotFound(err) {
 		return nil, nil
 	}

@@ -35,10 +35,7 @@ func tenantA(t *testing.T, hub client.Client) {
 	g.Expect(hub.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "tenant-a",
 		Labels: map[string]string{hostfleetv1alpha1.LabelTenant: "a"}}})).To(Succeed())
 	g.Expect(client.IgnoreAlreadyExists(hub.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "infra-1"}}))).To(Succeed())
-	g.Expect(hub.Create(ctx, &hostfleetv1alpha1.ClusterTenancy{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "infra-1", Name: hostfleetv1alpha1.TenancyName},
-		Spec: hostfleetv1alpha1.ClusterTenancySpec{ClusterName: "infra-1",
-			Tenants: []hostfleetv1alpha1.ServedTenant{{Name: "a", Namespaces: []string{"tenant-a"}}}}})).To(Succeed())
+	g.Expect(hub.Create(ctx, planes.Tenancy("infra-1", hostfleetv1alpha1.ServedTenant{Name: "a", Namespaces: []string{"tenant-a"}}))).To(Succeed())
 }
 
 // agentScene is what the agent binary's tests share: the binary, a hub and

@@ -7,7 +7,16 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clusterv1 "open-cluster-management.io/api/cluster/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
 )
+
+// Tenancy is cluster's ClusterTenancy serving tenants, as the hub's
+// tenancy controller writes it, for tests that run agents without it.
+func Tenancy(cluster string, tenants ...hostfleetv1alpha1.ServedTenant) *hostfleetv1alpha1.ClusterTenancy {
+	return &hostfleetv1alpha1.ClusterTenancy{ObjectMeta: metav1.ObjectMeta{Namespace: cluster, Name: hostfleetv1alpha1.TenancyName},
+		Spec: hostfleetv1alpha1.ClusterTenancySpec{ClusterName: cluster, Tenants: tenants}}
+}
 
 // SetClusterAvailable writes a ManagedCluster's Available condition on the
 // hub, as its registration agent would keep it (on planes no registration

@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/hostfleet/hostfleet/agent/app"
+	"github.com/hostfleet/hostfleet/e2e/harness/planes"
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
 )
 
@@ -42,11 +43,12 @@ func runLabels(hosts, changes int) error {
 	a := hostfleetv1alpha1.ServedTenant{Name: "a", Namespaces: []string{"tenant-a"}, LabelSyncPrefixes: []string{"rack.example.com"}}
 	onlyA := a
 	onlyA.OnlyWorkloadCluster = true
+	wlTenancy := planes.Tenancy("wl")
+	wlTenancy.Spec.WorkloadTenants = []hostfleetv1alpha1.ServedTenant{onlyA}
 	if err := create(ctx, hub,
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "tenant-a", Labels: map[string]string{hostfleetv1alpha1.LabelTenant: "a"}}},
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "wl"}}, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "infra-1"}},
-		clusterTenancy("infra-1", hostfleetv1alpha1.ClusterTenancySpec{Tenants: []hostfleetv1alpha1.ServedTenant{a}}),
-		clusterTenancy("wl", hostfleetv1alpha1.ClusterTenancySpec{WorkloadTenants: []hostfleetv1alpha1.ServedTenant{onlyA}})); err != nil {
+		planes.Tenancy("infra-1", a), wlTenancy); err != nil {
 		return err
 	}
 	for i := range hosts {
@@ -173,13 +175,6 @@ func quantile(ds []time.Duration, q float64) time.Duration {
 	i := int(q*float64(len(s))+0.5) - 1
 	i = max(0, min(i, len(s)-1))
 	return s[i].Round(time.Millisecond)
-}
-
-// clusterTenancy is cluster's ClusterTenancy with spec's tenants, as the
-// hub writes it.
-func clusterTenancy(cluster string, spec hostfleetv1alpha1.ClusterTenancySpec) *hostfleetv1alpha1.ClusterTenancy {
-	spec.ClusterName = cluster
-	return &hostfleetv1alpha1.ClusterTenancy{ObjectMeta: metav1.ObjectMeta{Namespace: cluster, Name: hostfleetv1alpha1.TenancyName}, Spec: spec}
 }
 
 func create(ctx context.Context, c client.Client, objs ...client.Object) error {

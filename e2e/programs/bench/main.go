@@ -281,7 +281,7 @@ func run(n, workers int, upstream string) error {
 	for _, o := range []client.Object{
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "tenant-a", Labels: map[string]string{hostfleetv1alpha1.LabelTenant: "a"}}},
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "infra-1"}},
-		clusterTenancy("infra-1", hostfleetv1alpha1.ClusterTenancySpec{Tenants: []hostfleetv1alpha1.ServedTenant{{Name: "a", Namespaces: []string{"tenant-a"}}}}),
+		planes.Tenancy("infra-1", hostfleetv1alpha1.ServedTenant{Name: "a", Namespaces: []string{"tenant-a"}}),
 	} {
 		if err := hub.Create(ctx, o); err != nil {
 			return err
