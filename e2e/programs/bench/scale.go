@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -49,6 +50,9 @@ type scaleResult struct {
 	// agents is this process's CPU (every agent); infraServers the
 	// infrastructure planes' API servers'.
 	agents, infraServers time.Duration
+	// serverGC and agentsGC are what the hub API server's and this
+	// process's garbage collectors took of their CPU.
+	serverGC, agentsGC time.Duration
 	// requests are the hub API server's requests (all clients, WATCH
 	// excluded) over the claims, by verb.
 	requests map[string]float64
@@ -57,6 +61,13 @@ type scaleResult struct {
 	// behind: a watcher that does not take its events in time holds up
 	// every other's.
 	watches, terminated float64
+	// terminatedBy splits terminated by resource.
+	terminatedBy map[string]float64
+	// claimCache is the capacity of the hub API server's watch cache of
+	// claims, in events, when the claims began and at the end: a watch
+	// opened on it gets a buffer of capacity/75 events, from 10 to 100, for
+	// as long as it lasts.
+	claimCache [2]float64
 	// slowCreates are claim creates the hub API server took over 1 s to
 	// serve, slowEtcd its etcd requests over 1 s: a stall the server
 	// measured, not its clients.
@@ -106,12 +117,18 @@ func printScale(rs []scaleResult) {
 	row("hub API server CPU per claim", func(r scaleResult) string {
 		return (r.hubServer.CPU / time.Duration(r.claims)).Round(10 * time.Microsecond).String()
 	})
+	row("  of it, its garbage collector's", func(r scaleResult) string {
+		return (r.serverGC / time.Duration(r.claims)).Round(10 * time.Microsecond).String()
+	})
 	row("hub API server RSS (peak)", func(r scaleResult) string { return mib(r.hubServer.RSS) + " (" + mib(r.hubServer.PeakRSS) + ")" })
 	row("hub controller CPU per claim", func(r scaleResult) string {
 		return (r.hubController.CPU / time.Duration(r.claims)).Round(10 * time.Microsecond).String()
 	})
 	row("agents' CPU per claim (all, one process)", func(r scaleResult) string {
 		return (r.agents / time.Duration(r.claims)).Round(10 * time.Microsecond).String()
+	})
+	row("  of it, their garbage collector's", func(r scaleResult) string {
+		return (r.agentsGC / time.Duration(r.claims)).Round(10 * time.Microsecond).String()
 	})
 	row("infrastructure API servers' CPU per claim", func(r scaleResult) string {
 		return (r.infraServers / time.Duration(r.claims)).Round(10 * time.Microsecond).String()
@@ -139,7 +156,10 @@ func printScale(rs []scaleResult) {
 		row("  "+v, func(r scaleResult) string { return fmt.Sprintf("%.2f", r.requests[v]/float64(r.claims)) })
 	}
 	row("hub watches ended, closed for falling behind", func(r scaleResult) string {
-		return fmt.Sprintf("%.0f, %.0f", r.watches, r.terminated)
+		return fmt.Sprintf("%.0f, %.0f%s", r.watches, r.terminated, byResource(r.terminatedBy))
+	})
+	row("hub watch cache of claims, events (start, end)", func(r scaleResult) string {
+		return fmt.Sprintf("%.0f, %.0f", r.claimCache[0], r.claimCache[1])
 	})
 	row("hub claim creates over 1 s; etcd requests over 1 s", func(r scaleResult) string {
 		return fmt.Sprintf("%.0f; %.0f", r.slowCreates, r.slowEtcd)
@@ -351,6 +371,7 @@ func scaleRun(clusters, hostsPer, infraPlanes int, rate float64, hubBin string) 
 		return res, err
 	}
 	reqBefore, err := apiRequests(ctx, hubPlane.Config)
+	gcBefore := gcSeconds()
 	if err != nil {
 		return res, err
 	}
@@ -373,7 +394,7 @@ func scaleRun(clusters, hostsPer, infraPlanes int, rate float64, hubBin string) 
 			}
 			own, err := planes.ProcessUsage(os.Getpid())
 			return sample{at: time.Now(), cpu: u.CPU, watches: req[keyWatches], terminated: req[keyTerminated], slowCreates: req[keySlowCreates], slowEtcd: req[keySlowEtcd], tenantBytes: req[keyTenantBytes],
-				agents: own.CPU, runtime: readRuntime()}, err
+				serverGC: req[keyGC], agents: own.CPU, runtime: readRuntime()}, err
 		})
 	}()
 	// The claims, at a steady rate, unpinned: the hub scheduler places
@@ -424,8 +445,18 @@ func scaleRun(clusters, hostsPer, infraPlanes int, rate float64, hubBin string) 
 	res.watches, res.terminated = res.requests[keyWatches], res.requests[keyTerminated]
 	res.slowCreates, res.slowEtcd = res.requests[keySlowCreates], res.requests[keySlowEtcd]
 	res.tenantBytes = res.requests[keyTenantBytes]
-	for _, k := range []string{keyWatches, keyTerminated, keySlowCreates, keySlowEtcd, keyTenantBytes} {
+	res.claimCache = [2]float64{reqBefore[keyClaimCache], reqAfter[keyClaimCache]}
+	res.serverGC = time.Duration(res.requests[keyGC] * float64(time.Second))
+	res.agentsGC = time.Duration((gcSeconds() - gcBefore) * float64(time.Second))
+	for _, k := range []string{keyWatches, keyTerminated, keySlowCreates, keySlowEtcd, keyTenantBytes, keyGC, keyClaimCache} {
 		delete(res.requests, k)
+	}
+	res.terminatedBy = map[string]float64{}
+	for k, n := range res.requests {
+		if resource, ok := strings.CutPrefix(k, keyTerminated+"/"); ok {
+			res.terminatedBy[resource] = n
+			delete(res.requests, k)
+		}
 	}
 	var sched, rdy []time.Duration
 	slow := map[int]int{} // placed after more than 1 s, by minute of creation
@@ -482,7 +513,8 @@ const (
 	// keyWatches: watch requests that ended; their clients watch again.
 	keyWatches = "WATCH"
 	// keyTerminated: watchers the API server closed because they fell
-	// behind its events (apiserver_terminated_watchers_total).
+	// behind its events (apiserver_terminated_watchers_total);
+	// keyTerminated/<resource> counts them by resource.
 	keyTerminated = "terminated"
 	// keySlowCreates: claim creates the API server took over 1 s to serve
 	// (apiserver_request_duration_seconds).
@@ -493,6 +525,10 @@ const (
 	// keyTenantBytes: the bytes of Tenant events the API server sent its
 	// watchers (the hub's own; agents read their ClusterTenancy instead).
 	keyTenantBytes = "tenant event bytes"
+	// keyGC: the CPU seconds the API server's garbage collector took.
+	keyGC = "gc cpu"
+	// keyClaimCache: the capacity of its watch cache of claims, in events.
+	keyClaimCache = "claim cache"
 )
 
 // overOneSecond counts, from a histogram's _count and le="1" _bucket lines,
@@ -509,6 +545,37 @@ func overOneSecond(line, name string) (float64, bool) {
 	}
 	v, err := sampleValue(line)
 	return sign * v, err == nil
+}
+
+// label is the value of a label of a metrics text line, "" if it has none.
+func label(line, name string) string {
+	for _, sep := range []string{"{", ","} {
+		if i := strings.Index(line, sep+name+`="`); i >= 0 {
+			v := line[i+len(sep)+len(name)+2:]
+			return v[:strings.IndexByte(v, '"')]
+		}
+	}
+	return ""
+}
+
+// byResource prints counts by resource, largest first: " (hostclaims 3,
+// leases 1)", or nothing.
+func byResource(n map[string]float64) string {
+	keys := make([]string, 0, len(n))
+	for k, v := range n {
+		if v > 0 {
+			keys = append(keys, k)
+		}
+	}
+	if len(keys) == 0 {
+		return ""
+	}
+	slices.SortFunc(keys, func(a, b string) int { return cmp.Or(cmp.Compare(n[b], n[a]), strings.Compare(a, b)) })
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = fmt.Sprintf("%s %.0f", k, n[k])
+	}
+	return " (" + strings.Join(parts, ", ") + ")"
 }
 
 // sampleValue is the value of a metrics text line: its last field.
@@ -548,22 +615,30 @@ func apiRequests(ctx context.Context, cfg *rest.Config) (map[string]float64, err
 			}
 			continue
 		}
+		if strings.HasPrefix(line, "go_cpu_classes_gc_total_cpu_seconds_total ") {
+			if v, err := sampleValue(line); err == nil {
+				out[keyGC] = v
+			}
+			continue
+		}
+		if strings.HasPrefix(line, "watch_cache_capacity{") && label(line, "resource") == "hostclaims" {
+			if v, err := sampleValue(line); err == nil {
+				out[keyClaimCache] = v
+			}
+			continue
+		}
 		if strings.HasPrefix(line, "apiserver_terminated_watchers_total{") {
 			if v, err := sampleValue(line); err == nil {
 				out[keyTerminated] += v
+				out[keyTerminated+"/"+label(line, "resource")] += v
 			}
 			continue
 		}
 		if !strings.HasPrefix(line, "apiserver_request_total{") {
 			continue
 		}
-		i := strings.Index(line, `verb="`)
-		if i < 0 {
-			continue
-		}
-		verb := line[i+len(`verb="`):]
-		verb = verb[:strings.IndexByte(verb, '"')]
-		if verb == "CONNECT" {
+		verb := label(line, "verb")
+		if verb == "" || verb == "CONNECT" {
 			continue
 		}
 		v, err := sampleValue(line)

@@ -13,7 +13,8 @@ import (
 // the watchers it closed for falling behind, the claim creates and etcd
 // requests it took over 1 s to serve; and this process (every agent): its
 // CPU, the longest a runnable goroutine waited to run and the longest
-// stop-the-world pause. When claims were placed late, the windows they were
+// stop-the-world pause; of both processes' CPU, what their garbage collector
+// took. When claims were placed late, the windows they were
 // created in are printed beside these, and the median window.
 type timeline struct {
 	window  time.Duration
@@ -25,12 +26,14 @@ type sample struct {
 	cpu, agents                    time.Duration
 	watches, slowCreates, slowEtcd float64
 	terminated, tenantBytes        float64
-	runtime                        []metrics.Sample
+	// serverGC is the hub API server's garbage collector's CPU, in seconds.
+	serverGC float64
+	runtime  []metrics.Sample
 }
 
 // runtimeMetrics are this process's scheduling latencies and stop-the-world
-// pauses, cumulative histograms.
-var runtimeMetrics = []string{"/sched/latencies:seconds", "/sched/pauses/total/gc:seconds"}
+// pauses, cumulative histograms, and its garbage collector's CPU.
+var runtimeMetrics = []string{"/sched/latencies:seconds", "/sched/pauses/total/gc:seconds", "/cpu/classes/gc/total:cpu-seconds"}
 
 func readRuntime() []metrics.Sample {
 	s := make([]metrics.Sample, len(runtimeMetrics))
@@ -39,6 +42,16 @@ func readRuntime() []metrics.Sample {
 	}
 	metrics.Read(s)
 	return s
+}
+
+// gcSeconds is the CPU this process's garbage collector took so far.
+func gcSeconds() float64 {
+	s := []metrics.Sample{{Name: "/cpu/classes/gc/total:cpu-seconds"}}
+	metrics.Read(s)
+	if s[0].Value.Kind() != metrics.KindFloat64 {
+		return 0
+	}
+	return s[0].Value.Float64()
 }
 
 // longest returns the upper bound of the highest bucket that counted
@@ -84,6 +97,7 @@ func (t *timeline) print(start time.Time, created []time.Time, late []bool) {
 		cores, agentCores              float64
 		watches, slowCreates, slowEtcd float64
 		terminated, tenantBytes        float64
+		serverGC, agentGC              float64 // cores
 		wait, pause                    time.Duration
 	}
 	ws := make([]window, len(t.samples)-1)
@@ -91,9 +105,13 @@ func (t *timeline) print(start time.Time, created []time.Time, late []bool) {
 		a, b := t.samples[i], t.samples[i+1]
 		secs := b.at.Sub(a.at).Seconds()
 		ws[i] = window{cores: (b.cpu - a.cpu).Seconds() / secs, agentCores: (b.agents - a.agents).Seconds() / secs,
-			watches: b.watches - a.watches, terminated: b.terminated - a.terminated, tenantBytes: b.tenantBytes - a.tenantBytes, slowCreates: b.slowCreates - a.slowCreates, slowEtcd: b.slowEtcd - a.slowEtcd}
+			watches: b.watches - a.watches, terminated: b.terminated - a.terminated, tenantBytes: b.tenantBytes - a.tenantBytes, slowCreates: b.slowCreates - a.slowCreates, slowEtcd: b.slowEtcd - a.slowEtcd,
+			serverGC: (b.serverGC - a.serverGC) / secs}
 		if len(a.runtime) == len(runtimeMetrics) && len(b.runtime) == len(runtimeMetrics) {
 			ws[i].wait, ws[i].pause = longest(a.runtime[0], b.runtime[0]), longest(a.runtime[1], b.runtime[1])
+			if a.runtime[2].Value.Kind() == metrics.KindFloat64 && b.runtime[2].Value.Kind() == metrics.KindFloat64 {
+				ws[i].agentGC = (b.runtime[2].Value.Float64() - a.runtime[2].Value.Float64()) / secs
+			}
 		}
 	}
 	first := t.samples[0].at
@@ -115,15 +133,15 @@ func (t *timeline) print(start time.Time, created []time.Time, late []bool) {
 		slices.Sort(v)
 		return v[len(v)/2]
 	}
-	fmt.Printf("    by %s window: the median one, hub API server %.2f cores, %.0f watches ended; agents %.2f cores, their goroutines waited up to %s\n",
-		t.window, median(func(w window) float64 { return w.cores }), median(func(w window) float64 { return w.watches }),
-		median(func(w window) float64 { return w.agentCores }), time.Duration(median(func(w window) float64 { return float64(w.wait) })))
+	fmt.Printf("    by %s window: the median one, hub API server %.2f cores (GC %.2f), %.0f watches ended; agents %.2f cores (GC %.2f), their goroutines waited up to %s\n",
+		t.window, median(func(w window) float64 { return w.cores }), median(func(w window) float64 { return w.serverGC }), median(func(w window) float64 { return w.watches }),
+		median(func(w window) float64 { return w.agentCores }), median(func(w window) float64 { return w.agentGC }), time.Duration(median(func(w window) float64 { return float64(w.wait) })))
 	for i, w := range ws {
 		if w.late == 0 && (i+1 >= len(ws) || ws[i+1].late == 0) {
 			continue
 		}
-		fmt.Printf("    +%4.0fs: %3d created, %3d late; hub API server %.2f cores, %.0f watches ended (%.0f closed for falling behind), %.0f creates and %.0f etcd requests over 1 s, "+
-			"%.1f MB of Tenant events sent; agents %.2f cores, their goroutines waited up to %s, paused up to %s\n",
-			t.samples[i].at.Sub(start).Seconds(), w.created, w.late, w.cores, w.watches, w.terminated, w.slowCreates, w.slowEtcd, w.tenantBytes/1e6, w.agentCores, w.wait, w.pause)
+		fmt.Printf("    +%4.0fs: %3d created, %3d late; hub API server %.2f cores (GC %.2f), %.0f watches ended (%.0f closed for falling behind), %.0f creates and %.0f etcd requests over 1 s, "+
+			"%.1f MB of Tenant events sent; agents %.2f cores (GC %.2f), their goroutines waited up to %s, paused up to %s\n",
+			t.samples[i].at.Sub(start).Seconds(), w.created, w.late, w.cores, w.serverGC, w.watches, w.terminated, w.slowCreates, w.slowEtcd, w.tenantBytes/1e6, w.agentCores, w.agentGC, w.wait, w.pause)
 	}
 }
