@@ -236,6 +236,8 @@ func finish(mgr ctrl.Manager, managed cluster.Cluster, hubCfg, managedCfg *rest.
 // placed on its cluster, with the managed cluster added to it.
 func newManager(hubCfg, managedCfg *rest.Config, o *Options) (ctrl.Manager, cluster.Cluster, error) {
 	scheme := Scheme()
+	// No decision reads managedFields: the caches (hub and managed
+	// cluster) keep objects without them.
 	mgr, err := ctrl.NewManager(hubCfg, ctrl.Options{
 		Scheme:                 scheme,
 		Metrics:                metricsserver.Options{BindAddress: o.MetricsAddr},
@@ -248,7 +250,7 @@ func newManager(hubCfg, managedCfg *rest.Config, o *Options) (ctrl.Manager, clus
 		LeaderElectionNamespace:       o.AgentNamespace,
 		LeaderElectionConfig:          managedCfg,
 		LeaderElectionReleaseOnCancel: true,
-		Cache:                         cache.Options{ByObject: hubCache(o)},
+		Cache:                         cache.Options{ByObject: hubCache(o), DefaultTransform: cache.TransformStripManagedFields()},
 	})
 	if err != nil {
 		return nil, nil, fmt.Errorf("hub manager: %w", err)
@@ -256,6 +258,7 @@ func newManager(hubCfg, managedCfg *rest.Config, o *Options) (ctrl.Manager, clus
 	managed, err := cluster.New(managedCfg, func(co *cluster.Options) {
 		co.Scheme = scheme
 		co.Cache.DefaultNamespaces = namespaceConfigs(o.HostNamespaces)
+		co.Cache.DefaultTransform = cache.TransformStripManagedFields()
 	})
 	if err != nil {
 		return nil, nil, fmt.Errorf("managed cluster: %w", err)

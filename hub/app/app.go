@@ -166,9 +166,10 @@ func Scheme() *runtime.Scheme {
 // New builds the hub's manager with its controllers.
 func New(cfg *rest.Config, o *Options) (ctrl.Manager, error) {
 	scheme := Scheme()
+	// No decision reads managedFields: the cache keeps objects without them.
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                        scheme,
-		Cache:                         cache.Options{ByObject: forwarder.CacheByObject()},
+		Cache:                         cache.Options{ByObject: forwarder.CacheByObject(), DefaultTransform: cache.TransformStripManagedFields()},
 		Metrics:                       metricsOptions(o.MetricsAddr, o.MetricsSecure),
 		HealthProbeBindAddress:        o.HealthAddr,
 		PprofBindAddress:              o.PprofAddr,

@@ -13,6 +13,7 @@ import (
 	"github.com/go-logr/logr"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -109,8 +110,10 @@ func (f *Fleet) ManagerForTest(t testing.TB, plane string, setup func(mgr ctrl.M
 // restarts its controllers calls it; stop waits for the manager to end).
 func (f *Fleet) StartManager(plane string, setup func(mgr ctrl.Manager) error) (stop func() error, _ error) {
 	skip := true
+	// Caches without managedFields, as the hub's and the agent's.
 	mgr, err := ctrl.NewManager(f.Plane(plane).Config, ctrl.Options{Scheme: f.Scheme,
-		Metrics: metricsserver.Options{BindAddress: "0"}, Controller: config.Controller{SkipNameValidation: &skip}})
+		Metrics: metricsserver.Options{BindAddress: "0"}, Controller: config.Controller{SkipNameValidation: &skip},
+		Cache: cache.Options{DefaultTransform: cache.TransformStripManagedFields()}})
 	if err != nil {
 		return nil, fmt.Errorf("manager on %s: %w", plane, err)
 	}
