@@ -371,10 +371,10 @@ func scaleRun(clusters, hostsPer, infraPlanes int, rate float64, hubBin string) 
 		return res, err
 	}
 	reqBefore, err := apiRequests(ctx, hubPlane.Config)
-	gcBefore := gcSeconds()
 	if err != nil {
 		return res, err
 	}
+	gcBefore := gcSeconds()
 	others := planeUsage(f, names[1:]...)
 	fmt.Printf("  %d claims at %.0f/s\n", res.claims, rate)
 	tl := &timeline{window: 10 * time.Second}

@@ -45,13 +45,14 @@ func readRuntime() []metrics.Sample {
 }
 
 // gcSeconds is the CPU this process's garbage collector took so far.
-func gcSeconds() float64 {
-	s := []metrics.Sample{{Name: "/cpu/classes/gc/total:cpu-seconds"}}
-	metrics.Read(s)
-	if s[0].Value.Kind() != metrics.KindFloat64 {
+func gcSeconds() float64 { return float(readRuntime()[2]) }
+
+// float is a float sample's value, 0 for any other kind.
+func float(s metrics.Sample) float64 {
+	if s.Value.Kind() != metrics.KindFloat64 {
 		return 0
 	}
-	return s[0].Value.Float64()
+	return s.Value.Float64()
 }
 
 // longest returns the upper bound of the highest bucket that counted
@@ -109,9 +110,7 @@ func (t *timeline) print(start time.Time, created []time.Time, late []bool) {
 			serverGC: (b.serverGC - a.serverGC) / secs}
 		if len(a.runtime) == len(runtimeMetrics) && len(b.runtime) == len(runtimeMetrics) {
 			ws[i].wait, ws[i].pause = longest(a.runtime[0], b.runtime[0]), longest(a.runtime[1], b.runtime[1])
-			if a.runtime[2].Value.Kind() == metrics.KindFloat64 && b.runtime[2].Value.Kind() == metrics.KindFloat64 {
-				ws[i].agentGC = (b.runtime[2].Value.Float64() - a.runtime[2].Value.Float64()) / secs
-			}
+			ws[i].agentGC = (float(b.runtime[2]) - float(a.runtime[2])) / secs
 		}
 	}
 	first := t.samples[0].at
