@@ -13,11 +13,18 @@ import (
 const OwnPrefix = "hostfleet.io"
 
 // ValidPrefix says why a sync prefix is refused, or nil. Reserved Kubernetes
-// prefixes are refused; other sub-domains of kubernetes.io are allowed.
+// prefixes and the Node-steering ones (and their sub-domains) are refused;
+// other sub-domains of kubernetes.io are allowed. The CRD refuses the same at
+// admission; this keeps a Tenant stored before that rule from syncing them.
 func ValidPrefix(p string) error {
 	for _, r := range hostfleetv1alpha1.ReservedLabelPrefixes {
 		if p == r {
 			return fmt.Errorf("label prefix %q is reserved for Kubernetes", p)
+		}
+	}
+	for _, r := range hostfleetv1alpha1.NodeSteeringLabelPrefixes {
+		if p == r || strings.HasSuffix(p, "."+r) {
+			return fmt.Errorf("label prefix %q steers Nodes (role, NodeRestriction labels, scheduling): host labels there are never synced", p)
 		}
 	}
 	if p == OwnPrefix || strings.HasSuffix(p, "."+OwnPrefix) {

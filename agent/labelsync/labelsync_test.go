@@ -14,6 +14,8 @@ func TestValidPrefix(t *testing.T) {
 		"example.com": true, "topology.kubernetes.io": true, "my.kubernetes.io": true, "hostfleet.example.com": true,
 		"kubernetes.io": false, "k8s.io": false, "kubelet.kubernetes.io": false, "beta.kubernetes.io": false, "sub.hostfleet.io": false,
 		"Bad_Prefix": false, "": false, "hostfleet.io": false, "x.hostfleet.io": false,
+		"node-role.kubernetes.io": false, "node-restriction.kubernetes.io": false, "node.kubernetes.io": false,
+		"a.node.kubernetes.io": false, "mynode.kubernetes.io": true, "node.example.com": true,
 	} {
 		err := ValidPrefix(p)
 		NewWithT(t).Expect(err == nil).To(Equal(ok), "%q: %v", p, err)

@@ -81,6 +81,7 @@ func newScene(t *testing.T, g *WithT) *scene {
 	} {
 		g.Expect(s.hub.Create(ctx, o)).To(Succeed())
 	}
+	g.Expect(planes.AcceptCluster(ctx, s.hub, "wl")).To(Succeed(), "only an accepted cluster is a workload cluster")
 	g.Eventually(func(g Gomega) {
 		tn := &hostfleetv1alpha1.Tenant{}
 		g.Expect(s.hub.Get(ctx, client.ObjectKey{Name: "a"}, tn)).To(Succeed())
@@ -403,7 +404,7 @@ func TestLabelsReachTheNode(t *testing.T) {
 	moved := mc.DeepCopy()
 	moved.Labels[hostfleetv1alpha1.LabelTenant] = "b"
 	g.Eventually(func() error { return reg.Update(ctx, moved) }).WithTimeout(10*time.Second).Should(
-		MatchError(ContainSubstring("only a hub administrator")), "RBAC lets it update its ManagedCluster; admission refuses the label")
+		MatchError(ContainSubstring("ask a hub administrator to label the cluster")), "RBAC lets it update its ManagedCluster; admission refuses the label")
 	moved = mc.DeepCopy()
 	moved.Labels["example.com/site"] = "x"
 	g.Expect(reg.Update(ctx, moved)).To(Succeed(), "positive control: other labels are its to set")

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
@@ -13,8 +14,8 @@ import (
 	addonv1beta1 "open-cluster-management.io/api/addon/v1beta1"
 	clusterv1 "open-cluster-management.io/api/cluster/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/hostfleet/hostfleet/hub/api/permissions"
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
 )
 
@@ -22,8 +23,8 @@ import (
 func BindingName(cluster string) string { return hostfleetv1alpha1.AgentHubRole + ":" + cluster }
 
 // Permissions binds the identity the agent registered with, as Subjects
-// accepts it from the ManagedClusterAddOn's status, to AgentHubRole and, in
-// the cluster's namespace, AgentClusterRole. Until the identity is known it
+// accepts it from the ManagedClusterAddOn's status, to the ClusterRoles
+// AgentHubRole and, in the cluster's namespace, AgentClusterRole. Until the identity is known it
 // reports SubjectNotReady and is called again when the status changes; an
 // identity Subjects refuses is reported on the add-on (RegistrationApplied
 // False) and bound to nothing.
@@ -38,10 +39,8 @@ func Permissions(kube kubernetes.Interface) agent.PermissionConfigFunc {
 			return &agent.SubjectNotReadyError{}
 		}
 		labels := map[string]string{hostfleetv1alpha1.LabelCluster: cluster.Name}
-		if _, _, err := utils.ApplyClusterRole(ctx, kube.RbacV1(), &rbacv1.ClusterRole{
-			ObjectMeta: metav1.ObjectMeta{Name: hostfleetv1alpha1.AgentHubRole}, Rules: permissions.AgentHub()}); err != nil {
-			return fmt.Errorf("hub role for %s: %w", cluster.Name, err)
-		}
+		// The ClusterRoles are the operator's (permissions.GrantedClusterRoles):
+		// the hub only binds them.
 		// Owned by the ManagedCluster: it goes when the cluster is removed.
 		if _, _, err := utils.ApplyClusterRoleBinding(ctx, kube.RbacV1(), &rbacv1.ClusterRoleBinding{
 			ObjectMeta: metav1.ObjectMeta{Name: BindingName(cluster.Name), Labels: labels,
@@ -55,15 +54,37 @@ func Permissions(kube kubernetes.Interface) agent.PermissionConfigFunc {
 		// Owned by the ManagedClusterAddOn: it goes when the add-on is disabled.
 		owner := []metav1.OwnerReference{{APIVersion: addonv1beta1.GroupVersion.String(), Kind: "ManagedClusterAddOn",
 			Name: mca.Name, UID: mca.UID, BlockOwnerDeletion: ptr.To(true)}}
-		meta := metav1.ObjectMeta{Name: hostfleetv1alpha1.AgentClusterRole, Namespace: cluster.Name, Labels: labels, OwnerReferences: owner}
-		if _, _, err := utils.ApplyRole(ctx, kube.RbacV1(), &rbacv1.Role{ObjectMeta: meta, Rules: permissions.AgentClusterNamespace()}); err != nil {
-			return fmt.Errorf("inventory role in %s: %w", cluster.Name, err)
+		binding := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: hostfleetv1alpha1.AgentClusterRole, Namespace: cluster.Name, Labels: labels, OwnerReferences: owner},
+			Subjects: subjects, RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: hostfleetv1alpha1.AgentClusterRole}}
+		if err := retireRole(ctx, kube, binding); err != nil {
+			return err
 		}
-		if _, _, err := utils.ApplyRoleBinding(ctx, kube.RbacV1(), &rbacv1.RoleBinding{ObjectMeta: meta, Subjects: subjects,
-			RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: hostfleetv1alpha1.AgentClusterRole}}); err != nil {
+		if _, _, err := utils.ApplyRoleBinding(ctx, kube.RbacV1(), binding); err != nil {
 			return fmt.Errorf("inventory role binding in %s: %w", cluster.Name, err)
 		}
 		ctrl.LoggerFrom(ctx).WithName("addon").V(1).Info("agent identity bound on the hub", "cluster", cluster.Name, "subjects", subjects)
 		return nil
 	}
+}
+
+// retireRole removes what earlier hubs made in place of binding: a
+// RoleBinding of the same name to a Role of the same name (a roleRef
+// cannot change), and that Role.
+func retireRole(ctx context.Context, kube kubernetes.Interface, binding *rbacv1.RoleBinding) error {
+	existing, err := kube.RbacV1().RoleBindings(binding.Namespace).Get(ctx, binding.Name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) || (err == nil && existing.RoleRef == binding.RoleRef) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("get RoleBinding %s/%s: %w", binding.Namespace, binding.Name, err)
+	}
+	if err := kube.RbacV1().RoleBindings(binding.Namespace).Delete(ctx, binding.Name, metav1.DeleteOptions{}); client.IgnoreNotFound(err) != nil {
+		return fmt.Errorf("delete RoleBinding %s/%s to %s %s: %w", binding.Namespace, binding.Name, existing.RoleRef.Kind, existing.RoleRef.Name, err)
+	}
+	if existing.RoleRef.Kind == "Role" {
+		if err := kube.RbacV1().Roles(binding.Namespace).Delete(ctx, existing.RoleRef.Name, metav1.DeleteOptions{}); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("delete Role %s/%s: %w", binding.Namespace, existing.RoleRef.Name, err)
+		}
+	}
+	return nil
 }

@@ -209,11 +209,48 @@ func TestPolicies(t *testing.T) {
 	t.Log("only the agents' exact ServiceAccounts are exempt: <cluster>/<cluster>-hostfleet-agent-agent, not a look-alike in another namespace")
 	lookAlike := user("system:serviceaccount:c2:c1-hostfleet-agent-agent", "system:serviceaccounts", "system:serviceaccounts:c2")
 	g.Expect(admin.Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant-a", Name: "look-alike"},
-		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: hostfleetv1alpha1.TenantAdminRole},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: hostfleetv1alpha1.TenantAdminClusterRole},
 		Subjects: []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: "system:serviceaccount:c2:c1-hostfleet-agent-agent"}}})).To(Succeed())
 	g.Eventually(func() error {
 		return lookAlike.Create(ctx, claim("look-alike", func(c *metal3api.HostClaim) { c.Labels[hostfleetv1alpha1.LabelBoundHost] = "h0" }), client.DryRunAll)
 	}).WithTimeout(20 * time.Second).Should(MatchError(ContainSubstring("hostfleet.io/bound-host is set by Hostfleet")))
+
+	t.Log("nor a ServiceAccount named like the token agent of a cluster named after its namespace, even listed among a tenant's admins")
+	const namesake = "system:serviceaccount:tenant-a:tenant-a-hostfleet-agent-agent"
+	g.Expect(admin.Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant-a", Name: "namesake"},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: hostfleetv1alpha1.TenantAdminClusterRole},
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: namesake}}})).To(Succeed())
+	namesakeAgent := user(namesake, "system:serviceaccounts", "system:serviceaccounts:tenant-a")
+	g.Eventually(func() error {
+		return namesakeAgent.Create(ctx, claim("namesake", func(c *metal3api.HostClaim) { c.Labels[hostfleetv1alpha1.LabelBoundHost] = "h0" }), client.DryRunAll)
+	}).WithTimeout(20 * time.Second).Should(MatchError(ContainSubstring("hostfleet.io/bound-host is set by Hostfleet")))
+	refused(namesakeAgent.Create(ctx, claim("namesake", func(c *metal3api.HostClaim) { c.Labels[hostfleetv1alpha1.LabelCluster] = "c9" }), client.DryRunAll),
+		"cluster c9 is not in the cluster set of tenant a")
+	refused(namesakeAgent.Create(ctx, claim("namesake", func(c *metal3api.HostClaim) {
+		c.Spec.UserData = &corev1.SecretReference{Name: "ud", Namespace: "tenant-b"}
+	}), client.DryRunAll), "secrets must be in the claim's namespace")
+	refused(namesakeAgent.Create(ctx, claim("namesake", func(c *metal3api.HostClaim) { c.Annotations["reboot.metal3.io"] = "now" }), client.DryRunAll),
+		"reboot.metal3.io annotations take")
+	t.Log("while the token agent of a cluster of the tenant's set is exempt (positive control)")
+	tokenAgent := user(hostfleetv1alpha1.AgentTokenUser("c1"), "system:serviceaccounts", "system:serviceaccounts:c1")
+	onC1 := claim("on-c1", func(c *metal3api.HostClaim) { c.Labels[hostfleetv1alpha1.LabelCluster] = "c1" })
+	g.Expect(admin.Create(ctx, onC1)).To(Succeed())
+	g.Eventually(func() error {
+		fresh := &metal3api.HostClaim{}
+		if err := tokenAgent.Get(ctx, client.ObjectKeyFromObject(onC1), fresh); err != nil {
+			return err
+		}
+		fresh.Labels[hostfleetv1alpha1.LabelBoundHost] = "h0"
+		return tokenAgent.Update(ctx, fresh, client.DryRunAll)
+	}).WithTimeout(20*time.Second).Should(Succeed(), "the agent of c1 records its binding")
+
+	t.Log("a claim's secrets are named by object name only: no path, no upper case, at most 253 characters")
+	for _, name := range []string{"../tenant-x/web-userdata", "UD", strings.Repeat("u", 254)} {
+		refused(alice.Create(ctx, claim("bad-secret-name", func(c *metal3api.HostClaim) { c.Spec.MetaData = &corev1.SecretReference{Name: name} }), client.DryRunAll),
+			"userData, networkData and metaData name a Secret of the claim's namespace")
+	}
+	g.Expect(alice.Create(ctx, claim("good-secret-name", func(c *metal3api.HostClaim) { c.Spec.MetaData = &corev1.SecretReference{Name: "web.meta-data"} }),
+		client.DryRunAll)).To(Succeed())
 
 	t.Log("tenants keep only Opaque secrets: no service-account tokens, no other typed secrets")
 	g.Expect(alice.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant-a", Name: "ud"},
@@ -251,11 +288,11 @@ func TestPolicies(t *testing.T) {
 	g.Eventually(func(g Gomega) {
 		ta := &hostfleetv1alpha1.Tenant{}
 		g.Expect(admin.Get(ctx, client.ObjectKey{Name: "a"}, ta)).To(Succeed())
-		g.Expect(ta.Status.Claims).To(Equal(int32(2)))
+		g.Expect(ta.Status.Claims).To(Equal(int32(3)))
 	}).WithTimeout(20 * time.Second).Should(Succeed())
 	g.Eventually(func() error {
 		return admin.Delete(ctx, &hostfleetv1alpha1.Tenant{ObjectMeta: metav1.ObjectMeta{Name: "a"}})
-	}).WithTimeout(20 * time.Second).Should(MatchError(ContainSubstring("tenant a still has 2 claims in tenant-a; delete them first")))
+	}).WithTimeout(20 * time.Second).Should(MatchError(ContainSubstring("tenant a still has 3 claims in tenant-a; delete them first")))
 	ta := &hostfleetv1alpha1.Tenant{}
 	g.Expect(admin.Get(ctx, client.ObjectKey{Name: "a"}, ta)).To(Succeed())
 	g.Expect(ta.DeletionTimestamp).To(BeNil())

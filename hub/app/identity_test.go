@@ -17,9 +17,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"k8s.io/utils/ptr"
 	addonv1beta1 "open-cluster-management.io/api/addon/v1beta1"
 	clusterv1 "open-cluster-management.io/api/cluster/v1"
 	clusterv1beta2 "open-cluster-management.io/api/cluster/v1beta2"
@@ -50,35 +48,18 @@ func freeAddr(t *testing.T) string {
 // returns a token of it: no certificate, no admin.
 func token(t *testing.T, f *planes.Fleet, plane, ns, name string, rules []rbacv1.PolicyRule) string {
 	t.Helper()
-	g := NewWithT(t)
-	ctx := context.Background()
-	c := f.Plane(plane).Client
-	role := ns + ":" + name
-	for _, o := range []client.Object{
-		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}},
-		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}},
-		&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: role}, Rules: rules},
-		&rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: role},
-			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role},
-			Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: name}}},
-	} {
-		g.Expect(client.IgnoreAlreadyExists(c.Create(ctx, o))).To(Succeed())
+	tok, err := f.Plane(plane).TokenWith(context.Background(), ns, name, rules)
+	if err != nil {
+		t.Fatal(err)
 	}
-	cs, err := kubernetes.NewForConfig(f.Plane(plane).Config)
-	g.Expect(err).NotTo(HaveOccurred())
-	tr, err := cs.CoreV1().ServiceAccounts(ns).CreateToken(ctx, name,
-		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](3600)}}, metav1.CreateOptions{})
-	g.Expect(err).NotTo(HaveOccurred())
-	return tr.Status.Token
+	return tok
 }
 
 // hubIdentity is the hub's ServiceAccount with exactly permissions.Hub()
 // (the rules the operator installs), as a config with a token of it.
 func hubIdentity(t *testing.T, f *planes.Fleet, plane string) *rest.Config {
 	t.Helper()
-	cfg := rest.AnonymousClientConfig(f.Plane(plane).Config)
-	cfg.BearerToken = token(t, f, plane, "hostfleet-system", "hostfleet-hub", permissions.Hub())
-	return cfg
+	return f.Plane(plane).TokenConfig(token(t, f, plane, "hostfleet-system", "hostfleet-hub", permissions.Hub()))
 }
 
 // TestHubRunsWithItsOwnRBAC: the whole hub (tenant registration, admission
@@ -190,7 +171,7 @@ func TestHubRunsWithItsOwnRBAC(t *testing.T) {
 	g.Eventually(func(g Gomega) {
 		g.Expect(hub.Get(ctx, client.ObjectKey{Namespace: "c1", Name: "addon-hostfleet-agent-deploy-0"}, &workv1.ManifestWork{})).To(Succeed())
 		g.Expect(hub.Get(ctx, client.ObjectKey{Name: addon.BindingName("c1")}, &rbacv1.ClusterRoleBinding{})).To(Succeed())
-		g.Expect(hub.Get(ctx, client.ObjectKey{Namespace: "c1", Name: hostfleetv1alpha1.AgentClusterRole}, &rbacv1.Role{})).To(Succeed())
+		g.Expect(hub.Get(ctx, client.ObjectKey{Namespace: "c1", Name: hostfleetv1alpha1.AgentClusterRole}, &rbacv1.RoleBinding{})).To(Succeed())
 	}).WithTimeout(time.Minute).Should(Succeed())
 
 	t.Log("metrics: HTTPS, only to callers the API server authenticates and allows to get /metrics")

@@ -238,7 +238,7 @@ func (r *Reconciler) forward(ctx context.Context, c *metal3api.HostClaim, cluste
 	}
 	secrets := map[string]*corev1.Secret{}
 	for role, ref := range SecretRefs(c) {
-		if ref.Namespace != "" && ref.Namespace != c.Namespace {
+		if (ref.Namespace != "" && ref.Namespace != c.Namespace) || !ValidSecretName(ref.Name) {
 			continue // Render refuses it
 		}
 		s := &corev1.Secret{}

@@ -353,12 +353,18 @@ func TestRefused(t *testing.T) {
 			c.Spec.NetworkData = &corev1.SecretReference{Name: "later"}
 		}),
 		"no-work-agent": remoteClaim("no-work-agent", "infra-2", nil),
+		// Admitted before the claims policy checked names (the test's
+		// client is a cluster administrator, whom the policy leaves alone).
+		"bad-name": remoteClaim("bad-name", "infra-1", func(c *metal3api.HostClaim) {
+			c.Spec.UserData = &corev1.SecretReference{Name: "../tenant-x/web-userdata"}
+		}),
 	}
 	want := map[string][2]string{
 		"other-namespace": {hostfleetv1alpha1.ReasonSecretInvalid, "outside the claim's namespace tenant-a"},
 		"too-large":       {hostfleetv1alpha1.ReasonWorkTooLarge, "exceeds the 512000 limit"},
 		"missing":         {hostfleetv1alpha1.ReasonSecretInvalid, "names secret later, which does not exist in tenant-a"},
 		"no-work-agent":   {hostfleetv1alpha1.ReasonWorkNotApplied, "is not applied on infra-2"},
+		"bad-name":        {hostfleetv1alpha1.ReasonSecretInvalid, `names secret "../tenant-x/web-userdata", which is not a valid Secret name`},
 	}
 	for _, c := range claims {
 		g.Expect(hub.Create(ctx, c)).To(Succeed())

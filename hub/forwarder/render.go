@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"open-cluster-management.io/api/utils/work/v1/workvalidator"
 	workv1 "open-cluster-management.io/api/work/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -70,6 +71,12 @@ func SecretRefs(c *metal3api.HostClaim) map[string]*corev1.SecretReference {
 	return out
 }
 
+// ValidSecretName says whether a claim's secret reference can name a
+// Secret at all (a DNS subdomain). Admission refuses any other on tenants'
+// claims; the forwarder refuses it on a claim admitted before that rule, and
+// never sends it to the API server.
+func ValidSecretName(name string) bool { return len(validation.IsDNS1123Subdomain(name)) == 0 }
+
 // Render is the claim's ManifestWork: the target namespace, the secret
 // copies and the target claim, applied server-side under
 // FieldManagerForwarder, with the target's status fed back through scalar
@@ -100,6 +107,11 @@ func Render(in Input) (*workv1.ManifestWork, error) {
 			return nil, &Refused{Reason: hostfleetv1alpha1.ReasonSecretInvalid, Message: fmt.Sprintf(
 				"spec.%s names secret %s/%s, outside the claim's namespace %s: a remote claim forwards only secrets of its own namespace; copy the secret to %s and clear the reference's namespace",
 				r.field, ref.Namespace, ref.Name, c.Namespace, c.Namespace)}
+		}
+		if !ValidSecretName(ref.Name) {
+			return nil, &Refused{Reason: hostfleetv1alpha1.ReasonSecretInvalid, Message: fmt.Sprintf(
+				"spec.%s names secret %q, which is not a valid Secret name (%s): name a Secret of the claim's namespace %s",
+				r.field, ref.Name, strings.Join(validation.IsDNS1123Subdomain(ref.Name), "; "), c.Namespace)}
 		}
 		s := in.Secrets[r.role]
 		if s == nil {

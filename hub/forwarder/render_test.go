@@ -98,6 +98,15 @@ func TestRender(t *testing.T) {
 		g.Expect(err).To(BeAssignableToTypeOf(&Refused{}))
 		g.Expect(err.(*Refused).Reason).To(Equal(hostfleetv1alpha1.ReasonSecretInvalid))
 
+		for _, name := range []string{"../tenant-x/web-userdata", "UD", strings.Repeat("u", 254)} {
+			bad := claim()
+			bad.Spec.UserData.Name = name
+			_, err = Render(Input{Claim: bad, Cluster: "c1", Tenant: "a", Secrets: secrets})
+			g.Expect(err).To(BeAssignableToTypeOf(&Refused{}), name)
+			g.Expect(err.(*Refused).Reason).To(Equal(hostfleetv1alpha1.ReasonSecretInvalid), name)
+			g.Expect(err).To(MatchError(ContainSubstring("which is not a valid Secret name")), name)
+		}
+
 		_, err = Render(Input{Claim: claim(), Cluster: "c1", Tenant: "a", Secrets: map[string]*corev1.Secret{RoleUserData: secrets[RoleUserData]}})
 		g.Expect(err).To(MatchError(ContainSubstring("spec.metaData names secret md, which does not exist in tenant-a")))
 

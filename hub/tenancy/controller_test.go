@@ -50,6 +50,7 @@ func TestClusterTenancy(t *testing.T) {
 	} {
 		g.Expect(hub.Create(ctx, o)).To(Succeed())
 	}
+	g.Expect(planes.AcceptCluster(ctx, hub, "c3")).To(Succeed())
 	tenancy := func(g Gomega, cluster string) *hostfleetv1alpha1.ClusterTenancy {
 		ct := &hostfleetv1alpha1.ClusterTenancy{}
 		g.Expect(hub.Get(ctx, client.ObjectKey{Namespace: cluster, Name: hostfleetv1alpha1.TenancyName}, ct)).To(Succeed())

@@ -33,6 +33,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/hostfleet/hostfleet/hub/api/permissions"
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
 )
 
@@ -100,6 +101,10 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Owns(&corev1.Namespace{}).
 		Watches(&clusterv1.ManagedCluster{}, toAll).
 		Watches(&clusterv1beta2.ManagedClusterSet{}, toAll).
+		// The ClusterRoles it binds: a Tenant says when one is missing.
+		Watches(&rbacv1.ClusterRole{}, toAll, builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
+			return slices.Contains(permissions.GrantedClusterRoleNames(), o.GetName())
+		}))).
 		Watches(&metal3api.HostClaim{}, byNamespace).
 		Complete(r)
 }
@@ -160,7 +165,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err != nil {
 		return ctrl.Result{}, fmt.Errorf("clusters of tenant %s: %w", t.Name, err)
 	}
-	workload, err := r.workloadClusters(ctx, t.Name)
+	workload, ignored, err := r.workloadClusters(ctx, t.Name)
 	if err != nil {
 		return ctrl.Result{}, fmt.Errorf("workload clusters of tenant %s: %w", t.Name, err)
 	}
@@ -217,9 +222,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 
 	ctrl.LoggerFrom(ctx).V(1).Info("tenant registered", "namespaces", owned, "clusterSet", t.Spec.ClusterSet, "clusters", clusters,
 		"workloadClusters", workload, "conflicts", len(conflicts), "claims", len(claims))
+	missing, err := r.missingRoles(ctx)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
 	cond := ReadyCondition(Registration{ClusterSet: t.Spec.ClusterSet, SetFound: setFound, Clusters: clusters,
-		Namespaces: owned, Conflicts: conflicts})
-	return ctrl.Result{}, r.setStatus(ctx, t, owned, clusters, workload, claims, ready, cond)
+		Namespaces: owned, Conflicts: conflicts, MissingRoles: missing})
+	return ctrl.Result{}, r.setStatus(ctx, t, owned, clusters, workload, claims, ready, cond, WorkloadCondition(workload, ignored))
 }
 
 // namespaces are the tenant's namespaces that exist and are labelled for it,
@@ -274,18 +283,47 @@ func (r *Reconciler) clusters(ctx context.Context, set string) ([]string, bool, 
 }
 
 // workloadClusters are the managed clusters labelled hostfleet.io/tenant
-// with the tenant's name: its workload clusters. Sorted.
-func (r *Reconciler) workloadClusters(ctx context.Context, tenant string) ([]string, error) {
+// with the tenant's name that the hub accepted: its workload clusters; and
+// the labelled ones it ignores, not accepted. Both sorted.
+func (r *Reconciler) workloadClusters(ctx context.Context, tenant string) (accepted, ignored []string, _ error) {
 	var list clusterv1.ManagedClusterList
 	if err := r.Client.List(ctx, &list, client.MatchingLabels{hostfleetv1alpha1.LabelTenant: tenant}); err != nil {
-		return nil, fmt.Errorf("list the ManagedClusters labelled %s=%s: %w", hostfleetv1alpha1.LabelTenant, tenant, err)
+		return nil, nil, fmt.Errorf("list the ManagedClusters labelled %s=%s: %w", hostfleetv1alpha1.LabelTenant, tenant, err)
 	}
-	var out []string
-	for _, c := range list.Items {
-		out = append(out, c.Name)
+	for i := range list.Items {
+		if Accepted(&list.Items[i]) {
+			accepted = append(accepted, list.Items[i].Name)
+		} else {
+			ignored = append(ignored, list.Items[i].Name)
+		}
 	}
-	sort.Strings(out)
-	return out, nil
+	sort.Strings(accepted)
+	sort.Strings(ignored)
+	return accepted, ignored, nil
+}
+
+// Accepted says whether the hub accepted a cluster (spec.hubAcceptsClient,
+// which only a hub administrator may set) and the cluster joined. A cluster
+// that is not is never a tenant's workload cluster: a label on it, however
+// it got there, grants nothing.
+func Accepted(mc *clusterv1.ManagedCluster) bool {
+	return mc.Spec.HubAcceptsClient && meta.IsStatusConditionTrue(mc.Status.Conditions, clusterv1.ManagedClusterConditionJoined)
+}
+
+// missingRoles are the granted ClusterRoles (the operator's) that do not
+// exist: a binding to one grants nothing.
+func (r *Reconciler) missingRoles(ctx context.Context) ([]string, error) {
+	var missing []string
+	for _, name := range permissions.GrantedClusterRoleNames() {
+		err := r.Client.Get(ctx, client.ObjectKey{Name: name}, &rbacv1.ClusterRole{})
+		switch {
+		case apierrors.IsNotFound(err):
+			missing = append(missing, name)
+		case err != nil:
+			return nil, fmt.Errorf("get ClusterRole %s: %w", name, err)
+		}
+	}
+	return missing, nil
 }
 
 // claims counts the claims in the namespaces, and those Ready.
@@ -344,29 +382,36 @@ func (r *Reconciler) delete(ctx context.Context, t *hostfleetv1alpha1.Tenant, ow
 	return ctrl.Result{}, nil
 }
 
-// setStatus writes the Tenant's status, and records an Event when its Ready
-// condition's status or reason changed.
-func (r *Reconciler) setStatus(ctx context.Context, t *hostfleetv1alpha1.Tenant, owned, clusters, workload, claims []string, ready int32, cond metav1.Condition) error {
-	prev := meta.FindStatusCondition(t.Status.Conditions, hostfleetv1alpha1.ConditionReady)
-	changed := prev == nil || prev.Status != cond.Status || prev.Reason != cond.Reason
+// setStatus writes the Tenant's status with the conditions given (Ready
+// first), and records an Event for each whose status or reason changed.
+func (r *Reconciler) setStatus(ctx context.Context, t *hostfleetv1alpha1.Tenant, owned, clusters, workload, claims []string, ready int32, conds ...metav1.Condition) error {
+	var changed []metav1.Condition
 	orig := t.DeepCopy()
-	cond.ObservedGeneration = t.Generation
+	for _, cond := range conds {
+		if prev := meta.FindStatusCondition(t.Status.Conditions, cond.Type); prev == nil || prev.Status != cond.Status || prev.Reason != cond.Reason {
+			changed = append(changed, cond)
+		}
+		cond.ObservedGeneration = t.Generation
+		hostfleetv1alpha1.SetCondition(&t.Status.Conditions, cond)
+	}
 	t.Status.ObservedGeneration = t.Generation
 	t.Status.Namespaces = owned
 	t.Status.Clusters = clusters
 	t.Status.WorkloadClusters = workload
 	t.Status.Claims = int32(len(claims))
 	t.Status.ReadyClaims = ready
-	hostfleetv1alpha1.SetCondition(&t.Status.Conditions, cond)
 	if err := r.Client.Status().Patch(ctx, t, client.MergeFrom(orig)); err != nil {
 		return fmt.Errorf("write the status of tenant %s: %w", t.Name, err)
 	}
-	if changed {
-		kind := corev1.EventTypeWarning
+	for _, cond := range changed {
+		kind, action := corev1.EventTypeWarning, "Register"
 		if cond.Status == metav1.ConditionTrue {
 			kind = corev1.EventTypeNormal
 		}
-		r.Recorder.Eventf(t, nil, kind, cond.Reason, "Register", "%s", cond.Message)
+		if cond.Type == hostfleetv1alpha1.ConditionWorkloadClusters {
+			action = "SyncNodeLabels"
+		}
+		r.Recorder.Eventf(t, nil, kind, cond.Reason, action, "%s", cond.Message)
 	}
 	return nil
 }
@@ -388,8 +433,28 @@ func (r *Reconciler) apply(ctx context.Context, t *hostfleetv1alpha1.Tenant, obj
 	u.SetGroupVersionKind(gvk)
 	unstructured.RemoveNestedField(u.Object, "metadata", "creationTimestamp")
 	unstructured.RemoveNestedField(u.Object, "status")
-	if err := r.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(hostfleetv1alpha1.FieldManagerHub), client.ForceOwnership); err != nil {
+	err = r.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(hostfleetv1alpha1.FieldManagerHub), client.ForceOwnership)
+	if _, binding := obj.(*rbacv1.RoleBinding); binding && apierrors.IsInvalid(err) {
+		// A roleRef cannot change: an earlier hub bound a Role of the same
+		// name, with the rights in it. Both go; the binding comes back.
+		if err := r.retire(ctx, obj.GetNamespace(), obj.GetName()); err != nil {
+			return err
+		}
+		err = r.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(hostfleetv1alpha1.FieldManagerHub), client.ForceOwnership)
+	}
+	if err != nil {
 		return fmt.Errorf("apply %s %s/%s for tenant %s: %w", gvk.Kind, obj.GetNamespace(), obj.GetName(), t.Name, err)
+	}
+	return nil
+}
+
+// retire deletes a RoleBinding and the Role of the same name.
+func (r *Reconciler) retire(ctx context.Context, ns, name string) error {
+	meta := metav1.ObjectMeta{Namespace: ns, Name: name}
+	for _, obj := range []client.Object{&rbacv1.RoleBinding{ObjectMeta: meta}, &rbacv1.Role{ObjectMeta: meta}} {
+		if err := r.Client.Delete(ctx, obj); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("delete the earlier RoleBinding and Role %s/%s: %w", ns, name, err)
+		}
 	}
 	return nil
 }

@@ -12,7 +12,6 @@ import (
 	clusterv1beta2 "open-cluster-management.io/api/cluster/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/hostfleet/hostfleet/hub/api/permissions"
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
 )
 
@@ -36,6 +35,13 @@ func agentSubjects(clusters []string) []rbacv1.Subject {
 			rbacv1.Subject{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: hostfleetv1alpha1.AgentTokenUser(c)})
 	}
 	return out
+}
+
+// grant binds, in one namespace, the subjects to one of the ClusterRoles
+// the operator installs (permissions.GrantedClusterRoles).
+func grant(meta metav1.ObjectMeta, clusterRole string, subjects ...rbacv1.Subject) *rbacv1.RoleBinding {
+	return &rbacv1.RoleBinding{ObjectMeta: meta, Subjects: subjects,
+		RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: clusterRole}}
 }
 
 // Desired is every object the Tenant should have, in each of its
@@ -69,19 +75,11 @@ func Desired(t *hostfleetv1alpha1.Tenant, clusters, workload []string) []client.
 		}
 		out = append(out,
 			&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: labels}},
-			&rbacv1.Role{ObjectMeta: meta(hostfleetv1alpha1.AdmissionProbeRole), Rules: permissions.AdmissionProbe()},
-			&rbacv1.RoleBinding{ObjectMeta: meta(hostfleetv1alpha1.AdmissionProbeRole),
-				Subjects: []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: hostfleetv1alpha1.AdmissionProbeUser}},
-				RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: hostfleetv1alpha1.AdmissionProbeRole}},
-			&rbacv1.Role{ObjectMeta: meta(hostfleetv1alpha1.TenantAdminRole), Rules: permissions.TenantAdmin()},
-			&rbacv1.RoleBinding{ObjectMeta: meta(hostfleetv1alpha1.TenantAdminRole), Subjects: t.Spec.Admins,
-				RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: hostfleetv1alpha1.TenantAdminRole}},
-			&rbacv1.Role{ObjectMeta: meta(hostfleetv1alpha1.AgentTenantRole), Rules: permissions.AgentTenantNamespace()},
-			&rbacv1.RoleBinding{ObjectMeta: meta(hostfleetv1alpha1.AgentTenantRole), Subjects: agents,
-				RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: hostfleetv1alpha1.AgentTenantRole}},
-			&rbacv1.Role{ObjectMeta: meta(hostfleetv1alpha1.AgentWorkloadRole), Rules: permissions.AgentWorkloadTenantNamespace()},
-			&rbacv1.RoleBinding{ObjectMeta: meta(hostfleetv1alpha1.AgentWorkloadRole), Subjects: workloadAgents,
-				RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: hostfleetv1alpha1.AgentWorkloadRole}},
+			grant(meta(hostfleetv1alpha1.AdmissionProbeRole), hostfleetv1alpha1.AdmissionProbeClusterRole,
+				rbacv1.Subject{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: hostfleetv1alpha1.AdmissionProbeUser}),
+			grant(meta(hostfleetv1alpha1.TenantAdminRole), hostfleetv1alpha1.TenantAdminClusterRole, t.Spec.Admins...),
+			grant(meta(hostfleetv1alpha1.AgentTenantRole), hostfleetv1alpha1.AgentTenantClusterRole, agents...),
+			grant(meta(hostfleetv1alpha1.AgentWorkloadRole), hostfleetv1alpha1.AgentWorkloadClusterRole, workloadAgents...),
 			&clusterv1beta2.ManagedClusterSetBinding{ObjectMeta: meta(t.Spec.ClusterSet),
 				Spec: clusterv1beta2.ManagedClusterSetBindingSpec{ClusterSet: t.Spec.ClusterSet}},
 		)

@@ -5,6 +5,7 @@ import (
 
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	clusterv1 "open-cluster-management.io/api/cluster/v1"
 
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
 	"github.com/hostfleet/hostfleet/hub/tenant"
@@ -27,6 +28,8 @@ func TestReadyCondition(t *testing.T) {
 		{"a namespace of another tenant", tenant.Registration{ClusterSet: "lab", SetFound: true,
 			Conflicts: map[string]string{"shared": "belongs to tenant y"}},
 			metav1.ConditionFalse, hostfleetv1alpha1.ReasonNamespaceConflict, "namespace shared belongs to tenant y; choose other names in spec.namespaces"},
+		{"granted ClusterRoles missing", tenant.Registration{ClusterSet: "lab", SetFound: true, MissingRoles: []string{"hostfleet:tenant-admin"}},
+			metav1.ConditionFalse, hostfleetv1alpha1.ReasonGrantRolesMissing, "ClusterRoles hostfleet:tenant-admin do not exist, so the tenant's admins and agents hold no rights"},
 		{"conflicts sorted, and reported before a missing set", tenant.Registration{ClusterSet: "nope",
 			Conflicts: map[string]string{"b": "exists and is not a tenant namespace", "a": "belongs to tenant y"}},
 			metav1.ConditionFalse, hostfleetv1alpha1.ReasonNamespaceConflict,
@@ -40,5 +43,49 @@ func TestReadyCondition(t *testing.T) {
 			g.Expect(c.Reason).To(Equal(tc.reason))
 			g.Expect(c.Message).To(ContainSubstring(tc.message))
 		})
+	}
+}
+
+func TestWorkloadCondition(t *testing.T) {
+	for _, tc := range []struct {
+		name              string
+		accepted, ignored []string
+		status            metav1.ConditionStatus
+		reason, message   string
+	}{
+		{"none", nil, nil, metav1.ConditionTrue, hostfleetv1alpha1.ReasonNoWorkloadCluster, "no Node labels are synced"},
+		{"one", []string{"wl"}, nil, metav1.ConditionTrue, hostfleetv1alpha1.ReasonOneWorkloadCluster, "synced to the Nodes of workload cluster wl"},
+		{"several", []string{"wl", "wl2"}, nil, metav1.ConditionFalse, hostfleetv1alpha1.ReasonSeveralWorkloadClusters,
+			"wl, wl2 are all workload clusters of the tenant: a claim without the hostfleet.io/workload-cluster annotation has its labels synced to no Node"},
+		{"one and one not accepted", []string{"wl"}, []string{"rogue"}, metav1.ConditionFalse, hostfleetv1alpha1.ReasonWorkloadClusterNotAccepted,
+			"1 accepted workload clusters; rogue labelled hostfleet.io/tenant but not accepted by the hub"},
+		{"several are reported before the ignored ones", []string{"a", "b"}, []string{"rogue"}, metav1.ConditionFalse,
+			hostfleetv1alpha1.ReasonSeveralWorkloadClusters, "remove hostfleet.io/tenant from all clusters but one; rogue labelled"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			c := tenant.WorkloadCondition(tc.accepted, tc.ignored)
+			g.Expect(c.Type).To(Equal(hostfleetv1alpha1.ConditionWorkloadClusters))
+			g.Expect(c.Status).To(Equal(tc.status))
+			g.Expect(c.Reason).To(Equal(tc.reason))
+			g.Expect(c.Message).To(ContainSubstring(tc.message))
+		})
+	}
+}
+
+func TestAccepted(t *testing.T) {
+	joined := []metav1.Condition{{Type: clusterv1.ManagedClusterConditionJoined, Status: metav1.ConditionTrue}}
+	for _, tc := range []struct {
+		name string
+		mc   clusterv1.ManagedCluster
+		want bool
+	}{
+		{"accepted and joined", clusterv1.ManagedCluster{Spec: clusterv1.ManagedClusterSpec{HubAcceptsClient: true}, Status: clusterv1.ManagedClusterStatus{Conditions: joined}}, true},
+		{"not accepted", clusterv1.ManagedCluster{Status: clusterv1.ManagedClusterStatus{Conditions: joined}}, false},
+		{"accepted, never joined", clusterv1.ManagedCluster{Spec: clusterv1.ManagedClusterSpec{HubAcceptsClient: true}}, false},
+		{"accepted, joined False", clusterv1.ManagedCluster{Spec: clusterv1.ManagedClusterSpec{HubAcceptsClient: true}, Status: clusterv1.ManagedClusterStatus{
+			Conditions: []metav1.Condition{{Type: clusterv1.ManagedClusterConditionJoined, Status: metav1.ConditionFalse}}}}, false},
+	} {
+		NewWithT(t).Expect(tenant.Accepted(&tc.mc)).To(Equal(tc.want), tc.name)
 	}
 }

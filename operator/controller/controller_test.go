@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 	admissionv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -174,6 +176,11 @@ func TestDefaultMode(t *testing.T) {
 	role := &rbacv1.ClusterRole{}
 	g.Expect(hub.Get(ctx, client.ObjectKey{Name: controller.HubRole}, role)).To(Succeed())
 	g.Expect(role.Rules).To(Equal(permissions.Hub()), "exactly the hub's rights")
+	for _, granted := range permissions.GrantedClusterRoles() {
+		role := &rbacv1.ClusterRole{}
+		g.Expect(hub.Get(ctx, client.ObjectKey{Name: granted.Name}, role)).To(Succeed(), "the ClusterRoles the hub binds for tenants and agents")
+		g.Expect(role.Rules).To(Equal(granted.Rules), granted.Name)
+	}
 	d := &appsv1.Deployment{}
 	g.Expect(hub.Get(ctx, client.ObjectKey{Namespace: "hostfleet-system", Name: controller.HubName}, d)).To(Succeed())
 	c := d.Spec.Template.Spec.Containers[0]
@@ -189,8 +196,24 @@ func TestDefaultMode(t *testing.T) {
 	g.Expect(string(data)).To(ContainSubstring("system:serviceaccount:hostfleet-system:hostfleet-hub"))
 	g.Expect(string(data)).NotTo(ContainSubstring(manifests.HubUserPlaceholder))
 
+	t.Log("the hub's ServiceAccount may bind what it grants, not hold it: no Secret edit anywhere (kubectl auth can-i --list)")
+	hubCfg := serviceAccountConfig(g, hub, f.Plane("hub").Config)
+	asHub, err := client.New(hubCfg, client.Options{Scheme: f.Scheme})
+	g.Expect(err).NotTo(HaveOccurred())
+	rules := &authorizationv1.SelfSubjectRulesReview{Spec: authorizationv1.SelfSubjectRulesReviewSpec{Namespace: "tenant-a"}}
+	g.Expect(asHub.Create(ctx, rules)).To(Succeed())
+	var secretVerbs []string
+	for _, r := range rules.Status.ResourceRules {
+		if slices.Contains(r.Resources, "secrets") || slices.Contains(r.Resources, "*") {
+			secretVerbs = append(secretVerbs, r.Verbs...)
+		}
+	}
+	g.Expect(secretVerbs).To(ConsistOf("get", "list", "watch"), "read only (the forwarder copies a remote claim's secrets): %+v", rules.Status.ResourceRules)
+	g.Expect(rules.Status.ResourceRules).To(ContainElement(And(HaveField("Verbs", []string{"bind"}),
+		HaveField("ResourceNames", ConsistOf(permissions.GrantedClusterRoleNames())))))
+
 	t.Log("the hub runs with only the ServiceAccount the operator made: it registers its add-on and a tenant")
-	runHub(t, serviceAccountConfig(g, hub, f.Plane("hub").Config))
+	runHub(t, hubCfg)
 	g.Expect(hub.Create(ctx, &clusterv1beta2.ManagedClusterSet{ObjectMeta: metav1.ObjectMeta{Name: "lab"}})).To(Succeed())
 	g.Eventually(func() error {
 		return hub.Create(ctx, &hostfleetv1alpha1.Tenant{ObjectMeta: metav1.ObjectMeta{Name: "a"}, Spec: hostfleetv1alpha1.TenantSpec{ClusterSet: "lab"}})

@@ -76,7 +76,8 @@ func images(h *operatorv1alpha1.HostfleetHub, rel Release) (hub, agent string) {
 }
 
 // HubObjects are what the hub cluster gets: the CRDs the hub needs, the
-// hub's namespace, ServiceAccount and RBAC (permissions.Hub(), exactly), and
+// hub's namespace, ServiceAccount and RBAC (permissions.Hub(), exactly), the
+// ClusterRoles it binds for tenants and agents (permissions.GrantedClusterRoles), and
 // in Default mode the hub's Deployment and metrics Service.
 func HubObjects(h *operatorv1alpha1.HostfleetHub, rel Release) ([]client.Object, error) {
 	l := labels(h, rel)
@@ -99,6 +100,11 @@ func HubObjects(h *operatorv1alpha1.HostfleetHub, rel Release) ([]client.Object,
 			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: HubRole},
 			Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: HubName}}},
 	)
+	// What the hub grants, by binding (it holds bind on these, not their rights).
+	for _, role := range permissions.GrantedClusterRoles() {
+		role.Labels = l
+		out = append(out, &role)
+	}
 	if h.Spec.DeployOption.Mode != operatorv1alpha1.ModeHosted {
 		out = append(out, Workload(h, rel, "")...)
 	}

@@ -110,8 +110,9 @@ func (r *Reconciler) uninstall(ctx context.Context, orig, h *operatorv1alpha1.Ho
 	return ctrl.Result{}, nil
 }
 
-// removeHub deletes what install applied, what the hub made for itself
-// (its policies, the agents' hub role) and the hub's CRDs.
+// removeHub deletes what install applied (the granted ClusterRoles among
+// it), what the hub made for itself (its policies, the agents' bindings) and
+// the hub's CRDs.
 func (r *Reconciler) removeHub(ctx context.Context, h *operatorv1alpha1.HostfleetHub, hub client.Client) error {
 	var errs []error
 	if h.Spec.DeployOption.Mode == operatorv1alpha1.ModeHosted {
@@ -127,7 +128,6 @@ func (r *Reconciler) removeHub(ctx context.Context, h *operatorv1alpha1.Hostflee
 	}
 	errs = append(errs,
 		hub.DeleteAllOf(ctx, &admissionv1.ValidatingAdmissionPolicyBinding{}, client.HasLabels{hostfleetv1alpha1.LabelTenant}),
-		deleteIgnoringMissing(ctx, hub, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: hostfleetv1alpha1.AgentHubRole}}),
 		hub.DeleteAllOf(ctx, &rbacv1.ClusterRoleBinding{}, client.HasLabels{hostfleetv1alpha1.LabelCluster}),
 	)
 	objs, err := HubObjects(h, r.Release)

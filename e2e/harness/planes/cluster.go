@@ -30,3 +30,24 @@ func SetClusterAvailable(ctx context.Context, hub client.Client, name string, st
 		Status: status, Reason: "ManagedClusterAvailable", Message: "set without a registration agent"})
 	return hub.Status().Update(ctx, mc)
 }
+
+// AcceptCluster accepts a ManagedCluster on the hub and marks it joined, as
+// `clusteradm accept` and the cluster's registration agent would (on planes
+// no registration agent runs). Only an accepted, joined cluster counts as a
+// tenant's workload cluster.
+func AcceptCluster(ctx context.Context, hub client.Client, name string) error {
+	mc := &clusterv1.ManagedCluster{}
+	if err := hub.Get(ctx, client.ObjectKey{Name: name}, mc); err != nil {
+		return err
+	}
+	if !mc.Spec.HubAcceptsClient {
+		mc.Spec.HubAcceptsClient = true
+		if err := hub.Update(ctx, mc); err != nil {
+			return err
+		}
+	}
+	for _, c := range []string{clusterv1.ManagedClusterConditionHubAccepted, clusterv1.ManagedClusterConditionJoined} {
+		meta.SetStatusCondition(&mc.Status.Conditions, metav1.Condition{Type: c, Status: metav1.ConditionTrue, Reason: c, Message: "set without a registration agent"})
+	}
+	return hub.Status().Update(ctx, mc)
+}

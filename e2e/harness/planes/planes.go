@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"time"
 
@@ -15,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
+	"github.com/hostfleet/hostfleet/hub/api/permissions"
 	"github.com/hostfleet/hostfleet/manifests"
 )
 
@@ -58,7 +60,9 @@ type Options struct {
 	// $KUBEBUILDER_ASSETS.
 	Assets string
 	// CRDSets are the manifests CRD sets installed on every plane. Nil means
-	// all of them: Hostfleet, metal3 and OCM.
+	// all of them: Hostfleet, metal3 and OCM. With Hostfleet's (and not
+	// ForPods, where the operator does it), a plane also gets the
+	// ClusterRoles the hub binds (permissions.GrantedClusterRoles).
 	CRDSets []string
 	// StartTimeout bounds the start of each plane. Zero means one minute.
 	StartTimeout time.Duration
@@ -167,7 +171,24 @@ func (f *Fleet) startPlane(name, assets string, sets []string, timeout time.Dura
 	if err := os.WriteFile(p.Kubeconfig, env.KubeConfig, 0o600); err != nil {
 		return nil, errors.Join(err, env.Stop())
 	}
+	if slices.Contains(sets, manifests.Hostfleet) && !opts.ForPods {
+		if err := installGrantedRoles(p.Client); err != nil {
+			return nil, errors.Join(err, env.Stop())
+		}
+	}
 	return p, nil
+}
+
+// installGrantedRoles makes the ClusterRoles the hub binds for tenants and
+// agents, as the operator does with the hub (the pod runner's planes get
+// them from the operator itself).
+func installGrantedRoles(c client.Client) error {
+	for _, role := range permissions.GrantedClusterRoles() {
+		if err := c.Create(context.Background(), &role); err != nil {
+			return fmt.Errorf("ClusterRole %s: %w", role.Name, err)
+		}
+	}
+	return nil
 }
 
 // keepLogs sends the plane's API server and etcd output to files in Dir,

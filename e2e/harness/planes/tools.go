@@ -2,6 +2,8 @@ package planes
 
 import (
 	"bytes"
+	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -48,4 +50,58 @@ func envOrTool(env, flag string) string {
 		return v
 	}
 	return toolPath(flag)
+}
+
+// ClusteradmBootstrap is what `clusteradm init` applies to the hub for
+// joining clusters, at the version e2e/tools/clusteradm pins: the bootstrap
+// ServiceAccount (open-cluster-management/agent-registration-bootstrap,
+// whose token `clusteradm join` gets unless --use-bootstrap-token), the
+// ClusterRole open-cluster-management:bootstrap and its bindings to that
+// ServiceAccount and to bootstrap tokens' group. clusteradm renders them
+// from OCM's cluster-manager chart; so does this, with the chart of the OCM
+// module clusteradm is built with, from the Go module cache, and the tool
+// cache's helm. Tests use it to act as the identities clusteradm really makes.
+func ClusteradmBootstrap() ([]byte, error) {
+	root := repoRoot()
+	if root == "" {
+		return nil, fmt.Errorf("clusteradm's bootstrap manifests: not in the repository")
+	}
+	dir := filepath.Join(root, "e2e", "tools", "clusteradm")
+	ocm, err := goOutput(dir, "list", "-m", "-f", "{{with .Replace}}{{.Path}}@{{.Version}}{{else}}{{.Path}}@{{.Version}}{{end}}", "open-cluster-management.io/ocm")
+	if err != nil {
+		return nil, err
+	}
+	out, err := goOutput(dir, "mod", "download", "-json", string(ocm))
+	if err != nil {
+		return nil, err
+	}
+	var mod struct{ Dir string }
+	if err := json.Unmarshal(out, &mod); err != nil || mod.Dir == "" {
+		return nil, fmt.Errorf("clusteradm's bootstrap manifests: no module directory for %s in %q", ocm, out)
+	}
+	helm := toolPath("--print-bin", "helm")
+	if helm == "" {
+		return nil, fmt.Errorf("clusteradm's bootstrap manifests: no helm in the tool cache (hack/tools.sh helm)")
+	}
+	args := []string{"template", "hub", filepath.Join(mod.Dir, "deploy", "cluster-manager", "chart", "cluster-manager"),
+		"--namespace", "open-cluster-management", "--set", "createBootstrapSA=true", "--set", "createBootstrapToken=true"}
+	for _, t := range []string{"bootstrap_sa", "bootstrap_cluster_role", "bootstrap_sa_cluster_role_binding", "bootstrap_cluster_role_binding"} {
+		args = append(args, "--show-only", "templates/"+t+".yaml")
+	}
+	manifests, err := exec.Command(helm, args...).Output()
+	if err != nil {
+		return nil, fmt.Errorf("render the bootstrap templates of %s's cluster-manager chart: %w", ocm, err)
+	}
+	return manifests, nil
+}
+
+// goOutput runs the go command in dir and returns its trimmed output.
+func goOutput(dir string, args ...string) ([]byte, error) {
+	cmd := exec.Command("go", args...)
+	cmd.Dir = dir
+	out, err := cmd.Output()
+	if err != nil {
+		return nil, fmt.Errorf("go %v in %s: %w", args, dir, err)
+	}
+	return bytes.TrimSpace(out), nil
 }

@@ -353,7 +353,11 @@ func setUpHub(ctx context.Context, hub client.Client) error {
 		&clusterv1.ManagedCluster{ObjectMeta: metav1.ObjectMeta{Name: apps, Labels: map[string]string{hostfleetv1alpha1.LabelTenant: "acme"}},
 			Spec: clusterv1.ManagedClusterSpec{HubAcceptsClient: true}},
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: apps}})
-	return create(ctx, hub, objs...)
+	if err := create(ctx, hub, objs...); err != nil {
+		return err
+	}
+	// A labelled cluster is a workload cluster once accepted and joined.
+	return planes.AcceptCluster(ctx, hub, apps)
 }
 
 // InfraHosts are the objects of an infrastructure cluster whose hosts a

@@ -2,6 +2,7 @@ package isolation_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -57,7 +58,10 @@ func TestIsolation(t *testing.T) {
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "c1"}},
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "c2"}},
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "c3"}},
-		&hostfleetv1alpha1.Tenant{ObjectMeta: metav1.ObjectMeta{Name: "a"}, Spec: hostfleetv1alpha1.TenantSpec{ClusterSet: "lab", Admins: admin("alice")}},
+		// Tenant a's admins include a ServiceAccount named like the token
+		// agent of a cluster named after its namespace.
+		&hostfleetv1alpha1.Tenant{ObjectMeta: metav1.ObjectMeta{Name: "a"}, Spec: hostfleetv1alpha1.TenantSpec{ClusterSet: "lab",
+			Admins: append(admin("alice"), rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Namespace: "tenant-a", Name: "tenant-a-hostfleet-agent-agent"})}},
 		&hostfleetv1alpha1.Tenant{ObjectMeta: metav1.ObjectMeta{Name: "b"}, Spec: hostfleetv1alpha1.TenantSpec{ClusterSet: "edge", Admins: admin("bob")}},
 	} {
 		g.Expect(hub.Create(ctx, o)).To(Succeed())
@@ -110,6 +114,8 @@ func TestIsolation(t *testing.T) {
 	workload := as("system:serviceaccount:tenant-a:default", "system:serviceaccounts", "system:serviceaccounts:tenant-a", "system:authenticated")
 	registration := as("system:open-cluster-management:c1:reg", "system:open-cluster-management:c1", "system:open-cluster-management:managed-clusters", "system:authenticated")
 	lookAlike := as("system:serviceaccount:tenant-a:c1-hostfleet-agent-agent", "system:serviceaccounts", "system:serviceaccounts:tenant-a", "system:authenticated")
+	namesake := as("system:serviceaccount:tenant-a:tenant-a-hostfleet-agent-agent", "system:serviceaccounts", "system:serviceaccounts:tenant-a", "system:authenticated")
+	tokenAgentC1 := as(hostfleetv1alpha1.AgentTokenUser("c1"), "system:serviceaccounts", "system:serviceaccounts:c1", "system:authenticated")
 	mallory := as("mallory", "system:authenticated")
 
 	t.Log("positive controls: the legitimate path works, so the refusals below are not vacuous")
@@ -153,6 +159,16 @@ func TestIsolation(t *testing.T) {
 	g.Eventually(func() error { return c1.Create(ctx, hwCopy(onC1, "c1")) }).WithTimeout(30*time.Second).Should(Succeed(),
 		"an agent makes its own cluster's HardwareData copies")
 	c2 := agent("c2")
+	g.Eventually(func() error {
+		fresh := &metal3api.HostClaim{}
+		if err := tokenAgentC1.Get(ctx, client.ObjectKeyFromObject(onC1), fresh); err != nil {
+			return err
+		}
+		fresh.Labels[hostfleetv1alpha1.LabelBoundHost] = "h0"
+		return tokenAgentC1.Update(ctx, fresh, client.DryRunAll)
+	}).WithTimeout(30*time.Second).Should(Succeed(), "c1's token agent, which the hub bound for tenant a, records a binding: exempt from the tenant rules")
+	g.Eventually(func() error { return namesake.Create(ctx, claimOn("tenant-a", "namesake", ""), client.DryRunAll) }).
+		WithTimeout(30*time.Second).Should(Succeed(), "the namesake ServiceAccount is one of tenant a's admins")
 
 	get := func(c client.Client, ns, name string, obj client.Object) func(context.Context) error {
 		return func(ctx context.Context) error { return c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, obj) }
@@ -234,6 +250,21 @@ func TestIsolation(t *testing.T) {
 		{"bob", "read tenant a's secret", get(bob, "tenant-a", "ud", &corev1.Secret{}), rbac},
 		{"bob", "delete tenant a's claim", del(bob, claimOn("tenant-a", "on-c1", "")), rbac},
 		{"bob", "pin to a cluster of tenant a's set", create(bob, claimOn("tenant-b", "x", "c1")), "cluster c1 is not in the cluster set of tenant b"},
+		{"alice", "name a secret by a path", create(alice, with(claimOn("tenant-a", "x", ""), func(c *metal3api.HostClaim) {
+			c.Labels[hostfleetv1alpha1.LabelKind] = hostfleetv1alpha1.KindRemote
+			c.Spec.UserData = &corev1.SecretReference{Name: "../tenant-x/web-userdata"}
+		})), "name a Secret of the claim's namespace"},
+		// A tenant admin named like the token agent of a cluster named after its namespace is a tenant admin, nothing more.
+		{"tenant a's admin ServiceAccount tenant-a-hostfleet-agent-agent", "forge bound-host", create(namesake, with(claimOn("tenant-a", "x", ""), func(c *metal3api.HostClaim) {
+			c.Labels[hostfleetv1alpha1.LabelBoundHost] = "h0"
+		})), "hostfleet.io/bound-host is set by Hostfleet"},
+		{"tenant a's admin ServiceAccount tenant-a-hostfleet-agent-agent", "pin outside its set", create(namesake, claimOn("tenant-a", "x", "c3")), "cluster c3 is not in the cluster set of tenant a"},
+		{"tenant a's admin ServiceAccount tenant-a-hostfleet-agent-agent", "reference tenant b's secret", create(namesake, with(claimOn("tenant-a", "x", ""), func(c *metal3api.HostClaim) {
+			c.Spec.UserData = &corev1.SecretReference{Name: "ud", Namespace: "tenant-b"}
+		})), "secrets must be in the claim's namespace"},
+		{"tenant a's admin ServiceAccount tenant-a-hostfleet-agent-agent", "send a free-text reboot value", create(namesake, with(claimOn("tenant-a", "x", ""), func(c *metal3api.HostClaim) {
+			c.Annotations["reboot.metal3.io"] = "now please"
+		})), "reboot.metal3.io annotations take"},
 		// A tenant's workload: a ServiceAccount in the tenant's namespace holds no tenant right.
 		{"tenant a's workload", "read its tenant's claims", list(workload, "tenant-a", &metal3api.HostClaimList{}), rbac},
 		{"tenant a's workload", "read its tenant's secrets", get(workload, "tenant-a", "ud", &corev1.Secret{}), rbac},
@@ -307,5 +338,12 @@ func TestIsolation(t *testing.T) {
 		g.Expect(err.Error()).To(ContainSubstring("ValidatingAdmissionPolicy"), "%s: %s", r.who, r.what)
 		g.Expect(err.Error()).To(ContainSubstring(r.says), "%s: %s", r.who, r.what)
 	}
-	t.Logf("%d requests refused with the expected reason, beside the positive controls above", len(refusals))
+	t.Log("label sync cannot steer Nodes: a Tenant syncing node-role, node-restriction or node.kubernetes.io labels is refused, whoever registers it")
+	for i, p := range []string{"node-role.kubernetes.io", "node-restriction.kubernetes.io", "node.kubernetes.io", "x.node-role.kubernetes.io"} {
+		err := hub.Create(ctx, &hostfleetv1alpha1.Tenant{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("steer-%d", i)},
+			Spec: hostfleetv1alpha1.TenantSpec{ClusterSet: "lab", LabelSyncPrefixes: []string{p}}}, client.DryRunAll)
+		g.Expect(apierrors.IsInvalid(err)).To(BeTrue(), "%s: %v", p, err)
+		g.Expect(err.Error()).To(ContainSubstring("steer Nodes"), p)
+	}
+	t.Logf("%d requests refused with the expected reason, beside the positive controls above", len(refusals)+4)
 }

@@ -70,6 +70,25 @@ func AgentManagedCluster(f Features) []rbacv1.PolicyRule {
 	return rules
 }
 
+// AgentManagedClusterDefault is the agent's ClusterRole on its managed
+// cluster in Default mode, where its pod runs: AgentManagedCluster, and
+// MetricsAuth for the callers of its metrics. (In Hosted mode the pod runs on
+// the hosting cluster, which authenticates them instead.)
+func AgentManagedClusterDefault(f Features) []rbacv1.PolicyRule {
+	return append(AgentManagedCluster(f), MetricsAuth()...)
+}
+
+// MetricsAuth lets a metrics server ask its API server who a caller is
+// (TokenReview) and whether it may get /metrics (SubjectAccessReview): what
+// the agent needs, where its pod runs, to serve metrics only to allowed
+// callers. Kubernetes' system:auth-delegator ClusterRole holds the same.
+func MetricsAuth() []rbacv1.PolicyRule {
+	return []rbacv1.PolicyRule{
+		{APIGroups: []string{"authentication.k8s.io"}, Resources: []string{"tokenreviews"}, Verbs: []string{"create"}},
+		{APIGroups: []string{"authorization.k8s.io"}, Resources: []string{"subjectaccessreviews"}, Verbs: []string{"create"}},
+	}
+}
+
 // AgentWorkloadCluster is everything the agent may do on a workload
 // cluster: read Nodes and apply the labels it syncs (patch, under its own
 // field manager), and record Events. No Secret, no host.
@@ -200,19 +219,44 @@ func WorkAgent() []rbacv1.PolicyRule {
 	}
 }
 
-// Hub is everything the hub's controllers may do cluster-wide on the hub
-// cluster: their own work (HubOwn) and, because Kubernetes lets an identity
-// grant only rights it holds, every right they grant to agents, tenant
-// admins and the admission probe. Deriving it from those sets keeps the two
-// from drifting: a right added to a grant is a right the hub holds.
-func Hub() []rbacv1.PolicyRule {
-	rules := HubOwn()
-	for _, granted := range [][]rbacv1.PolicyRule{
-		AgentHub(), AgentClusterNamespace(), AgentTenantNamespace(), AgentWorkloadTenantNamespace(), TenantAdmin(), AdmissionProbe(),
-	} {
-		rules = append(rules, granted...)
+// GrantedClusterRoles are the ClusterRoles the hub binds, per tenant
+// namespace or per cluster namespace, to tenant admins, agents and its
+// admission probe. The operator installs them; the hub only binds them
+// (Hub holds bind on exactly these names), so it never holds the rights it
+// grants: editing Secrets in every namespace, for one.
+func GrantedClusterRoles() []rbacv1.ClusterRole {
+	role := func(name string, rules []rbacv1.PolicyRule) rbacv1.ClusterRole {
+		r := rbacv1.ClusterRole{Rules: rules}
+		r.Name = name
+		return r
 	}
-	return rules
+	return []rbacv1.ClusterRole{
+		role(hostfleetv1alpha1.AgentHubRole, AgentHub()),
+		role(hostfleetv1alpha1.AgentClusterRole, AgentClusterNamespace()),
+		role(hostfleetv1alpha1.AgentTenantClusterRole, AgentTenantNamespace()),
+		role(hostfleetv1alpha1.AgentWorkloadClusterRole, AgentWorkloadTenantNamespace()),
+		role(hostfleetv1alpha1.TenantAdminClusterRole, TenantAdmin()),
+		role(hostfleetv1alpha1.AdmissionProbeClusterRole, AdmissionProbe()),
+	}
+}
+
+// GrantedClusterRoleNames are the names of GrantedClusterRoles.
+func GrantedClusterRoleNames() []string {
+	var names []string
+	for _, r := range GrantedClusterRoles() {
+		names = append(names, r.Name)
+	}
+	return names
+}
+
+// Hub is everything the hub's controllers may do cluster-wide on the hub
+// cluster: their own work (HubOwn) and bind the GrantedClusterRoles, by
+// name. Kubernetes lets an identity bind a role whose rights it does not
+// hold only with bind on that role: the hub grants tenant admins the
+// right to edit Secrets in their namespaces without holding it anywhere.
+func Hub() []rbacv1.PolicyRule {
+	return append(HubOwn(), rbacv1.PolicyRule{APIGroups: []string{rbacv1.GroupName}, Resources: []string{"clusterroles"},
+		ResourceNames: GrantedClusterRoleNames(), Verbs: []string{"bind"}})
 }
 
 // HubOwn is what the hub's controllers do themselves: register tenants
@@ -248,7 +292,11 @@ func HubOwn() []rbacv1.PolicyRule {
 		{APIGroups: []string{""}, Resources: []string{"events"}, Verbs: []string{"create", "patch", "update"}},
 		{APIGroups: []string{"events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{"create", "patch", "update"}},
 		{APIGroups: []string{leaseGroup}, Resources: []string{"leases"}, Verbs: manage},
-		{APIGroups: []string{rbacGroup}, Resources: []string{"roles", "rolebindings", "clusterroles", "clusterrolebindings"}, Verbs: manage},
+		// Bindings to the GrantedClusterRoles (Hub adds bind on them); Roles
+		// only to remove those earlier hubs made, which held the rights themselves.
+		{APIGroups: []string{rbacGroup}, Resources: []string{"rolebindings", "clusterrolebindings"}, Verbs: manage},
+		{APIGroups: []string{rbacGroup}, Resources: []string{"clusterroles"}, Verbs: view},
+		{APIGroups: []string{rbacGroup}, Resources: []string{"roles"}, Verbs: []string{"get", "list", "watch", "delete"}},
 		{APIGroups: []string{admissionGroup}, Resources: []string{"validatingadmissionpolicies", "validatingadmissionpolicybindings"}, Verbs: manage},
 		{APIGroups: []string{"authentication.k8s.io"}, Resources: []string{"selfsubjectreviews", "tokenreviews"}, Verbs: []string{"create"}},
 		// Metrics served only to callers the API server authenticates and allows.

@@ -40,13 +40,18 @@ type TenantSpec struct {
 	// labels already copied under it are left as they are.
 	// The Kubernetes prefixes kubernetes.io, k8s.io, kubelet.kubernetes.io and
 	// beta.kubernetes.io are refused; other sub-domains of kubernetes.io are
-	// allowed. hostfleet.io and its sub-domains are refused.
+	// allowed, except node-role.kubernetes.io, node-restriction.kubernetes.io,
+	// node.kubernetes.io and their sub-domains, which would let a host's
+	// labels give its Node a role, forge a label the NodeRestriction plugin
+	// keeps from kubelets, or steer the scheduler. hostfleet.io and its
+	// sub-domains are refused.
 	// +optional
 	// +listType=set
 	// +kubebuilder:validation:MaxItems=16
 	// +kubebuilder:validation:items:MaxLength=253
 	// +kubebuilder:validation:items:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
 	// +kubebuilder:validation:XValidation:rule="self.all(p, !(p in ['kubernetes.io', 'k8s.io', 'kubelet.kubernetes.io', 'beta.kubernetes.io']))",message="kubernetes.io, k8s.io, kubelet.kubernetes.io and beta.kubernetes.io are reserved for Kubernetes; use your own prefix (sub-domains such as example.kubernetes.io are allowed)"
+	// +kubebuilder:validation:XValidation:rule="self.all(p, !['node-role.kubernetes.io', 'node-restriction.kubernetes.io', 'node.kubernetes.io'].exists(r, p == r || p.endsWith('.' + r)))",message="node-role.kubernetes.io, node-restriction.kubernetes.io, node.kubernetes.io and their sub-domains steer Nodes: a host label there could give a Node a role, forge a label the NodeRestriction admission plugin keeps from kubelets, or steer the scheduler; use your own prefix"
 	// +kubebuilder:validation:XValidation:rule="self.all(p, p != 'hostfleet.io' && !p.endsWith('.hostfleet.io'))",message="hostfleet.io and its sub-domains are Hostfleet's own labels and cannot be synced from hosts"
 	LabelSyncPrefixes []string `json:"labelSyncPrefixes,omitempty"`
 

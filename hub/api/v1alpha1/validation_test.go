@@ -43,6 +43,21 @@ func TestValidation(t *testing.T) {
 		{name: "kubelet.kubernetes.io is reserved", obj: tenant("d", func(s *hostfleetv1alpha1.TenantSpec) {
 			s.LabelSyncPrefixes = []string{"kubelet.kubernetes.io"}
 		}), wantErr: "reserved for Kubernetes"},
+		{name: "node-role.kubernetes.io steers Nodes", obj: tenant("j", func(s *hostfleetv1alpha1.TenantSpec) {
+			s.LabelSyncPrefixes = []string{"node-role.kubernetes.io"}
+		}), wantErr: "steer Nodes"},
+		{name: "node-restriction.kubernetes.io steers Nodes", obj: tenant("k", func(s *hostfleetv1alpha1.TenantSpec) {
+			s.LabelSyncPrefixes = []string{"example.com", "node-restriction.kubernetes.io"}
+		}), wantErr: "NodeRestriction admission plugin"},
+		{name: "node.kubernetes.io steers Nodes", obj: tenant("l", func(s *hostfleetv1alpha1.TenantSpec) {
+			s.LabelSyncPrefixes = []string{"node.kubernetes.io"}
+		}), wantErr: "steer Nodes"},
+		{name: "and so do their sub-domains", obj: tenant("m", func(s *hostfleetv1alpha1.TenantSpec) {
+			s.LabelSyncPrefixes = []string{"x.node-role.kubernetes.io"}
+		}), wantErr: "steer Nodes"},
+		{name: "a look-alike outside them is allowed", obj: tenant("n", func(s *hostfleetv1alpha1.TenantSpec) {
+			s.LabelSyncPrefixes = []string{"mynode.kubernetes.io", "node.example.com"}
+		})},
 		{name: "hostfleet.io is refused", obj: tenant("i", func(s *hostfleetv1alpha1.TenantSpec) {
 			s.LabelSyncPrefixes = []string{"sub.hostfleet.io"}
 		}), wantErr: "Hostfleet's own labels"},

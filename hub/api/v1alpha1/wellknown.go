@@ -170,11 +170,14 @@ const (
 	// hosting cluster.
 	AgentHostingRole = "hostfleet-agent-lease"
 	// AgentHubRole is the ClusterRole every agent identity is bound to on
-	// the hub; AgentClusterRole the Role in its cluster's namespace;
-	// AgentTenantRole the Role in the namespaces of the tenants it serves.
-	AgentHubRole     = "hostfleet:agent"
-	AgentClusterRole = "hostfleet:agent-inventory"
-	AgentTenantRole  = "hostfleet-agent"
+	// the hub; AgentClusterRole the ClusterRole it is bound to in its
+	// cluster's namespace (by a RoleBinding of the same name);
+	// AgentTenantRole the RoleBinding in the namespaces of the tenants it
+	// serves, to the ClusterRole AgentTenantClusterRole.
+	AgentHubRole           = "hostfleet:agent"
+	AgentClusterRole       = "hostfleet:agent-inventory"
+	AgentTenantRole        = "hostfleet-agent"
+	AgentTenantClusterRole = "hostfleet:agent-tenant"
 	// WorkAgentRole is the ClusterRole aggregated into the OCM work agent's
 	// role for forwarded claims.
 	WorkAgentRole = "hostfleet:work-agent"
@@ -221,9 +224,12 @@ const (
 	// namespace) is to create HostClaims, and it only ever dry-runs.
 	AdmissionProbeUser = "hostfleet:admission-probe"
 	AdmissionProbeRole = "hostfleet-admission-probe"
-	// TenantAdminRole is the Role (and binding) of a tenant's admins in
-	// each of its namespaces.
-	TenantAdminRole = "hostfleet-tenant-admin"
+	// AdmissionProbeClusterRole is the ClusterRole AdmissionProbeRole binds.
+	AdmissionProbeClusterRole = "hostfleet:admission-probe"
+	// TenantAdminRole is the RoleBinding of a tenant's admins in each of
+	// its namespaces, to the ClusterRole TenantAdminClusterRole.
+	TenantAdminRole        = "hostfleet-tenant-admin"
+	TenantAdminClusterRole = "hostfleet:tenant-admin"
 	// TenantQuota is the ResourceQuota that enforces Tenant.spec.maxClaims.
 	TenantQuota = "hostfleet-claims"
 	// QuotaClaims is the quota's resource: HostClaims counted by object.
@@ -309,6 +315,31 @@ const (
 	ReasonClusterSetMissing = "ClusterSetMissing"
 	ReasonNamespaceConflict = "NamespaceConflict"
 	ReasonDeletionBlocked   = "DeletionBlocked"
+	// ReasonGrantRolesMissing: a ClusterRole the hub binds for the tenant's
+	// admins and agents is not installed (the operator installs them with
+	// the hub): the bindings exist but grant nothing.
+	ReasonGrantRolesMissing = "GrantRolesMissing"
+)
+
+// ConditionWorkloadClusters on a Tenant says whether its workload clusters
+// (accepted ManagedClusters labelled LabelTenant=<tenant>) let every claim's
+// labels reach a Node: False, with what to do, when several are labelled
+// (a claim naming none with AnnotationWorkloadCluster then syncs to no
+// Node) or a labelled cluster is not accepted (it is ignored).
+const (
+	ConditionWorkloadClusters = "WorkloadClusters"
+	// ReasonNoWorkloadCluster: no accepted cluster is labelled; no Node
+	// labels are synced.
+	ReasonNoWorkloadCluster = "NoWorkloadCluster"
+	// ReasonOneWorkloadCluster: one is; claims sync to its Nodes unless
+	// they name another.
+	ReasonOneWorkloadCluster = "OneWorkloadCluster"
+	// ReasonSeveralWorkloadClusters: several are; a claim that names none
+	// syncs to no Node.
+	ReasonSeveralWorkloadClusters = "SeveralWorkloadClusters"
+	// ReasonWorkloadClusterNotAccepted: a labelled cluster is not accepted
+	// by the hub (hubAcceptsClient false, or not joined): it is ignored.
+	ReasonWorkloadClusterNotAccepted = "WorkloadClusterNotAccepted"
 )
 
 // ReservedLabelPrefixes are label prefixes that no Tenant may sync from
@@ -320,6 +351,18 @@ var ReservedLabelPrefixes = []string{
 	"k8s.io",
 	"kubelet.kubernetes.io",
 	"beta.kubernetes.io",
+}
+
+// NodeSteeringLabelPrefixes are label prefixes that no Tenant may sync, nor
+// any sub-domain of them: on a Node, labels there give it a role
+// (node-role.kubernetes.io), lift the NodeRestriction admission plugin's
+// guard (node-restriction.kubernetes.io: labels a kubelet may not set
+// itself, which workloads trust for placement) or describe the Node to the
+// scheduler and the node lifecycle controller (node.kubernetes.io).
+var NodeSteeringLabelPrefixes = []string{
+	"node-role.kubernetes.io",
+	"node-restriction.kubernetes.io",
+	"node.kubernetes.io",
 }
 
 // UnderPrefixes reports whether a label key lives under one of the prefixes
@@ -459,11 +502,13 @@ const (
 	// FieldManagerLabelSync owns, on each Node, the labels the agent copied.
 	FieldManagerLabelSync = "hostfleet-labelsync"
 
-	// AgentWorkloadRole is the Role (and binding) in each of a tenant's
-	// namespaces of the agents of its workload clusters; WorkloadClaimsPolicy
-	// the admission policy, bound per tenant, on what they write there.
-	AgentWorkloadRole    = "hostfleet-workload-agent"
-	WorkloadClaimsPolicy = "hostfleet-workload-claims"
+	// AgentWorkloadRole is the RoleBinding in each of a tenant's
+	// namespaces of the agents of its workload clusters, to the ClusterRole
+	// AgentWorkloadClusterRole; WorkloadClaimsPolicy the admission policy,
+	// bound per tenant, on what they write there.
+	AgentWorkloadRole        = "hostfleet-workload-agent"
+	AgentWorkloadClusterRole = "hostfleet:workload-agent"
+	WorkloadClaimsPolicy     = "hostfleet-workload-claims"
 )
 
 // ConditionNodeLabelsSynced on a hub claim, written by the agent of the
