@@ -86,6 +86,11 @@ type Options struct {
 	// MetricsAddr and HealthAddr are listen addresses; "0" disables.
 	MetricsAddr string
 	HealthAddr  string
+	// MetricsSecure serves metrics over HTTPS to callers that the API
+	// server of the cluster the agent runs in (the managed cluster; in
+	// Hosted mode the hosting cluster) authenticates and allows get on the
+	// non-resource URL /metrics.
+	MetricsSecure bool
 
 	// HealthLease keeps the OCM add-on health Lease hostfleet-agent where
 	// OCM reads it: in AgentNamespace on the managed cluster, or, in Hosted
@@ -135,6 +140,7 @@ func NewOptions() *Options {
 		QPS:               50,
 		Burst:             100,
 		MetricsAddr:       "0",
+		MetricsSecure:     true,
 		HealthAddr:        "0",
 		LeaderElect:       true,
 		HealthLease:       true,
@@ -207,6 +213,9 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.TokenDir, "token-dir", o.TokenDir, "Hosted mode: where the agent keeps its managed cluster token (default: a directory under $TMPDIR)")
 	fs.DurationVar(&o.TokenTTL, "token-ttl", o.TokenTTL, "Hosted mode: lifetime of each managed cluster token; renewed at 80%")
 	fs.StringVar(&o.MetricsAddr, "metrics-bind-address", o.MetricsAddr, "metrics listen address; 0 disables")
+	fs.BoolVar(&o.MetricsSecure, "metrics-secure", o.MetricsSecure,
+		"serve metrics over HTTPS, only to callers that the API server of the cluster the agent runs in (the managed cluster; in Hosted mode the hosting cluster) "+
+			"authenticates and allows to get /metrics (false: plain HTTP to anyone)")
 	fs.StringVar(&o.HealthAddr, "health-probe-bind-address", o.HealthAddr, "healthz/readyz listen address; 0 disables")
 }
 

@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"time"
@@ -25,6 +26,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/hostfleet/hostfleet/agent/binder"
@@ -238,9 +240,13 @@ func newManager(hubCfg, managedCfg *rest.Config, o *Options) (ctrl.Manager, clus
 	scheme := Scheme()
 	// No decision reads managedFields: the caches (hub and managed
 	// cluster) keep objects without them.
+	metrics, err := metricsOptions(managedCfg, o)
+	if err != nil {
+		return nil, nil, err
+	}
 	mgr, err := ctrl.NewManager(hubCfg, ctrl.Options{
 		Scheme:                 scheme,
-		Metrics:                metricsserver.Options{BindAddress: o.MetricsAddr},
+		Metrics:                metrics,
 		HealthProbeBindAddress: o.HealthAddr,
 		Controller:             config.Controller{SkipNameValidation: &o.InProcess},
 		// One active agent per cluster; the Lease lives on the managed
@@ -267,6 +273,36 @@ func newManager(hubCfg, managedCfg *rest.Config, o *Options) (ctrl.Manager, clus
 		return nil, nil, err
 	}
 	return mgr, managed, nil
+}
+
+// metricsOptions serve metrics on o.MetricsAddr; with o.MetricsSecure, over
+// HTTPS (a self-signed certificate) to callers that the API server of the
+// cluster the agent runs in authenticates (TokenReview) and allows
+// (SubjectAccessReview of get on /metrics): where its Prometheus lives and
+// its token is valid. That is the managed cluster, or in Hosted mode the
+// hosting cluster; never the hub, which the manager talks to.
+func metricsOptions(managedCfg *rest.Config, o *Options) (metricsserver.Options, error) {
+	opts := metricsserver.Options{BindAddress: o.MetricsAddr}
+	if !o.MetricsSecure || o.MetricsAddr == "0" || o.MetricsAddr == "" {
+		return opts, nil
+	}
+	local := managedCfg
+	if o.BootstrapManagedKubeconfig != "" {
+		hosting, err := kubeconfigOrDefault(o.HostingKubeconfig, "hosting cluster")
+		if err != nil {
+			return opts, err
+		}
+		local = hosting
+	}
+	opts.SecureServing = true
+	opts.FilterProvider = func(_ *rest.Config, _ *http.Client) (metricsserver.Filter, error) {
+		hc, err := rest.HTTPClientFor(local)
+		if err != nil {
+			return nil, fmt.Errorf("metrics authentication client: %w", err)
+		}
+		return filters.WithAuthenticationAndAuthorization(local, hc)
+	}
+	return opts, nil
 }
 
 // hubCache is what the agent caches of the hub. Infrastructure role: only

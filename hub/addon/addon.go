@@ -243,7 +243,7 @@ func (r renderer) values(cluster *clusterv1.ManagedCluster, mca *addonv1beta1.Ma
 		}
 	}
 	for name, v := range map[string]any{
-		"ClusterRules":   permissions.AgentManagedCluster(f),
+		"ClusterRules":   permissions.AgentManagedClusterDefault(f),
 		"NamespaceRules": permissions.AgentOwnNamespace(),
 		"HostingRules":   permissions.AgentHostingNamespace(),
 		"WorkAgentRules": permissions.WorkAgent(),

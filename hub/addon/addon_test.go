@@ -143,7 +143,8 @@ func TestAddonManager(t *testing.T) {
 	g.Expect(m).To(HaveKey("Namespace//hostfleet-agent"))
 	g.Expect(work.Spec.DeleteOption).To(BeNil(), "the agent's own namespace goes with the add-on")
 	g.Expect(m).To(HaveKey("ServiceAccount/hostfleet-agent/hostfleet-agent"))
-	g.Expect(rules(g, m["ClusterRole//hostfleet-agent"])).To(Equal(permissions.AgentManagedCluster(permissions.Features{})), "the agent's rights are the ones it gives itself in Hosted mode")
+	g.Expect(rules(g, m["ClusterRole//hostfleet-agent"])).To(Equal(permissions.AgentManagedClusterDefault(permissions.Features{})),
+		"the agent's rights are the ones it gives itself in Hosted mode, and asking this cluster's API server who may read its metrics")
 	g.Expect(m).To(HaveKey("ClusterRoleBinding//hostfleet-agent"))
 	g.Expect(rules(g, m["Role/hostfleet-agent/hostfleet-agent"])).To(Equal(permissions.AgentOwnNamespace()))
 	g.Expect(m).To(HaveKey("RoleBinding/hostfleet-agent/hostfleet-agent"))
@@ -166,8 +167,9 @@ func TestAddonManager(t *testing.T) {
 	}).WithTimeout(30 * time.Second).Should(Succeed())
 	m = manifests(g, work)
 	g.Expect(slices.Sorted(maps.Keys(m))).To(ConsistOf("ServiceAccount/klusterlet-c2/hostfleet-agent", "Deployment/klusterlet-c2/hostfleet-agent",
-		"Role/klusterlet-c2/hostfleet-agent-lease", "RoleBinding/klusterlet-c2/hostfleet-agent-lease"),
-		"only the pod, its ServiceAccount and that ServiceAccount's right to its health Lease are on the hosting cluster")
+		"Role/klusterlet-c2/hostfleet-agent-lease", "RoleBinding/klusterlet-c2/hostfleet-agent-lease", "ClusterRoleBinding//hostfleet-agent-metrics:klusterlet-c2"),
+		"only the pod, its ServiceAccount and that ServiceAccount's rights to its health Lease and to check its metrics' callers are on the hosting cluster")
+	g.Expect(m["ClusterRoleBinding//hostfleet-agent-metrics:klusterlet-c2"].Object).To(HaveKeyWithValue("roleRef", HaveKeyWithValue("name", "system:auth-delegator")))
 	for _, r := range rules(g, m["Role/klusterlet-c2/hostfleet-agent-lease"]) {
 		g.Expect(r.Resources).To(Or(Equal([]string{"leases"}), Equal([]string{"serviceaccounts"})),
 			"the pod's only rights on the hosting cluster: its Lease, and naming its ServiceAccount the Lease's owner")
@@ -376,7 +378,7 @@ func TestBMCNamespaces(t *testing.T) {
 	}
 	cr, ok := def["ClusterRole//"+hostfleetv1alpha1.AgentManagedRole].(*rbacv1.ClusterRole)
 	g.Expect(ok).To(BeTrue())
-	g.Expect(cr.Rules).To(Equal(permissions.AgentManagedCluster(permissions.Features{BMCDriver: true})))
+	g.Expect(cr.Rules).To(Equal(permissions.AgentManagedClusterDefault(permissions.Features{BMCDriver: true})))
 	for _, r := range cr.Rules {
 		if slices.Contains(r.Resources, "secrets") {
 			g.Expect(r.Verbs).NotTo(ContainElement("get"), "never cluster-wide")
@@ -426,7 +428,7 @@ func TestWorkloadRole(t *testing.T) {
 	def := renderAll(g, a, cluster, &addonv1beta1.ManagedClusterAddOn{ObjectMeta: metav1.ObjectMeta{Namespace: "apps", Name: hostfleetv1alpha1.AddonName}})
 	cr, ok := def["ClusterRole//"+hostfleetv1alpha1.AgentManagedRole].(*rbacv1.ClusterRole)
 	g.Expect(ok).To(BeTrue())
-	g.Expect(cr.Rules).To(Equal(permissions.AgentWorkloadCluster()))
+	g.Expect(cr.Rules).To(Equal(append(permissions.AgentWorkloadCluster(), permissions.MetricsAuth()...)))
 	g.Expect(def).NotTo(HaveKey("Role/hosts/"+hostfleetv1alpha1.AgentBMCRole), "no BMC credentials on a workload cluster")
 	g.Expect(deploymentArgs(g, def, "Deployment/hostfleet-agent/hostfleet-agent")).To(And(
 		ContainElements("--role=workload", "--bmh-driver=none"), Not(ContainElement(HavePrefix("--bmc-namespaces")))))

@@ -102,7 +102,7 @@ func TestDeploymentConfig(t *testing.T) {
 
 	t.Log("the variables that change what the agent does change its rights with it")
 	cr := objs["ClusterRole//"+hostfleetv1alpha1.AgentManagedRole].(*rbacv1.ClusterRole)
-	g.Expect(cr.Rules).To(Equal(permissions.AgentManagedCluster(permissions.Features{LocalClaims: true, BMCDriver: true})))
+	g.Expect(cr.Rules).To(Equal(permissions.AgentManagedClusterDefault(permissions.Features{LocalClaims: true, BMCDriver: true})))
 	for _, ns := range []string{"hosts", "edge"} {
 		g.Expect(objs).To(HaveKey("Role/"+ns+"/"+hostfleetv1alpha1.AgentBMCRole), "BMC credentials are read in %s only", ns)
 	}

@@ -2,6 +2,7 @@ package main_test
 
 import (
 	"context"
+	"net/http"
 	"testing"
 	"time"
 
@@ -9,6 +10,7 @@ import (
 	. "github.com/onsi/gomega"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -47,6 +49,7 @@ func TestHostedMode(t *testing.T) {
 		g.Expect(infra.Create(ctx, o)).To(Succeed())
 	}
 
+	metricsAddr := freeAddr(t)
 	proc, err := f.Run("agent-hosted", "hub", bin, []string{
 		"--hub-kubeconfig=" + f.Plane("hub").Kubeconfig,
 		"--bootstrap-managed-kubeconfig=" + f.Plane("infra-1").Kubeconfig,
@@ -56,6 +59,7 @@ func TestHostedMode(t *testing.T) {
 		"--lease-owner=hostfleet-agent",
 		"--token-dir=" + t.TempDir(),
 		"--cluster-name=infra-1",
+		"--metrics-bind-address=" + metricsAddr,
 		"--retry-after=2s",
 		// The BMC driver reads credentials only where it drives hosts.
 		"--bmc-namespaces=hosts",
@@ -95,6 +99,17 @@ func TestHostedMode(t *testing.T) {
 		g.Expect(lease.OwnerReferences).To(ConsistOf(HaveField("UID", owner.UID)), "the pod's ServiceAccount owns the Lease (--lease-owner)")
 	}).WithTimeout(30 * time.Second).Should(Succeed())
 	g.Expect(apierrors.IsNotFound(infra.Get(ctx, client.ObjectKey{Namespace: "hostfleet-agent", Name: "hostfleet-agent"}, &coordinationv1.Lease{}))).To(BeTrue())
+
+	t.Log("metrics: for callers the hosting cluster (where the pod runs, and its Prometheus) authenticates and allows")
+	readMetrics := []rbacv1.PolicyRule{{NonResourceURLs: []string{"/metrics"}, Verbs: []string{"get"}}}
+	hostingReader, err := f.Plane("hub").TokenWith(ctx, "monitoring", "prometheus", readMetrics)
+	g.Expect(err).NotTo(HaveOccurred())
+	managedReader, err := f.Plane("infra-1").TokenWith(ctx, "monitoring", "prometheus", readMetrics)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Eventually(scrape(metricsAddr, "", http.StatusUnauthorized)).WithTimeout(10*time.Second).Should(Succeed(), "no token")
+	g.Eventually(scrape(metricsAddr, managedReader, http.StatusInternalServerError, "Authentication failed")).WithTimeout(10*time.Second).Should(Succeed(),
+		"a token of the managed cluster, which the hosting cluster did not sign")
+	g.Eventually(scrape(metricsAddr, hostingReader, http.StatusOK, "hostfleet_agent_bind_latency_seconds_count 1")).WithTimeout(10 * time.Second).Should(Succeed())
 
 	g.Expect(hub.Delete(ctx, c)).To(Succeed())
 	g.Eventually(func(g Gomega) {

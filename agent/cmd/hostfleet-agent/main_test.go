@@ -2,6 +2,7 @@ package main_test
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"io"
 	"net"
@@ -17,6 +18,7 @@ import (
 	. "github.com/onsi/gomega"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -137,15 +139,23 @@ func TestBinaryBindsClaim(t *testing.T) {
 		g.Expect(resp.StatusCode).To(Equal(http.StatusOK), path)
 		_ = resp.Body.Close()
 	}
-	g.Eventually(func(g Gomega) {
-		resp, err := http.Get("http://" + metricsAddr + "/metrics")
-		g.Expect(err).NotTo(HaveOccurred())
-		body, _ := io.ReadAll(resp.Body)
-		_ = resp.Body.Close()
-		g.Expect(string(body)).To(ContainSubstring(`hostfleet_agent_claims{cluster="infra-1",condition="Associated",status="True"} 1`))
-		g.Expect(string(body)).To(ContainSubstring("hostfleet_agent_bind_latency_seconds_count 1"))
-		g.Expect(string(body)).To(ContainSubstring(`controller_runtime_reconcile_total{controller="hostclaim"`))
-	}).WithTimeout(10 * time.Second).Should(Succeed())
+	t.Log("metrics: HTTPS, only to callers infra-1's API server authenticates and allows to get /metrics")
+	reader, err := f.Plane("infra-1").TokenWith(ctx, "monitoring", "prometheus", []rbacv1.PolicyRule{{NonResourceURLs: []string{"/metrics"}, Verbs: []string{"get"}}})
+	g.Expect(err).NotTo(HaveOccurred())
+	stranger, err := f.Plane("infra-1").Token(ctx, "monitoring", "stranger")
+	g.Expect(err).NotTo(HaveOccurred())
+	hubReader, err := f.Plane("hub").TokenWith(ctx, "monitoring", "prometheus", []rbacv1.PolicyRule{{NonResourceURLs: []string{"/metrics"}, Verbs: []string{"get"}}})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Eventually(scrape(metricsAddr, "", http.StatusUnauthorized)).WithTimeout(10*time.Second).Should(Succeed(), "no token")
+	// A token another cluster signed fails infra-1's TokenReview with an
+	// error, which controller-runtime's filter answers with 500.
+	g.Eventually(scrape(metricsAddr, hubReader, http.StatusInternalServerError, "Authentication failed")).WithTimeout(10*time.Second).Should(Succeed(),
+		"a token of the hub, not of infra-1")
+	g.Eventually(scrape(metricsAddr, stranger, http.StatusForbidden)).WithTimeout(10*time.Second).Should(Succeed(), "not allowed /metrics")
+	g.Eventually(scrape(metricsAddr, reader, http.StatusOK,
+		`hostfleet_agent_claims{cluster="infra-1",condition="Associated",status="True"} 1`,
+		"hostfleet_agent_bind_latency_seconds_count 1",
+		`controller_runtime_reconcile_total{controller="hostclaim"`)).WithTimeout(10 * time.Second).Should(Succeed())
 
 	// The Lease on the managed cluster names this agent as leader.
 	lease := &coordinationv1.Lease{}
@@ -195,6 +205,29 @@ func TestBinaryBindsClaim(t *testing.T) {
 	g.Expect(proc.Wait(ctx)).To(Succeed())
 	log, _ := os.ReadFile(proc.Log)
 	g.Expect(strings.Contains(string(log), "bound")).To(BeTrue(), "the agent logs the binding")
+}
+
+// scrape gets https://addr/metrics with a bearer token (none if empty) and
+// expects the status code and, in the body, each of want.
+func scrape(addr, token string, code int, want ...string) func(g Gomega) {
+	return func(g Gomega) {
+		req, err := http.NewRequest(http.MethodGet, "https://"+addr+"/metrics", nil)
+		g.Expect(err).NotTo(HaveOccurred())
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		// The metrics server's certificate is self-signed.
+		c := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} //nolint:gosec
+		resp, err := c.Do(req)
+		g.Expect(err).NotTo(HaveOccurred())
+		defer func() { _ = resp.Body.Close() }()
+		body, err := io.ReadAll(resp.Body)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(resp.StatusCode).To(Equal(code), "%s", body)
+		for _, w := range want {
+			g.Expect(string(body)).To(ContainSubstring(w))
+		}
+	}
 }
 
 func freeAddr(t *testing.T) string {
