@@ -37,10 +37,15 @@ type Options struct {
 	RetryAfter time.Duration
 	// Resync is how often a bound claim is looked at again.
 	Resync time.Duration
-	// LocalClaims also binds upstream HostClaims created on the managed
-	// cluster itself. Off by default: a baremetal-operator with its HostClaim
-	// controller may own them.
+	// LocalClaims also binds upstream HostClaims on the managed cluster
+	// itself: those the hub forwards (hostfleet.io/source-claim-uid, in the
+	// forwarder's hf- namespaces) and those of LocalClaimNamespaces. Never
+	// one another HostClaim controller (baremetal-operator's) serves.
 	LocalClaims bool
+	// LocalClaimNamespaces are namespaces of the managed cluster whose own
+	// HostClaims the agent serves too, with LocalClaims; it reads their
+	// data secrets there and nowhere else.
+	LocalClaimNamespaces []string
 	// OrphanGrace is how long the claim holding a host must be gone before
 	// the agent releases the host.
 	OrphanGrace time.Duration
@@ -173,7 +178,10 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.RetryAfter, "retry-after", o.RetryAfter, "how often a claim waiting for a host is looked at again")
 	fs.DurationVar(&o.Resync, "resync", o.Resync, "how often a bound claim is looked at again (picks up changed hub secrets)")
 	fs.BoolVar(&o.LocalClaims, "local-claims", o.LocalClaims,
-		"also bind upstream HostClaims created on the managed cluster itself (forwarded claims); leave off where baremetal-operator's HostClaim controller runs")
+		"also bind the upstream HostClaims the hub forwards to this cluster (and those of --local-claim-namespaces); "+
+			"a claim baremetal-operator's HostClaim controller serves is left to it")
+	fs.StringSliceVar(&o.LocalClaimNamespaces, "local-claim-namespaces", o.LocalClaimNamespaces,
+		"with --local-claims: namespaces of this cluster whose own HostClaims the agent serves too (it reads their secrets there; default: none, only forwarded claims)")
 	fs.DurationVar(&o.InventoryInterval, "inventory-interval", o.InventoryInterval,
 		"the HostInventory on the hub is recomputed and, if it changed, written at most this often")
 	fs.Float32Var(&o.QPS, "kube-api-qps", o.QPS, "client-side queries per second to each API server")
@@ -284,6 +292,14 @@ func (o *Options) Validate() []error {
 		if len(validation.IsDNS1123Label(ns)) > 0 {
 			errs = append(errs, fmt.Errorf("--bmc-namespaces: %q is not a namespace name", ns))
 		}
+	}
+	for _, ns := range o.LocalClaimNamespaces {
+		if len(validation.IsDNS1123Label(ns)) > 0 {
+			errs = append(errs, fmt.Errorf("--local-claim-namespaces: %q is not a namespace name", ns))
+		}
+	}
+	if len(o.LocalClaimNamespaces) > 0 && !o.LocalClaims {
+		errs = append(errs, errors.New("--local-claim-namespaces needs --local-claims: they are where the agent serves local claims"))
 	}
 	for _, ns := range o.HostNamespaces {
 		if len(validation.IsDNS1123Label(ns)) > 0 {

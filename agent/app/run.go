@@ -135,9 +135,10 @@ func hostedIdentity(ctx context.Context, o *Options) (*rest.Config, *hosted.Refr
 		dir = filepath.Join(os.TempDir(), "hostfleet-agent-"+o.ClusterName)
 	}
 	id := hosted.Identity{Namespace: o.AgentNamespace, Name: hostfleetv1alpha1.AgentManagedRole, TokenFile: filepath.Join(dir, "token"), TTL: o.TokenTTL,
-		Features: permissions.Features{LocalClaims: o.LocalClaims, BMCDriver: o.BMHDriver != "none"}, BMCNamespaces: o.BMCNamespaces}
+		Features: permissions.Features{LocalClaims: o.LocalClaims, BMCDriver: o.BMHDriver != "none"}, BMCNamespaces: o.BMCNamespaces,
+		LocalClaimNamespaces: o.LocalClaimNamespaces}
 	if o.Role == hostfleetv1alpha1.RoleWorkload {
-		id.Features, id.BMCNamespaces = permissions.Features{Workload: true}, nil
+		id.Features, id.BMCNamespaces, id.LocalClaimNamespaces = permissions.Features{Workload: true}, nil, nil
 	}
 	if err := hosted.Bootstrap(ctx, bootstrap, id); err != nil {
 		return nil, nil, err
@@ -365,7 +366,7 @@ func setupControllers(mgr ctrl.Manager, managed cluster.Cluster, o *Options) (fu
 		// claims arrive this way), bound by the same code.
 		local := *claims
 		local.Claims, local.ClaimReader, local.Recorder, local.Consumer = managed.GetClient(), managed.GetAPIReader(), hostEvents, binder.LocalConsumer()
-		local.Hub, local.HubReader = mgr.GetClient(), mgr.GetAPIReader()
+		local.Hub, local.HubReader, local.LocalNamespaces = mgr.GetClient(), mgr.GetAPIReader(), o.LocalClaimNamespaces
 		reconcilers = append(reconcilers, &local)
 	}
 	for _, r := range reconcilers {

@@ -3,6 +3,7 @@ package binder
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 
@@ -39,6 +40,25 @@ type Input struct {
 	Reserved *metal3api.ObjectReference
 }
 
+// OtherController is the finalizer another HostClaim controller keeps on a
+// local claim (baremetal-operator's, metal3.io/hostclaim), or "".
+func OtherController(c *metal3api.HostClaim) string {
+	for _, f := range c.Finalizers {
+		if f == metal3api.HostClaimFinalizer {
+			return f
+		}
+	}
+	return ""
+}
+
+// ServesLocal says whether the agent serves a local claim (one on its own
+// cluster, with --local-claims): one the hub forwarded (it carries the
+// forwarder's hostfleet.io/source-claim-uid) or one in a namespace an
+// administrator named. Any other is some other controller's, or nobody's.
+func ServesLocal(c *metal3api.HostClaim, namespaces []string) bool {
+	return c.Annotations[hostfleetv1alpha1.AnnotationSourceClaimUID] != "" || slices.Contains(namespaces, c.Namespace)
+}
+
 // Action is what the controller must do.
 type Action int
 
@@ -52,6 +72,10 @@ const (
 	// Reserve: name Host in the claim's reservation (with the claim's
 	// resourceVersion), then bind it.
 	Reserve
+	// Defer: another HostClaim controller serves the claim (local claims
+	// only): release the hosts this agent holds for it (Strays), drop the
+	// reservation and the finalizer, write nothing else on it.
+	Defer
 )
 
 func (a Action) String() string {
@@ -62,6 +86,8 @@ func (a Action) String() string {
 		return "Bind"
 	case Reserve:
 		return "Reserve"
+	case Defer:
+		return "Defer"
 	default:
 		return "Wait"
 	}
@@ -90,8 +116,17 @@ type Decision struct {
 // reservation yet, for claims bound before reservations existed); any other is
 // a stray. Otherwise the reserved host is bound if it is still free and
 // eligible, or a new host is chosen to be reserved.
+//
+// A local claim another HostClaim controller serves is left to it (Defer):
+// a host naming the claim that this agent did not bind (no
+// hostfleet.io/claim-uid) means that controller bound it, and a claim that
+// carries its finalizer is never bound by the agent (one it holds a host for
+// already, because it bound first, it keeps).
 func Decide(in Input) Decision {
 	held := heldHosts(in)
+	if d, ok := deferTo(in, held); ok {
+		return d
+	}
 	var strays []*metal3api.BareMetalHost
 	if len(held) > 0 {
 		keep := -1
@@ -114,6 +149,40 @@ func Decide(in Input) Decision {
 	d := choose(in)
 	d.Strays = strays
 	return d
+}
+
+// deferTo is the Defer decision for a local claim that another HostClaim
+// controller serves.
+func deferTo(in Input, held []*metal3api.BareMetalHost) (Decision, bool) {
+	if in.Consumer.Hub != "" {
+		return Decision{}, false
+	}
+	c := in.Claim
+	for _, h := range in.Hosts {
+		if ref := h.Spec.ConsumerRef; in.Consumer.Names(ref) && ref.Namespace == c.Namespace && ref.Name == c.Name &&
+			h.Annotations[hostfleetv1alpha1.AnnotationClaimUID] == "" {
+			return Decision{Action: Defer, Strays: held, Reason: hostfleetv1alpha1.ReasonServedByOtherController, Message: fmt.Sprintf(
+				"BareMetalHost %s/%s names the claim and was bound by another HostClaim controller (it carries no %s): that controller serves the claim",
+				h.Namespace, h.Name, hostfleetv1alpha1.AnnotationClaimUID)}, true
+		}
+	}
+	f := OtherController(c)
+	if f == "" {
+		return Decision{}, false
+	}
+	if len(held) == 0 {
+		return Decision{Action: Defer, Reason: hostfleetv1alpha1.ReasonServedByOtherController, Message: fmt.Sprintf(
+			"the claim carries finalizer %s: baremetal-operator's HostClaim controller serves it", f)}, true
+	}
+	// The agent writes status.bareMetalHost only with a host it holds:
+	// another host there is the other controller's association, which a
+	// stale cache does not show yet.
+	if ref := c.Status.BareMetalHost; ref != nil && !slices.ContainsFunc(held, func(h *metal3api.BareMetalHost) bool { return isRef(ref, h) }) {
+		return Decision{Action: Defer, Strays: held, Reason: hostfleetv1alpha1.ReasonServedByOtherController, Message: fmt.Sprintf(
+			"the claim carries finalizer %s and its status names BareMetalHost %s/%s: baremetal-operator's HostClaim controller associated it",
+			f, ref.Namespace, ref.Name)}, true
+	}
+	return Decision{}, false
 }
 
 func choose(in Input) Decision {
@@ -259,13 +328,28 @@ func Reservation(c *metal3api.HostClaim) *metal3api.ObjectReference {
 // ReservationValue is the hostfleet.io/reserved-host annotation naming h.
 func ReservationValue(h *metal3api.BareMetalHost) string { return h.Namespace + "/" + h.Name }
 
-// Free reports whether a host can be bound now.
+// Upstream's markers of hosts no new claim may take (baremetal-operator's
+// pkg/hostclaim, as CAPM3): a host kept for a Metal3Machine to reuse, and a
+// host Metal3Remediation marked unhealthy.
+const (
+	NodeReuseLabel      = "infrastructure.cluster.x-k8s.io/node-reuse"
+	UnhealthyAnnotation = "capi.metal3.io/unhealthy"
+)
+
+// Free reports whether a host can be bound now: no consumer, not deleting,
+// no error, not paused, not kept for reuse, not unhealthy, and available or
+// ready.
 func Free(h *metal3api.BareMetalHost) bool {
 	if h.Spec.ConsumerRef != nil || h.DeletionTimestamp != nil || h.Status.ErrorMessage != "" {
 		return false
 	}
-	if _, paused := h.Annotations[metal3api.PausedAnnotation]; paused {
+	if _, reuse := h.Labels[NodeReuseLabel]; reuse {
 		return false
+	}
+	for _, a := range []string{metal3api.PausedAnnotation, UnhealthyAnnotation} {
+		if _, ok := h.Annotations[a]; ok {
+			return false
+		}
 	}
 	switch h.Status.Provisioning.State {
 	case metal3api.StateAvailable, metal3api.StateReady:
@@ -338,7 +422,7 @@ func Admits(p *metal3api.HostDeployPolicy, ns string, nsLabels map[string]string
 	if c == nil {
 		return false, nil
 	}
-	if c.Names != nil && !contains(c.Names, ns) {
+	if c.Names != nil && !slices.Contains(c.Names, ns) {
 		return false, nil
 	}
 	if c.NameMatches != "" {
@@ -426,15 +510,6 @@ func describe(sel labels.Selector) string {
 		return "(any)"
 	}
 	return "{" + sel.String() + "}"
-}
-
-func contains(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
 }
 
 // DetachAllowed reports whether a HostDeployPolicy in the host's namespace

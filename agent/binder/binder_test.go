@@ -6,7 +6,6 @@ import (
 
 	metal3api "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
 	. "github.com/onsi/gomega"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -59,8 +58,6 @@ var admitAll = []metal3api.HostDeployPolicy{policy("hosts", &metal3api.HostClaim
 func TestDecide(t *testing.T) {
 	other := claim(func(c *metal3api.HostClaim) { c.Name = "other"; c.UID = "uid-other" })
 	sameNameOldUID := claim(func(c *metal3api.HostClaim) { c.UID = "uid-old" })
-	now := metav1.Now()
-
 	tests := []struct {
 		name       string
 		reserved   *metal3api.ObjectReference
@@ -129,109 +126,6 @@ func TestDecide(t *testing.T) {
 			name: "a host held by an earlier claim of the same name is not this claim's", claim: claim(), policies: admitAll,
 			hosts:      []metal3api.BareMetalHost{host("hosts", "old", heldBy(sameNameOldUID))},
 			wantAction: Wait, wantReason: hostfleetv1alpha1.ReasonNoHostAvailable,
-		},
-		{
-			name: "skips hosts with a consumer, in error, paused, deleting or not available", claim: claim(), policies: admitAll,
-			hosts: []metal3api.BareMetalHost{
-				host("hosts", "a-taken", heldBy(other)),
-				host("hosts", "b-local", func(h *metal3api.BareMetalHost) {
-					h.Spec.ConsumerRef = &corev1.ObjectReference{APIVersion: "metal3.io/v1alpha1", Kind: "HostClaim", Namespace: "x", Name: "y"}
-				}),
-				host("hosts", "c-error", func(h *metal3api.BareMetalHost) { h.Status.ErrorMessage = "boom" }),
-				host("hosts", "d-paused", func(h *metal3api.BareMetalHost) { h.Annotations[metal3api.PausedAnnotation] = "" }),
-				host("hosts", "e-deleting", func(h *metal3api.BareMetalHost) { h.DeletionTimestamp = &now }),
-				host("hosts", "f-inspecting", state(metal3api.StateInspecting)),
-				host("hosts", "g-provisioned", state(metal3api.StateProvisioned)),
-				host("hosts", "z-free"),
-			},
-			wantAction: Reserve, wantHost: "z-free",
-		},
-		{
-			name: "no policy means no host", claim: claim(), policies: nil,
-			hosts:      []metal3api.BareMetalHost{host("hosts", "h1")},
-			wantAction: Wait, wantReason: hostfleetv1alpha1.ReasonNoDeployPolicy,
-		},
-		{
-			name: "a policy without hostClaimNamespaces admits nothing", claim: claim(),
-			policies:   []metal3api.HostDeployPolicy{policy("hosts", nil)},
-			hosts:      []metal3api.BareMetalHost{host("hosts", "h1")},
-			wantAction: Wait, wantReason: hostfleetv1alpha1.ReasonNoDeployPolicy,
-		},
-		{
-			name: "policy names", claim: claim(),
-			policies:   []metal3api.HostDeployPolicy{policy("hosts", &metal3api.HostClaimNamespaces{Names: []string{"tenant-b"}}), policy("more", &metal3api.HostClaimNamespaces{Names: []string{"tenant-a"}})},
-			hosts:      []metal3api.BareMetalHost{host("hosts", "h1"), host("more", "h2")},
-			wantAction: Reserve, wantHost: "h2",
-		},
-		{
-			name: "policy hasLabels are read on the claim's hub namespace", claim: claim(),
-			nsLabels: map[string]string{"hostfleet.io/tenant": "a", "tier": "gold"},
-			policies: []metal3api.HostDeployPolicy{
-				policy("silver", &metal3api.HostClaimNamespaces{HasLabels: []metal3api.NameValuePair{{Name: "tier", Value: "silver"}}}),
-				policy("gold", &metal3api.HostClaimNamespaces{HasLabels: []metal3api.NameValuePair{{Name: "tier", Value: "gold"}, {Name: "hostfleet.io/tenant"}}}),
-			},
-			hosts:      []metal3api.BareMetalHost{host("silver", "s1"), host("gold", "g1")},
-			wantAction: Reserve, wantHost: "g1",
-		},
-		{
-			name: "a bad nameMatches is reported, not ignored", claim: claim(),
-			policies:   []metal3api.HostDeployPolicy{policy("hosts", &metal3api.HostClaimNamespaces{NameMatches: "("})},
-			hosts:      []metal3api.BareMetalHost{host("hosts", "h1")},
-			wantAction: Wait, wantReason: hostfleetv1alpha1.ReasonNoDeployPolicy,
-		},
-		{
-			name:  "inNamespace restricts the policies considered",
-			claim: claim(func(c *metal3api.HostClaim) { c.Spec.HostSelector.InNamespace = "more" }),
-			policies: []metal3api.HostDeployPolicy{
-				policy("hosts", &metal3api.HostClaimNamespaces{NameMatches: ".*"}),
-				policy("more", &metal3api.HostClaimNamespaces{NameMatches: ".*"}),
-			},
-			hosts:      []metal3api.BareMetalHost{host("hosts", "a"), host("more", "b")},
-			wantAction: Reserve, wantHost: "b",
-		},
-		{
-			name: "matchLabels and matchExpressions, operators in any case",
-			claim: claim(func(c *metal3api.HostClaim) {
-				c.Spec.HostSelector.MatchLabels = map[string]string{"gpu": "yes"}
-				c.Spec.HostSelector.MatchExpressions = []metal3api.HostSelectorRequirement{
-					{Key: "size", Operator: "In", Values: []string{"l", "xl"}},
-					{Key: "broken", Operator: "DoesNotExist"},
-				}
-			}),
-			policies: admitAll,
-			hosts: []metal3api.BareMetalHost{
-				host("hosts", "a", label("gpu", "no"), label("size", "l")),
-				host("hosts", "b", label("gpu", "yes"), label("size", "s")),
-				host("hosts", "c", label("gpu", "yes"), label("size", "xl"), label("broken", "")),
-				host("hosts", "d", label("gpu", "yes"), label("size", "xl")),
-			},
-			wantAction: Reserve, wantHost: "d",
-		},
-		{
-			name: "an invalid selector is reported",
-			claim: claim(func(c *metal3api.HostClaim) {
-				c.Spec.HostSelector.MatchExpressions = []metal3api.HostSelectorRequirement{{Key: "a", Operator: "Near"}}
-			}),
-			policies: admitAll, hosts: []metal3api.BareMetalHost{host("hosts", "h1")},
-			wantAction: Wait, wantReason: hostfleetv1alpha1.ReasonInvalidSelector,
-		},
-		{
-			name:     "failure domain is preferred",
-			claim:    claim(func(c *metal3api.HostClaim) { c.Spec.FailureDomain = "rack-2" }),
-			policies: admitAll,
-			hosts: []metal3api.BareMetalHost{
-				host("hosts", "a", label(FailureDomainLabel, "rack-1")),
-				host("hosts", "b", label(FailureDomainLabel, "rack-2")),
-				host("hosts", "c"),
-			},
-			wantAction: Reserve, wantHost: "b",
-		},
-		{
-			name:       "failure domain is only a preference",
-			claim:      claim(func(c *metal3api.HostClaim) { c.Spec.FailureDomain = "rack-9" }),
-			policies:   admitAll,
-			hosts:      []metal3api.BareMetalHost{host("hosts", "a", label(FailureDomainLabel, "rack-1"))},
-			wantAction: Reserve, wantHost: "a",
 		},
 	}
 	for _, tt := range tests {

@@ -3,6 +3,7 @@ package claim
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -21,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
@@ -100,6 +102,9 @@ type Reconciler struct {
 	// a claim forwarded from a hub claim is copied there. Nil: no copies.
 	Hub       client.Client
 	HubReader client.Reader
+	// LocalNamespaces, in local mode, are the namespaces whose own claims
+	// the agent serves beside the forwarded ones (binder.ServesLocal).
+	LocalNamespaces []string
 
 	// echo remembers the agent's own writes, whose watch events are not
 	// reconciled again (SetupWithManager makes it).
@@ -116,6 +121,12 @@ const (
 
 // local reports whether the claims are local to the managed cluster.
 func (r *Reconciler) local() bool { return r.Consumer.Hub == "" }
+
+// serves says whether the agent serves the claim: every hub claim the cache
+// holds; in local mode, the forwarded ones and those of LocalNamespaces.
+func (r *Reconciler) serves(c *metal3api.HostClaim) bool {
+	return !r.local() || binder.ServesLocal(c, r.LocalNamespaces)
+}
 
 // SetupWithManager wires the controller: claims from the manager's (hub)
 // cache, or from the managed cluster's in local mode; hosts, HardwareData and
@@ -137,8 +148,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, managed cluster.Cluster,
 	// Everything else is.
 	b := ctrl.NewControllerManagedBy(mgr)
 	if r.local() {
+		served := predicate.NewTypedPredicateFuncs(func(c *metal3api.HostClaim) bool { return r.serves(c) })
 		b = b.Named("local-hostclaim").WatchesRawSource(source.Kind(managed.GetCache(), &metal3api.HostClaim{},
-			&handler.TypedEnqueueRequestForObject[*metal3api.HostClaim]{}, echoFilter[*metal3api.HostClaim](r.echo, echoClaim)))
+			&handler.TypedEnqueueRequestForObject[*metal3api.HostClaim]{}, served, echoFilter[*metal3api.HostClaim](r.echo, echoClaim)))
 	} else {
 		b = b.Named("hostclaim").For(&metal3api.HostClaim{}, builder.WithPredicates(echoFilter[client.Object](r.echo, echoClaim)))
 	}
@@ -217,7 +229,8 @@ const waitingIndex = "hostfleet.waiting"
 func indexWaiting(ctx context.Context, indexer client.FieldIndexer) error {
 	return indexer.IndexField(ctx, &metal3api.HostClaim{}, waitingIndex, func(o client.Object) []string {
 		c := o.(*metal3api.HostClaim)
-		if binder.Reservation(c) == nil && c.DeletionTimestamp == nil {
+		// A claim another controller serves waits for nothing of this agent's.
+		if binder.Reservation(c) == nil && c.DeletionTimestamp == nil && binder.OtherController(c) == "" {
 			return []string{"true"}
 		}
 		return nil
@@ -262,6 +275,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if !r.local() && (c.Labels[hostfleetv1alpha1.LabelCluster] != r.ClusterName || c.Labels[hostfleetv1alpha1.LabelKind] == hostfleetv1alpha1.KindRemote) {
 		return ctrl.Result{}, nil
 	}
+	if !r.serves(c) {
+		return ctrl.Result{}, nil
+	}
 	if !c.DeletionTimestamp.IsZero() {
 		return r.release(ctx, c)
 	}
@@ -281,6 +297,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		d.Strays[i] = d.Strays[i].DeepCopy()
 	}
 
+	if d.Action == binder.Defer {
+		return r.yield(ctx, c, d)
+	}
 	for _, h := range d.Strays {
 		if _, err := r.releaseHost(ctx, c, h); err != nil {
 			return requeueOnConflict(err)
@@ -481,38 +500,8 @@ func (r *Reconciler) release(ctx context.Context, c *metal3api.HostClaim) (ctrl.
 	if !controllerutil.ContainsFinalizer(c, hostfleetv1alpha1.AgentFinalizer) {
 		return ctrl.Result{}, nil
 	}
-	var hosts metal3api.BareMetalHostList
-	if err := r.Managed.List(ctx, &hosts, client.MatchingFields{consumerIndex: consumerKey(r.Consumer.APIVersion, c.Namespace, c.Name)}); err != nil {
-		return ctrl.Result{}, fmt.Errorf("list hosts of %s/%s: %w", c.Namespace, c.Name, err)
-	}
-	for i := range hosts.Items {
-		h := &hosts.Items[i]
-		if !r.Consumer.Holds(h, c) {
-			continue
-		}
-		done, err := r.releaseHost(ctx, c, h)
-		if err != nil {
-			return requeueOnConflict(err)
-		}
-		if done {
-			r.Recorder.Eventf(c, nil, corev1.EventTypeNormal, hostfleetv1alpha1.ReasonReleasing, "Release",
-				"released BareMetalHost %s/%s on cluster %s", h.Namespace, h.Name, r.ClusterName)
-		}
-		if err := r.deleteCopies(ctx, c, h.Namespace, nil); err != nil {
-			return ctrl.Result{}, err
-		}
-		if !done {
-			// The host's status changes wake this claim up again.
-			if err := r.setStatus(ctx, c, h, c.Status.HardwareData, associatedCondition(c, metav1.ConditionTrue, hostfleetv1alpha1.ReasonReleasing,
-				fmt.Sprintf("releasing BareMetalHost %s/%s: waiting for it to deprovision (%s)", h.Namespace, h.Name, h.Status.Provisioning.State)),
-				reflector.Conditions(c, h, reflector.Sync{OK: true})); err != nil {
-				return requeueOnConflict(err)
-			}
-			return ctrl.Result{RequeueAfter: r.RetryAfter}, nil
-		}
-	}
-	if err := r.deleteHardwareCopy(ctx, c); err != nil {
-		return ctrl.Result{}, err
+	if res, done, err := r.releaseHeld(ctx, c); !done || err != nil {
+		return res, err
 	}
 	orig := c.DeepCopy()
 	controllerutil.RemoveFinalizer(c, hostfleetv1alpha1.AgentFinalizer)
@@ -522,6 +511,115 @@ func (r *Reconciler) release(ctx context.Context, c *metal3api.HostClaim) (ctrl.
 		return requeueOnConflict(fmt.Errorf("remove finalizer from %s/%s: %w", c.Namespace, c.Name, err))
 	}
 	return ctrl.Result{}, nil
+}
+
+// yield leaves a local claim to the HostClaim controller that serves it
+// (baremetal-operator's): it says so in an Event, releases the hosts this
+// agent holds for it as on delete, takes back a binding it confirmed in the
+// status, then drops its reservation and finalizer. It never touches the
+// other controller's host or binding.
+func (r *Reconciler) yield(ctx context.Context, c *metal3api.HostClaim, d binder.Decision) (ctrl.Result, error) {
+	r.Recorder.Eventf(c, nil, corev1.EventTypeWarning, d.Reason, "Yield",
+		"%s; the Hostfleet agent leaves the claim to it. Run one HostClaim controller per cluster: baremetal-operator without --hostclaims, or the agent without --local-claims", d.Message)
+	_, reserved := c.Annotations[hostfleetv1alpha1.AnnotationReservedHost]
+	if !controllerutil.ContainsFinalizer(c, hostfleetv1alpha1.AgentFinalizer) && !reserved {
+		return ctrl.Result{}, r.dropDangling(ctx, c)
+	}
+	if res, done, err := r.releaseHeld(ctx, c); !done || err != nil {
+		return res, err
+	}
+	// A binding this agent confirmed in the status goes with its host: the
+	// other controller writes its own.
+	if ref := c.Status.BareMetalHost; ref != nil && slices.ContainsFunc(d.Strays, func(h *metal3api.BareMetalHost) bool {
+		return h.Namespace == ref.Namespace && h.Name == ref.Name
+	}) {
+		if err := r.setStatus(ctx, c, nil, nil, associatedCondition(c, metav1.ConditionFalse, d.Reason, d.Message), nil); err != nil {
+			return requeueOnConflict(err)
+		}
+	}
+	orig := c.DeepCopy()
+	controllerutil.RemoveFinalizer(c, hostfleetv1alpha1.AgentFinalizer)
+	delete(c.Annotations, hostfleetv1alpha1.AnnotationReservedHost)
+	if err := r.echo.patchLocked(ctx, r.Claims, echoClaim, c, orig); client.IgnoreNotFound(err) != nil {
+		return requeueOnConflict(fmt.Errorf("leave %s/%s to its other controller: %w", c.Namespace, c.Name, err))
+	}
+	ctrl.LoggerFrom(ctx).Info("left the claim to another HostClaim controller", "why", d.Message)
+	return ctrl.Result{}, nil
+}
+
+// dropDangling clears a claim's status.bareMetalHost that names a host
+// whose consumerRef, read from the API server, does not name the claim: an
+// association the other controller recorded while this agent released the
+// host it had adopted (a release and an adoption from a stale cache can
+// cross). Cleared, the other controller associates the claim again; left,
+// two claims' status would name one host.
+func (r *Reconciler) dropDangling(ctx context.Context, c *metal3api.HostClaim) error {
+	ref := c.Status.BareMetalHost
+	if ref == nil {
+		return nil
+	}
+	h := &metal3api.BareMetalHost{}
+	err := r.ManagedReader.Get(ctx, client.ObjectKey{Namespace: ref.Namespace, Name: ref.Name}, h)
+	if client.IgnoreNotFound(err) != nil {
+		return fmt.Errorf("read host %s/%s named by %s/%s: %w", ref.Namespace, ref.Name, c.Namespace, c.Name, err)
+	}
+	if err == nil && r.Consumer.Names(h.Spec.ConsumerRef) && h.Spec.ConsumerRef.Namespace == c.Namespace && h.Spec.ConsumerRef.Name == c.Name {
+		return nil
+	}
+	orig := c.DeepCopy()
+	c.Status.BareMetalHost = nil
+	if err := r.Claims.Status().Patch(ctx, c, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); client.IgnoreNotFound(err) != nil {
+		if apierrors.IsConflict(err) {
+			return nil // the claim moved on: looked at again on its event
+		}
+		return fmt.Errorf("clear the dangling host of %s/%s: %w", c.Namespace, c.Name, err)
+	}
+	r.Recorder.Eventf(c, nil, corev1.EventTypeWarning, hostfleetv1alpha1.ReasonServedByOtherController, "Yield",
+		"status.bareMetalHost named %s/%s, which is not bound to the claim (released while its other controller adopted it): cleared, for that controller to associate the claim again",
+		ref.Namespace, ref.Name)
+	return nil
+}
+
+// releaseHeld frees every host the claim holds and deletes the secret and
+// HardwareData copies; done once all of it is gone (else the result says
+// when to look again).
+func (r *Reconciler) releaseHeld(ctx context.Context, c *metal3api.HostClaim) (ctrl.Result, bool, error) {
+	var hosts metal3api.BareMetalHostList
+	if err := r.Managed.List(ctx, &hosts, client.MatchingFields{consumerIndex: consumerKey(r.Consumer.APIVersion, c.Namespace, c.Name)}); err != nil {
+		return ctrl.Result{}, false, fmt.Errorf("list hosts of %s/%s: %w", c.Namespace, c.Name, err)
+	}
+	for i := range hosts.Items {
+		h := &hosts.Items[i]
+		if !r.Consumer.Holds(h, c) {
+			continue
+		}
+		done, err := r.releaseHost(ctx, c, h)
+		if err != nil {
+			res, err := requeueOnConflict(err)
+			return res, false, err
+		}
+		if done {
+			r.Recorder.Eventf(c, nil, corev1.EventTypeNormal, hostfleetv1alpha1.ReasonReleasing, "Release",
+				"released BareMetalHost %s/%s on cluster %s", h.Namespace, h.Name, r.ClusterName)
+		}
+		if err := r.deleteCopies(ctx, c, h.Namespace, nil); err != nil {
+			return ctrl.Result{}, false, err
+		}
+		if !done {
+			// The host's status changes wake this claim up again.
+			if err := r.setStatus(ctx, c, h, c.Status.HardwareData, associatedCondition(c, metav1.ConditionTrue, hostfleetv1alpha1.ReasonReleasing,
+				fmt.Sprintf("releasing BareMetalHost %s/%s: waiting for it to deprovision (%s)", h.Namespace, h.Name, h.Status.Provisioning.State)),
+				reflector.Conditions(c, h, reflector.Sync{OK: true})); err != nil {
+				res, err := requeueOnConflict(err)
+				return res, false, err
+			}
+			return ctrl.Result{RequeueAfter: r.RetryAfter}, false, nil
+		}
+	}
+	if err := r.deleteHardwareCopy(ctx, c); err != nil {
+		return ctrl.Result{}, false, err
+	}
+	return ctrl.Result{}, true, nil
 }
 
 // releaseHost powers a host held by the claim off and removes the image

@@ -58,10 +58,13 @@ func (o *Orphans) SetupWithManager(mgr ctrl.Manager, managed cluster.Cluster) er
 		Complete(o)
 }
 
-// holdsAny says whether h is held by a claim of this agent's consumer kind
-// (and, for hub claims, of this hub).
+// holdsAny says whether h is held by a claim of this agent's consumer kind,
+// bound by this agent (it carries the claim's UID; a host another HostClaim
+// controller bound is never this agent's to release) and, for hub claims,
+// of this hub.
 func (o *Orphans) holdsAny(h *metal3api.BareMetalHost) bool {
-	return o.Consumer.Names(h.Spec.ConsumerRef) && (o.local() || h.Annotations[hostfleetv1alpha1.AnnotationHub] == o.Consumer.Hub)
+	return o.Consumer.Names(h.Spec.ConsumerRef) && h.Annotations[hostfleetv1alpha1.AnnotationClaimUID] != "" &&
+		(o.local() || h.Annotations[hostfleetv1alpha1.AnnotationHub] == o.Consumer.Hub)
 }
 
 // Reconcile checks that one held host's claim exists, and releases the

@@ -40,6 +40,9 @@ type Identity struct {
 	// in each, a Role lets the agent read BMC credentials
 	// (permissions.AgentBMCNamespace). Nowhere else.
 	BMCNamespaces []string
+	// LocalClaimNamespaces are the namespaces whose local claims it serves:
+	// in each, a Role lets it read their data secrets.
+	LocalClaimNamespaces []string
 }
 
 // Bootstrap creates or updates the agent's hostfleetv1alpha1.AgentServiceAccount, roles and bindings
@@ -62,10 +65,11 @@ func Bootstrap(ctx context.Context, bootstrap *rest.Config, id Identity) error {
 		m.OwnerReferences = owner
 		return m
 	}
-	// The BMC credential Roles live in the hosts' namespaces, which the
-	// agent's namespace cannot own: they carry the agent's label instead.
-	bmcMeta := func(ns string) metav1.ObjectMeta {
-		return metav1.ObjectMeta{Name: hostfleetv1alpha1.AgentBMCRole, Namespace: ns, Labels: labels}
+	// The Roles in other namespaces (BMC credentials, local claims'
+	// secrets) cannot be owned by the agent's namespace: they carry the
+	// agent's label instead.
+	grantMeta := func(g permissions.NamespaceGrant) metav1.ObjectMeta {
+		return metav1.ObjectMeta{Name: g.Role, Namespace: g.Namespace, Labels: labels}
 	}
 	subject := []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: hostfleetv1alpha1.AgentServiceAccount, Namespace: id.Namespace}}
 	steps := []func() error{
@@ -101,14 +105,14 @@ func Bootstrap(ctx context.Context, bootstrap *rest.Config, id Identity) error {
 				RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: id.Name}})
 		},
 	}
-	for _, ns := range id.BMCNamespaces {
+	for _, g := range permissions.AgentNamespaceGrants(id.BMCNamespaces, id.LocalClaimNamespaces) {
 		steps = append(steps,
 			func() error {
-				return upsert(ctx, cs.RbacV1().Roles(ns), &rbacv1.Role{ObjectMeta: bmcMeta(ns), Rules: permissions.AgentBMCNamespace()})
+				return upsert(ctx, cs.RbacV1().Roles(g.Namespace), &rbacv1.Role{ObjectMeta: grantMeta(g), Rules: g.Rules})
 			},
 			func() error {
-				return upsert(ctx, cs.RbacV1().RoleBindings(ns), &rbacv1.RoleBinding{ObjectMeta: bmcMeta(ns), Subjects: subject,
-					RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: hostfleetv1alpha1.AgentBMCRole}})
+				return upsert(ctx, cs.RbacV1().RoleBindings(g.Namespace), &rbacv1.RoleBinding{ObjectMeta: grantMeta(g), Subjects: subject,
+					RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: g.Role}})
 			})
 	}
 	for _, step := range steps {

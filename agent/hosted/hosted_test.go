@@ -95,6 +95,21 @@ func TestLeastPrivilege(t *testing.T) {
 	forbidden(agent.List(ctx, &corev1.SecretList{}, client.InNamespace("hosts")))
 	forbidden(agent.List(ctx, &corev1.SecretList{}))
 
+	t.Log("with --local-claims, a local claim's secrets are readable in the namespaces an administrator names, and only there: never cluster-wide")
+	g.Expect(admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "claims"}})).To(Succeed())
+	g.Expect(admin.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "claims", Name: "ud"},
+		StringData: map[string]string{"userData": "#cloud-config"}})).To(Succeed())
+	forbidden(agent.Get(ctx, client.ObjectKey{Namespace: "claims", Name: "ud"}, &corev1.Secret{}))
+	withLocal := withBMC
+	withLocal.Features.LocalClaims, withLocal.LocalClaimNamespaces = true, []string{"claims"}
+	g.Expect(hosted.Bootstrap(ctx, f.Plane("infra-1").Config, withLocal)).To(Succeed())
+	g.Eventually(func() error {
+		return agent.Get(ctx, client.ObjectKey{Namespace: "claims", Name: "ud"}, &corev1.Secret{})
+	}).WithTimeout(10*time.Second).Should(Succeed(), "the data of the local claims it serves")
+	forbidden(agent.Get(ctx, client.ObjectKey{Namespace: "elsewhere", Name: "bmc"}, &corev1.Secret{}))
+	forbidden(agent.List(ctx, &corev1.SecretList{}, client.InNamespace("claims")))
+	g.Expect(agent.List(ctx, &metal3api.HostClaimList{})).To(Succeed(), "claims cluster-wide: the forwarded ones arrive in namespaces made on the way")
+
 	t.Log("the agent renews its own token, without the bootstrap credentials")
 	before, err := os.ReadFile(id.TokenFile)
 	g.Expect(err).NotTo(HaveOccurred())

@@ -59,6 +59,9 @@ type Env interface {
 	BMC() BMC
 	// Running lists what runs for a Deployment on a cluster: its pods.
 	Running(cluster, namespace, deployment string) []string
+	// PodAddress is host:port at which the test reaches a pod's port, until
+	// stop is called.
+	PodAddress(cluster, namespace, pod string, port int) (addr string, stop func(), err error)
 	// Dir is a scratch directory.
 	Dir() string
 }

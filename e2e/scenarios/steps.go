@@ -92,6 +92,7 @@ func Run(t *testing.T, env Env) {
 
 		// A tenant's claim, pinned to infra-1, is bound there and Ready.
 		e.expectClaimReady("web-1", "infra-1")
+		e.agentMetrics("infra-1", addonNamespace)
 	})
 
 	step(t, "AddonConfig", func(t *testing.T) {
@@ -208,6 +209,7 @@ func Run(t *testing.T, env Env) {
 		e.expectAddonAvailable("infra-2")
 		e.expectLeasesOwned("hosting", klusterletNS, "hostfleet-agent")
 		e.expectClaimReady("db-1", "infra-2")
+		e.agentMetrics("hosting", klusterletNS)
 
 		// Nothing of the agent runs on infra-2: no Deployment, no Pod. There it
 		// has only the ServiceAccount it minted its token for.
@@ -558,10 +560,16 @@ func (e *fleet) remoteClaim(cluster, name string) {
 			HasLabels: []metal3api.NameValuePair{{Name: hostfleetv1alpha1.LabelTenant, Value: "acme"}}}}})).To(Succeed())
 
 	start := time.Now()
+	// Its user data reaches the host through a copy beside the target claim,
+	// which the agent reads with the Role the hub forwards with it: its only
+	// right to a Secret there.
+	g.Expect(hub.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant-acme", Name: name + "-userdata"},
+		StringData: map[string]string{"userData": "#cloud-config\nforwarded: true\n"}})).To(Succeed())
 	claim := &metal3api.HostClaim{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "tenant-acme", Name: name, Labels: map[string]string{
 			hostfleetv1alpha1.LabelKind: hostfleetv1alpha1.KindRemote, hostfleetv1alpha1.LabelCluster: cluster}},
 		Spec: metal3api.HostClaimSpec{
+			UserData:     &corev1.SecretReference{Name: name + "-userdata"},
 			PoweredOn:    true,
 			Image:        &metal3api.Image{URL: "http://images.example.com/os.qcow2", Checksum: "http://images.example.com/os.qcow2.sha256sum"},
 			HostSelector: metal3api.HostSelector{MatchLabels: map[string]string{"example.com/size": "large"}},
@@ -583,6 +591,10 @@ func (e *fleet) remoteClaim(cluster, name string) {
 	g.Expect(managed.Get(ctx, client.ObjectKey{Namespace: claim.Status.BareMetalHost.Namespace, Name: claim.Status.BareMetalHost.Name}, h)).To(Succeed())
 	g.Expect(h.Spec.ConsumerRef).To(Equal(&corev1.ObjectReference{APIVersion: "metal3.io/v1alpha1", Kind: "HostClaim", Namespace: "hf-tenant-acme", Name: name}))
 	g.Expect(h.Labels).To(HaveKeyWithValue("example.com/size", "large"))
+	g.Expect(h.Spec.UserData).NotTo(BeNil(), "the agent read the forwarded copy and wrote its own next to the host")
+	ud := &corev1.Secret{}
+	g.Expect(managed.Get(ctx, client.ObjectKey{Namespace: h.Namespace, Name: h.Spec.UserData.Name}, ud)).To(Succeed())
+	g.Expect(string(ud.Data["userData"])).To(ContainSubstring("forwarded: true"))
 	g.Eventually(func(g Gomega) {
 		g.Expect(hub.Get(ctx, client.ObjectKeyFromObject(claim), claim)).To(Succeed())
 		g.Expect(claim.Status.HardwareData).NotTo(BeNil())

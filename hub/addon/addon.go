@@ -73,7 +73,7 @@ func New(kube kubernetes.Interface, addons addonclient.Interface, o Options) (ag
 	if err != nil {
 		return nil, err
 	}
-	return bmcRoles{AgentAddon: a, renderer: r}, nil
+	return namespaceRoles{AgentAddon: a, renderer: r}, nil
 }
 
 // renderer resolves, for one cluster, the hub's Options and the cluster's
@@ -119,40 +119,39 @@ func installNamespace(mca *addonv1beta1.ManagedClusterAddOn, adc *addonv1beta1.A
 	return InstallNamespace(mca)
 }
 
-// bmcRoles adds to the templates' objects, in Default mode, a Role and
-// RoleBinding in each namespace whose hosts the agent drives, reading BMC
-// credentials there (their number varies: one template makes one object).
-// In Hosted mode the agent makes them itself, with the external managed
-// kubeconfig, as it makes its other rights.
-type bmcRoles struct {
+// namespaceRoles adds to the templates' objects, in Default mode, the
+// agent's Role and RoleBinding in each namespace where it reads secrets:
+// BMC credentials where its driver drives hosts, data secrets where it
+// serves local claims (permissions.AgentNamespaceGrants; their number
+// varies: one template makes one object). In Hosted mode the agent makes
+// them itself, with the external managed kubeconfig, as it makes its other
+// rights.
+type namespaceRoles struct {
 	agent.AgentAddon
 	renderer
 }
 
-func (b bmcRoles) Manifests(ctx context.Context, cluster *clusterv1.ManagedCluster, mca *addonv1beta1.ManagedClusterAddOn) ([]runtime.Object, error) {
-	objs, err := b.AgentAddon.Manifests(ctx, cluster, mca)
+func (n namespaceRoles) Manifests(ctx context.Context, cluster *clusterv1.ManagedCluster, mca *addonv1beta1.ManagedClusterAddOn) ([]runtime.Object, error) {
+	objs, err := n.AgentAddon.Manifests(ctx, cluster, mca)
 	if err != nil {
 		return nil, err
 	}
 	if hosted, _ := Hosted(mca); hosted {
 		return objs, nil
 	}
-	s, err := b.settings(cluster, mca)
+	s, err := n.settings(cluster, mca)
 	if err != nil {
 		return nil, err
 	}
-	if !s.features().BMCDriver {
-		return objs, nil
-	}
-	for _, bmcNS := range s.BMCNamespaces {
-		meta := metav1.ObjectMeta{Name: hostfleetv1alpha1.AgentBMCRole, Namespace: bmcNS,
+	for _, g := range s.namespaceGrants() {
+		meta := metav1.ObjectMeta{Name: g.Role, Namespace: g.Namespace,
 			Annotations: map[string]string{addonv1beta1.HostedManifestLocationAnnotationKey: addonv1beta1.HostedManifestLocationManagedValue}}
 		objs = append(objs,
 			&rbacv1.Role{TypeMeta: metav1.TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: "Role"},
-				ObjectMeta: meta, Rules: permissions.AgentBMCNamespace()},
+				ObjectMeta: meta, Rules: g.Rules},
 			&rbacv1.RoleBinding{TypeMeta: metav1.TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: "RoleBinding"},
 				ObjectMeta: meta,
-				RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: hostfleetv1alpha1.AgentBMCRole},
+				RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: g.Role},
 				Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: hostfleetv1alpha1.AgentServiceAccount,
 					Namespace: s.Namespace}}})
 	}
@@ -179,6 +178,20 @@ func InstallNamespace(mca *addonv1beta1.ManagedClusterAddOn) string {
 		return "klusterlet-" + mca.Namespace
 	}
 	return hostfleetv1alpha1.AgentNamespace
+}
+
+// AgentServiceAccount is the ServiceAccount the cluster's agent works as on
+// its managed cluster: in Default mode the pod's, in the install namespace
+// OCM recorded on the ManagedClusterAddOn (status.namespace, which follows an
+// AddOnDeploymentConfig's agentInstallNamespace); in Hosted mode the one the
+// agent makes for itself in hostfleetv1alpha1.AgentNamespace. False while
+// OCM has not recorded the namespace yet.
+func AgentServiceAccount(mca *addonv1beta1.ManagedClusterAddOn) (rbacv1.Subject, bool) {
+	ns := mca.Status.Namespace
+	if hosted, _ := Hosted(mca); hosted {
+		ns = hostfleetv1alpha1.AgentNamespace
+	}
+	return rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: hostfleetv1alpha1.AgentServiceAccount}, ns != ""
 }
 
 // values are the template values beyond the framework's built-in ones
@@ -208,6 +221,9 @@ func (r renderer) values(cluster *clusterv1.ManagedCluster, mca *addonv1beta1.Ma
 	}
 	if f.LocalClaims {
 		args = append(args, "--local-claims=true")
+		if len(s.LocalClaimNamespaces) > 0 {
+			args = append(args, "--local-claim-namespaces="+strings.Join(s.LocalClaimNamespaces, ","))
+		}
 	}
 	if f.BMCDriver {
 		args = append(args, "--bmc-namespaces="+strings.Join(s.BMCNamespaces, ","))

@@ -40,8 +40,10 @@ type variable struct {
 var Variables = map[string]variable{
 	"bmcNamespaces": {flag: "bmc-namespaces", check: namespaces,
 		help: "comma-separated namespaces whose hosts the BMC driver drives (turns the driver on, --bmh-driver=annotated)"},
-	"bmhDriver":    {flag: "bmh-driver", check: oneOf("annotated", "all", "none"), help: "annotated, all or none"},
-	"localClaims":  {flag: "local-claims", check: boolean, help: "true: the agent also serves HostClaims made on its own cluster"},
+	"bmhDriver":   {flag: "bmh-driver", check: oneOf("annotated", "all", "none"), help: "annotated, all or none"},
+	"localClaims": {flag: "local-claims", check: boolean, help: "true: the agent also serves the HostClaims the hub forwards to its cluster"},
+	"localClaimNamespaces": {flag: "local-claim-namespaces", check: namespaces,
+		help: "with localClaims: comma-separated namespaces whose own HostClaims the agent serves too, reading their secrets there"},
 	"bmcWorkers":   {flag: "bmc-workers", check: positive, help: "hosts driven at once"},
 	"bmcTimeout":   {flag: "bmc-timeout", check: duration, help: "bound on each BMC call, e.g. 30s"},
 	"bmcPoll":      {flag: "bmc-poll", check: duration, help: "how often a settled host's power is read again"},
@@ -72,17 +74,33 @@ type settings struct {
 	Options
 	// Role is the agent's: workload on a cluster labelled
 	// hostfleet.io/tenant, else infrastructure.
-	Role         string
-	BMHDriver    string
-	LocalClaims  bool
-	Args         []string
-	NodeSelector map[string]string
-	Tolerations  []corev1.Toleration
-	Resources    *corev1.ResourceRequirements
-	Env          []corev1.EnvVar
+	Role        string
+	BMHDriver   string
+	LocalClaims bool
+	// LocalClaimNamespaces are where the agent serves local claims beside
+	// forwarded ones (with LocalClaims).
+	LocalClaimNamespaces []string
+	Args                 []string
+	NodeSelector         map[string]string
+	Tolerations          []corev1.Toleration
+	Resources            *corev1.ResourceRequirements
+	Env                  []corev1.EnvVar
 	// Namespace is where the agent runs; AgentNamespace its namespace on
 	// the managed cluster (the same in Default mode).
 	Namespace, AgentNamespace string
+}
+
+// namespaceGrants are the agent's Roles outside its own namespace.
+func (s settings) namespaceGrants() []permissions.NamespaceGrant {
+	f := s.features()
+	var bmc, local []string
+	if f.BMCDriver {
+		bmc = s.BMCNamespaces
+	}
+	if f.LocalClaims {
+		local = s.LocalClaimNamespaces
+	}
+	return permissions.AgentNamespaceGrants(bmc, local)
 }
 
 func (s settings) features() permissions.Features {
@@ -125,6 +143,8 @@ func (o Options) resolve(cluster *clusterv1.ManagedCluster, adc *addonv1beta1.Ad
 			driver = v.Value
 		case "localClaims":
 			s.LocalClaims, _ = strconv.ParseBool(v.Value)
+		case "localClaimNamespaces":
+			s.LocalClaimNamespaces = split(v.Value)
 		default:
 			s.Args = append(s.Args, "--"+def.flag+"="+v.Value)
 		}
@@ -136,6 +156,9 @@ func (o Options) resolve(cluster *clusterv1.ManagedCluster, adc *addonv1beta1.Ad
 		s.BMHDriver = "annotated"
 	default:
 		s.BMHDriver = "none"
+	}
+	if len(s.LocalClaimNamespaces) > 0 && !s.LocalClaims {
+		errs = append(errs, "customized variable localClaimNamespaces needs localClaims=true: the namespaces are where the agent serves local claims")
 	}
 	if s.BMHDriver != "none" && len(s.BMCNamespaces) == 0 {
 		errs = append(errs, fmt.Sprintf("customized variable bmhDriver=%s needs bmcNamespaces: the agent reads BMC credentials only in the namespaces it drives", s.BMHDriver))

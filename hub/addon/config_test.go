@@ -40,7 +40,8 @@ func TestDeploymentConfig(t *testing.T) {
 	adc := &addonv1beta1.AddOnDeploymentConfig{ObjectMeta: metav1.ObjectMeta{Namespace: "fleet-config", Name: "edge"},
 		Spec: addonv1beta1.AddOnDeploymentConfigSpec{
 			CustomizedVariables: []addonv1beta1.CustomizedVariable{
-				{Name: "localClaims", Value: "true"}, {Name: "bmcNamespaces", Value: "hosts, edge"}, {Name: "bmcWorkers", Value: "8"},
+				{Name: "localClaims", Value: "true"}, {Name: "localClaimNamespaces", Value: "claims"},
+				{Name: "bmcNamespaces", Value: "hosts, edge"}, {Name: "bmcWorkers", Value: "8"},
 				{Name: "orphanGrace", Value: "10m"}},
 			NodePlacement: &addonv1beta1.NodePlacement{NodeSelector: map[string]string{"node-role.kubernetes.io/infra": ""},
 				Tolerations: []corev1.Toleration{{Key: "node-role.kubernetes.io/infra", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}}},
@@ -98,7 +99,8 @@ func TestDeploymentConfig(t *testing.T) {
 	g.Expect(c.Resources).To(Equal(adc.Spec.ResourceRequirements[1].Resources), "the last matching entry wins")
 	g.Expect(c.Image).To(Equal("mirror.example/hf/hostfleet-agent:v1"))
 	g.Expect(c.Env).To(ContainElements(corev1.EnvVar{Name: "HTTPS_PROXY", Value: "http://proxy.example:3128"}, corev1.EnvVar{Name: "NO_PROXY", Value: "10.0.0.0/8"}))
-	g.Expect(c.Args).To(ContainElements("--bmc-workers=8", "--orphan-grace=10m", "--local-claims=true", "--bmh-driver=annotated", "--bmc-namespaces=hosts,edge"))
+	g.Expect(c.Args).To(ContainElements("--bmc-workers=8", "--orphan-grace=10m", "--local-claims=true", "--local-claim-namespaces=claims",
+		"--bmh-driver=annotated", "--bmc-namespaces=hosts,edge"))
 
 	t.Log("the variables that change what the agent does change its rights with it")
 	cr := objs["ClusterRole//"+hostfleetv1alpha1.AgentManagedRole].(*rbacv1.ClusterRole)
@@ -106,6 +108,8 @@ func TestDeploymentConfig(t *testing.T) {
 	for _, ns := range []string{"hosts", "edge"} {
 		g.Expect(objs).To(HaveKey("Role/"+ns+"/"+hostfleetv1alpha1.AgentBMCRole), "BMC credentials are read in %s only", ns)
 	}
+	g.Expect(objs).To(HaveKey("Role/claims/"+hostfleetv1alpha1.AgentLocalClaimsRole), "local claims' secrets are read where it serves them, only")
+	g.Expect(objs).To(HaveKey("RoleBinding/claims/"+hostfleetv1alpha1.AgentLocalClaimsRole))
 
 	t.Log("agentInstallNamespace moves the agent")
 	g.Expect(hub.Create(ctx, &addonv1beta1.AddOnDeploymentConfig{ObjectMeta: metav1.ObjectMeta{Namespace: "fleet-config", Name: "moved"},
@@ -117,13 +121,15 @@ func TestDeploymentConfig(t *testing.T) {
 	t.Log("a config the agent cannot honour is refused, all of what is wrong said at once")
 	g.Expect(hub.Create(ctx, &addonv1beta1.AddOnDeploymentConfig{ObjectMeta: metav1.ObjectMeta{Namespace: "fleet-config", Name: "bad"},
 		Spec: addonv1beta1.AddOnDeploymentConfigSpec{CustomizedVariables: []addonv1beta1.CustomizedVariable{
-			{Name: "bmcWorker", Value: "8"}, {Name: "concurrency", Value: "0"}, {Name: "bmhDriver", Value: "all"}}}})).To(Succeed())
+			{Name: "bmcWorker", Value: "8"}, {Name: "concurrency", Value: "0"}, {Name: "bmhDriver", Value: "all"},
+			{Name: "localClaimNamespaces", Value: "claims"}}}})).To(Succeed())
 	_, err = render(configured("bad"))
 	g.Expect(err).To(MatchError(And(
 		ContainSubstring("AddOnDeploymentConfig fleet-config/bad for cluster c1"),
 		ContainSubstring(`customized variable "bmcWorker" is not one the agent reads (bmcNamespaces, bmcPoll, bmcPowerWait, bmcSoftPowerOffTimeout, bmcTimeout, bmcWorkers,`),
 		ContainSubstring(`concurrency="0": must be a whole number of at least 1`),
-		ContainSubstring("bmhDriver=all needs bmcNamespaces"))))
+		ContainSubstring("bmhDriver=all needs bmcNamespaces"),
+		ContainSubstring("localClaimNamespaces needs localClaims=true"))))
 
 	t.Log("a config that is gone is reported, not ignored")
 	_, err = render(configured("missing"))

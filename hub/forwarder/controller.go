@@ -9,6 +9,7 @@ import (
 
 	metal3api "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -28,6 +29,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/hostfleet/hostfleet/hub/addon"
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
 )
 
@@ -184,8 +186,12 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	mca, err := r.agentAddon(ctx, cluster)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
 	if refused == nil {
-		state.Work, refused, err = r.forward(ctx, c, cluster, tenant, work)
+		state.Work, refused, err = r.forward(ctx, c, cluster, tenant, work, agentOf(mca))
 		if err != nil {
 			return ctrl.Result{}, err
 		}
@@ -194,9 +200,8 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if state.ClusterAvailable, err = r.available(ctx, cluster); err != nil {
 		return ctrl.Result{}, err
 	}
-	if state.AgentUnavailable, err = r.agentUnavailable(ctx, cluster); err != nil {
-		return ctrl.Result{}, err
-	}
+	// A cluster without the add-on has no such signal.
+	state.AgentUnavailable = mca != nil && !meta.IsStatusConditionTrue(mca.Status.Conditions, addonv1beta1.ManagedClusterAddOnConditionAvailable)
 	if state.HardwareCopy, err = r.hardwareCopy(ctx, c); err != nil {
 		return ctrl.Result{}, err
 	}
@@ -231,7 +236,8 @@ func (r *Reconciler) tenant(ctx context.Context, c *metal3api.HostClaim, cluster
 
 // forward makes or updates the claim's work; it returns the work as the hub
 // has it, or why the claim cannot be forwarded.
-func (r *Reconciler) forward(ctx context.Context, c *metal3api.HostClaim, cluster, tenant string, existing *workv1.ManifestWork) (*workv1.ManifestWork, *Refused, error) {
+func (r *Reconciler) forward(ctx context.Context, c *metal3api.HostClaim, cluster, tenant string, existing *workv1.ManifestWork,
+	agent *rbacv1.Subject) (*workv1.ManifestWork, *Refused, error) {
 	request, err := r.rebootRequest(ctx, c, existing)
 	if err != nil {
 		return existing, nil, err
@@ -250,7 +256,7 @@ func (r *Reconciler) forward(ctx context.Context, c *metal3api.HostClaim, cluste
 		}
 		secrets[role] = s
 	}
-	w, err := Render(Input{Claim: c, Cluster: cluster, Tenant: tenant, Secrets: secrets, RebootRequest: request})
+	w, err := Render(Input{Claim: c, Cluster: cluster, Tenant: tenant, Secrets: secrets, RebootRequest: request, Agent: agent})
 	if refused, ok := err.(*Refused); ok {
 		return existing, refused, nil
 	} else if err != nil {
@@ -392,17 +398,30 @@ func (r *Reconciler) available(ctx context.Context, cluster string) (bool, error
 	return meta.IsStatusConditionTrue(mc.Status.Conditions, clusterv1.ManagedClusterConditionAvailable), nil
 }
 
-// agentUnavailable reports whether the cluster has the hostfleet-agent
-// add-on and it is not Available.
-func (r *Reconciler) agentUnavailable(ctx context.Context, cluster string) (bool, error) {
+// agentAddon is the cluster's hostfleet-agent ManagedClusterAddOn, nil if
+// the add-on is not enabled there.
+func (r *Reconciler) agentAddon(ctx context.Context, cluster string) (*addonv1beta1.ManagedClusterAddOn, error) {
 	mca := &addonv1beta1.ManagedClusterAddOn{}
 	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: cluster, Name: hostfleetv1alpha1.AddonName}, mca); err != nil {
 		if apierrors.IsNotFound(err) {
-			return false, nil
+			return nil, nil
 		}
-		return false, fmt.Errorf("get ManagedClusterAddOn %s/%s: %w", cluster, hostfleetv1alpha1.AddonName, err)
+		return nil, fmt.Errorf("get ManagedClusterAddOn %s/%s: %w", cluster, hostfleetv1alpha1.AddonName, err)
 	}
-	return !meta.IsStatusConditionTrue(mca.Status.Conditions, addonv1beta1.ManagedClusterAddOnConditionAvailable), nil
+	return mca, nil
+}
+
+// agentOf is the ServiceAccount the cluster's agent works as there, if the
+// add-on runs (and OCM has recorded where).
+func agentOf(mca *addonv1beta1.ManagedClusterAddOn) *rbacv1.Subject {
+	if mca == nil {
+		return nil
+	}
+	sa, ok := addon.AgentServiceAccount(mca)
+	if !ok {
+		return nil
+	}
+	return &sa
 }
 
 // hardwareCopy references the claim's HardwareData copy on the hub, if the

@@ -34,6 +34,15 @@ const (
 	feedbackHWNamespace   = "hardwareData.namespace"
 	feedbackLastUpdated   = "lastUpdated"
 	feedbackRebootHandled = "rebootHandled"
+	// The HostClaim controllers' finalizers on the target: which serves it.
+	feedbackAgentFinalizer = "finalizer.agent"
+	feedbackBMOFinalizer   = "finalizer.baremetalOperator"
+)
+
+// Controllers that may serve a target claim, as Feedback.ServedBy names them.
+const (
+	ServedByAgent = "the Hostfleet agent"
+	ServedByBMO   = "baremetal-operator"
 )
 
 // FeedbackPaths are the work's feedback rules on the target claim: scalar
@@ -57,6 +66,8 @@ func FeedbackPaths() []workv1.JsonPath {
 		workv1.JsonPath{Name: feedbackHWNamespace, Path: ".status.hardwareData.namespace"},
 		workv1.JsonPath{Name: feedbackLastUpdated, Path: ".status.lastUpdated"},
 		workv1.JsonPath{Name: feedbackRebootHandled, Path: `.metadata.annotations.hostfleet\.io/reboot-handled`},
+		workv1.JsonPath{Name: feedbackAgentFinalizer, Path: fmt.Sprintf(`.metadata.finalizers[?(@=="%s")]`, hostfleetv1alpha1.AgentFinalizer)},
+		workv1.JsonPath{Name: feedbackBMOFinalizer, Path: fmt.Sprintf(`.metadata.finalizers[?(@=="%s")]`, metal3api.HostClaimFinalizer)},
 	)
 }
 
@@ -73,6 +84,9 @@ type Feedback struct {
 	HardwareData  *metal3api.ObjectReference
 	LastUpdated   *metav1.Time
 	RebootHandled string
+	// ServedBy are the HostClaim controllers whose finalizer the target
+	// carries (ServedByAgent, ServedByBMO), in that order.
+	ServedBy []string
 }
 
 // Bound reports whether the target is bound to a host.
@@ -121,6 +135,11 @@ func ReadFeedback(w *workv1.ManifestWork) (fb *Feedback, applied bool) {
 			fb.LastUpdated = &metav1.Time{Time: t}
 		}
 		fb.RebootHandled = str(feedbackRebootHandled)
+		for _, f := range [][2]string{{feedbackAgentFinalizer, ServedByAgent}, {feedbackBMOFinalizer, ServedByBMO}} {
+			if str(f[0]) != "" {
+				fb.ServedBy = append(fb.ServedBy, f[1])
+			}
+		}
 	}
 	return fb, applied && isTrue(w.Status.Conditions, workv1.WorkApplied)
 }

@@ -33,6 +33,12 @@ func SecretName(claim, role string) string {
 	return fit(claim+"-"+role, 253, claim+"/"+role)
 }
 
+// SecretReaderName names the Role (and RoleBinding) letting the agent read
+// a forwarded claim's secret copies.
+func SecretReaderName(claim string) string {
+	return fit(claim+"-secrets-reader", 253, claim+"/secrets-reader")
+}
+
 // fit returns name if it is at most max long, else a prefix of it followed
 // by "-" and a hash of key.
 func fit(name string, max int, key string) string {

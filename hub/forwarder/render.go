@@ -7,6 +7,7 @@ import (
 
 	metal3api "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -14,6 +15,7 @@ import (
 	workv1 "open-cluster-management.io/api/work/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/hostfleet/hostfleet/hub/api/permissions"
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
 )
 
@@ -38,6 +40,10 @@ type Input struct {
 	// RebootRequest identifies the one-shot reboot the claim asks for, if
 	// any (see hostfleetv1alpha1.AnnotationRebootRequest).
 	RebootRequest string
+	// Agent is the Hostfleet agent's ServiceAccount on the cluster, when it
+	// runs there: it may read the claim's secret copies (a Role beside
+	// them), and nothing else of the namespace's. Nil: no agent, no Role.
+	Agent *rbacv1.Subject
 }
 
 // Refused is an input the forwarder cannot forward: its reason and message
@@ -128,6 +134,9 @@ func Render(in Input) (*workv1.ManifestWork, error) {
 		})
 		*r.ref(&target.Spec) = &corev1.SecretReference{Name: name}
 	}
+	if in.Agent != nil && len(copies) > 0 {
+		objs = append(objs, secretReader(ns, c.Name, copies, *in.Agent)...)
+	}
 	objs = append(objs, target)
 
 	w := &workv1.ManifestWork{
@@ -174,6 +183,19 @@ func Render(in Input) (*workv1.ManifestWork, error) {
 			err, sizes(objs, w.Spec.Workload.Manifests))}
 	}
 	return w, nil
+}
+
+// secretReader is the Role that lets the agent serving the target claim
+// read its secret copies, by name, and its RoleBinding: the agent reads no
+// other Secret of the namespace (permissions.ForwardedClaimSecrets).
+func secretReader(ns, claim string, copies []string, agent rbacv1.Subject) []client.Object {
+	meta := metav1.ObjectMeta{Namespace: ns, Name: SecretReaderName(claim), Labels: map[string]string{hostfleetv1alpha1.LabelClaimName: claim}}
+	return []client.Object{
+		&rbacv1.Role{TypeMeta: metav1.TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: "Role"}, ObjectMeta: meta,
+			Rules: permissions.ForwardedClaimSecrets(copies)},
+		&rbacv1.RoleBinding{TypeMeta: metav1.TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: "RoleBinding"}, ObjectMeta: meta,
+			RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: meta.Name}, Subjects: []rbacv1.Subject{agent}},
+	}
 }
 
 // sizes says how large each forwarded object is.

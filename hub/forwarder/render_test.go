@@ -8,9 +8,11 @@ import (
 	metal3api "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	workv1 "open-cluster-management.io/api/work/v1"
 
+	"github.com/hostfleet/hostfleet/hub/api/permissions"
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
 )
 
@@ -82,6 +84,21 @@ func TestRender(t *testing.T) {
 	g.Expect(w.Spec.ManifestConfigs[0].FeedbackRules[0].JsonPaths).To(ContainElement(
 		workv1.JsonPath{Name: "Ready.status", Path: `.status.conditions[?(@.type=="Ready")].status`}))
 	g.Expect(w.Spec.DeleteOption.SelectivelyOrphan.OrphaningRules).To(ConsistOf(workv1.OrphaningRule{Resource: "namespaces", Name: "hf-tenant-a"}))
+
+	t.Run("with the agent on the cluster: a Role lets its ServiceAccount read the copies, by name, and nothing else", func(t *testing.T) {
+		g := NewWithT(t)
+		agent := rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Namespace: "hostfleet-agent", Name: "hostfleet-agent"}
+		w, err := Render(Input{Claim: claim(), Cluster: "c1", Tenant: "a", Secrets: secrets, Agent: &agent})
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(w.Spec.Workload.Manifests).To(HaveLen(6), "namespace, two secrets, the Role and its binding, the claim")
+		role := decode[rbacv1.Role](g, w.Spec.Workload.Manifests[3])
+		g.Expect(role.Namespace + "/" + role.Name).To(Equal("hf-tenant-a/web-secrets-reader"))
+		g.Expect(role.Rules).To(Equal(permissions.ForwardedClaimSecrets([]string{"web-metadata", "web-userdata"})))
+		rb := decode[rbacv1.RoleBinding](g, w.Spec.Workload.Manifests[4])
+		g.Expect(rb.Subjects).To(Equal([]rbacv1.Subject{agent}))
+		g.Expect(rb.RoleRef.Name).To(Equal(role.Name))
+		g.Expect(decode[metal3api.HostClaim](g, w.Spec.Workload.Manifests[5]).Name).To(Equal("web"), "the claim last: its secrets and their reader are there first")
+	})
 
 	t.Run("no pending reboot request: the one-shot reboot stays on the hub", func(t *testing.T) {
 		g := NewWithT(t)

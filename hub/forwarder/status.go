@@ -2,6 +2,7 @@ package forwarder
 
 import (
 	"fmt"
+	"slices"
 
 	metal3api "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -101,21 +102,30 @@ func SetStatus(c *metal3api.HostClaim, s State) {
 		c.Status.LastUpdated = fb.LastUpdated
 	}
 	target := TargetNamespace(c.Namespace) + "/" + c.Name
+	servedBy := servedBy(fb)
 	if fb.Bound() {
 		set(hostfleetv1alpha1.ConditionForwarded, metav1.ConditionTrue, hostfleetv1alpha1.ReasonTargetBound, fmt.Sprintf(
-			"applied on %s as HostClaim %s; bound to BareMetalHost %s/%s", s.Cluster, target, fb.BareMetalHost.Namespace, fb.BareMetalHost.Name))
+			"applied on %s as HostClaim %s; bound to BareMetalHost %s/%s%s", s.Cluster, target, fb.BareMetalHost.Namespace, fb.BareMetalHost.Name, servedBy))
 	} else {
 		why := "its controller has not reported an Associated condition"
 		if a, ok := fb.Conditions[hostfleetv1alpha1.ConditionAssociated]; ok {
 			why = fmt.Sprintf("%s: %s", a.Reason, a.Message)
 		}
 		set(hostfleetv1alpha1.ConditionForwarded, metav1.ConditionTrue, hostfleetv1alpha1.ReasonTargetNotBound, fmt.Sprintf(
-			"applied on %s as HostClaim %s; not bound to a host: %s", s.Cluster, target, why))
+			"applied on %s as HostClaim %s; not bound to a host%s: %s", s.Cluster, target, servedBy, why))
 	}
-	if s.AgentUnavailable {
+	provisioned := fb.Conditions[hostfleetv1alpha1.ConditionProvisioned].Status == metav1.ConditionTrue
+	onlyBMO := !slices.Contains(fb.ServedBy, ServedByAgent) && slices.Contains(fb.ServedBy, ServedByBMO)
+	if s.AgentUnavailable && !onlyBMO {
 		set(hostfleetv1alpha1.ConditionReady, metav1.ConditionFalse, hostfleetv1alpha1.ReasonAgentUnavailable, fmt.Sprintf(
 			"the hostfleet-agent add-on on %s is not Available (kubectl get managedclusteraddon -n %s %s): nothing keeps the target claim's status current, so it may be stale",
 			s.Cluster, s.Cluster, hostfleetv1alpha1.AddonName))
+	} else if onlyBMO && !provisioned {
+		set(hostfleetv1alpha1.ConditionReady, metav1.ConditionFalse, hostfleetv1alpha1.ReasonServedByBareMetalOperator, fmt.Sprintf(
+			"baremetal-operator's HostClaim controller serves the target claim %s on %s (finalizer %s) and reports no Provisioned host: "+
+				"it associates a host and does not provision it (v0.14). Have the Hostfleet agent serve %s's forwarded claims: "+
+				"run baremetal-operator there without --hostclaims, and the agent with --local-claims (delete and re-create the claim to move it)",
+			target, s.Cluster, metal3api.HostClaimFinalizer, s.Cluster))
 	} else if len(fb.Conditions) == 0 {
 		set(hostfleetv1alpha1.ConditionReady, metav1.ConditionFalse, hostfleetv1alpha1.ReasonFeedbackIncomplete, fmt.Sprintf(
 			"the target claim %s on %s has no status yet: no HostClaim controller there has taken it; run the Hostfleet agent with --local-claims on %s (or baremetal-operator's HostClaim controller)",
@@ -126,4 +136,16 @@ func SetStatus(c *metal3api.HostClaim, s State) {
 				"(upstream baremetal-operator's HostClaim controller writes only Associated and Synchronized); serve %s with the Hostfleet agent's --local-claims for a Ready condition",
 			target, s.Cluster, joinMissing(m), s.Cluster))
 	}
+}
+
+// servedBy names, for the Forwarded message, the HostClaim controllers
+// serving the target claim (their finalizers on it).
+func servedBy(fb *Feedback) string {
+	switch len(fb.ServedBy) {
+	case 0:
+		return ""
+	case 1:
+		return " by " + fb.ServedBy[0]
+	}
+	return fmt.Sprintf(" by %s (%s, its other HostClaim controller, took the same claim: run one per cluster)", fb.ServedBy[0], fb.ServedBy[1])
 }

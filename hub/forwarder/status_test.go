@@ -44,6 +44,17 @@ var bound = map[string]any{
 	"hardwareData.name": "h0", "hardwareData.namespace": "hosts", "lastUpdated": "2026-11-22T10:00:00Z",
 }
 
+// merge is a copy of a with b's values over it.
+func merge(a, b map[string]any) map[string]any {
+	out := map[string]any{}
+	for _, m := range []map[string]any{a, b} {
+		for k, v := range m {
+			out[k] = v
+		}
+	}
+	return out
+}
+
 func TestSetStatus(t *testing.T) {
 	copyRef := &metal3api.ObjectReference{Namespace: "tenant-a", Name: "web"}
 	for _, tc := range []struct {
@@ -68,6 +79,15 @@ func TestSetStatus(t *testing.T) {
 			metav1.ConditionTrue, metav1.ConditionFalse, hostfleetv1alpha1.ReasonTargetNotBound, hostfleetv1alpha1.ReasonFeedbackIncomplete, false, "status.bareMetalHost"},
 		{"refused", State{Cluster: "c1", Refused: &Refused{Reason: hostfleetv1alpha1.ReasonSecretInvalid, Message: "fix it"}},
 			metav1.ConditionFalse, metav1.ConditionFalse, hostfleetv1alpha1.ReasonSecretInvalid, hostfleetv1alpha1.ReasonSecretInvalid, false, "fix it"},
+		{"associated by baremetal-operator only: never Ready", State{Cluster: "c1", ClusterAvailable: true, Work: work(true, map[string]any{
+			"Associated.status": "True", "Associated.reason": "BareMetalHostAssociated", "Ready.status": "True", "Ready.reason": "Ready",
+			"bareMetalHost.name": "h0", "bareMetalHost.namespace": "hosts", "finalizer.baremetalOperator": "metal3.io/hostclaim"})},
+			metav1.ConditionTrue, metav1.ConditionFalse, hostfleetv1alpha1.ReasonTargetBound, hostfleetv1alpha1.ReasonServedByBareMetalOperator, true,
+			"bound to BareMetalHost hosts/h0 by baremetal-operator"},
+		{"baremetal-operator took a claim the agent serves: the agent's word stands, and the Forwarded message says both", State{Cluster: "c1",
+			ClusterAvailable: true, Work: work(true, merge(bound, map[string]any{"finalizer.agent": "hostfleet.io/agent", "finalizer.baremetalOperator": "metal3.io/hostclaim"}))},
+			metav1.ConditionTrue, metav1.ConditionTrue, hostfleetv1alpha1.ReasonTargetBound, "Ready", true,
+			"by the Hostfleet agent (baremetal-operator, its other HostClaim controller, took the same claim: run one per cluster)"},
 		{"deleting", State{Cluster: "c1", Deleting: true},
 			metav1.ConditionFalse, metav1.ConditionFalse, hostfleetv1alpha1.ReasonWithdrawing, hostfleetv1alpha1.ReasonWithdrawing, false, "releases its host first"},
 	} {

@@ -6,7 +6,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
+	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,6 +22,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/tools/portforward"
+	"k8s.io/client-go/transport/spdy"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/hostfleet/hostfleet/e2e/emulators/ipmisim"
@@ -224,6 +229,42 @@ func (e *env) StartBMO(t *testing.T, cluster string, namespaces ...string) {
 		_ = cmd.Wait()
 		_ = log.Close()
 	})
+}
+
+// PodAddress forwards a local port to the pod's port (kind's pod IPs are
+// not reachable from the host).
+func (e *env) PodAddress(cluster, namespace, pod string, port int) (string, func(), error) {
+	cfg, err := clientcmd.BuildConfigFromFlags("", e.kubeconfig[cluster])
+	if err != nil {
+		return "", nil, err
+	}
+	transport, upgrader, err := spdy.RoundTripperFor(cfg)
+	if err != nil {
+		return "", nil, err
+	}
+	u, err := url.Parse(cfg.Host + "/api/v1/namespaces/" + namespace + "/pods/" + pod + "/portforward")
+	if err != nil {
+		return "", nil, err
+	}
+	dialer := spdy.NewDialer(upgrader, &http.Client{Transport: transport}, http.MethodPost, u)
+	stopCh, ready := make(chan struct{}), make(chan struct{})
+	fw, err := portforward.NewOnAddresses(dialer, []string{"127.0.0.1"}, []string{fmt.Sprintf("0:%d", port)}, stopCh, ready, io.Discard, io.Discard)
+	if err != nil {
+		return "", nil, err
+	}
+	errs := make(chan error, 1)
+	go func() { errs <- fw.ForwardPorts() }()
+	select {
+	case <-ready:
+	case err := <-errs:
+		return "", nil, fmt.Errorf("port-forward to %s/%s:%d: %w", namespace, pod, port, err)
+	}
+	ports, err := fw.GetPorts()
+	if err != nil || len(ports) == 0 {
+		close(stopCh)
+		return "", nil, fmt.Errorf("port-forward to %s/%s:%d: no local port: %v", namespace, pod, port, err)
+	}
+	return fmt.Sprintf("127.0.0.1:%d", ports[0].Local), func() { close(stopCh) }, nil
 }
 
 // Running lists the live pods of a Deployment: the ones named after it

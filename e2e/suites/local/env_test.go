@@ -4,6 +4,7 @@ package local_test
 
 import (
 	"context"
+	"net"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -12,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/hostfleet/hostfleet/e2e/emulators/ipmisim"
@@ -145,6 +147,15 @@ func (e *env) Image(name string) string               { return e.images[name] }
 func (e *env) BMC() scenarios.BMC                     { return e.ipmi }
 func (e *env) Dir() string                            { return e.fleet.Dir }
 func (e *env) Running(cluster, ns, d string) []string { return e.runners[cluster].Running(ns, d) }
+
+// PodAddress: the pod runner's pod IPs are reachable from the test.
+func (e *env) PodAddress(cluster, namespace, name string, port int) (string, func(), error) {
+	p := &corev1.Pod{}
+	if err := e.Client(cluster).Get(context.Background(), client.ObjectKey{Namespace: namespace, Name: name}, p); err != nil {
+		return "", nil, err
+	}
+	return net.JoinHostPort(p.Status.PodIP, strconv.Itoa(port)), func() {}, nil
+}
 
 func (e *env) StartBMO(t *testing.T, cluster string, namespaces ...string) {
 	e.fleet.StartBMOForTest(t, cluster, namespaces...)

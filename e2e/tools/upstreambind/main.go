@@ -1,13 +1,15 @@
 // Command upstreambind binds HostClaims with upstream metal3's own
 // association (baremetal-operator's pkg/hostclaim, at the version pinned in
 // go.mod) in a controller-runtime reconciler, for the binding benchmark to
-// measure side by side with Hostfleet's agent. It is its own module so that
+// measure side by side with Hostfleet's agent; with -hostclaims it plays
+// baremetal-operator v0.14's HostClaim controller, for the race test of
+// e2e/suites/forwarding. It is its own module so that
 // Hostfleet's go.mod does not grow with baremetal-operator's dependencies.
 //
 // It serves the claims of one namespace until SIGTERM, then prints the API
 // writes it made: "writes <n>".
 //
-// usage: upstreambind -kubeconfig <file> -namespace <ns> [-workers 4]
+// usage: upstreambind -kubeconfig <file> [-namespace <ns>] [-workers 4] [-hostclaims]
 package main
 
 import (
@@ -32,6 +34,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 )
 
 // writes counts the requests that change something.
@@ -81,18 +84,19 @@ func (r *reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 }
 
 func main() {
-	namespace := flag.String("namespace", "", "the claims' namespace")
+	namespace := flag.String("namespace", "", "the claims' namespace (empty: all)")
 	workers := flag.Int("workers", 4, "concurrent reconciles")
+	hostclaims := flag.Bool("hostclaims", false, "play baremetal-operator v0.14's HostClaim controller (its finalizer, association of every claim) instead of the association alone")
 	flag.Parse()
 	// -kubeconfig (controller-runtime's flag) names the cluster holding
 	// the claims and the hosts.
-	if err := run(*namespace, *workers); err != nil {
+	if err := run(*namespace, *workers, *hostclaims); err != nil {
 		fmt.Fprintln(os.Stderr, "upstreambind:", err)
 		os.Exit(1)
 	}
 }
 
-func run(namespace string, workers int) error {
+func run(namespace string, workers int, hostclaims bool) error {
 	cfg, err := ctrl.GetConfig()
 	if err != nil {
 		return err
@@ -115,7 +119,10 @@ func run(namespace string, workers int) error {
 	if err != nil {
 		return err
 	}
-	r := &reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader()}
+	var r reconcile.Reconciler = &reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader()}
+	if hostclaims {
+		r = &hostClaimController{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader()}
+	}
 	if err := ctrl.NewControllerManagedBy(mgr).Named("upstream-hostclaim").For(&metal3api.HostClaim{}).
 		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
 		WithEventFilter(inNamespace(namespace)).
@@ -129,7 +136,7 @@ func run(namespace string, workers int) error {
 	return err
 }
 
-// inNamespace keeps the events of one namespace's objects.
+// inNamespace keeps the events of one namespace's objects (all, with "").
 func inNamespace(ns string) predicate.Predicate {
-	return predicate.NewPredicateFuncs(func(o client.Object) bool { return o.GetNamespace() == ns })
+	return predicate.NewPredicateFuncs(func(o client.Object) bool { return ns == "" || o.GetNamespace() == ns })
 }

@@ -26,7 +26,10 @@ const (
 // Features select the optional rights of an agent on its managed cluster.
 type Features struct {
 	// LocalClaims: the agent also serves HostClaims on the managed cluster
-	// (forwarded claims arrive this way) and reads the secrets they reference.
+	// (forwarded claims arrive this way). It reads the secrets they
+	// reference only where a Role lets it: in the namespaces an
+	// administrator names (AgentNamespaceGrants) and, for forwarded claims,
+	// the Role the hub forwards beside each claim (ForwardedClaimSecrets).
 	LocalClaims bool
 	// BMCDriver: the agent drives BareMetalHosts through their BMCs and
 	// writes their status and HardwareData. It reads their BMC credentials
@@ -39,9 +42,9 @@ type Features struct {
 
 // AgentManagedCluster is everything the agent may do cluster-wide on its
 // managed cluster. Secrets can be written (the copies of claim secrets next
-// to their hosts) but never listed or watched; they are read (get)
-// cluster-wide only with LocalClaims. The BMC driver's credentials are read
-// per namespace (AgentBMCNamespace), never cluster-wide.
+// to their hosts) but never listed, watched or read cluster-wide: the BMC
+// driver's credentials and local claims' secrets are read per namespace
+// (AgentNamespaceGrants, ForwardedClaimSecrets).
 func AgentManagedCluster(f Features) []rbacv1.PolicyRule {
 	if f.Workload {
 		return AgentWorkloadCluster()
@@ -57,7 +60,6 @@ func AgentManagedCluster(f Features) []rbacv1.PolicyRule {
 		rules = append(rules,
 			rbacv1.PolicyRule{APIGroups: []string{metal3Group}, Resources: []string{"hostclaims"}, Verbs: []string{"get", "list", "watch", "patch", "update"}},
 			rbacv1.PolicyRule{APIGroups: []string{metal3Group}, Resources: []string{"hostclaims/status"}, Verbs: []string{"patch", "update"}},
-			rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get"}},
 			rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"namespaces"}, Verbs: []string{"get"}},
 		)
 	}
@@ -100,10 +102,44 @@ func AgentWorkloadCluster() []rbacv1.PolicyRule {
 }
 
 // AgentBMCNamespace is what the agent's BMC driver may do in each namespace
-// whose hosts it drives: read their BMC credentials, by name.
+// whose hosts it drives: read their BMC credentials, by name. The same
+// right, in each namespace whose local claims it serves, reads their data
+// secrets.
 func AgentBMCNamespace() []rbacv1.PolicyRule {
 	return []rbacv1.PolicyRule{
 		{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get"}},
+	}
+}
+
+// NamespaceGrant is a Role the agent holds in one namespace of its managed
+// cluster (with a RoleBinding of the same name).
+type NamespaceGrant struct {
+	Namespace, Role string
+	Rules           []rbacv1.PolicyRule
+}
+
+// AgentNamespaceGrants are the agent's Roles outside its own namespace: in
+// each namespace whose hosts its BMC driver drives, AgentBMCRole (BMC
+// credentials); in each namespace whose local claims an administrator has it
+// serve, AgentLocalClaimsRole (those claims' data secrets). The add-on
+// renders them in Default mode; a Hosted agent makes them itself.
+func AgentNamespaceGrants(bmcNamespaces, localClaimNamespaces []string) []NamespaceGrant {
+	var out []NamespaceGrant
+	for _, ns := range bmcNamespaces {
+		out = append(out, NamespaceGrant{Namespace: ns, Role: hostfleetv1alpha1.AgentBMCRole, Rules: AgentBMCNamespace()})
+	}
+	for _, ns := range localClaimNamespaces {
+		out = append(out, NamespaceGrant{Namespace: ns, Role: hostfleetv1alpha1.AgentLocalClaimsRole, Rules: AgentBMCNamespace()})
+	}
+	return out
+}
+
+// ForwardedClaimSecrets is what the agent serving a forwarded claim may do
+// in the claim's namespace on its cluster: read the claim's secret copies,
+// by name. The hub forwards it beside them, in the claim's ManifestWork.
+func ForwardedClaimSecrets(names []string) []rbacv1.PolicyRule {
+	return []rbacv1.PolicyRule{
+		{APIGroups: []string{""}, Resources: []string{"secrets"}, ResourceNames: names, Verbs: []string{"get"}},
 	}
 }
 

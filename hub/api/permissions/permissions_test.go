@@ -25,7 +25,7 @@ func TestSecretsAreNeverListed(t *testing.T) {
 		}
 		g.Expect(verbs).NotTo(HaveKey("list"), "%+v", f)
 		g.Expect(verbs).NotTo(HaveKey("watch"), "%+v", f)
-		g.Expect(verbs["get"]).To(Equal(f.LocalClaims), "secrets are read cluster-wide only to serve local claims; BMC credentials per namespace")
+		g.Expect(verbs).NotTo(HaveKey("get"), "secrets are read per namespace only: BMC credentials, local claims' data (AgentNamespaceGrants, ForwardedClaimSecrets)")
 		g.Expect(verbs).To(HaveKey("create"))
 		g.Expect(verbs).To(HaveKey("delete"))
 	}
@@ -53,4 +53,16 @@ func TestWorkloadAgentReadsNoSecretAndNoHost(t *testing.T) {
 	g.Expect(permissions.AgentWorkloadTenantNamespace()).To(ContainElement(And(
 		HaveField("Resources", []string{"hostclaims/status"}), HaveField("Verbs", []string{"patch"}))),
 		"status is patched (admission keeps it to NodeLabelsSynced)")
+}
+
+func TestNamespaceGrants(t *testing.T) {
+	g := NewWithT(t)
+	grants := permissions.AgentNamespaceGrants([]string{"hosts"}, []string{"hosts", "claims"})
+	g.Expect(grants).To(HaveLen(3))
+	g.Expect(grants).To(ContainElements(
+		HaveField("Namespace", "hosts"), HaveField("Namespace", "claims")))
+	for _, gr := range grants {
+		g.Expect(gr.Rules).To(Equal(permissions.AgentBMCNamespace()), "get Secrets by name, in that namespace only")
+	}
+	g.Expect(permissions.ForwardedClaimSecrets([]string{"a"})).To(ConsistOf(And(HaveField("ResourceNames", []string{"a"}), HaveField("Verbs", []string{"get"}))))
 }

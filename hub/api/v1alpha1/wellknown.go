@@ -166,6 +166,10 @@ const (
 	// AgentBMCRole names the agent's Role (and binding) in each namespace
 	// whose hosts its BMC driver drives: the BMC credentials there.
 	AgentBMCRole = "hostfleet-agent-bmc"
+	// AgentLocalClaimsRole names the agent's Role (and binding) in each
+	// namespace whose local claims an administrator has it serve
+	// (--local-claim-namespaces): those claims' data secrets.
+	AgentLocalClaimsRole = "hostfleet-agent-local-claims"
 	// AgentHostingRole names the agent's Role (and binding) on a Hosted mode
 	// hosting cluster.
 	AgentHostingRole = "hostfleet-agent-lease"
@@ -254,6 +258,14 @@ const (
 const (
 	// ReasonHostAssociated: a BareMetalHost is bound to the claim.
 	ReasonHostAssociated = "BareMetalHostAssociated"
+	// ReasonServedByBareMetalOperator: a remote claim's target is served by
+	// baremetal-operator's HostClaim controller, which associates a host
+	// but (v0.14) does not provision it: the hub claim is not Ready.
+	ReasonServedByBareMetalOperator = "ServedByBareMetalOperator"
+	// ReasonServedByOtherController: another HostClaim controller on the
+	// cluster (baremetal-operator's) serves a local claim, so the agent
+	// leaves it (an Event on the local claim says so).
+	ReasonServedByOtherController = "ServedByOtherController"
 	// ReasonNoHostAvailable: no free BareMetalHost matches the claim yet.
 	ReasonNoHostAvailable = "NoBareMetalHostAvailable"
 	// ReasonNoDeployPolicy: no HostDeployPolicy on the cluster admits the
