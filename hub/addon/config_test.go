@@ -109,7 +109,7 @@ func TestDeploymentConfig(t *testing.T) {
 		g.Expect(objs).To(HaveKey("Role/"+ns+"/"+hostfleetv1alpha1.AgentBMCRole), "BMC credentials are read in %s only", ns)
 	}
 	g.Expect(objs).To(HaveKey("Role/claims/"+hostfleetv1alpha1.AgentLocalClaimsRole), "local claims' secrets are read where it serves them, only")
-	g.Expect(objs).To(HaveKey("RoleBinding/claims/"+hostfleetv1alpha1.AgentLocalClaimsRole))
+	g.Expect(objs).To(HaveKey("RoleBinding/claims/" + hostfleetv1alpha1.AgentLocalClaimsRole))
 
 	t.Log("agentInstallNamespace moves the agent")
 	g.Expect(hub.Create(ctx, &addonv1beta1.AddOnDeploymentConfig{ObjectMeta: metav1.ObjectMeta{Namespace: "fleet-config", Name: "moved"},

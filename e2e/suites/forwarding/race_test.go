@@ -147,7 +147,7 @@ func TestOneControllerPerClaim(t *testing.T) {
 		g.Expect(final.byAgent+final.byOther+final.waiting+len(final.twoHosts)).To(Equal(claims), "every claim on the target")
 		g.Expect(final.byAgent+final.byOther).To(Equal(hosts), "every host taken")
 		g.Expect(final.twoHosts).To(BeEmpty())
-	}).WithTimeout(5*time.Minute).WithPolling(time.Second).Should(Succeed())
+	}).WithTimeout(5 * time.Minute).WithPolling(time.Second).Should(Succeed())
 	settled := time.Since(start)
 	stopSampling()
 	<-sampled
@@ -187,7 +187,7 @@ func TestOneControllerPerClaim(t *testing.T) {
 				g.Expect(cond(&c, hostfleetv1alpha1.ConditionReady).Reason).To(Equal(hostfleetv1alpha1.ReasonServedByBareMetalOperator), c.Name)
 			}
 		}
-	}).WithTimeout(2*time.Minute).WithPolling(time.Second).Should(Succeed())
+	}).WithTimeout(2 * time.Minute).WithPolling(time.Second).Should(Succeed())
 	t.Logf("%d claims, %d hosts: %d bound by the agent, %d by the other controller, %d waiting; settled in %s; "+
 		"at most %d claims had two hosts at once while racing, none once settled",
 		claims, hosts, final.byAgent, final.byOther, final.waiting, settled.Round(100*time.Millisecond), seenTwo.Load())
