@@ -108,7 +108,19 @@ func TestBundlesAgree(t *testing.T) {
 	withMonitor := render(t, helm, "template", "hostfleet-operator", "helm/hostfleet-operator", "--namespace", "hostfleet-operator",
 		"--set", "serviceMonitor.enabled=true", "--kube-version", "1.35.4")
 	g.Expect(withMonitor["ServiceMonitor/hostfleet-operator/hostfleet-operator"].Object).To(Equal(sm.Object))
-	g.Expect(len(monitoring)).To(Equal(len(base)+2), "the base (with its namespace) and the ServiceMonitor")
+	hubSM := monitoring["ServiceMonitor/hostfleet-system/hostfleet-hub"]
+	g.Expect(hubSM).NotTo(BeNil(), "the hub's metrics too")
+	g.Expect(withMonitor["ServiceMonitor/hostfleet-system/hostfleet-hub"].Object).To(Equal(hubSM.Object))
+	g.Expect(len(monitoring)).To(Equal(len(base)+3), "the base (with its namespace) and the two ServiceMonitors")
+
+	t.Log("the agents' overlay: a PodMonitor presenting a token the agent's cluster allows to get /metrics")
+	agent := render(t, kustomize, "build", "monitoring/agent")
+	pm := agent["PodMonitor/hostfleet-monitoring/hostfleet-agent"]
+	g.Expect(pm).NotTo(BeNil())
+	endpoints, _, _ := unstructured.NestedSlice(pm.Object, "spec", "podMetricsEndpoints")
+	g.Expect(endpoints[0]).To(And(HaveKeyWithValue("port", "metrics"), HaveKeyWithValue("scheme", "https")))
+	g.Expect(agent).To(HaveKey("ClusterRoleBinding//hostfleet:agent-metrics-reader"))
+	g.Expect(agent).To(HaveKey("Secret/hostfleet-monitoring/hostfleet-agent-metrics"))
 	crb := custom["ClusterRoleBinding//hostfleet-operator"]
 	subjects, _, _ := unstructured.NestedSlice(crb.Object, "subjects")
 	g.Expect(subjects[0]).To(HaveKeyWithValue("namespace", "ops"), "the operator's ServiceAccount is where it is installed")
