@@ -29,8 +29,14 @@ CONTROLLER_GEN_VERSION="${CONTROLLER_GEN_VERSION:-v0.20.1}"
 STATICCHECK_VERSION="${STATICCHECK_VERSION:-v0.8.2}"
 KUSTOMIZE_VERSION="${KUSTOMIZE_VERSION:-v5.7.1}"
 HELM_VERSION="${HELM_VERSION:-v3.19.0}"
-OCM_VERSION="v1.2.0"                            # e2e/tools/ocm/go.mod
-CLUSTERADM_VERSION="v1.3.1"                     # e2e/tools/clusteradm/go.mod
+# OCM_VERSION picks the OCM components (e2e/tools/ocm/<version>), the OCM
+# module clusteradm is built with (e2e/tools/clusteradm/ocm-<version>: its
+# cluster-manager and klusterlet charts), the images and --bundle-version.
+# v1.2.1 and v1.2.0 build here; the module proxy serves v1.3.x as go.mod only.
+OCM_VERSION="${OCM_VERSION:-v1.2.1}"
+CLUSTERADM_VERSION="v1.3.1"                     # e2e/tools/clusteradm/ocm-*/go.mod
+# The cache key names the OCM module clusteradm is built with.
+CLUSTERADM_KEY="${CLUSTERADM_VERSION}-ocm-${OCM_VERSION}"
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 
 log() { printf '[tools] %s\n' "$*" >&2; }
@@ -135,6 +141,17 @@ build_tools_module() {
 	log "${name} ${version}: built into ${dir}"
 }
 
+# ocm_module <tool> <dir>: the e2e/tools module of an OCM version, or an
+# error naming the versions that exist.
+ocm_module() {
+	local mod="e2e/tools/$1/$2"
+	if [[ ! -f ${ROOT}/${mod}/go.mod ]]; then
+		log "OCM_VERSION=${OCM_VERSION}: no ${mod}; versions here: $(cd "${ROOT}/e2e/tools/ocm" && echo v*)"
+		return 1
+	fi
+	echo "${mod}"
+}
+
 # apt_install <command>... -- <package>...: installs the Debian packages when
 # any of the commands is missing.
 apt_install() {
@@ -168,7 +185,14 @@ link_assets() {
 case "${1:-all}" in
 --print-assets) assets; exit 0 ;;
 --print-bmo) echo "${CACHE}/baremetal-operator-${BMO_VERSION}/bin/baremetal-operator"; exit 0 ;;
---print-bin) echo "${CACHE}/${2}-$(eval echo "\${$(echo "${2}" | tr 'a-z-' 'A-Z_')_VERSION}")/bin/${2}"; exit 0 ;;
+--print-bin)
+	case "$2" in
+	clusteradm) echo "${CACHE}/clusteradm-${CLUSTERADM_KEY}/bin/clusteradm" ;;
+	*) echo "${CACHE}/${2}-$(eval echo "\${$(echo "${2}" | tr 'a-z-' 'A-Z_')_VERSION}")/bin/${2}" ;;
+	esac
+	exit 0
+	;;
+--print-ocm-module) echo "${ROOT}/e2e/tools/clusteradm/ocm-${OCM_VERSION}"; exit 0 ;;
 esac
 
 tools=("$@")
@@ -184,8 +208,14 @@ for t in "${tools[@]}"; do
 	staticcheck) go_install staticcheck honnef.co/go/tools/cmd/staticcheck "${STATICCHECK_VERSION}" ;;
 	kustomize) go_install kustomize sigs.k8s.io/kustomize/kustomize/v5 "${KUSTOMIZE_VERSION}" ;;
 	helm) go_install helm helm.sh/helm/v3/cmd/helm "${HELM_VERSION}" ;;
-	ocm) build_tools_module ocm "${OCM_VERSION}" e2e/tools/ocm open-cluster-management.io/ocm/cmd/{registration-operator,registration,work,placement,addon} ;;
-	clusteradm) build_tools_module clusteradm "${CLUSTERADM_VERSION}" e2e/tools/clusteradm open-cluster-management.io/clusteradm/cmd/clusteradm ;;
+	ocm)
+		mod=$(ocm_module ocm "${OCM_VERSION}") || exit 1
+		build_tools_module ocm "${OCM_VERSION}" "${mod}" open-cluster-management.io/ocm/cmd/{registration-operator,registration,work,placement,addon}
+		;;
+	clusteradm)
+		mod=$(ocm_module clusteradm "ocm-${OCM_VERSION}") || exit 1
+		build_tools_module clusteradm "${CLUSTERADM_KEY}" "${mod}" open-cluster-management.io/clusteradm/cmd/clusteradm
+		;;
 	ipmi) apt_install ipmi_sim ipmitool -- openipmi ipmitool ;;
 	shellcheck) apt_install shellcheck -- shellcheck ;;
 	*) log "unknown tool ${t}"; exit 2 ;;

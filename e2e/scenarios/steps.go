@@ -316,12 +316,18 @@ func Run(t *testing.T, env Env) {
 			return hub.Create(ctx, &hostfleetv1alpha1.Tenant{ObjectMeta: metav1.ObjectMeta{Name: "acme"}, Spec: hostfleetv1alpha1.TenantSpec{
 				Namespaces: []string{"tenant-acme"}, ClusterSet: "lab", LabelSyncPrefixes: []string{"example.com"}}})
 		}).WithTimeout(30 * time.Second).Should(Succeed())
+		// This time the agent comes from an install strategy: a Placement over
+		// the set, the hosting-cluster annotation on what OCM makes.
 		klusterletNS := e.hostedKlusterlet("infra-2")
-		e.run("hub", "addon", "enable", "--names", hostfleetv1alpha1.AddonName, "--clusters", "infra-2", "--namespace", klusterletNS,
-			"--annotate", "addon.open-cluster-management.io/hosting-cluster-name=hosting")
+		e.installByStrategy("lab", "infra-2", "hosting", klusterletNS)
 		e.expectAgent("hosting", klusterletNS)
 		e.expectAddonAvailable("infra-2")
 		e.expectClaimReady("db-2", "infra-2")
+		g.Eventually(func(g Gomega) {
+			deploys := &appsv1.DeploymentList{}
+			g.Expect(e.Client("infra-2").List(ctx, deploys, client.MatchingLabels{"app.kubernetes.io/name": hostfleetv1alpha1.AddonName})).To(Succeed())
+			g.Expect(deploys.Items).To(BeEmpty(), "nothing of the agent runs on infra-2")
+		}).WithTimeout(time.Minute).WithPolling(time.Second).Should(Succeed())
 
 		// Uninstall: the claim first, then the HostfleetHub; the operator
 		// takes the agent away through the hub, then the hub.

@@ -53,7 +53,7 @@ func envOrTool(env, flag string) string {
 }
 
 // ClusteradmBootstrap is what `clusteradm init` applies to the hub for
-// joining clusters, at the version e2e/tools/clusteradm pins: the bootstrap
+// joining clusters, at the version e2e/tools/clusteradm/ocm-$OCM_VERSION pins: the bootstrap
 // ServiceAccount (open-cluster-management/agent-registration-bootstrap,
 // whose token `clusteradm join` gets unless --use-bootstrap-token), the
 // ClusterRole open-cluster-management:bootstrap and its bindings to that
@@ -62,11 +62,10 @@ func envOrTool(env, flag string) string {
 // module clusteradm is built with, from the Go module cache, and the tool
 // cache's helm. Tests use it to act as the identities clusteradm really makes.
 func ClusteradmBootstrap() ([]byte, error) {
-	root := repoRoot()
-	if root == "" {
+	dir := toolPath("--print-ocm-module") // clusteradm's module for the OCM version in use
+	if dir == "" {
 		return nil, fmt.Errorf("clusteradm's bootstrap manifests: not in the repository")
 	}
-	dir := filepath.Join(root, "e2e", "tools", "clusteradm")
 	ocm, err := goOutput(dir, "list", "-m", "-f", "{{with .Replace}}{{.Path}}@{{.Version}}{{else}}{{.Path}}@{{.Version}}{{end}}", "open-cluster-management.io/ocm")
 	if err != nil {
 		return nil, err

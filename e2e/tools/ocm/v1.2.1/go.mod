@@ -1,7 +1,7 @@
-// Module ocm builds the Open Cluster Management v1.2.0 components the local
+// Module ocm builds the Open Cluster Management v1.2.1 components the local
 // end-to-end tests run as pods (hack/tools.sh ocm). It is its own module so
 // that their Kubernetes version (v0.34) stays out of the product's.
-module github.com/hostfleet/hostfleet/e2e/tools/ocm
+module github.com/hostfleet/hostfleet/e2e/tools/ocm/v1.2.1
 
 go 1.25.0
 
@@ -163,7 +163,7 @@ require (
 	k8s.io/utils v0.0.0-20250604170112-4c0f3b243397 // indirect
 	open-cluster-management.io/addon-framework v1.2.0 // indirect
 	open-cluster-management.io/api v1.2.0 // indirect
-	open-cluster-management.io/ocm v1.2.0 // indirect
+	open-cluster-management.io/ocm v1.2.1 // indirect
 	open-cluster-management.io/sdk-go v1.2.0 // indirect
 	sigs.k8s.io/about-api v0.0.0-20250131010323-518069c31c03 // indirect
 	sigs.k8s.io/apiserver-network-proxy/konnectivity-client v0.31.2 // indirect

@@ -1,7 +1,7 @@
 // Module clusteradm builds clusteradm v1.3.1 for the local end-to-end tests
 // (hack/tools.sh clusteradm). The module proxy has no ocm v1.3.x, so ocm is
-// replaced by v1.2.0, the version the tests run.
-module github.com/hostfleet/hostfleet/e2e/tools/clusteradm
+// replaced by v1.2.0 (OCM_VERSION=v1.2.0).
+module github.com/hostfleet/hostfleet/e2e/tools/clusteradm/ocm-v1.2.0
 
 go 1.25.0
 
