@@ -244,23 +244,11 @@ func (o *Options) Validate() []error {
 	if o.Role != hostfleetv1alpha1.RoleInfrastructure && o.Role != hostfleetv1alpha1.RoleWorkload {
 		errs = append(errs, fmt.Errorf("--role %q must be infrastructure or workload", o.Role))
 	}
-	if o.LabelSyncInterval < time.Second {
-		errs = append(errs, fmt.Errorf("--label-sync-interval %s must be at least 1s", o.LabelSyncInterval))
-	}
 	if o.Role == hostfleetv1alpha1.RoleWorkload && o.ClaimScope != "tenants" {
 		errs = append(errs, errors.New("--role=workload reads only its tenant's namespaces: --claim-scope must be tenants"))
 	}
 	if o.Concurrency < 1 {
 		errs = append(errs, fmt.Errorf("--concurrency %d must be at least 1", o.Concurrency))
-	}
-	if o.RetryAfter < time.Second {
-		errs = append(errs, fmt.Errorf("--retry-after %s must be at least 1s", o.RetryAfter))
-	}
-	if o.Resync < time.Second {
-		errs = append(errs, fmt.Errorf("--resync %s must be at least 1s", o.Resync))
-	}
-	if o.InventoryInterval < time.Second {
-		errs = append(errs, fmt.Errorf("--inventory-interval %s must be at least 1s", o.InventoryInterval))
 	}
 	if (o.LeaderElect || o.BootstrapManagedKubeconfig != "") && len(validation.IsDNS1123Label(o.AgentNamespace)) > 0 {
 		errs = append(errs, fmt.Errorf("--agent-namespace %q must be a namespace name", o.AgentNamespace))
@@ -277,9 +265,6 @@ func (o *Options) Validate() []error {
 	if o.QPS <= 0 || o.Burst < 1 {
 		errs = append(errs, fmt.Errorf("--kube-api-qps %v and --kube-api-burst %d must be positive", o.QPS, o.Burst))
 	}
-	if o.OrphanGrace < time.Second {
-		errs = append(errs, fmt.Errorf("--orphan-grace %s must be at least 1s", o.OrphanGrace))
-	}
 	if o.ClaimScope != "tenants" && o.ClaimScope != "all" {
 		errs = append(errs, fmt.Errorf("--claim-scope %q must be tenants or all", o.ClaimScope))
 	}
@@ -288,23 +273,8 @@ func (o *Options) Validate() []error {
 	default:
 		errs = append(errs, fmt.Errorf("--bmh-driver %q must be annotated, all or none", o.BMHDriver))
 	}
-	for _, ns := range o.BMCNamespaces {
-		if len(validation.IsDNS1123Label(ns)) > 0 {
-			errs = append(errs, fmt.Errorf("--bmc-namespaces: %q is not a namespace name", ns))
-		}
-	}
-	for _, ns := range o.LocalClaimNamespaces {
-		if len(validation.IsDNS1123Label(ns)) > 0 {
-			errs = append(errs, fmt.Errorf("--local-claim-namespaces: %q is not a namespace name", ns))
-		}
-	}
 	if len(o.LocalClaimNamespaces) > 0 && !o.LocalClaims {
 		errs = append(errs, errors.New("--local-claim-namespaces needs --local-claims: they are where the agent serves local claims"))
-	}
-	for _, ns := range o.HostNamespaces {
-		if len(validation.IsDNS1123Label(ns)) > 0 {
-			errs = append(errs, fmt.Errorf("--host-namespaces: %q is not a namespace name", ns))
-		}
 	}
 	if o.BootstrapManagedKubeconfig != "" && o.BMHDriver != "none" && len(o.BMCNamespaces) == 0 && o.Role != hostfleetv1alpha1.RoleWorkload {
 		errs = append(errs, errors.New("--bmc-namespaces is required in Hosted mode with the BMC driver on: the agent is granted BMC credentials only in the namespaces it drives, never cluster-wide (or set --bmh-driver=none)"))
@@ -312,8 +282,32 @@ func (o *Options) Validate() []error {
 	if o.BMCWorkers < 1 {
 		errs = append(errs, fmt.Errorf("--bmc-workers %d must be at least 1", o.BMCWorkers))
 	}
-	if o.BMCTimeout < time.Second || o.BMCPoll < time.Second || o.BMCPowerWait < time.Second || o.BMCSoftPowerOff < time.Second {
-		errs = append(errs, errors.New("--bmc-timeout, --bmc-poll, --bmc-power-wait and --bmc-soft-power-off-timeout must be at least 1s"))
+	return append(errs, o.validateLists()...)
+}
+
+// validateLists checks the durations that must be at least a second and
+// the namespace lists.
+func (o *Options) validateLists() []error {
+	var errs []error
+	for _, d := range []struct {
+		flag string
+		v    time.Duration
+	}{{"--label-sync-interval", o.LabelSyncInterval}, {"--retry-after", o.RetryAfter}, {"--resync", o.Resync},
+		{"--inventory-interval", o.InventoryInterval}, {"--orphan-grace", o.OrphanGrace}, {"--bmc-timeout", o.BMCTimeout},
+		{"--bmc-poll", o.BMCPoll}, {"--bmc-power-wait", o.BMCPowerWait}, {"--bmc-soft-power-off-timeout", o.BMCSoftPowerOff}} {
+		if d.v < time.Second {
+			errs = append(errs, fmt.Errorf("%s %s must be at least 1s", d.flag, d.v))
+		}
+	}
+	for _, l := range []struct {
+		flag string
+		v    []string
+	}{{"--bmc-namespaces", o.BMCNamespaces}, {"--local-claim-namespaces", o.LocalClaimNamespaces}, {"--host-namespaces", o.HostNamespaces}} {
+		for _, ns := range l.v {
+			if len(validation.IsDNS1123Label(ns)) > 0 {
+				errs = append(errs, fmt.Errorf("%s: %q is not a namespace name", l.flag, ns))
+			}
+		}
 	}
 	return errs
 }

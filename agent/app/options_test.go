@@ -36,7 +36,7 @@ func TestOptions(t *testing.T) {
 		{name: "hosted workload role drives no BMC", args: []string{"--hub-kubeconfig=/h", "--cluster-name=apps", "--role=workload", "--bootstrap-managed-kubeconfig=/b", "--health-lease=false"}},
 		{name: "bad role", args: []string{"--hub-kubeconfig=/h", "--cluster-name=a", "--role=worker"}, wantErr: []string{`--role "worker" must be infrastructure or workload`}},
 		{name: "workload role reads its tenant only", args: []string{"--hub-kubeconfig=/h", "--cluster-name=a", "--role=workload", "--claim-scope=all", "--label-sync-interval=10ms"},
-			wantErr: []string{"--label-sync-interval 10ms must be at least 1s", "--claim-scope must be tenants"}},
+			wantErr: []string{"--claim-scope must be tenants", "--label-sync-interval 10ms must be at least 1s"}},
 		{name: "bad hub name", args: []string{"--hub-kubeconfig=/h", "--cluster-name=a", "--hub-name="}, wantErr: []string{"--hub-name"}},
 	}
 	for _, tt := range tests {

@@ -14,9 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/selection"
-	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/kubernetes"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"open-cluster-management.io/addon-framework/pkg/lease"
@@ -38,17 +36,12 @@ import (
 	"github.com/hostfleet/hostfleet/agent/metrics"
 	"github.com/hostfleet/hostfleet/agent/nodelabels"
 	"github.com/hostfleet/hostfleet/hub/api/permissions"
+	"github.com/hostfleet/hostfleet/hub/api/scheme"
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
 )
 
 // Scheme is the agent's scheme on both clusters.
-func Scheme() *runtime.Scheme {
-	s := runtime.NewScheme()
-	utilruntime.Must(clientgoscheme.AddToScheme(s))
-	utilruntime.Must(metal3api.AddToScheme(s))
-	utilruntime.Must(hostfleetv1alpha1.AddToScheme(s))
-	return s
-}
+func Scheme() *runtime.Scheme { return scheme.New() }
 
 // ClaimSelector selects the hub claims an agent serves: placed on its cluster
 // and not forwarded.
@@ -94,7 +87,7 @@ func Run(ctx context.Context, o *Options) error {
 				return err
 			}
 		}
-		a, err := New(hubCfg, managedCfg, &run)
+		a, err := New(ctx, hubCfg, managedCfg, &run)
 		if err != nil {
 			return err
 		}
@@ -182,7 +175,7 @@ type Agent struct {
 // New builds the agent's manager on the hub, with the managed cluster added to
 // it and the controllers set up. Tests call it to run an agent in-process
 // against real planes.
-func New(hubCfg, managedCfg *rest.Config, o *Options) (*Agent, error) {
+func New(ctx context.Context, hubCfg, managedCfg *rest.Config, o *Options) (*Agent, error) {
 	mgr, managed, err := newManager(hubCfg, managedCfg, o)
 	if err != nil {
 		return nil, err
@@ -200,7 +193,7 @@ func New(hubCfg, managedCfg *rest.Config, o *Options) (*Agent, error) {
 		}
 		return finish(mgr, managed, hubCfg, managedCfg, o, nil)
 	}
-	hostWritesSeen, err := setupControllers(mgr, managed, o)
+	hostWritesSeen, err := setupControllers(ctx, mgr, managed, o)
 	if err != nil {
 		return nil, err
 	}
@@ -344,8 +337,8 @@ func tenantLabelExists() labels.Requirement {
 // ones with --local-claims) and the BMC driver.
 // setupControllers adds the claim, orphan and BMC controllers, and returns
 // whether the cache shows every host write of the claim controllers.
-func setupControllers(mgr ctrl.Manager, managed cluster.Cluster, o *Options) (func(context.Context) bool, error) {
-	if err := claim.IndexHosts(context.Background(), managed); err != nil {
+func setupControllers(ctx context.Context, mgr ctrl.Manager, managed cluster.Cluster, o *Options) (func(context.Context) bool, error) {
+	if err := claim.IndexHosts(ctx, managed); err != nil {
 		return nil, err
 	}
 	hostEvents := managed.GetEventRecorder("hostfleet-agent")
@@ -370,7 +363,7 @@ func setupControllers(mgr ctrl.Manager, managed cluster.Cluster, o *Options) (fu
 		reconcilers = append(reconcilers, &local)
 	}
 	for _, r := range reconcilers {
-		if err := r.SetupWithManager(mgr, managed, o.Concurrency); err != nil {
+		if err := r.SetupWithManager(ctx, mgr, managed, o.Concurrency); err != nil {
 			return nil, fmt.Errorf("claim controller (%s): %w", r.Consumer.APIVersion, err)
 		}
 		if err := (&claim.Orphans{Reconciler: r, Grace: o.OrphanGrace, HostRecorder: hostEvents}).SetupWithManager(mgr, managed); err != nil {

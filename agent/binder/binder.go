@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/klog/v2"
 
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
 )
@@ -428,7 +429,7 @@ func Admits(p *metal3api.HostDeployPolicy, ns string, nsLabels map[string]string
 	if c.NameMatches != "" {
 		re, err := regexp.Compile(c.NameMatches)
 		if err != nil {
-			return false, fmt.Errorf("HostDeployPolicy %s/%s: nameMatches %q: %w", p.Namespace, p.Name, c.NameMatches, err)
+			return false, fmt.Errorf("HostDeployPolicy %s: nameMatches %q: %w", klog.KObj(p), c.NameMatches, err)
 		}
 		if !re.MatchString(ns) {
 			return false, nil

@@ -13,6 +13,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
@@ -24,6 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/hostfleet/hostfleet/agent/bmc"
+	"github.com/hostfleet/hostfleet/hub/api/requeue"
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
 )
 
@@ -49,6 +51,9 @@ type Reconciler struct {
 	// Recorder, when set, receives Events on the hosts: power changes,
 	// inspection, provisioning, errors.
 	Recorder events.EventRecorder
+	// Open opens a session with a host's BMC; nil means bmc.Open. Tests
+	// give the state handlers a BMC of their own.
+	Open func(ctx context.Context, addr bmc.Address, username, password string, o bmc.Options) (bmc.Driver, error)
 }
 
 // Defaults of Reconciler.Power: baremetal-operator's 3 minutes for a soft
@@ -134,22 +139,24 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	defer x.close(ctx)
 	for range maxSteps {
 		x.stored = host.DeepCopy()
-		var res ctrl.Result
-		var stepErr *failure
+		var o outcome
 		if x.d == nil {
-			stepErr = x.open(ctx, errorKind(host))
-			if stepErr != nil && host.Status.Provisioning.State == metal3api.StateNone {
-				host.Status.Provisioning.State = metal3api.StateRegistering
+			if err := x.open(ctx, errorKind(host)); err != nil {
+				o = failed(err)
+				if host.Status.Provisioning.State == metal3api.StateNone {
+					host.Status.Provisioning.State = metal3api.StateRegistering
+				}
 			}
 		}
-		if stepErr == nil {
-			res, stepErr = x.step(ctx)
+		if o.err == nil {
+			o = x.step(ctx)
 		}
-		if done, res, err := x.record(ctx, stepErr, res); done {
+		if done, res, err := x.record(ctx, o); done {
 			return res, err
 		}
 	}
-	return again, nil
+	// The next steps in a reconcile of their own, at once.
+	return ctrl.Result{RequeueAfter: time.Millisecond}, nil
 }
 
 func (r *Reconciler) setFinalizer(ctx context.Context, host *metal3api.BareMetalHost, on bool) error {
@@ -178,16 +185,16 @@ func (r *Reconciler) delete(ctx context.Context, host *metal3api.BareMetalHost, 
 		}
 		x := &run{Reconciler: r, host: host, stored: host.DeepCopy()}
 		defer x.close(ctx)
-		f := x.open(ctx, metal3api.ProvisioningError)
-		var res ctrl.Result
-		off := false
-		if f == nil {
-			off, res, f = x.offAndEjected(ctx, "deprovision before deletion")
+		off, o := false, outcome{}
+		if err := x.open(ctx, metal3api.ProvisioningError); err != nil {
+			o = failed(err)
+		} else {
+			off, o = x.offAndEjected(ctx, "deprovision before deletion")
 		}
-		if !off || f != nil {
+		if !off || o.err != nil {
 			// Kept until it is off; the detached annotation lets it go
 			// as is.
-			_, res, err := x.record(ctx, f, res)
+			_, res, err := x.record(ctx, o)
 			return res, client.IgnoreNotFound(err)
 		}
 	}
@@ -223,20 +230,20 @@ func (x *run) close(ctx context.Context) {
 // record writes what a step did: its error or the end of one, the status,
 // and the annotations it changed. done: the reconcile ends here, with res
 // and err.
-func (x *run) record(ctx context.Context, stepErr *failure, res ctrl.Result) (done bool, _ ctrl.Result, _ error) {
+func (x *run) record(ctx context.Context, o outcome) (done bool, _ ctrl.Result, _ error) {
 	host, orig := x.host, x.stored
-	if stepErr != nil {
+	if e := o.err; e != nil {
 		switch {
-		case host.Status.ErrorMessage != stepErr.msg || host.Status.ErrorType != stepErr.kind:
-			x.event(corev1.EventTypeWarning, "BMCError", string(stepErr.kind), "%s", stepErr.msg)
+		case host.Status.ErrorMessage != e.Msg || host.Status.ErrorType != e.Kind:
+			x.event(corev1.EventTypeWarning, "BMCError", string(e.Kind), "%s", e.Msg)
 			host.Status.ErrorCount++
-		case res.RequeueAfter == 0:
+		case o.after == 0:
 			host.Status.ErrorCount++ // one more failed attempt
 			// else: the same error while a change is followed at each
 			// read, not a new attempt: no write for it.
 		}
-		host.Status.ErrorMessage = stepErr.msg
-		host.Status.ErrorType = stepErr.kind
+		host.Status.ErrorMessage = e.Msg
+		host.Status.ErrorType = e.Kind
 		host.Status.OperationalStatus = metal3api.OperationalStatusError
 	} else if host.Status.ErrorType != "" || host.Status.OperationalStatus != metal3api.OperationalStatusOK {
 		host.Status.ErrorCount, host.Status.ErrorMessage, host.Status.ErrorType = 0, "", ""
@@ -264,14 +271,14 @@ func (x *run) record(ctx context.Context, stepErr *failure, res ctrl.Result) (do
 		host.ResourceVersion, host.Annotations = done.ResourceVersion, done.Annotations
 	}
 	switch {
-	case stepErr != nil:
+	case o.err != nil:
 		wait := Backoff(host.Status.ErrorCount)
-		if res.RequeueAfter > 0 {
-			wait = min(wait, res.RequeueAfter) // a change under way is read again sooner
+		if o.after > 0 {
+			wait = min(wait, o.after) // a change under way is read again sooner
 		}
 		return true, ctrl.Result{RequeueAfter: wait}, nil
-	case res != again:
-		return true, res, nil
+	case !o.proceed:
+		return true, ctrl.Result{RequeueAfter: o.after}, nil
 	}
 	return false, ctrl.Result{}, nil
 }
@@ -281,11 +288,11 @@ func (x *run) record(ctx context.Context, stepErr *failure, res ctrl.Result) (do
 func recordFailed(host *metal3api.BareMetalHost, err error) (bool, ctrl.Result, error) {
 	switch {
 	case apierrors.IsConflict(err):
-		return true, again, nil
+		return true, ctrl.Result{RequeueAfter: requeue.CacheLag}, nil
 	case apierrors.IsNotFound(err):
 		return true, ctrl.Result{}, nil
 	}
-	return true, ctrl.Result{}, fmt.Errorf("status of %s/%s: %w", host.Namespace, host.Name, err)
+	return true, ctrl.Result{}, fmt.Errorf("status of %s: %w", klog.KObj(host), err)
 }
 
 // event records an Event on the host, when the Reconciler has a recorder.
@@ -295,27 +302,44 @@ func (x *run) event(eventType, reason, action, note string, args ...any) {
 	}
 }
 
-// again takes the next step right away (each step's status is written first).
-var again = ctrl.Result{RequeueAfter: time.Millisecond}
-
-// failure is a step's error, as baremetal-operator reports it.
-type failure struct {
-	kind metal3api.ErrorType
-	msg  string
+// outcome is what a step asks of the reconcile, as baremetal-operator's
+// actionResult: go on with the next step now (its status is written
+// first), look again after a while (0: only on the next event), or report
+// the host's error (and, while a change is under way, still look again by
+// then).
+type outcome struct {
+	proceed bool
+	after   time.Duration
+	err     *hostError
 }
 
-func fail(kind metal3api.ErrorType, format string, args ...any) *failure {
-	return &failure{kind: kind, msg: fmt.Sprintf(format, args...)}
+// next: the host moved to a state whose step follows at once.
+func next() outcome { return outcome{proceed: true} }
+
+// failed: the step failed with the host's error.
+func failed(err *hostError) outcome { return outcome{err: err} }
+
+// hostError is a step's error, as baremetal-operator reports it in the
+// host's status (errorType, errorMessage).
+type hostError struct {
+	Kind metal3api.ErrorType
+	Msg  string
+}
+
+func (e *hostError) Error() string { return string(e.Kind) + ": " + e.Msg }
+
+func fail(kind metal3api.ErrorType, format string, args ...any) *hostError {
+	return &hostError{Kind: kind, Msg: fmt.Sprintf(format, args...)}
 }
 
 // open opens the host's BMC session.
-func (x *run) open(ctx context.Context, kind metal3api.ErrorType) *failure {
-	d, f := x.Reconciler.open(ctx, x.host, kind)
+func (x *run) open(ctx context.Context, kind metal3api.ErrorType) *hostError {
+	d, err := x.Reconciler.open(ctx, x.host, kind)
 	x.d = d
-	return f
+	return err
 }
 
-func (r *Reconciler) open(ctx context.Context, host *metal3api.BareMetalHost, kind metal3api.ErrorType) (bmc.Driver, *failure) {
+func (r *Reconciler) open(ctx context.Context, host *metal3api.BareMetalHost, kind metal3api.ErrorType) (bmc.Driver, *hostError) {
 	addr, err := bmc.ParseAddress(host.Spec.BMC.Address)
 	if err != nil {
 		return nil, fail(metal3api.RegistrationError, "%v", err)
@@ -340,7 +364,11 @@ func (r *Reconciler) open(ctx context.Context, host *metal3api.BareMetalHost, ki
 	}
 	o := r.BMC
 	o.InsecureSkipVerify = host.Spec.BMC.DisableCertificateVerification
-	d, err := bmc.Open(ctx, addr, user, pass, o)
+	open := r.Open
+	if open == nil {
+		open = bmc.Open
+	}
+	d, err := open(ctx, addr, user, pass, o)
 	switch {
 	case errors.Is(err, bmc.ErrCredentials):
 		host.Status.TriedCredentials = credentials(secret)
@@ -378,7 +406,7 @@ func errorKind(host *metal3api.BareMetalHost) metal3api.ErrorType {
 
 // stateHandler does what one provisioning state asks of a host, once,
 // through its BMC.
-type stateHandler func(x *run, ctx context.Context) (ctrl.Result, *failure)
+type stateHandler func(x *run, ctx context.Context) outcome
 
 // handlers are the states the driver moves hosts through, as
 // baremetal-operator's host state machine does.
@@ -393,10 +421,10 @@ var handlers = map[metal3api.ProvisioningState]stateHandler{
 }
 
 // step does what the host's state asks, once.
-func (x *run) step(ctx context.Context) (ctrl.Result, *failure) {
+func (x *run) step(ctx context.Context) outcome {
 	h, ok := handlers[x.host.Status.Provisioning.State]
 	if !ok {
-		return ctrl.Result{}, fail(errorKind(x.host), "state %q is not one the agent's BMC driver handles", x.host.Status.Provisioning.State)
+		return failed(fail(errorKind(x.host), "state %q is not one the agent's BMC driver handles", x.host.Status.Provisioning.State))
 	}
 	return h(x, ctx)
 }
@@ -429,14 +457,14 @@ func (r *Reconciler) releaseHardware(ctx context.Context, host *metal3api.BareMe
 		orig := hd.DeepCopy()
 		controllerutil.RemoveFinalizer(hd, hostfleetv1alpha1.BMCDriverFinalizer)
 		if err := r.Client.Patch(ctx, hd, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
-			return fmt.Errorf("lift the finalizer of HardwareData %s/%s: %w", hd.Namespace, hd.Name, err)
+			return fmt.Errorf("lift the finalizer of HardwareData %s: %w", klog.KObj(hd), err)
 		}
 	}
 	if !remove {
 		return nil
 	}
 	if err := r.Client.Delete(ctx, hd, client.Preconditions{UID: &hd.UID}); client.IgnoreNotFound(err) != nil {
-		return fmt.Errorf("replace HardwareData %s/%s: %w", hd.Namespace, hd.Name, err)
+		return fmt.Errorf("replace HardwareData %s: %w", klog.KObj(hd), err)
 	}
 	return nil
 }

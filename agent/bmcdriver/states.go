@@ -19,10 +19,10 @@ import (
 
 // register checks that the BMC answers with the credentials, then inspects
 // (or, with inspection disabled, makes the host available).
-func (x *run) register(ctx context.Context) (ctrl.Result, *failure) {
+func (x *run) register(ctx context.Context) outcome {
 	s, err := x.d.Power(ctx)
 	if err != nil {
-		return ctrl.Result{}, fail(metal3api.RegistrationError, "%v", err)
+		return failed(fail(metal3api.RegistrationError, "%v", err))
 	}
 	if s.Settled() {
 		x.host.Status.PoweredOn = s == bmc.PowerOn
@@ -31,11 +31,11 @@ func (x *run) register(ctx context.Context) (ctrl.Result, *failure) {
 	if InspectionDisabled(x.host) {
 		x.host.Status.Provisioning.State = metal3api.StateAvailable
 	}
-	return again, nil
+	return next()
 }
 
 // inspect reads the BMC's inventory into the host's HardwareData.
-func (x *run) inspect(ctx context.Context) (ctrl.Result, *failure) {
+func (x *run) inspect(ctx context.Context) outcome {
 	host := x.host
 	hw, err := x.d.Inventory(ctx)
 	switch {
@@ -43,10 +43,10 @@ func (x *run) inspect(ctx context.Context) (ctrl.Result, *failure) {
 		// IPMI reports no inventory: the host is available without
 		// HardwareData, as with inspection disabled.
 	case err != nil:
-		return ctrl.Result{}, fail(metal3api.InspectionError, "%v", err)
+		return failed(fail(metal3api.InspectionError, "%v", err))
 	default:
 		if err := x.saveHardware(ctx, host, hw); err != nil {
-			return ctrl.Result{}, fail(metal3api.InspectionError, "save HardwareData: %v", err)
+			return failed(fail(metal3api.InspectionError, "save HardwareData: %v", err))
 		}
 		host.Status.HardwareDetails = hw
 		host.Status.HardwareProfile = "unknown"
@@ -55,23 +55,23 @@ func (x *run) inspect(ctx context.Context) (ctrl.Result, *failure) {
 	}
 	delete(host.Annotations, metal3api.InspectAnnotationPrefix)
 	host.Status.Provisioning.State = metal3api.StateAvailable
-	return again, nil
+	return next()
 }
 
 // available provisions a host that a consumer gave an image, inspects it
 // again when asked, and otherwise keeps its power as spec.online says.
-func (x *run) available(ctx context.Context) (ctrl.Result, *failure) {
+func (x *run) available(ctx context.Context) outcome {
 	host := x.host
 	if img := host.Spec.Image; img != nil && img.URL != "" && host.Spec.ConsumerRef != nil {
 		if err := ValidateImage(img); err != nil {
-			return ctrl.Result{}, fail(metal3api.ProvisioningError, "%v", err)
+			return failed(fail(metal3api.ProvisioningError, "%v", err))
 		}
 		host.Status.Provisioning.State = metal3api.StateProvisioning
-		return again, nil
+		return next()
 	}
 	if v, ok := host.Annotations[metal3api.InspectAnnotationPrefix]; ok && v != inspectDisabled {
 		host.Status.Provisioning.State = metal3api.StateInspecting // re-inspection asked for
-		return again, nil
+		return next()
 	}
 	return x.power(ctx)
 }
@@ -79,32 +79,32 @@ func (x *run) available(ctx context.Context) (ctrl.Result, *failure) {
 // provision boots the live ISO by virtual media: insert, boot once from the
 // CD, power on (or restart a host that is on), and is done once the BMC
 // reports the host on.
-func (x *run) provision(ctx context.Context) (ctrl.Result, *failure) {
+func (x *run) provision(ctx context.Context) outcome {
 	host := x.host
 	st := &host.Status.Provisioning
 	img := host.Spec.Image
 	if img == nil || img.URL == "" {
 		st.State = metal3api.StateDeprovisioning
-		return again, nil
+		return next()
 	}
 	if err := ValidateImage(img); err != nil {
-		return ctrl.Result{}, fail(metal3api.ProvisioningError, "%v", err)
+		return failed(fail(metal3api.ProvisioningError, "%v", err))
 	}
 	pc, _ := ChangeOf(host.Annotations)
 	if pc != nil && pc.For != ForProvision {
 		// A change from before the consumer came: let it land first.
-		res, f := x.drivePower(ctx, Want{On: pc.Target != TargetOff}, metal3api.ProvisioningError)
-		if f == nil && x.change == nil {
-			return again, nil
+		o := x.drivePower(ctx, Want{On: pc.Target != TargetOff}, metal3api.ProvisioningError)
+		if o.err == nil && x.change == nil {
+			return next()
 		}
-		return res, f
+		return o
 	}
 	if pc == nil {
 		if err := x.d.InsertMedia(ctx, img.URL); err != nil {
-			return ctrl.Result{}, fail(metal3api.ProvisioningError, "boot the live ISO: %v", err)
+			return failed(fail(metal3api.ProvisioningError, "boot the live ISO: %v", err))
 		}
 		if err := x.d.SetBootOnce(ctx, bmc.BootCDROM); err != nil {
-			return ctrl.Result{}, fail(metal3api.ProvisioningError, "boot the live ISO: %v", err)
+			return failed(fail(metal3api.ProvisioningError, "boot the live ISO: %v", err))
 		}
 		x.event(corev1.EventTypeNormal, "ProvisioningStarted", "Provision", "live ISO %s inserted, one-time boot from CD", img.URL)
 	}
@@ -114,54 +114,53 @@ func (x *run) provision(ctx context.Context) (ctrl.Result, *failure) {
 	if pc == nil {
 		want.Reboot, want.Hard = true, true
 	}
-	res, f := x.drivePower(ctx, want, metal3api.ProvisioningError)
-	if f != nil || x.landed == nil || x.landed.For != ForProvision {
-		return res, f
+	if o := x.drivePower(ctx, want, metal3api.ProvisioningError); o.err != nil || x.landed == nil || x.landed.For != ForProvision {
+		return o
 	}
 	st.Image = *img.DeepCopy()
 	st.State = metal3api.StateProvisioned
 	x.event(corev1.EventTypeNormal, "ProvisioningComplete", "Provision", "booted %s: the BMC reports the host on", img.URL)
-	return again, nil
+	return next()
 }
 
 // provisioned deprovisions a host its consumer let go, and otherwise keeps
 // its power as spec.online and the reboot annotations say.
-func (x *run) provisioned(ctx context.Context) (ctrl.Result, *failure) {
+func (x *run) provisioned(ctx context.Context) outcome {
 	if Deprovision(x.host) {
 		x.host.Status.Provisioning.State = metal3api.StateDeprovisioning
-		return again, nil
+		return next()
 	}
 	return x.power(ctx)
 }
 
 // deprovision powers the host off, and once the BMC reports it off ejects
 // its media: only then is it available again.
-func (x *run) deprovision(ctx context.Context) (ctrl.Result, *failure) {
-	off, res, f := x.offAndEjected(ctx, "deprovision")
-	if !off || f != nil {
-		return res, f
+func (x *run) deprovision(ctx context.Context) outcome {
+	if off, o := x.offAndEjected(ctx, "deprovision"); !off || o.err != nil {
+		return o
 	}
 	x.host.Status.Provisioning.Image = metal3api.Image{}
 	x.host.Status.Provisioning.State = metal3api.StateAvailable
 	x.event(corev1.EventTypeNormal, "DeprovisioningComplete", "Deprovision", "the BMC reports the host off; media ejected")
-	return again, nil
+	return next()
 }
 
 // offAndEjected powers the host off at once (its consumer let it go) and,
 // once the BMC reports it off, ejects its media.
-func (x *run) offAndEjected(ctx context.Context, what string) (bool, ctrl.Result, *failure) {
-	res, f := x.drivePower(ctx, Want{On: false, Hard: true}, metal3api.ProvisioningError)
-	if f != nil || x.change != nil || x.read != bmc.PowerOff {
-		return false, res, f
+func (x *run) offAndEjected(ctx context.Context, what string) (bool, outcome) {
+	o := x.drivePower(ctx, Want{On: false, Hard: true}, metal3api.ProvisioningError)
+	if o.err != nil || x.change != nil || x.read != bmc.PowerOff {
+		return false, o
 	}
 	if err := x.d.EjectMedia(ctx); err != nil {
-		return false, res, fail(metal3api.ProvisioningError, "%s: %v", what, err)
+		o.err = fail(metal3api.ProvisioningError, "%s: %v", what, err)
+		return false, o
 	}
-	return true, res, nil
+	return true, o
 }
 
 // power applies spec.online and the reboot annotations.
-func (x *run) power(ctx context.Context) (ctrl.Result, *failure) {
+func (x *run) power(ctx context.Context) outcome {
 	want := Want{On: x.host.Spec.Online}
 	reboot := RebootRequest(x.host.Annotations)
 	switch {
@@ -172,11 +171,11 @@ func (x *run) power(ctx context.Context) (ctrl.Result, *failure) {
 	case reboot.Requested:
 		x.consume(reboot) // off, and to stay off: nothing to reboot
 	}
-	res, f := x.drivePower(ctx, want, metal3api.PowerManagementError)
-	if f == nil && x.change == nil {
-		res = ctrl.Result{RequeueAfter: x.Poll}
+	o := x.drivePower(ctx, want, metal3api.PowerManagementError)
+	if o.err == nil && x.change == nil {
+		o.after = x.Poll
 	}
-	return res, f
+	return o
 }
 
 // consume removes one-shot reboot requests, once carried out.
@@ -190,12 +189,12 @@ func (x *run) consume(reboot Reboot) {
 // the status says what the BMC reported; a command is remembered on the
 // host before it is sent. After it, x.read is the power read, x.change the
 // change under way, x.landed the change that landed at this read.
-func (x *run) drivePower(ctx context.Context, want Want, kind metal3api.ErrorType) (ctrl.Result, *failure) {
+func (x *run) drivePower(ctx context.Context, want Want, kind metal3api.ErrorType) outcome {
 	host := x.host
 	x.change, x.landed = nil, nil
 	s, err := x.d.Power(ctx)
 	if err != nil {
-		return ctrl.Result{}, fail(kind, "%v", err)
+		return failed(fail(kind, "%v", err))
 	}
 	x.read = s
 	pc, perr := ChangeOf(host.Annotations)
@@ -216,14 +215,14 @@ func (x *run) drivePower(ctx context.Context, want Want, kind metal3api.ErrorTyp
 		host.Annotations = map[string]string{}
 	}
 	setChange(host.Annotations, st.Change)
-	var f *failure
+	var f *hostError
 	if st.Send != "" {
 		f = x.send(ctx, st, want, kind)
 	}
 	if st.Stuck != "" {
 		stuck := fail(kind, "the BMC at %s: %s", x.bmcAddress(), st.Stuck)
 		if f != nil {
-			stuck.msg += "; the last one failed: " + f.msg
+			stuck.Msg += "; the last one failed: " + f.Msg
 		}
 		f = stuck
 	}
@@ -231,13 +230,13 @@ func (x *run) drivePower(ctx context.Context, want Want, kind metal3api.ErrorTyp
 	if c := meta.FindStatusCondition(host.Status.Conditions, hostfleetv1alpha1.ConditionPowerChanging); c != nil && x.change != nil {
 		c.LastTransitionTime = metav1.NewTime(x.change.Since.Time) // since the change began, not since the condition turned True
 	}
-	return ctrl.Result{RequeueAfter: st.Requeue}, f
+	return outcome{after: st.Requeue, err: f}
 }
 
 // send remembers the change on the host, then sends its command once. A
 // change whose first command the BMC refused is forgotten (and a reboot
 // request it consumed restored), so that the next read starts over.
-func (x *run) send(ctx context.Context, st Step, want Want, kind metal3api.ErrorType) *failure {
+func (x *run) send(ctx context.Context, st Step, want Want, kind metal3api.ErrorType) *hostError {
 	host := x.host
 	reboot := RebootRequest(host.Annotations)
 	if st.Started && want.Reboot {

@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -30,6 +31,7 @@ import (
 	"github.com/hostfleet/hostfleet/agent/hostspec"
 	"github.com/hostfleet/hostfleet/agent/metrics"
 	"github.com/hostfleet/hostfleet/agent/reflector"
+	"github.com/hostfleet/hostfleet/hub/api/requeue"
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
 )
 
@@ -131,7 +133,7 @@ func (r *Reconciler) serves(c *metal3api.HostClaim) bool {
 // SetupWithManager wires the controller: claims from the manager's (hub)
 // cache, or from the managed cluster's in local mode; hosts, HardwareData and
 // policies from the managed cluster's cache. IndexHosts must have been called.
-func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, managed cluster.Cluster, concurrency int) error {
+func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, managed cluster.Cluster, concurrency int) error {
 	if r.echo == nil {
 		r.echo = &echoes{}
 	}
@@ -140,7 +142,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, managed cluster.Cluster,
 	if r.local() {
 		claimIndexer = managed.GetFieldIndexer()
 	}
-	if err := indexWaiting(context.Background(), claimIndexer); err != nil {
+	if err := indexWaiting(ctx, claimIndexer); err != nil {
 		return fmt.Errorf("index waiting claims: %w", err)
 	}
 	// The agent's own writes come back as watch events: the claim's (the
@@ -237,10 +239,6 @@ func indexWaiting(ctx context.Context, indexer client.FieldIndexer) error {
 	})
 }
 
-// retrySoon is the requeue after a lost optimistic-concurrency race or a
-// cache found stale: the next look uses fresher data.
-const retrySoon = time.Second
-
 // Reconcile binds, keeps or releases the host of one claim.
 //
 // A claim holds at most one host, under any concurrency, restarts or cache
@@ -268,7 +266,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if r.echo.behind(echoClaim, c) {
 		// The cache has not caught up with this agent's last write: decide
 		// from what was written, shortly.
-		return ctrl.Result{RequeueAfter: cacheLag}, nil
+		return ctrl.Result{RequeueAfter: requeue.CacheLag}, nil
 	}
 	// The hub cache only holds claims placed on this cluster; a claim
 	// relabelled away is no longer ours and disappears from it.
@@ -282,47 +280,29 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return r.release(ctx, c)
 	}
 
-	in, err := r.inputs(ctx, c)
+	in, d, err := r.decide(ctx, c)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	d := binder.Decide(in)
-	log.V(1).Info("decided", "action", d.Action.String(), "reason", d.Reason, "strays", len(d.Strays))
-	// The hosts come from the cache uncopied: copy the ones that will be
-	// written.
-	if d.Host != nil {
-		d.Host = d.Host.DeepCopy()
-	}
-	for i := range d.Strays {
-		d.Strays[i] = d.Strays[i].DeepCopy()
-	}
-
 	if d.Action == binder.Defer {
 		return r.yield(ctx, c, d)
 	}
 	for _, h := range d.Strays {
 		if _, err := r.releaseHost(ctx, c, h); err != nil {
-			return requeueOnConflict(err)
+			return requeue.OnConflict(err)
 		}
-		log.Info("unbound a stray host that named the claim", "host", h.Namespace+"/"+h.Name)
+		log.Info("unbound a stray host that named the claim", "host", klog.KObj(h))
 	}
 	if in.Reserved != nil && (d.Action == binder.Reserve || d.Action == binder.Wait) {
 		// About to move or drop the reservation: make sure, without the
 		// cache, that the claim does not hold the reserved host and that it
 		// is not about to be bound.
 		if stale, err := r.reservationStands(ctx, in); err != nil || stale {
-			return ctrl.Result{RequeueAfter: retrySoon}, err
+			return ctrl.Result{RequeueAfter: requeue.CacheLag}, err
 		}
 	}
 	if d.Action == binder.Wait {
-		if err := r.syncMeta(ctx, c, nil, nil); err != nil {
-			return requeueOnConflict(err)
-		}
-		assoc := associatedCondition(c, metav1.ConditionFalse, d.Reason, d.Message)
-		if err := r.setStatus(ctx, c, nil, nil, assoc, nil); err != nil {
-			return requeueOnConflict(err)
-		}
-		return ctrl.Result{RequeueAfter: r.RetryAfter}, nil
+		return r.wait(ctx, c, d)
 	}
 
 	prefixes, err := r.tenantPrefixes(ctx, in.NamespaceLabels)
@@ -333,32 +313,59 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		// The reservation, the finalizer and the host's labels, in one
 		// write (none when the reservation is already written).
 		if err := r.syncMeta(ctx, c, d.Host, prefixes); err != nil {
-			return requeueOnConflict(err)
+			return requeue.OnConflict(err)
 		}
 		if err := r.bind(ctx, c, d.Host); err != nil {
 			if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
 				// Someone changed the host first (possibly another claim
 				// bound it). Decide again from fresher data.
 				log.Info("host changed while binding; deciding again", "host", d.Host.Name)
-				return ctrl.Result{RequeueAfter: retrySoon}, nil
+				return ctrl.Result{RequeueAfter: requeue.CacheLag}, nil
 			}
 			return ctrl.Result{}, err
 		}
-		log.Info("bound", "host", d.Host.Namespace+"/"+d.Host.Name)
+		log.Info("bound", "host", klog.KObj(d.Host))
 	}
 	return r.keep(ctx, c, d.Host, in, prefixes)
 }
 
-// cacheLag is how long a reconcile that found the cache behind the agent's
-// own write waits before it looks again.
-const cacheLag = 50 * time.Millisecond
+// decide is binder.Decide on the claim's inputs, the hosts it will write
+// copied (they come from the cache uncopied).
+func (r *Reconciler) decide(ctx context.Context, c *metal3api.HostClaim) (binder.Input, binder.Decision, error) {
+	in, err := r.inputs(ctx, c)
+	if err != nil {
+		return in, binder.Decision{}, err
+	}
+	d := binder.Decide(in)
+	ctrl.LoggerFrom(ctx).V(1).Info("decided", "action", d.Action.String(), "reason", d.Reason, "strays", len(d.Strays))
+	if d.Host != nil {
+		d.Host = d.Host.DeepCopy()
+	}
+	for i := range d.Strays {
+		d.Strays[i] = d.Strays[i].DeepCopy()
+	}
+	return in, d, nil
+}
+
+// wait leaves the claim unbound, saying why, and looks again after
+// RetryAfter.
+func (r *Reconciler) wait(ctx context.Context, c *metal3api.HostClaim, d binder.Decision) (ctrl.Result, error) {
+	if err := r.syncMeta(ctx, c, nil, nil); err != nil {
+		return requeue.OnConflict(err)
+	}
+	assoc := associatedCondition(c, metav1.ConditionFalse, d.Reason, d.Message)
+	if err := r.setStatus(ctx, c, nil, nil, assoc, nil); err != nil {
+		return requeue.OnConflict(err)
+	}
+	return ctrl.Result{RequeueAfter: r.RetryAfter}, nil
+}
 
 // keep serves a claim bound to h: its metadata (reservation, finalizer,
 // labels), the confirmation of the binding in its status, then the host's
 // spec and secrets, reboots and HardwareData, and the conditions.
 func (r *Reconciler) keep(ctx context.Context, c *metal3api.HostClaim, h *metal3api.BareMetalHost, in binder.Input, prefixes []string) (ctrl.Result, error) {
 	if err := r.syncMeta(ctx, c, h, prefixes); err != nil {
-		return requeueOnConflict(err)
+		return requeue.OnConflict(err)
 	}
 	plan, sync, err := r.planHost(ctx, c, h, binder.DetachAllowed(in, h))
 	if err != nil {
@@ -369,17 +376,17 @@ func (r *Reconciler) keep(ctx context.Context, c *metal3api.HostClaim, h *metal3
 		return ctrl.Result{}, err
 	}
 	assoc := associatedCondition(c, metav1.ConditionTrue, hostfleetv1alpha1.ReasonHostAssociated,
-		fmt.Sprintf("bound to BareMetalHost %s/%s on cluster %s", h.Namespace, h.Name, r.ClusterName))
+		fmt.Sprintf("bound to BareMetalHost %s on cluster %s", klog.KObj(h), r.ClusterName))
 	if !confirmed(c, h) {
 		// The confirmation carries every condition: with nothing to
 		// write on the host, the claim's last write.
 		pending := sync
 		if plan != nil && plan.writes {
 			pending = reflector.Sync{Reason: hostfleetv1alpha1.ReasonSynchronizing, Message: fmt.Sprintf(
-				"writing the claim's image, power and data secrets to host %s/%s", h.Namespace, h.Name)}
+				"writing the claim's image, power and data secrets to host %s", klog.KObj(h))}
 		}
 		if err := r.setStatus(ctx, c, h, hw, assoc, reflector.Conditions(c, h, pending)); err != nil {
-			return requeueOnConflict(err)
+			return requeue.OnConflict(err)
 		}
 		metrics.BindLatency.Observe(time.Since(c.CreationTimestamp.Time).Seconds())
 	}
@@ -392,7 +399,7 @@ func (r *Reconciler) keep(ctx context.Context, c *metal3api.HostClaim, h *metal3
 		return ctrl.Result{}, err
 	}
 	if err := r.setStatus(ctx, c, h, hw, assoc, reflector.Conditions(c, h, sync)); err != nil {
-		return requeueOnConflict(err)
+		return requeue.OnConflict(err)
 	}
 	// Hub secrets are read, not watched: look again now and then.
 	return ctrl.Result{RequeueAfter: r.Resync}, nil
@@ -422,15 +429,6 @@ func (r *Reconciler) reservationStands(ctx context.Context, in binder.Input) (bo
 	return r.Consumer.Holds(h, in.Claim) || binder.Eligible(in, h), nil
 }
 
-// requeueOnConflict turns a lost optimistic-concurrency race into a quiet
-// retry; other errors are returned.
-func requeueOnConflict(err error) (ctrl.Result, error) {
-	if apierrors.IsConflict(err) {
-		return ctrl.Result{RequeueAfter: retrySoon}, nil
-	}
-	return ctrl.Result{}, err
-}
-
 func (r *Reconciler) inputs(ctx context.Context, c *metal3api.HostClaim) (binder.Input, error) {
 	ns := &corev1.Namespace{}
 	if err := r.hubGet(ctx, client.ObjectKey{Name: c.Namespace}, ns); err != nil {
@@ -446,7 +444,7 @@ func (r *Reconciler) inputs(ctx context.Context, c *metal3api.HostClaim) (binder
 	var held, free metal3api.BareMetalHostList
 	if err := r.Managed.List(ctx, &held, client.MatchingFields{consumerIndex: consumerKey(r.Consumer.APIVersion, c.Namespace, c.Name)},
 		client.UnsafeDisableDeepCopy); err != nil {
-		return binder.Input{}, fmt.Errorf("list the BareMetalHosts of %s/%s: %w", c.Namespace, c.Name, err)
+		return binder.Input{}, fmt.Errorf("list the BareMetalHosts of %s: %w", klog.KObj(c), err)
 	}
 	if err := r.Managed.List(ctx, &free, client.MatchingFields{freeIndex: "true"}, client.UnsafeDisableDeepCopy); err != nil {
 		return binder.Input{}, fmt.Errorf("list free BareMetalHosts: %w", err)
@@ -489,7 +487,7 @@ func (r *Reconciler) bind(ctx context.Context, c *metal3api.HostClaim, h *metal3
 	// A host taken wakes no waiting claim, and this one knows: its event
 	// is an echo.
 	if err := r.echo.patchLocked(ctx, r.Managed, echoHost, h, orig); err != nil {
-		return fmt.Errorf("bind %s/%s to host %s/%s: %w", c.Namespace, c.Name, h.Namespace, h.Name, err)
+		return fmt.Errorf("bind %s to host %s/%s: %w", klog.KObj(c), h.Namespace, h.Name, err)
 	}
 	return nil
 }
@@ -508,7 +506,7 @@ func (r *Reconciler) release(ctx context.Context, c *metal3api.HostClaim) (ctrl.
 	// A claim already gone (another reconcile lifted the finalizer first)
 	// is what was wanted: no error.
 	if err := r.Claims.Patch(ctx, c, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); client.IgnoreNotFound(err) != nil {
-		return requeueOnConflict(fmt.Errorf("remove finalizer from %s/%s: %w", c.Namespace, c.Name, err))
+		return requeue.OnConflict(fmt.Errorf("remove finalizer from %s: %w", klog.KObj(c), err))
 	}
 	return ctrl.Result{}, nil
 }
@@ -534,14 +532,14 @@ func (r *Reconciler) yield(ctx context.Context, c *metal3api.HostClaim, d binder
 		return h.Namespace == ref.Namespace && h.Name == ref.Name
 	}) {
 		if err := r.setStatus(ctx, c, nil, nil, associatedCondition(c, metav1.ConditionFalse, d.Reason, d.Message), nil); err != nil {
-			return requeueOnConflict(err)
+			return requeue.OnConflict(err)
 		}
 	}
 	orig := c.DeepCopy()
 	controllerutil.RemoveFinalizer(c, hostfleetv1alpha1.AgentFinalizer)
 	delete(c.Annotations, hostfleetv1alpha1.AnnotationReservedHost)
 	if err := r.echo.patchLocked(ctx, r.Claims, echoClaim, c, orig); client.IgnoreNotFound(err) != nil {
-		return requeueOnConflict(fmt.Errorf("leave %s/%s to its other controller: %w", c.Namespace, c.Name, err))
+		return requeue.OnConflict(fmt.Errorf("leave %s to its other controller: %w", klog.KObj(c), err))
 	}
 	ctrl.LoggerFrom(ctx).Info("left the claim to another HostClaim controller", "why", d.Message)
 	return ctrl.Result{}, nil
@@ -561,7 +559,7 @@ func (r *Reconciler) dropDangling(ctx context.Context, c *metal3api.HostClaim) e
 	h := &metal3api.BareMetalHost{}
 	err := r.ManagedReader.Get(ctx, client.ObjectKey{Namespace: ref.Namespace, Name: ref.Name}, h)
 	if client.IgnoreNotFound(err) != nil {
-		return fmt.Errorf("read host %s/%s named by %s/%s: %w", ref.Namespace, ref.Name, c.Namespace, c.Name, err)
+		return fmt.Errorf("read host %s named by %s/%s: %w", klog.KRef(ref.Namespace, ref.Name), c.Namespace, c.Name, err)
 	}
 	if err == nil && r.Consumer.Names(h.Spec.ConsumerRef) && h.Spec.ConsumerRef.Namespace == c.Namespace && h.Spec.ConsumerRef.Name == c.Name {
 		return nil
@@ -572,7 +570,7 @@ func (r *Reconciler) dropDangling(ctx context.Context, c *metal3api.HostClaim) e
 		if apierrors.IsConflict(err) {
 			return nil // the claim moved on: looked at again on its event
 		}
-		return fmt.Errorf("clear the dangling host of %s/%s: %w", c.Namespace, c.Name, err)
+		return fmt.Errorf("clear the dangling host of %s: %w", klog.KObj(c), err)
 	}
 	r.Recorder.Eventf(c, nil, corev1.EventTypeWarning, hostfleetv1alpha1.ReasonServedByOtherController, "Yield",
 		"status.bareMetalHost named %s/%s, which is not bound to the claim (released while its other controller adopted it): cleared, for that controller to associate the claim again",
@@ -586,7 +584,7 @@ func (r *Reconciler) dropDangling(ctx context.Context, c *metal3api.HostClaim) e
 func (r *Reconciler) releaseHeld(ctx context.Context, c *metal3api.HostClaim) (ctrl.Result, bool, error) {
 	var hosts metal3api.BareMetalHostList
 	if err := r.Managed.List(ctx, &hosts, client.MatchingFields{consumerIndex: consumerKey(r.Consumer.APIVersion, c.Namespace, c.Name)}); err != nil {
-		return ctrl.Result{}, false, fmt.Errorf("list hosts of %s/%s: %w", c.Namespace, c.Name, err)
+		return ctrl.Result{}, false, fmt.Errorf("list hosts of %s: %w", klog.KObj(c), err)
 	}
 	for i := range hosts.Items {
 		h := &hosts.Items[i]
@@ -595,12 +593,12 @@ func (r *Reconciler) releaseHeld(ctx context.Context, c *metal3api.HostClaim) (c
 		}
 		done, err := r.releaseHost(ctx, c, h)
 		if err != nil {
-			res, err := requeueOnConflict(err)
+			res, err := requeue.OnConflict(err)
 			return res, false, err
 		}
 		if done {
 			r.Recorder.Eventf(c, nil, corev1.EventTypeNormal, hostfleetv1alpha1.ReasonReleasing, "Release",
-				"released BareMetalHost %s/%s on cluster %s", h.Namespace, h.Name, r.ClusterName)
+				"released BareMetalHost %s on cluster %s", klog.KObj(h), r.ClusterName)
 		}
 		if err := r.deleteCopies(ctx, c, h.Namespace, nil); err != nil {
 			return ctrl.Result{}, false, err
@@ -608,9 +606,9 @@ func (r *Reconciler) releaseHeld(ctx context.Context, c *metal3api.HostClaim) (c
 		if !done {
 			// The host's status changes wake this claim up again.
 			if err := r.setStatus(ctx, c, h, c.Status.HardwareData, associatedCondition(c, metav1.ConditionTrue, hostfleetv1alpha1.ReasonReleasing,
-				fmt.Sprintf("releasing BareMetalHost %s/%s: waiting for it to deprovision (%s)", h.Namespace, h.Name, h.Status.Provisioning.State)),
+				fmt.Sprintf("releasing BareMetalHost %s: waiting for it to deprovision (%s)", klog.KObj(h), h.Status.Provisioning.State)),
 				reflector.Conditions(c, h, reflector.Sync{OK: true})); err != nil {
-				res, err := requeueOnConflict(err)
+				res, err := requeue.OnConflict(err)
 				return res, false, err
 			}
 			return ctrl.Result{RequeueAfter: r.RetryAfter}, false, nil
@@ -628,7 +626,7 @@ func (r *Reconciler) releaseHeld(ctx context.Context, c *metal3api.HostClaim) (c
 func (r *Reconciler) releaseHost(ctx context.Context, c *metal3api.HostClaim, h *metal3api.BareMetalHost) (bool, error) {
 	if err := r.Managed.Apply(ctx, client.ApplyConfigurationFromUnstructured(hostspec.Released(h)),
 		client.FieldOwner(hostfleetv1alpha1.FieldManagerAgent), client.ForceOwnership); err != nil {
-		return false, fmt.Errorf("deprovision host %s/%s of %s/%s: %w", h.Namespace, h.Name, c.Namespace, c.Name, err)
+		return false, fmt.Errorf("deprovision host %s of %s/%s: %w", klog.KObj(h), c.Namespace, c.Name, err)
 	}
 	if !hostspec.Settled(h) {
 		return false, nil
@@ -639,9 +637,9 @@ func (r *Reconciler) releaseHost(ctx context.Context, c *metal3api.HostClaim, h 
 	delete(h.Annotations, hostfleetv1alpha1.AnnotationClaimUID)
 	delete(h.Annotations, hostfleetv1alpha1.AnnotationOrphanedSince)
 	if err := r.Managed.Patch(ctx, h, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
-		return false, fmt.Errorf("release host %s/%s of %s/%s: %w", h.Namespace, h.Name, c.Namespace, c.Name, err)
+		return false, fmt.Errorf("release host %s of %s/%s: %w", klog.KObj(h), c.Namespace, c.Name, err)
 	}
-	ctrl.LoggerFrom(ctx).Info("released", "host", h.Namespace+"/"+h.Name, "claim", c.Namespace+"/"+c.Name)
+	ctrl.LoggerFrom(ctx).Info("released", "host", klog.KObj(h), "claim", klog.KObj(c))
 	return true, nil
 }
 
@@ -683,7 +681,7 @@ func (r *Reconciler) setStatus(ctx context.Context, c *metal3api.HostClaim, h *m
 	if err := r.echo.write(echoClaim, c, func() error {
 		return r.Claims.Status().Patch(ctx, c, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}))
 	}); err != nil {
-		return fmt.Errorf("write status of %s/%s: %w", c.Namespace, c.Name, err)
+		return fmt.Errorf("write status of %s: %w", klog.KObj(c), err)
 	}
 	return nil
 }

@@ -45,12 +45,13 @@ func startAgentWith(t *testing.T, hubCfg, managedCfg *rest.Config, cluster strin
 	for _, opt := range opts {
 		opt(o)
 	}
-	a, err := app.New(hubCfg, managedCfg, o)
+	ctx, cancel := context.WithCancel(context.Background())
+	a, err := app.New(ctx, hubCfg, managedCfg, o)
 	if err != nil {
+		cancel()
 		t.Fatalf("agent manager: %v", err)
 	}
 	mgr := a.Manager
-	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- mgr.Start(ctx) }()
 	t.Cleanup(func() {

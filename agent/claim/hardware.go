@@ -7,6 +7,7 @@ import (
 
 	metal3api "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -22,7 +23,7 @@ func (r *Reconciler) syncHardware(ctx context.Context, c *metal3api.HostClaim, h
 		if apierrors.IsNotFound(err) {
 			return c.Status.HardwareData, nil // keep the last copy while the host is re-inspected
 		}
-		return nil, fmt.Errorf("get HardwareData %s/%s: %w", h.Namespace, h.Name, err)
+		return nil, fmt.Errorf("get HardwareData %s: %w", klog.KObj(h), err)
 	}
 	if hw.Spec.HardwareDetails == nil {
 		return c.Status.HardwareData, nil
@@ -52,14 +53,14 @@ func syncHubCopy(ctx context.Context, hub client.Client, reader client.Reader, c
 		// immutable, so replace it. A copy another cluster's agent made is
 		// not this agent's to delete (admission): the hub removes it.
 		if err := hub.Delete(ctx, existing, client.Preconditions{UID: &existing.UID}); client.IgnoreNotFound(err) != nil {
-			return nil, fmt.Errorf("replace HardwareData copy %s/%s (made by %q): %w", c.Namespace, c.Name,
+			return nil, fmt.Errorf("replace HardwareData copy %s (made by %q): %w", klog.KObj(c),
 				existing.Labels[hostfleetv1alpha1.LabelCluster], err)
 		}
 	case !apierrors.IsNotFound(err):
-		return nil, fmt.Errorf("get HardwareData copy %s/%s: %w", c.Namespace, c.Name, err)
+		return nil, fmt.Errorf("get HardwareData copy %s: %w", klog.KObj(c), err)
 	}
 	if err := hub.Create(ctx, reflector.HardwareCopy(c, hw, cluster)); err != nil {
-		return nil, fmt.Errorf("copy HardwareData to %s/%s: %w", c.Namespace, c.Name, err)
+		return nil, fmt.Errorf("copy HardwareData to %s: %w", klog.KObj(c), err)
 	}
 	return ref, nil
 }
@@ -110,7 +111,7 @@ func (r *Reconciler) deleteHardwareCopy(ctx context.Context, c *metal3api.HostCl
 		return nil // not this agent's copy: the claim's ownership removes it
 	}
 	if err := r.Claims.Delete(ctx, existing); client.IgnoreNotFound(err) != nil {
-		return fmt.Errorf("delete HardwareData copy %s/%s: %w", c.Namespace, c.Name, err)
+		return fmt.Errorf("delete HardwareData copy %s: %w", klog.KObj(c), err)
 	}
 	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"maps"
 
 	metal3api "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
+	"k8s.io/klog/v2"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/hostfleet/hostfleet/agent/binder"
@@ -66,7 +67,7 @@ func (r *Reconciler) syncMeta(ctx context.Context, c *metal3api.HostClaim, h *me
 		delete(c.Annotations, hostfleetv1alpha1.AnnotationReservedHost)
 	}
 	if err := r.echo.patchLocked(ctx, r.Claims, echoClaim, c, orig); err != nil {
-		return fmt.Errorf("write metadata of %s/%s: %w", c.Namespace, c.Name, err)
+		return fmt.Errorf("write metadata of %s: %w", klog.KObj(c), err)
 	}
 	return nil
 }

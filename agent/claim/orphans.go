@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
@@ -19,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/hostfleet/hostfleet/agent/metrics"
+	"github.com/hostfleet/hostfleet/hub/api/requeue"
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
 )
 
@@ -97,7 +99,7 @@ func (o *Orphans) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result,
 			ref.Namespace, ref.Name, o.ClusterName)
 		return ctrl.Result{RequeueAfter: o.Grace}, nil
 	case err != nil && !apierrors.IsNotFound(err):
-		return ctrl.Result{}, fmt.Errorf("check the claim %s/%s of host %s: %w", ref.Namespace, ref.Name, req, err)
+		return ctrl.Result{}, fmt.Errorf("check the claim %s of host %s: %w", klog.KRef(ref.Namespace, ref.Name), req, err)
 	}
 	since, perr := time.Parse(time.RFC3339, h.Annotations[hostfleetv1alpha1.AnnotationOrphanedSince])
 	if perr != nil {
@@ -116,7 +118,7 @@ func (o *Orphans) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result,
 	gone := &metal3api.HostClaim{ObjectMeta: metav1.ObjectMeta{Namespace: ref.Namespace, Name: ref.Name, UID: types.UID(uid)}}
 	done, err := o.releaseHost(ctx, gone, h)
 	if err != nil {
-		return requeueOnConflict(err)
+		return requeue.OnConflict(err)
 	}
 	if err := o.deleteCopies(ctx, gone, h.Namespace, nil); err != nil {
 		return ctrl.Result{}, err
@@ -126,7 +128,7 @@ func (o *Orphans) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result,
 	}
 	metrics.OrphansReleased.Inc()
 	o.HostRecorder.Eventf(h, nil, corev1.EventTypeNormal, ReasonOrphanReleased, "Release",
-		"released: the claim %s/%s that held this host was gone for %s", ref.Namespace, ref.Name, time.Since(since).Round(time.Second))
+		"released: the claim %s that held this host was gone for %s", klog.KRef(ref.Namespace, ref.Name), time.Since(since).Round(time.Second))
 	return ctrl.Result{}, nil
 }
 
@@ -146,7 +148,7 @@ func (o *Orphans) setOrphanedSince(ctx context.Context, h *metal3api.BareMetalHo
 		h.Annotations[hostfleetv1alpha1.AnnotationOrphanedSince] = since
 	}
 	if err := o.Managed.Patch(ctx, h, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
-		return fmt.Errorf("mark host %s/%s orphaned since %q: %w", h.Namespace, h.Name, since, err)
+		return fmt.Errorf("mark host %s orphaned since %q: %w", klog.KObj(h), since, err)
 	}
 	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	metal3api "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
+	"k8s.io/klog/v2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/hostfleet/hostfleet/agent/hostspec"
@@ -32,7 +33,7 @@ func (r *Reconciler) forwardReboot(ctx context.Context, c *metal3api.HostClaim, 
 	}
 	h.Annotations[metal3api.RebootAnnotationPrefix] = v
 	if err := r.Managed.Patch(ctx, h, client.MergeFrom(orig)); err != nil {
-		return fmt.Errorf("reboot host %s/%s: %w", h.Namespace, h.Name, err)
+		return fmt.Errorf("reboot host %s: %w", klog.KObj(h), err)
 	}
 	origClaim := c.DeepCopy()
 	delete(c.Annotations, metal3api.RebootAnnotationPrefix)
@@ -40,7 +41,7 @@ func (r *Reconciler) forwardReboot(ctx context.Context, c *metal3api.HostClaim, 
 		c.Annotations[hostfleetv1alpha1.AnnotationRebootHandled] = request
 	}
 	if err := r.Claims.Patch(ctx, c, client.MergeFrom(origClaim)); err != nil {
-		return fmt.Errorf("clear reboot request on %s/%s: %w", c.Namespace, c.Name, err)
+		return fmt.Errorf("clear reboot request on %s: %w", klog.KObj(c), err)
 	}
 	r.Recorder.Eventf(c, nil, "Normal", "RebootRequested", "Reboot", "reboot requested on BareMetalHost %s/%s", h.Namespace, h.Name)
 	return nil

@@ -10,6 +10,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/klog/v2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/hostfleet/hostfleet/agent/hostspec"
@@ -91,7 +92,7 @@ func (r *Reconciler) applyHost(ctx context.Context, c *metal3api.HostClaim, h *m
 			return reflector.Sync{Reason: metal3api.BareMetalHostNotSynchronizedReason, Message: fmt.Sprintf(
 				"the host refused the claim's settings: %v; fix spec.image or spec.customDeploy", err)}, nil
 		}
-		return reflector.Sync{}, fmt.Errorf("apply host %s/%s for %s/%s: %w", h.Namespace, h.Name, c.Namespace, c.Name, err)
+		return reflector.Sync{}, fmt.Errorf("apply host %s for %s/%s: %w", klog.KObj(h), c.Namespace, c.Name, err)
 	}
 	return r.detachSync(c, h, p.allowDetach), nil
 }

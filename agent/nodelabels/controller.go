@@ -18,6 +18,7 @@ import (
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -288,7 +289,7 @@ func (r *Reconciler) report(ctx context.Context, c *metal3api.HostClaim, m Match
 		if apierrors.IsNotFound(err) {
 			return nil
 		}
-		return fmt.Errorf("report %s on claim %s/%s: %w", hostfleetv1alpha1.ConditionNodeLabelsSynced, c.Namespace, c.Name, err)
+		return fmt.Errorf("report %s on claim %s: %w", hostfleetv1alpha1.ConditionNodeLabelsSynced, klog.KObj(c), err)
 	}
 	if record != nil {
 		record()

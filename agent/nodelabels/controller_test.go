@@ -184,9 +184,9 @@ func startAgent(t *testing.T, g *WithT, hubCfg, managedCfg *rest.Config, cluster
 	if opt != nil {
 		opt(o)
 	}
-	a, err := app.New(hubCfg, managedCfg, o)
-	g.Expect(err).NotTo(HaveOccurred())
 	ctx, cancel := context.WithCancel(context.Background())
+	a, err := app.New(ctx, hubCfg, managedCfg, o)
+	g.Expect(err).NotTo(HaveOccurred())
 	done := make(chan error, 1)
 	go func() { done <- a.Manager.Start(ctx) }()
 	t.Cleanup(func() {

@@ -6,6 +6,7 @@ import (
 	metal3api "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/klog/v2"
 
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
 )
@@ -100,12 +101,12 @@ func readiness(c *metal3api.HostClaim, h *metal3api.BareMetalHost, synced, avail
 	if msg := powerChanging(h); msg != "" {
 		// The power is not what it will be: the BMC has not reported the
 		// change under way yet.
-		return cond(t, false, hostfleetv1alpha1.ReasonPowerChanging, fmt.Sprintf("host %s/%s is %s", h.Namespace, h.Name, msg))
+		return cond(t, false, hostfleetv1alpha1.ReasonPowerChanging, fmt.Sprintf("host %s is %s", klog.KObj(h), msg))
 	}
 	if h.Status.PoweredOn != c.Spec.PoweredOn {
 		return cond(t, false, hostfleetv1alpha1.ReasonPowerPending, fmt.Sprintf("powering the host %s", onOff(c.Spec.PoweredOn)))
 	}
-	return cond(t, true, hostfleetv1alpha1.ReasonReady, fmt.Sprintf("host %s/%s is %s and powered %s", h.Namespace, h.Name, stateName(h), onOff(h.Status.PoweredOn)))
+	return cond(t, true, hostfleetv1alpha1.ReasonReady, fmt.Sprintf("host %s is %s and powered %s", klog.KObj(h), stateName(h), onOff(h.Status.PoweredOn)))
 }
 
 // powerChanging says what power change is under way on the host, or "":

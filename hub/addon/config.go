@@ -11,6 +11,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/klog/v2"
 	"open-cluster-management.io/addon-framework/pkg/addonfactory"
 	"open-cluster-management.io/addon-framework/pkg/utils"
 	addonv1beta1 "open-cluster-management.io/api/addon/v1beta1"
@@ -163,6 +164,17 @@ func (o Options) resolve(cluster *clusterv1.ManagedCluster, adc *addonv1beta1.Ad
 	if s.BMHDriver != "none" && len(s.BMCNamespaces) == 0 {
 		errs = append(errs, fmt.Sprintf("customized variable bmhDriver=%s needs bmcNamespaces: the agent reads BMC credentials only in the namespaces it drives", s.BMHDriver))
 	}
+	errs = append(errs, s.deployment(adc)...)
+	if len(errs) > 0 {
+		return s, fmt.Errorf("AddOnDeploymentConfig %s for cluster %s: %s", klog.KObj(adc), cluster.Name, strings.Join(errs, "; "))
+	}
+	return s, nil
+}
+
+// deployment overlays the config's node placement, resources, proxy and
+// registries on the agent's Deployment; it says what is wrong with them.
+func (s *settings) deployment(adc *addonv1beta1.AddOnDeploymentConfig) []string {
+	var errs []string
 	if np := adc.Spec.NodePlacement; np != nil {
 		s.NodeSelector, s.Tolerations = np.NodeSelector, np.Tolerations
 	}
@@ -184,17 +196,14 @@ func (o Options) resolve(cluster *clusterv1.ManagedCluster, adc *addonv1beta1.Ad
 		}
 	}
 	if len(adc.Spec.Registries) > 0 {
-		img, err := addonfactory.ToImageOverrideValuesFunc("Image", o.Image)(*adc)
+		img, err := addonfactory.ToImageOverrideValuesFunc("Image", s.Image)(*adc)
 		if err != nil {
 			errs = append(errs, fmt.Sprintf("registries: %v", err))
 		} else if v, ok := img["Image"].(string); ok {
 			s.Image = v
 		}
 	}
-	if len(errs) > 0 {
-		return s, fmt.Errorf("AddOnDeploymentConfig %s/%s for cluster %s: %s", adc.Namespace, adc.Name, cluster.Name, strings.Join(errs, "; "))
-	}
-	return s, nil
+	return errs
 }
 
 // config is the AddOnDeploymentConfig OCM resolved for mca (its
@@ -205,7 +214,7 @@ func (o Options) config(getter utils.AddOnDeploymentConfigGetter, mca *addonv1be
 	}
 	adc, err := utils.GetDesiredAddOnDeploymentConfig(mca, getter)
 	if err != nil {
-		return nil, fmt.Errorf("AddOnDeploymentConfig of %s/%s: %w", mca.Namespace, mca.Name, err)
+		return nil, fmt.Errorf("AddOnDeploymentConfig of %s: %w", klog.KObj(mca), err)
 	}
 	return adc, nil
 }

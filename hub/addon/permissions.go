@@ -8,6 +8,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
 	"open-cluster-management.io/addon-framework/pkg/agent"
 	"open-cluster-management.io/addon-framework/pkg/utils"
@@ -76,10 +77,10 @@ func retireRole(ctx context.Context, kube kubernetes.Interface, binding *rbacv1.
 		return nil
 	}
 	if err != nil {
-		return fmt.Errorf("get RoleBinding %s/%s: %w", binding.Namespace, binding.Name, err)
+		return fmt.Errorf("get RoleBinding %s: %w", klog.KObj(binding), err)
 	}
 	if err := kube.RbacV1().RoleBindings(binding.Namespace).Delete(ctx, binding.Name, metav1.DeleteOptions{}); client.IgnoreNotFound(err) != nil {
-		return fmt.Errorf("delete RoleBinding %s/%s to %s %s: %w", binding.Namespace, binding.Name, existing.RoleRef.Kind, existing.RoleRef.Name, err)
+		return fmt.Errorf("delete RoleBinding %s to %s %s: %w", klog.KObj(binding), existing.RoleRef.Kind, existing.RoleRef.Name, err)
 	}
 	if existing.RoleRef.Kind == "Role" {
 		if err := kube.RbacV1().Roles(binding.Namespace).Delete(ctx, existing.RoleRef.Name, metav1.DeleteOptions{}); client.IgnoreNotFound(err) != nil {

@@ -7,14 +7,11 @@ import (
 	"os"
 	"time"
 
-	metal3api "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
 	"github.com/spf13/pflag"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/discovery"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	addonv1beta1 "open-cluster-management.io/api/addon/v1beta1"
@@ -30,7 +27,7 @@ import (
 
 	"github.com/hostfleet/hostfleet/hub/addon"
 	"github.com/hostfleet/hostfleet/hub/admission"
-	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
+	"github.com/hostfleet/hostfleet/hub/api/scheme"
 	"github.com/hostfleet/hostfleet/hub/forwarder"
 	"github.com/hostfleet/hostfleet/hub/hardwarecopy"
 	"github.com/hostfleet/hostfleet/hub/scheduler"
@@ -151,20 +148,11 @@ func (o *Options) Validate() []error {
 
 // Scheme is the hub's scheme.
 func Scheme() *runtime.Scheme {
-	s := runtime.NewScheme()
-	utilruntime.Must(clientgoscheme.AddToScheme(s))
-	utilruntime.Must(metal3api.AddToScheme(s))
-	utilruntime.Must(hostfleetv1alpha1.AddToScheme(s))
-	utilruntime.Must(clusterv1.Install(s))
-	utilruntime.Must(clusterv1beta1.Install(s))
-	utilruntime.Must(clusterv1beta2.Install(s))
-	utilruntime.Must(workv1.Install(s))
-	utilruntime.Must(addonv1beta1.Install(s))
-	return s
+	return scheme.New(clusterv1.Install, clusterv1beta1.Install, clusterv1beta2.Install, workv1.Install, addonv1beta1.Install)
 }
 
 // New builds the hub's manager with its controllers.
-func New(cfg *rest.Config, o *Options) (ctrl.Manager, error) {
+func New(ctx context.Context, cfg *rest.Config, o *Options) (ctrl.Manager, error) {
 	scheme := Scheme()
 	// No decision reads managedFields: the cache keeps objects without them.
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
@@ -198,10 +186,10 @@ func New(cfg *rest.Config, o *Options) (ctrl.Manager, error) {
 	if err := (&hardwarecopy.Reconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("HardwareData copy controller: %w", err)
 	}
-	if err := (&scheduler.Reconciler{Client: mgr.GetClient(), Deadline: o.BindDeadline, Workers: o.SchedulerWorkers}).SetupWithManager(mgr); err != nil {
+	if err := (&scheduler.Reconciler{Client: mgr.GetClient(), Deadline: o.BindDeadline, Workers: o.SchedulerWorkers}).SetupWithManager(ctx, mgr); err != nil {
 		return nil, fmt.Errorf("scheduler: %w", err)
 	}
-	if err := (&forwarder.Reconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
+	if err := (&forwarder.Reconciler{Client: mgr.GetClient()}).SetupWithManager(ctx, mgr); err != nil {
 		return nil, fmt.Errorf("forwarder: %w", err)
 	}
 	if o.HealthAddr != "0" && o.HealthAddr != "" {
@@ -234,7 +222,7 @@ func Run(ctx context.Context, o *Options) error {
 	if err := WaitForAPIServer(ctx, cfg); err != nil {
 		return err
 	}
-	mgr, err := New(cfg, o)
+	mgr, err := New(ctx, cfg, o)
 	if err != nil {
 		return err
 	}

@@ -83,7 +83,7 @@ func TestHubRunsWithItsOwnRBAC(t *testing.T) {
 	o.HealthAddr = freeAddr(t)
 	o.MetricsAddr = freeAddr(t)
 	o.PprofAddr = freeAddr(t)
-	mgr, err := app.New(cfg, o)
+	mgr, err := app.New(ctx, cfg, o)
 	g.Expect(err).NotTo(HaveOccurred())
 	mctx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)

@@ -2,6 +2,7 @@ package forwarder
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -17,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/klog/v2"
 	addonv1beta1 "open-cluster-management.io/api/addon/v1beta1"
 	clusterv1 "open-cluster-management.io/api/cluster/v1"
 	workv1 "open-cluster-management.io/api/work/v1"
@@ -30,6 +32,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/hostfleet/hostfleet/hub/addon"
+	"github.com/hostfleet/hostfleet/hub/api/requeue"
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
 )
 
@@ -64,7 +67,7 @@ func remote(o client.Object) bool {
 
 // SetupWithManager wires the controller. The manager's cache should hold
 // only the forwarder's ManifestWorks (CacheOptions).
-func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) error {
 	if r.Recorder == nil {
 		r.Recorder = mgr.GetEventRecorder("hostfleet-forwarder")
 	}
@@ -72,7 +75,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		r.Reader = mgr.GetAPIReader()
 	}
 	idx := mgr.GetFieldIndexer()
-	if err := idx.IndexField(context.Background(), &metal3api.HostClaim{}, secretIndex, func(o client.Object) []string {
+	if err := idx.IndexField(ctx, &metal3api.HostClaim{}, secretIndex, func(o client.Object) []string {
 		c := o.(*metal3api.HostClaim)
 		if !remote(c) {
 			return nil
@@ -85,7 +88,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}); err != nil {
 		return fmt.Errorf("index remote claims by secret: %w", err)
 	}
-	if err := idx.IndexField(context.Background(), &metal3api.HostClaim{}, clusterIndex, func(o client.Object) []string {
+	if err := idx.IndexField(ctx, &metal3api.HostClaim{}, clusterIndex, func(o client.Object) []string {
 		if cl := o.GetLabels()[hostfleetv1alpha1.LabelCluster]; cl != "" && remote(o) {
 			return []string{cl}
 		}
@@ -93,7 +96,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}); err != nil {
 		return fmt.Errorf("index remote claims by cluster: %w", err)
 	}
-	if err := idx.IndexField(context.Background(), &workv1.ManifestWork{}, workIndex, func(o client.Object) []string {
+	if err := idx.IndexField(ctx, &workv1.ManifestWork{}, workIndex, func(o client.Object) []string {
 		if uid := o.GetLabels()[hostfleetv1alpha1.LabelClaimUID]; uid != "" {
 			return []string{uid}
 		}
@@ -105,6 +108,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		return handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
 			var list metal3api.HostClaimList
 			if err := r.Client.List(ctx, &list, client.MatchingFields{index: key(o)}, client.UnsafeDisableDeepCopy); err != nil {
+				ctrl.LoggerFrom(ctx).Error(err, "list the remote claims to look at again", "index", index, "key", key(o))
 				return nil
 			}
 			out := make([]reconcile.Request, 0, len(list.Items))
@@ -142,11 +146,12 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 }
 
 // Reconcile forwards, updates or withdraws one claim. A write that lost a
-// race (a conflict) is tried again in a second, not reported as an error.
+// race (a conflict) is tried again soon (requeue.CacheLag), not reported as
+// an error.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	res, err := r.reconcile(ctx, req)
 	if apierrors.IsConflict(err) {
-		return ctrl.Result{RequeueAfter: time.Second}, nil
+		return requeue.OnConflict(err)
 	}
 	return res, err
 }
@@ -257,16 +262,17 @@ func (r *Reconciler) forward(ctx context.Context, c *metal3api.HostClaim, cluste
 		secrets[role] = s
 	}
 	w, err := Render(Input{Claim: c, Cluster: cluster, Tenant: tenant, Secrets: secrets, RebootRequest: request, Agent: agent})
-	if refused, ok := err.(*Refused); ok {
+	if refused := (*Refused)(nil); errors.As(err, &refused) {
 		return existing, refused, nil
 	} else if err != nil {
 		return existing, nil, err
 	}
-	if controllerutil.AddFinalizer(c, hostfleetv1alpha1.ForwarderFinalizer) {
+	if orig := c.DeepCopy(); controllerutil.AddFinalizer(c, hostfleetv1alpha1.ForwarderFinalizer) {
 		// The finalizer first: a work is never made for a claim that
-		// could go without withdrawing it.
-		if err := r.Client.Update(ctx, c); err != nil {
-			return existing, nil, fmt.Errorf("add finalizer to claim %s/%s: %w", c.Namespace, c.Name, err)
+		// could go without withdrawing it. Patched with the claim's
+		// resourceVersion, as the other controllers write it.
+		if err := r.Client.Patch(ctx, c, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
+			return existing, nil, fmt.Errorf("add finalizer to claim %s: %w", klog.KObj(c), err)
 		}
 	}
 	log := ctrl.LoggerFrom(ctx)
@@ -275,7 +281,7 @@ func (r *Reconciler) forward(ctx context.Context, c *metal3api.HostClaim, cluste
 			if refused := refusedBy(err); refused != nil {
 				return nil, refused, nil
 			}
-			return nil, nil, fmt.Errorf("create ManifestWork %s/%s: %w", w.Namespace, w.Name, err)
+			return nil, nil, fmt.Errorf("create ManifestWork %s: %w", klog.KObj(w), err)
 		}
 		log.V(1).Info("claim forwarded", "cluster", cluster, "work", w.Name)
 		r.Recorder.Eventf(c, nil, corev1.EventTypeNormal, "Forwarding", "Forward", "ManifestWork %s/%s created: the target claim is %s/%s on %s",
@@ -290,7 +296,7 @@ func (r *Reconciler) forward(ctx context.Context, c *metal3api.HostClaim, cluste
 		if refused := refusedBy(err); refused != nil {
 			return existing, refused, nil
 		}
-		return existing, nil, fmt.Errorf("update ManifestWork %s/%s: %w", w.Namespace, w.Name, err)
+		return existing, nil, fmt.Errorf("update ManifestWork %s: %w", klog.KObj(w), err)
 	}
 	log.V(1).Info("forwarded claim updated", "cluster", cluster, "work", w.Name)
 	return existing, nil, nil
@@ -350,19 +356,19 @@ func (r *Reconciler) withdraw(ctx context.Context, c *metal3api.HostClaim, clust
 			// makes the work agent delete the target claim and secrets
 			// in the foreground, and the work goes once they have.
 			if err := r.Client.Delete(ctx, w, client.Preconditions{UID: &w.UID}); client.IgnoreNotFound(err) != nil {
-				return ctrl.Result{}, fmt.Errorf("delete ManifestWork %s/%s: %w", w.Namespace, w.Name, err)
+				return ctrl.Result{}, fmt.Errorf("delete ManifestWork %s: %w", klog.KObj(w), err)
 			}
 			r.Recorder.Eventf(c, nil, corev1.EventTypeNormal, hostfleetv1alpha1.ReasonWithdrawing, "Withdraw",
-				"ManifestWork %s/%s deleted: the target claim goes once its host is released", w.Namespace, w.Name)
+				"ManifestWork %s deleted: the target claim goes once its host is released", klog.KObj(w))
 		}
 		// The work's deletion is watched: the claim comes back when it is gone.
 		return ctrl.Result{}, r.writeStatus(ctx, c, func(c *metal3api.HostClaim) {
 			SetStatus(c, State{Cluster: cluster, Deleting: true})
 		})
 	}
-	if controllerutil.RemoveFinalizer(c, hostfleetv1alpha1.ForwarderFinalizer) {
-		if err := r.Client.Update(ctx, c); client.IgnoreNotFound(err) != nil {
-			return ctrl.Result{}, fmt.Errorf("remove finalizer from claim %s/%s: %w", c.Namespace, c.Name, err)
+	if orig := c.DeepCopy(); controllerutil.RemoveFinalizer(c, hostfleetv1alpha1.ForwarderFinalizer) {
+		if err := r.Client.Patch(ctx, c, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); client.IgnoreNotFound(err) != nil {
+			return ctrl.Result{}, fmt.Errorf("remove finalizer from claim %s: %w", klog.KObj(c), err)
 		}
 	}
 	if !c.DeletionTimestamp.IsZero() || c.Labels[hostfleetv1alpha1.LabelKind] != hostfleetv1alpha1.KindRemote {
@@ -376,7 +382,7 @@ func (r *Reconciler) withdraw(ctx context.Context, c *metal3api.HostClaim, clust
 func (r *Reconciler) work(ctx context.Context, c *metal3api.HostClaim) (*workv1.ManifestWork, error) {
 	var list workv1.ManifestWorkList
 	if err := r.Client.List(ctx, &list, client.MatchingFields{workIndex: string(c.UID)}); err != nil {
-		return nil, fmt.Errorf("list the ManifestWorks of claim %s/%s: %w", c.Namespace, c.Name, err)
+		return nil, fmt.Errorf("list the ManifestWorks of claim %s: %w", klog.KObj(c), err)
 	}
 	for i := range list.Items {
 		if list.Items[i].Name == WorkName(c.UID) {
@@ -432,7 +438,7 @@ func (r *Reconciler) hardwareCopy(ctx context.Context, c *metal3api.HostClaim) (
 		if apierrors.IsNotFound(err) {
 			return nil, nil
 		}
-		return nil, fmt.Errorf("get HardwareData copy %s/%s: %w", c.Namespace, c.Name, err)
+		return nil, fmt.Errorf("get HardwareData copy %s: %w", klog.KObj(c), err)
 	}
 	if hw.Labels[hostfleetv1alpha1.LabelClaimUID] != string(c.UID) || !hw.DeletionTimestamp.IsZero() {
 		return nil, nil
@@ -453,7 +459,7 @@ func (r *Reconciler) writeStatus(ctx context.Context, c *metal3api.HostClaim, mu
 		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
 			return nil // the claim changed: its event brings it back
 		}
-		return fmt.Errorf("write the status of claim %s/%s: %w", c.Namespace, c.Name, err)
+		return fmt.Errorf("write the status of claim %s: %w", klog.KObj(c), err)
 	}
 	before, after := meta.FindStatusCondition(orig.Status.Conditions, hostfleetv1alpha1.ConditionForwarded),
 		meta.FindStatusCondition(c.Status.Conditions, hostfleetv1alpha1.ConditionForwarded)

@@ -50,10 +50,10 @@ func setAvailable(g Gomega, hub client.Client, cluster string, status metav1.Con
 func fleet(t *testing.T, g Gomega) (hub, infra client.Client) {
 	f := planes.ForTest(t, "hub", "infra-1")
 	f.HubForTest(t, "hub", func(mgr ctrl.Manager) error {
-		if err := (&scheduler.Reconciler{Client: mgr.GetClient(), Deadline: 5 * time.Second}).SetupWithManager(mgr); err != nil {
+		if err := (&scheduler.Reconciler{Client: mgr.GetClient(), Deadline: 5 * time.Second}).SetupWithManager(context.Background(), mgr); err != nil {
 			return err
 		}
-		return (&forwarder.Reconciler{Client: mgr.GetClient()}).SetupWithManager(mgr)
+		return (&forwarder.Reconciler{Client: mgr.GetClient()}).SetupWithManager(context.Background(), mgr)
 	})
 	hub, infra = f.Plane("hub").Client, f.Plane("infra-1").Client
 	ctx := context.Background()

@@ -101,7 +101,32 @@ func Render(in Input) (*workv1.ManifestWork, error) {
 			Annotations: targetAnnotations(c, in.RebootRequest)},
 		Spec: *c.Spec.DeepCopy(),
 	}
-	var copies []string
+	secrets, copies, err := secretCopies(in, target)
+	if err != nil {
+		return nil, err
+	}
+	objs = append(objs, secrets...)
+	if in.Agent != nil && len(copies) > 0 {
+		objs = append(objs, secretReader(ns, c.Name, copies, *in.Agent)...)
+	}
+	objs = append(objs, target)
+	w, err := manifestWork(in, objs, copies)
+	if err != nil {
+		return nil, err
+	}
+	if err := workvalidator.ManifestValidator.ValidateManifests(w.Spec.Workload.Manifests); err != nil {
+		return nil, &Refused{Reason: hostfleetv1alpha1.ReasonWorkTooLarge, Message: fmt.Sprintf(
+			"the claim and its secrets cannot be forwarded in one ManifestWork: %v (%s); make the secrets smaller",
+			err, sizes(objs, w.Spec.Workload.Manifests))}
+	}
+	return w, nil
+}
+
+// secretCopies are the copies of the claim's secrets in the target
+// namespace, pointed at by the target claim; refused when a reference
+// names another namespace's secret, an invalid name or a missing secret.
+func secretCopies(in Input, target *metal3api.HostClaim) (objs []client.Object, copies []string, _ error) {
+	c := in.Claim
 	for _, r := range secretRoles {
 		ref := *r.ref(&c.Spec)
 		if ref == nil || ref.Name == "" {
@@ -110,35 +135,38 @@ func Render(in Input) (*workv1.ManifestWork, error) {
 		// A tenant may read only its own namespaces' secrets: the hub must
 		// not carry another's to a cluster.
 		if ref.Namespace != "" && ref.Namespace != c.Namespace {
-			return nil, &Refused{Reason: hostfleetv1alpha1.ReasonSecretInvalid, Message: fmt.Sprintf(
+			return nil, nil, &Refused{Reason: hostfleetv1alpha1.ReasonSecretInvalid, Message: fmt.Sprintf(
 				"spec.%s names secret %s/%s, outside the claim's namespace %s: a remote claim forwards only secrets of its own namespace; copy the secret to %s and clear the reference's namespace",
 				r.field, ref.Namespace, ref.Name, c.Namespace, c.Namespace)}
 		}
 		if !ValidSecretName(ref.Name) {
-			return nil, &Refused{Reason: hostfleetv1alpha1.ReasonSecretInvalid, Message: fmt.Sprintf(
+			return nil, nil, &Refused{Reason: hostfleetv1alpha1.ReasonSecretInvalid, Message: fmt.Sprintf(
 				"spec.%s names secret %q, which is not a valid Secret name (%s): name a Secret of the claim's namespace %s",
 				r.field, ref.Name, strings.Join(validation.IsDNS1123Subdomain(ref.Name), "; "), c.Namespace)}
 		}
 		s := in.Secrets[r.role]
 		if s == nil {
-			return nil, &Refused{Reason: hostfleetv1alpha1.ReasonSecretInvalid, Message: fmt.Sprintf(
+			return nil, nil, &Refused{Reason: hostfleetv1alpha1.ReasonSecretInvalid, Message: fmt.Sprintf(
 				"spec.%s names secret %s, which does not exist in %s: create it", r.field, ref.Name, c.Namespace)}
 		}
 		name := SecretName(c.Name, r.role)
 		copies = append(copies, name)
 		objs = append(objs, &corev1.Secret{
 			TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
-			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{hostfleetv1alpha1.LabelClaimName: c.Name}},
+			ObjectMeta: metav1.ObjectMeta{Namespace: target.Namespace, Name: name, Labels: map[string]string{hostfleetv1alpha1.LabelClaimName: c.Name}},
 			Type:       s.Type,
 			Data:       s.Data,
 		})
 		*r.ref(&target.Spec) = &corev1.SecretReference{Name: name}
 	}
-	if in.Agent != nil && len(copies) > 0 {
-		objs = append(objs, secretReader(ns, c.Name, copies, *in.Agent)...)
-	}
-	objs = append(objs, target)
+	return objs, copies, nil
+}
 
+// manifestWork is the ManifestWork of objs: the target claim and the secret copies
+// applied server-side, the target's status fed back.
+func manifestWork(in Input, objs []client.Object, copies []string) (*workv1.ManifestWork, error) {
+	c := in.Claim
+	ns := TargetNamespace(c.Namespace)
 	w := &workv1.ManifestWork{
 		ObjectMeta: metav1.ObjectMeta{Namespace: in.Cluster, Name: WorkName(c.UID), Labels: map[string]string{
 			hostfleetv1alpha1.LabelClaimNamespace: c.Namespace, hostfleetv1alpha1.LabelClaimName: c.Name,
@@ -176,11 +204,6 @@ func Render(in Input) (*workv1.ManifestWork, error) {
 			ResourceIdentifier: workv1.ResourceIdentifier{Resource: "secrets", Namespace: ns, Name: name},
 			UpdateStrategy:     apply,
 		})
-	}
-	if err := workvalidator.ManifestValidator.ValidateManifests(w.Spec.Workload.Manifests); err != nil {
-		return nil, &Refused{Reason: hostfleetv1alpha1.ReasonWorkTooLarge, Message: fmt.Sprintf(
-			"the claim and its secrets cannot be forwarded in one ManifestWork: %v (%s); make the secrets smaller",
-			err, sizes(objs, w.Spec.Workload.Manifests))}
 	}
 	return w, nil
 }

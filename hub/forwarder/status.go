@@ -39,8 +39,7 @@ type State struct {
 // feedback.
 func SetStatus(c *metal3api.HostClaim, s State) {
 	set := func(t string, status metav1.ConditionStatus, reason, msg string) {
-		hostfleetv1alpha1.SetCondition(&c.Status.Conditions, metav1.Condition{Type: t, Status: status, Reason: reason,
-			Message: msg, ObservedGeneration: c.Generation})
+		setCondition(c, t, status, reason, msg)
 	}
 	notReady := func(reason, msg string) {
 		set(hostfleetv1alpha1.ConditionForwarded, metav1.ConditionFalse, reason, msg)
@@ -83,7 +82,22 @@ func SetStatus(c *metal3api.HostClaim, s State) {
 		return
 	}
 
-	// Fresh feedback: mirror the target.
+	mirror(c, s, fb)
+	if reason, msg := distrust(c, s, fb); reason != "" {
+		set(hostfleetv1alpha1.ConditionReady, metav1.ConditionFalse, reason, msg)
+	}
+}
+
+// setCondition sets a condition of the claim, at its generation.
+func setCondition(c *metal3api.HostClaim, t string, status metav1.ConditionStatus, reason, msg string) {
+	hostfleetv1alpha1.SetCondition(&c.Status.Conditions, metav1.Condition{Type: t, Status: status, Reason: reason,
+		Message: msg, ObservedGeneration: c.Generation})
+}
+
+// mirror copies fresh feedback of the target claim into the claim: its
+// conditions and status fields, and a Forwarded condition that says
+// whether the target is bound and by which controller.
+func mirror(c *metal3api.HostClaim, s State, fb *Feedback) {
 	for _, t := range MirroredConditions {
 		tc, ok := fb.Conditions[t]
 		if !ok {
@@ -93,7 +107,7 @@ func SetStatus(c *metal3api.HostClaim, s State) {
 		if tc.Reason == "" {
 			tc.Reason = "Unspecified"
 		}
-		set(t, tc.Status, tc.Reason, tc.Message)
+		setCondition(c, t, tc.Status, tc.Reason, tc.Message)
 	}
 	c.Status.PoweredOn = fb.PoweredOn
 	c.Status.BareMetalHost = fb.BareMetalHost
@@ -104,38 +118,49 @@ func SetStatus(c *metal3api.HostClaim, s State) {
 	target := TargetNamespace(c.Namespace) + "/" + c.Name
 	servedBy := servedBy(fb)
 	if fb.Bound() {
-		set(hostfleetv1alpha1.ConditionForwarded, metav1.ConditionTrue, hostfleetv1alpha1.ReasonTargetBound, fmt.Sprintf(
+		setCondition(c, hostfleetv1alpha1.ConditionForwarded, metav1.ConditionTrue, hostfleetv1alpha1.ReasonTargetBound, fmt.Sprintf(
 			"applied on %s as HostClaim %s; bound to BareMetalHost %s/%s%s", s.Cluster, target, fb.BareMetalHost.Namespace, fb.BareMetalHost.Name, servedBy))
-	} else {
-		why := "its controller has not reported an Associated condition"
-		if a, ok := fb.Conditions[hostfleetv1alpha1.ConditionAssociated]; ok {
-			why = fmt.Sprintf("%s: %s", a.Reason, a.Message)
-		}
-		set(hostfleetv1alpha1.ConditionForwarded, metav1.ConditionTrue, hostfleetv1alpha1.ReasonTargetNotBound, fmt.Sprintf(
-			"applied on %s as HostClaim %s; not bound to a host%s: %s", s.Cluster, target, servedBy, why))
+		return
 	}
+	why := "its controller has not reported an Associated condition"
+	if a, ok := fb.Conditions[hostfleetv1alpha1.ConditionAssociated]; ok {
+		why = fmt.Sprintf("%s: %s", a.Reason, a.Message)
+	}
+	setCondition(c, hostfleetv1alpha1.ConditionForwarded, metav1.ConditionTrue, hostfleetv1alpha1.ReasonTargetNotBound, fmt.Sprintf(
+		"applied on %s as HostClaim %s; not bound to a host%s: %s", s.Cluster, target, servedBy, why))
+}
+
+// distrust is why the mirrored Ready cannot be trusted, if it cannot: the
+// agent serving the target is unavailable, only baremetal-operator's
+// HostClaim controller serves it, or the feedback lacks conditions.
+// Empty when the mirrored Ready stands.
+func distrust(c *metal3api.HostClaim, s State, fb *Feedback) (reason, msg string) {
+	target := TargetNamespace(c.Namespace) + "/" + c.Name
 	provisioned := fb.Conditions[hostfleetv1alpha1.ConditionProvisioned].Status == metav1.ConditionTrue
 	onlyBMO := !slices.Contains(fb.ServedBy, ServedByAgent) && slices.Contains(fb.ServedBy, ServedByBMO)
-	if s.AgentUnavailable && !onlyBMO {
-		set(hostfleetv1alpha1.ConditionReady, metav1.ConditionFalse, hostfleetv1alpha1.ReasonAgentUnavailable, fmt.Sprintf(
+	switch {
+	case s.AgentUnavailable && !onlyBMO:
+		return hostfleetv1alpha1.ReasonAgentUnavailable, fmt.Sprintf(
 			"the hostfleet-agent add-on on %s is not Available (kubectl get managedclusteraddon -n %s %s): nothing keeps the target claim's status current, so it may be stale",
-			s.Cluster, s.Cluster, hostfleetv1alpha1.AddonName))
-	} else if onlyBMO && !provisioned {
-		set(hostfleetv1alpha1.ConditionReady, metav1.ConditionFalse, hostfleetv1alpha1.ReasonServedByBareMetalOperator, fmt.Sprintf(
+			s.Cluster, s.Cluster, hostfleetv1alpha1.AddonName)
+	case onlyBMO && !provisioned:
+		return hostfleetv1alpha1.ReasonServedByBareMetalOperator, fmt.Sprintf(
 			"baremetal-operator's HostClaim controller serves the target claim %s on %s (finalizer %s) and reports no Provisioned host: "+
 				"it associates a host and does not provision it (v0.14). Have the Hostfleet agent serve %s's forwarded claims: "+
 				"run baremetal-operator there without --hostclaims, and the agent with --local-claims (delete and re-create the claim to move it)",
-			target, s.Cluster, metal3api.HostClaimFinalizer, s.Cluster))
-	} else if len(fb.Conditions) == 0 {
-		set(hostfleetv1alpha1.ConditionReady, metav1.ConditionFalse, hostfleetv1alpha1.ReasonFeedbackIncomplete, fmt.Sprintf(
+			target, s.Cluster, metal3api.HostClaimFinalizer, s.Cluster)
+	case len(fb.Conditions) == 0:
+		return hostfleetv1alpha1.ReasonFeedbackIncomplete, fmt.Sprintf(
 			"the target claim %s on %s has no status yet: no HostClaim controller there has taken it; run the Hostfleet agent with --local-claims on %s (or baremetal-operator's HostClaim controller)",
-			target, s.Cluster, s.Cluster))
-	} else if m := fb.missing(); len(m) > 0 {
-		set(hostfleetv1alpha1.ConditionReady, metav1.ConditionFalse, hostfleetv1alpha1.ReasonFeedbackIncomplete, fmt.Sprintf(
+			target, s.Cluster, s.Cluster)
+	}
+	if m := fb.missing(); len(m) > 0 {
+		return hostfleetv1alpha1.ReasonFeedbackIncomplete, fmt.Sprintf(
 			"the target claim %s on %s does not report %s, so the hub cannot tell whether it is ready "+
 				"(upstream baremetal-operator's HostClaim controller writes only Associated and Synchronized); serve %s with the Hostfleet agent's --local-claims for a Ready condition",
-			target, s.Cluster, joinMissing(m), s.Cluster))
+			target, s.Cluster, joinMissing(m), s.Cluster)
 	}
+	return "", ""
 }
 
 // servedBy names, for the Forwarded message, the HostClaim controllers

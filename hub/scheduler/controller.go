@@ -3,6 +3,7 @@ package scheduler
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -10,12 +11,11 @@ import (
 
 	metal3api "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/klog/v2"
 	clusterv1beta1 "open-cluster-management.io/api/cluster/v1beta1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/hostfleet/hostfleet/hub/api/requeue"
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
 )
 
@@ -75,124 +76,6 @@ type Reconciler struct {
 	claims, inventories toolscache.Indexer
 }
 
-// expectations are placements written but maybe not yet in the cache.
-type expectations struct {
-	mu sync.Mutex
-	m  map[types.UID]expected
-}
-
-type expected struct {
-	claim *metal3api.HostClaim
-	at    time.Time
-}
-
-// remove forgets the placement of c on cluster, and only that one: a
-// later placement of the same claim is not forgotten by an earlier write's
-// failure.
-func (e *expectations) remove(c *metal3api.HostClaim, cluster string) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if x, ok := e.m[c.UID]; ok && x.claim.Labels[hostfleetv1alpha1.LabelCluster] == cluster {
-		delete(e.m, c.UID)
-	}
-}
-
-// has reports whether a placement of c is expected: written, or being
-// written, and not yet shown by the cache (after missing).
-func (e *expectations) has(c *metal3api.HostClaim) bool {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	_, ok := e.m[c.UID]
-	return ok
-}
-
-// add remembers the placement of c on cluster (a copy of c, labelled).
-func (e *expectations) add(c *metal3api.HostClaim, cluster string) {
-	placed := c.DeepCopy()
-	if placed.Labels == nil {
-		placed.Labels = map[string]string{}
-	}
-	placed.Labels[hostfleetv1alpha1.LabelCluster] = cluster
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if e.m == nil {
-		e.m = map[types.UID]expected{}
-	}
-	e.m[c.UID] = expected{claim: placed, at: time.Now()}
-}
-
-// missing are, by cluster, the claims placed there that the cache does not
-// show placed yet; those it shows (or older than a minute) are forgotten.
-func (e *expectations) missing(placed func(*metal3api.HostClaim) bool) map[string][]*metal3api.HostClaim {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	out := map[string][]*metal3api.HostClaim{}
-	for uid, x := range e.m {
-		if placed(x.claim) || time.Since(x.at) > time.Minute {
-			delete(e.m, uid)
-			continue
-		}
-		cl := x.claim.Labels[hostfleetv1alpha1.LabelCluster]
-		out[cl] = append(out[cl], x.claim)
-	}
-	return out
-}
-
-// DefaultConfirmGrace is the default Reconciler.ConfirmGrace, above the
-// time in which agents write their first status even when the hub is
-// loaded (make bench-scale, 1 000 clusters on 2 cores: created → Ready
-// p99 6.4 s).
-const DefaultConfirmGrace = 10 * time.Second
-
-// confirmations remember when this scheduler placed each claim whose
-// Scheduled condition it left to the agent. Forgotten after a restart: the
-// scheduler then writes the condition of a placed claim that lacks it at
-// once, as it does when the grace is over.
-type confirmations struct {
-	mu sync.Mutex
-	m  map[types.UID]time.Time
-}
-
-func (p *confirmations) add(uid types.UID) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.m == nil {
-		p.m = map[types.UID]time.Time{}
-	}
-	if len(p.m) >= 1024 {
-		// Claims deleted before they were looked at again.
-		for u, at := range p.m {
-			if time.Since(at) > time.Minute {
-				delete(p.m, u)
-			}
-		}
-	}
-	p.m[uid] = time.Now()
-}
-
-// left is how long the agent still has to write the Scheduled condition of
-// the claim; 0 when this scheduler did not place it, or the time is up (it
-// is then forgotten).
-func (p *confirmations) left(uid types.UID, grace time.Duration) time.Duration {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	at, ok := p.m[uid]
-	if !ok {
-		return 0
-	}
-	if left := grace - time.Since(at); left > 0 {
-		return left
-	}
-	delete(p.m, uid)
-	return 0
-}
-
-func (p *confirmations) forget(uid types.UID) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	delete(p.m, uid)
-}
-
 // shownPlaced reports whether the cache shows the claim placed, or gone.
 func (r *Reconciler) shownPlaced(c *metal3api.HostClaim) bool {
 	obj, found, err := r.claims.GetByKey(c.Namespace + "/" + c.Name)
@@ -239,11 +122,10 @@ func uncounted(c *metal3api.HostClaim, inv *hostfleetv1alpha1.HostInventory) boo
 }
 
 // SetupWithManager wires the controller and its indexes.
-func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) error {
 	if r.Recorder == nil {
 		r.Recorder = mgr.GetEventRecorder("hostfleet-scheduler")
 	}
-	ctx := context.Background()
 	claims, err := storeOf(ctx, mgr, &metal3api.HostClaim{})
 	if err != nil {
 		return err
@@ -274,6 +156,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	unplaced := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, _ client.Object) []reconcile.Request {
 		unplaced, err := r.claims.ByIndex(unplacedIndex, "true")
 		if err != nil {
+			ctrl.LoggerFrom(ctx).Error(err, "list the unplaced claims to look at again")
 			return nil
 		}
 		out := make([]reconcile.Request, 0, len(unplaced))
@@ -294,11 +177,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Complete(r)
 }
 
-// cacheLag is how long a claim waits before it is looked at again when the
-// cache is behind: its placement not shown yet, or a write that conflicted.
-const cacheLag = 100 * time.Millisecond
-
-// Reconcile places, checks or re-places one claim.
+// Reconcile places, checks or re-places one claim: find its tenant and
+// candidate clusters; a placed claim is checked (placed); an unplaced one
+// holding a host is left alone; any other is placed (decide, then place).
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	c := &metal3api.HostClaim{}
 	if err := r.Client.Get(ctx, req.NamespacedName, c); err != nil || !c.DeletionTimestamp.IsZero() {
@@ -306,15 +187,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	t, err := r.tenant(ctx, c.Namespace)
 	if err != nil {
-		return ctrl.Result{}, fmt.Errorf("find the tenant of claim %s/%s: %w", c.Namespace, c.Name, err)
+		return ctrl.Result{}, fmt.Errorf("find the tenant of claim %s: %w", klog.KObj(c), err)
 	}
 	if t == nil {
-		return requeueOnConflict(r.setScheduled(ctx, c, false, hostfleetv1alpha1.ReasonNoTenant,
+		return requeue.OnConflict(r.setScheduled(ctx, c, false, hostfleetv1alpha1.ReasonNoTenant,
 			fmt.Sprintf("namespace %s belongs to no Tenant: claims are served only in tenant namespaces", c.Namespace)))
 	}
 	clusters, err := r.candidates(ctx, c, t)
 	if err != nil {
-		return ctrl.Result{}, fmt.Errorf("candidate clusters of claim %s/%s: %w", c.Namespace, c.Name, err)
+		return ctrl.Result{}, fmt.Errorf("candidate clusters of claim %s: %w", klog.KObj(c), err)
 	}
 	if cluster := c.Labels[hostfleetv1alpha1.LabelCluster]; cluster != "" {
 		return r.placed(ctx, c, t, cluster, clusters)
@@ -322,11 +203,30 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if host := holds(c); host != "" {
 		// It holds a host on the cluster its label named: placing it again
 		// would strand that host. Only the agent that holds it lets it go.
-		return requeueOnConflict(r.setScheduled(ctx, c, false, hostfleetv1alpha1.ReasonHoldsHost, fmt.Sprintf(
+		return requeue.OnConflict(r.setScheduled(ctx, c, false, hostfleetv1alpha1.ReasonHoldsHost, fmt.Sprintf(
 			"the claim holds host %s but has no %s label: it is not placed elsewhere; put the label back, or delete the claim to release the host",
 			host, hostfleetv1alpha1.LabelCluster)))
 	}
+	res, stale, err := r.decide(c, t, clusters)
+	if err != nil || stale {
+		return ctrl.Result{RequeueAfter: requeue.CacheLag}, err
+	}
+	if res.Cluster == "" {
+		ctrl.LoggerFrom(ctx).V(1).Info("claim not placed", "reason", res.Reason, "why", res.Message)
+		if err := r.setScheduled(ctx, c, false, res.Reason, res.Message); err != nil {
+			return requeue.OnConflict(err)
+		}
+		return ctrl.Result{RequeueAfter: 30 * time.Second}, nil
+	}
+	return r.place(ctx, c, res, len(clusters))
+}
 
+// decide takes one placement decision (Place) over the candidates'
+// inventories and pending claims, counting the placements decided before it
+// (expectations, recorded before their writes). Decisions are taken one at
+// a time; their writes run concurrently (Workers). stale: this view of the
+// claim is older than its own placement, which the cache does not show yet.
+func (r *Reconciler) decide(c *metal3api.HostClaim, t *hostfleetv1alpha1.Tenant, clusters []string) (res Result, stale bool, _ error) {
 	in := Input{Claim: c, Clusters: clusters, Inventories: map[string]*hostfleetv1alpha1.HostInventory{},
 		Pending: map[string][]*metal3api.HostClaim{}, Prefixes: t.Spec.LabelSyncPrefixes, Exclude: map[string]bool{},
 		Placement: c.Annotations[hostfleetv1alpha1.AnnotationPlacement], SetClusters: t.Status.Clusters, Remote: isRemote(c)}
@@ -335,34 +235,25 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			in.Exclude[e] = true
 		}
 	}
-	// Decisions are taken one at a time, each counting the placements
-	// before it (expectations, recorded before their writes); the writes
-	// run concurrently (Workers).
 	r.deciding.Lock()
-	decided := false
-	defer func() {
-		if !decided {
-			r.deciding.Unlock()
-		}
-	}()
+	defer r.deciding.Unlock()
 	missing := r.expect.missing(r.shownPlaced)
 	if r.expect.has(c) {
-		// Placed already, and the cache does not show it yet (this view
-		// of the claim is stale): deciding again would place it twice,
-		// and the placement it has would stop being counted.
-		return ctrl.Result{RequeueAfter: cacheLag}, nil
+		// Deciding again would place it twice, and the placement it has
+		// would stop being counted.
+		return Result{}, true, nil
 	}
 	for _, cl := range clusters {
 		obj, found, err := r.inventories.GetByKey(cl + "/" + cl)
 		if err != nil {
-			return ctrl.Result{}, fmt.Errorf("read HostInventory %s/%s: %w", cl, cl, err)
+			return Result{}, false, fmt.Errorf("read HostInventory %s/%s: %w", cl, cl, err)
 		}
 		if inv, ok := obj.(*hostfleetv1alpha1.HostInventory); found && ok {
 			in.Inventories[cl] = inv
 		}
 		placed, err := r.claims.ByIndex(pendingIndex, cl)
 		if err != nil {
-			return ctrl.Result{}, fmt.Errorf("list the claims pending on %s: %w", cl, err)
+			return Result{}, false, fmt.Errorf("list the claims pending on %s: %w", cl, err)
 		}
 		for _, o := range placed {
 			if p, ok := o.(*metal3api.HostClaim); ok && uncounted(p, in.Inventories[cl]) {
@@ -371,26 +262,20 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 		in.Pending[cl] = append(in.Pending[cl], missing[cl]...)
 	}
-	res := Place(in)
-	log := ctrl.LoggerFrom(ctx)
+	res = Place(in)
 	if res.Cluster != "" {
 		r.expect.add(c, res.Cluster)
 	}
-	decided = true
-	r.deciding.Unlock()
-	if res.Cluster == "" {
-		log.V(1).Info("claim not placed", "reason", res.Reason, "why", res.Message)
-		if err := r.setScheduled(ctx, c, false, res.Reason, res.Message); err != nil {
-			return requeueOnConflict(err)
-		}
-		return ctrl.Result{RequeueAfter: 30 * time.Second}, nil
-	}
-	// One write: the label, which the agent acts on. The Scheduled
-	// condition is left to the agent's first status write (ConfirmGrace):
-	// every write to a claim is an event each agent's claim watch is woken
-	// for, whatever its cluster (make bench-scale), and a second write of
-	// the scheduler's would race the agent's, which carry the claim's
-	// resourceVersion.
+	return res, false, nil
+}
+
+// place writes a decided placement: one write, the cluster label, which the
+// agent acts on. The Scheduled condition is left to the agent's first
+// status write (ConfirmGrace): every write to a claim is an event each
+// agent's claim watch is woken for, whatever its cluster (make
+// bench-scale), and a second write of the scheduler's would race the
+// agent's, which carry the claim's resourceVersion.
+func (r *Reconciler) place(ctx context.Context, c *metal3api.HostClaim, res Result, candidates int) (ctrl.Result, error) {
 	orig := c.DeepCopy()
 	if c.Labels == nil {
 		c.Labels = map[string]string{}
@@ -405,10 +290,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.Client.Patch(ctx, c, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
 		r.expect.remove(c, res.Cluster)
 		r.confirm.forget(c.UID)
-		return requeueOnConflict(fmt.Errorf("place claim %s/%s on %s: %w", c.Namespace, c.Name, res.Cluster, err))
+		return requeue.OnConflict(fmt.Errorf("place claim %s on %s: %w", klog.KObj(c), res.Cluster, err))
 	}
 	r.Recorder.Eventf(c, nil, corev1.EventTypeNormal, hostfleetv1alpha1.ReasonPlaced, "Schedule", "%s", res.Message)
-	log.V(1).Info("claim placed", "cluster", res.Cluster, "free", res.Free, "candidates", len(clusters))
+	ctrl.LoggerFrom(ctx).V(1).Info("claim placed", "cluster", res.Cluster, "free", res.Free, "candidates", candidates)
 	return ctrl.Result{RequeueAfter: r.confirmGrace()}, nil
 }
 
@@ -420,17 +305,13 @@ func (r *Reconciler) confirmGrace() time.Duration {
 }
 
 // placed checks a claim that has a cluster: a tenant's pin must be in the
-// tenant's clusters; a placement that did not bind in time is undone.
+// tenant's clusters; the scheduler's placement is confirmed in the
+// Scheduled condition when the agent did not in time, and undone when it
+// did not bind within the Deadline.
 func (r *Reconciler) placed(ctx context.Context, c *metal3api.HostClaim, t *hostfleetv1alpha1.Tenant, cluster string, clusters []string) (ctrl.Result, error) {
 	if c.Annotations[hostfleetv1alpha1.AnnotationPlacedBy] != hostfleetv1alpha1.PlacedByScheduler {
-		if !contains(clusters, cluster) {
-			return requeueOnConflict(r.setScheduled(ctx, c, false, hostfleetv1alpha1.ReasonPinnedOutsideSet, fmt.Sprintf(
-				"pinned to %s, which is not among the clusters of tenant %s (set %s: %s); pin one of them or remove the %s label",
-				cluster, t.Name, t.Spec.ClusterSet, strings.Join(clusters, ","), hostfleetv1alpha1.LabelCluster)))
-		}
-		return requeueOnConflict(r.setScheduled(ctx, c, true, hostfleetv1alpha1.ReasonPinned, "pinned by the tenant to "+cluster))
+		return r.pinned(ctx, c, t, cluster, clusters)
 	}
-	cond := meta.FindStatusCondition(c.Status.Conditions, hostfleetv1alpha1.ConditionScheduled)
 	saysPlaced := hostfleetv1alpha1.SaysPlaced(c.Status.Conditions)
 	if !saysPlaced {
 		// The agent's to write, for a while: a remote claim's target
@@ -441,28 +322,45 @@ func (r *Reconciler) placed(ctx context.Context, c *metal3api.HostClaim, t *host
 	} else {
 		r.confirm.forget(c.UID)
 	}
-	if associated(c) || holds(c) != "" || isRemote(c) {
-		// Bound, or being bound: the agent has it; a remote claim is
-		// served by its target, bound or not, and never moved by the
-		// deadline. A Scheduled condition that lost a write race to the
-		// agent is repaired, never left stale.
-		if !saysPlaced {
-			return requeueOnConflict(r.writeScheduled(ctx, c, true, hostfleetv1alpha1.ReasonPlaced, hostfleetv1alpha1.PlacedMessage(cluster), false))
-		}
-		return ctrl.Result{}, nil
-	}
-	if !saysPlaced {
-		// Placed, and the agent did not say so in time: the deadline
-		// starts now. (The placement's Event was recorded with the label.)
-		res, err := requeueOnConflict(r.writeScheduled(ctx, c, true, hostfleetv1alpha1.ReasonPlaced, hostfleetv1alpha1.PlacedMessage(cluster), false))
-		if err == nil && res.IsZero() {
+	served := associated(c) || holds(c) != "" || isRemote(c)
+	switch {
+	case !saysPlaced:
+		// Bound or being bound (a Scheduled condition that lost a write
+		// race to the agent is repaired, never left stale), or placed and
+		// the agent did not say so in time: the deadline starts now. (The
+		// placement's Event was recorded with the label.)
+		res, err := requeue.OnConflict(r.writeScheduled(ctx, c, true, hostfleetv1alpha1.ReasonPlaced, hostfleetv1alpha1.PlacedMessage(cluster), false))
+		if err == nil && res.IsZero() && !served {
 			res.RequeueAfter = r.Deadline
 		}
 		return res, err
+	case served:
+		// The agent has it; a remote claim is served by its target, bound
+		// or not, and never moved by the deadline.
+		return ctrl.Result{}, nil
 	}
+	cond := meta.FindStatusCondition(c.Status.Conditions, hostfleetv1alpha1.ConditionScheduled)
 	if left := r.Deadline - time.Since(cond.LastTransitionTime.Time); left > 0 {
 		return ctrl.Result{RequeueAfter: left}, nil
 	}
+	return r.replace(ctx, c, cluster)
+}
+
+// pinned checks a tenant's pin: the cluster must be one of the tenant's.
+func (r *Reconciler) pinned(ctx context.Context, c *metal3api.HostClaim, t *hostfleetv1alpha1.Tenant, cluster string, clusters []string) (ctrl.Result, error) {
+	if !slices.Contains(clusters, cluster) {
+		return requeue.OnConflict(r.setScheduled(ctx, c, false, hostfleetv1alpha1.ReasonPinnedOutsideSet, fmt.Sprintf(
+			"pinned to %s, which is not among the clusters of tenant %s (set %s: %s); pin one of them or remove the %s label",
+			cluster, t.Name, t.Spec.ClusterSet, strings.Join(clusters, ","), hostfleetv1alpha1.LabelCluster)))
+	}
+	return requeue.OnConflict(r.setScheduled(ctx, c, true, hostfleetv1alpha1.ReasonPinned, "pinned by the tenant to "+cluster))
+}
+
+// replace takes a placement that did not bind in time back, excluding its
+// cluster from the next decision. Two writes, as the API has them: the
+// claim's labels and annotations, then its Scheduled condition, which must
+// not keep saying the claim is placed on the cluster it left.
+func (r *Reconciler) replace(ctx context.Context, c *metal3api.HostClaim, cluster string) (ctrl.Result, error) {
 	orig := c.DeepCopy()
 	delete(c.Labels, hostfleetv1alpha1.LabelCluster)
 	delete(c.Annotations, hostfleetv1alpha1.AnnotationPlacedBy)
@@ -471,12 +369,12 @@ func (r *Reconciler) placed(ctx context.Context, c *metal3api.HostClaim, t *host
 	sort.Strings(excluded)
 	c.Annotations[hostfleetv1alpha1.AnnotationExcluded] = strings.Trim(strings.Join(excluded, ","), ",")
 	if err := r.Client.Patch(ctx, c, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
-		return requeueOnConflict(fmt.Errorf("take claim %s/%s back from %s: %w", c.Namespace, c.Name, cluster, err))
+		return requeue.OnConflict(fmt.Errorf("take claim %s back from %s: %w", klog.KObj(c), cluster, err))
 	}
 	ctrl.LoggerFrom(ctx).V(1).Info("claim not bound in time: placing it elsewhere", "cluster", cluster, "deadline", r.Deadline, "excluded", c.Annotations[hostfleetv1alpha1.AnnotationExcluded])
 	if err := r.setScheduled(ctx, c, false, hostfleetv1alpha1.ReasonRescheduling,
 		fmt.Sprintf("%s did not bind the claim within %s; placing it elsewhere", cluster, r.Deadline)); err != nil {
-		return requeueOnConflict(err)
+		return requeue.OnConflict(err)
 	}
 	return ctrl.Result{RequeueAfter: time.Second}, nil
 }
@@ -561,7 +459,7 @@ func (r *Reconciler) writeScheduled(ctx context.Context, c *metal3api.HostClaim,
 	hostfleetv1alpha1.SetCondition(&c.Status.Conditions, metav1.Condition{Type: hostfleetv1alpha1.ConditionScheduled,
 		Status: status, Reason: reason, Message: msg, ObservedGeneration: c.Generation})
 	if err := r.Client.Status().Patch(ctx, c, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
-		return fmt.Errorf("write the Scheduled condition of claim %s/%s: %w", c.Namespace, c.Name, err)
+		return fmt.Errorf("write the Scheduled condition of claim %s: %w", klog.KObj(c), err)
 	}
 	if changed && record {
 		kind := corev1.EventTypeWarning
@@ -571,22 +469,4 @@ func (r *Reconciler) writeScheduled(ctx context.Context, c *metal3api.HostClaim,
 		r.Recorder.Eventf(c, nil, kind, reason, "Schedule", "%s", msg)
 	}
 	return nil
-}
-
-// requeueOnConflict tries again soon after a conflict: the cache was
-// behind, and catches up in milliseconds.
-func requeueOnConflict(err error) (ctrl.Result, error) {
-	if apierrors.IsConflict(err) {
-		return ctrl.Result{RequeueAfter: cacheLag}, nil
-	}
-	return ctrl.Result{}, err
-}
-
-func contains(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
 }

@@ -47,7 +47,7 @@ func schedulerPlane(t *testing.T, deadline time.Duration) client.Client {
 func schedulerPlaneWith(t *testing.T, deadline, confirmGrace time.Duration) client.Client {
 	f := planes.ForTest(t, "hub")
 	f.HubForTest(t, "hub", func(mgr ctrl.Manager) error {
-		return (&scheduler.Reconciler{Client: mgr.GetClient(), Deadline: deadline, ConfirmGrace: confirmGrace}).SetupWithManager(mgr)
+		return (&scheduler.Reconciler{Client: mgr.GetClient(), Deadline: deadline, ConfirmGrace: confirmGrace}).SetupWithManager(context.Background(), mgr)
 	})
 	return f.Plane("hub").Client
 }

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/hostfleet/hostfleet/e2e/harness/planes"
+	"github.com/hostfleet/hostfleet/hub/api/requeue"
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
 )
 
@@ -65,7 +66,7 @@ func TestStaleClaimNotPlacedTwice(t *testing.T) {
 
 	res, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(c)})
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(res.RequeueAfter).To(Equal(cacheLag), "looked at again once the cache shows the placement")
+	g.Expect(res.RequeueAfter).To(Equal(requeue.CacheLag), "looked at again once the cache shows the placement")
 	g.Expect(r.expect.has(c)).To(BeTrue(), "the placement on x is still counted")
 	g.Expect(hub.Get(ctx, client.ObjectKeyFromObject(c), c)).To(Succeed())
 	g.Expect(meta.FindStatusCondition(c.Status.Conditions, hostfleetv1alpha1.ConditionScheduled)).To(BeNil(), "no second decision written")

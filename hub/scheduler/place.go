@@ -55,67 +55,40 @@ type Result struct {
 	Reason string
 }
 
+// candidate is a cluster with free matching hosts.
+type candidate struct {
+	name string
+	free int
+}
+
 // Place chooses a cluster for a claim.
 func Place(in Input) Result {
 	sel, err := selector(in.Claim.Spec.HostSelector, in.Prefixes)
 	if err != nil {
 		return Result{Reason: hostfleetv1alpha1.ReasonNoCapacity, Message: fmt.Sprintf("spec.hostSelector is invalid: %v", err)}
 	}
-	type cand struct {
-		name string
-		free int
-	}
-	var cands []cand
+	var cands []candidate
 	var why, noInventory, unknown []string
 	clusters := append([]string(nil), in.Clusters...)
 	sort.Strings(clusters)
 	for _, c := range clusters {
-		if in.Exclude[c] {
-			why = append(why, c+" (did not bind it in time)")
-			continue
-		}
 		inv := in.Inventories[c]
-		if inv == nil && in.Remote {
+		switch {
+		case in.Exclude[c]:
+			why = append(why, c+" (did not bind it in time)")
+		case inv == nil && in.Remote:
 			unknown = append(unknown, c)
-			continue
-		}
-		if inv == nil {
+		case inv == nil:
 			why = append(why, c+" (no HostInventory yet)")
 			noInventory = append(noInventory, c)
-			continue
-		}
-		// The pools the claim may use; within a failure domain that has
-		// free hosts, only those (a failure domain is a preference).
-		var usable, inFD []hostfleetv1alpha1.HostPool
-		for _, p := range inv.Status.Pools {
-			if admits(p.Namespaces, in.Claim.Namespace) && sel.Matches(labels.Set(p.Labels)) {
-				usable = append(usable, p)
-				if fd := in.Claim.Spec.FailureDomain; fd != "" && p.FailureDomain == fd && p.Available > 0 {
-					inFD = append(inFD, p)
-				}
+		default:
+			free, pending := freeHosts(in, sel, c, inv)
+			if free-pending <= 0 {
+				why = append(why, fmt.Sprintf("%s (%d free matching hosts after %d pending claims)", c, free, pending))
+				continue
 			}
+			cands = append(cands, candidate{c, free - pending})
 		}
-		if len(inFD) > 0 {
-			usable = inFD
-		}
-		free := 0
-		for _, p := range usable {
-			free += int(p.Available)
-		}
-		// Claims placed there and not yet bound take hosts first, when
-		// they could take one of the same pools.
-		pending := 0
-		for _, p := range in.Pending[c] {
-			if competes(p, usable, in.Prefixes) {
-				pending++
-			}
-		}
-		if free-pending <= 0 {
-			why = append(why, fmt.Sprintf("%s (%d free matching hosts after %d pending claims)", c, free, pending))
-			continue
-		}
-		free -= pending
-		cands = append(cands, cand{c, free})
 	}
 	if len(cands) == 0 && len(unknown) > 0 {
 		chosen := unknown[int(hash(in.Claim)%uint32(len(unknown)))]
@@ -126,27 +99,65 @@ func Place(in Input) Result {
 		return Result{Cluster: chosen, Message: msg}
 	}
 	if len(cands) == 0 {
-		if len(clusters) == 0 && in.Placement != "" && len(in.SetClusters) > 0 {
-			return Result{Reason: hostfleetv1alpha1.ReasonNoCapacity, Message: fmt.Sprintf("Placement %s selects none of the tenant's clusters (%s): change the Placement, or remove the %s annotation",
-				in.Placement, strings.Join(in.SetClusters, ","), hostfleetv1alpha1.AnnotationPlacement)}
-		}
-		if len(clusters) == 0 {
-			return Result{Reason: hostfleetv1alpha1.ReasonNoCapacity, Message: "no cluster can serve the claim: the tenant's cluster set (and Placement, if any) has no clusters"}
-		}
-		if len(noInventory) == len(clusters) {
-			return Result{Reason: hostfleetv1alpha1.ReasonWaitingForInventory, Message: fmt.Sprintf(
-				"waiting for the agents of %s to publish their HostInventories: no cluster has reported its hosts yet; the claim is placed as soon as one does",
-				strings.Join(noInventory, ", "))}
-		}
-		return Result{Reason: hostfleetv1alpha1.ReasonNoCapacity, Message: fmt.Sprintf("no cluster has a free host matching %s for namespace %s: %s; the claim is placed as soon as one has",
-			describe(in.Claim), in.Claim.Namespace, strings.Join(why, ", "))}
+		return nowhere(in, clusters, noInventory, why)
 	}
-	// Most free hosts first; among equals, a hash of the claim spreads claims.
+	return choose(in, cands)
+}
+
+// freeHosts counts the free hosts of inv that the claim may use, and the
+// claims placed on cluster and not yet bound that compete for them (they
+// take hosts first).
+func freeHosts(in Input, sel labels.Selector, cluster string, inv *hostfleetv1alpha1.HostInventory) (free, pending int) {
+	// The pools the claim may use; within a failure domain that has free
+	// hosts, only those (a failure domain is a preference).
+	var usable, inFD []hostfleetv1alpha1.HostPool
+	for _, p := range inv.Status.Pools {
+		if admits(p.Namespaces, in.Claim.Namespace) && sel.Matches(labels.Set(p.Labels)) {
+			usable = append(usable, p)
+			if fd := in.Claim.Spec.FailureDomain; fd != "" && p.FailureDomain == fd && p.Available > 0 {
+				inFD = append(inFD, p)
+			}
+		}
+	}
+	if len(inFD) > 0 {
+		usable = inFD
+	}
+	for _, p := range usable {
+		free += int(p.Available)
+	}
+	for _, p := range in.Pending[cluster] {
+		if competes(p, usable, in.Prefixes) {
+			pending++
+		}
+	}
+	return free, pending
+}
+
+// nowhere says why no cluster of clusters can take the claim.
+func nowhere(in Input, clusters, noInventory, why []string) Result {
+	switch {
+	case len(clusters) == 0 && in.Placement != "" && len(in.SetClusters) > 0:
+		return Result{Reason: hostfleetv1alpha1.ReasonNoCapacity, Message: fmt.Sprintf("Placement %s selects none of the tenant's clusters (%s): change the Placement, or remove the %s annotation",
+			in.Placement, strings.Join(in.SetClusters, ","), hostfleetv1alpha1.AnnotationPlacement)}
+	case len(clusters) == 0:
+		return Result{Reason: hostfleetv1alpha1.ReasonNoCapacity, Message: "no cluster can serve the claim: the tenant's cluster set (and Placement, if any) has no clusters"}
+	case len(noInventory) == len(clusters):
+		return Result{Reason: hostfleetv1alpha1.ReasonWaitingForInventory, Message: fmt.Sprintf(
+			"waiting for the agents of %s to publish their HostInventories: no cluster has reported its hosts yet; the claim is placed as soon as one does",
+			strings.Join(noInventory, ", "))}
+	}
+	return Result{Reason: hostfleetv1alpha1.ReasonNoCapacity, Message: fmt.Sprintf("no cluster has a free host matching %s for namespace %s: %s; the claim is placed as soon as one has",
+		describe(in.Claim), in.Claim.Namespace, strings.Join(why, ", "))}
+}
+
+// choose picks among the candidates: most free hosts first; among equals,
+// a hash of the claim spreads claims.
+func choose(in Input, cands []candidate) Result {
 	best := cands[0].free
 	for _, c := range cands {
 		best = max(best, c.free)
 	}
-	var top []cand
+	var top []candidate
 	for _, c := range cands {
 		if c.free == best {
 			top = append(top, c)

@@ -69,6 +69,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	toAll := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, _ client.Object) []reconcile.Request {
 		var list hostfleetv1alpha1.TenantList
 		if err := r.Client.List(ctx, &list); err != nil {
+			ctrl.LoggerFrom(ctx).Error(err, "list Tenants to look at again")
 			return nil
 		}
 		out := make([]reconcile.Request, 0, len(list.Items))
@@ -127,6 +128,9 @@ const ClaimCountDelay = 5 * time.Second
 func (r *Reconciler) countLater(ctx context.Context, o client.Object, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 	ns := &corev1.Namespace{}
 	if err := r.Client.Get(ctx, client.ObjectKey{Name: o.GetNamespace()}, ns); err != nil {
+		if !apierrors.IsNotFound(err) {
+			ctrl.LoggerFrom(ctx).Error(err, "find the Tenant of a claim's namespace", "namespace", o.GetNamespace())
+		}
 		return
 	}
 	name := ns.Labels[hostfleetv1alpha1.LabelTenant]
@@ -169,48 +173,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err != nil {
 		return ctrl.Result{}, fmt.Errorf("workload clusters of tenant %s: %w", t.Name, err)
 	}
-	desired := Desired(t, clusters, workload)
-	var grants []client.Object
-	for _, obj := range desired {
-		if conflicts[namespaceOf(obj)] != "" {
-			continue
-		}
-		if Grant(obj) {
-			grants = append(grants, obj)
-			continue
-		}
-		if err := r.apply(ctx, t, obj); err != nil {
-			return ctrl.Result{}, err
-		}
-	}
-	// Rights only once the policy guards them: a binding takes a moment to
-	// reach the API server's admission, and the first request it must
-	// refuse could come the instant a RoleBinding allows it.
-	for _, ns := range t.DefaultNamespaces() {
-		if conflicts[ns] != "" {
-			continue
-		}
-		inForce, err := r.policyInForce(ctx, t, ns)
-		if err != nil {
-			return ctrl.Result{}, err
-		}
-		if !inForce {
-			ctrl.LoggerFrom(ctx).V(1).Info("waiting for the tenant's admission policy to take effect before granting its RBAC", "namespace", ns)
-			return ctrl.Result{RequeueAfter: 500 * time.Millisecond}, nil
-		}
-	}
-	for _, obj := range grants {
-		if err := r.apply(ctx, t, obj); err != nil {
-			return ctrl.Result{}, err
-		}
-	}
-	if t.Spec.MaxClaims == nil {
-		for _, ns := range t.DefaultNamespaces() {
-			q := &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: hostfleetv1alpha1.TenantQuota}}
-			if err := r.Client.Delete(ctx, q); client.IgnoreNotFound(err) != nil {
-				return ctrl.Result{}, fmt.Errorf("delete ResourceQuota %s/%s of tenant %s: %w", ns, q.Name, t.Name, err)
-			}
-		}
+	switch wait, err := r.ensure(ctx, t, Desired(t, clusters, workload), conflicts); {
+	case err != nil:
+		return ctrl.Result{}, err
+	case wait:
+		return ctrl.Result{RequeueAfter: policyWait}, nil
 	}
 	// Every requested namespace without a conflict now exists and is ours.
 	owned = owned[:0]
@@ -229,6 +196,60 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	cond := ReadyCondition(Registration{ClusterSet: t.Spec.ClusterSet, SetFound: setFound, Clusters: clusters,
 		Namespaces: owned, Conflicts: conflicts, MissingRoles: missing})
 	return ctrl.Result{}, r.setStatus(ctx, t, owned, clusters, workload, claims, ready, cond, WorkloadCondition(workload, ignored))
+}
+
+// policyWait is how long a tenant waits for its admission policy to take
+// effect before its RBAC is granted.
+const policyWait = 500 * time.Millisecond
+
+// ensure applies the tenant's desired objects in namespaces without a
+// conflict: the rights (Grant) only once the tenant's admission policy is
+// in force in each namespace (wait: not yet), and no ResourceQuota when
+// the tenant sets no maxClaims.
+func (r *Reconciler) ensure(ctx context.Context, t *hostfleetv1alpha1.Tenant, desired []client.Object, conflicts map[string]string) (wait bool, _ error) {
+	var grants []client.Object
+	for _, obj := range desired {
+		if conflicts[namespaceOf(obj)] != "" {
+			continue
+		}
+		if Grant(obj) {
+			grants = append(grants, obj)
+			continue
+		}
+		if err := r.apply(ctx, t, obj); err != nil {
+			return false, err
+		}
+	}
+	// Rights only once the policy guards them: a binding takes a moment to
+	// reach the API server's admission, and the first request it must
+	// refuse could come the instant a RoleBinding allows it.
+	for _, ns := range t.DefaultNamespaces() {
+		if conflicts[ns] != "" {
+			continue
+		}
+		inForce, err := r.policyInForce(ctx, t, ns)
+		if err != nil {
+			return false, err
+		}
+		if !inForce {
+			ctrl.LoggerFrom(ctx).V(1).Info("waiting for the tenant's admission policy to take effect before granting its RBAC", "namespace", ns)
+			return true, nil
+		}
+	}
+	for _, obj := range grants {
+		if err := r.apply(ctx, t, obj); err != nil {
+			return false, err
+		}
+	}
+	if t.Spec.MaxClaims == nil {
+		for _, ns := range t.DefaultNamespaces() {
+			q := &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: hostfleetv1alpha1.TenantQuota}}
+			if err := r.Client.Delete(ctx, q); client.IgnoreNotFound(err) != nil {
+				return false, fmt.Errorf("delete ResourceQuota %s/%s of tenant %s: %w", ns, q.Name, t.Name, err)
+			}
+		}
+	}
+	return false, nil
 }
 
 // namespaces are the tenant's namespaces that exist and are labelled for it,

@@ -8,13 +8,10 @@ import (
 	"strings"
 	"time"
 
-	metal3api "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
 	"github.com/spf13/pflag"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/validation"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	addonv1beta1 "open-cluster-management.io/api/addon/v1beta1"
@@ -23,14 +20,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
+	"github.com/hostfleet/hostfleet/hub/api/command"
+	"github.com/hostfleet/hostfleet/hub/api/scheme"
 	operatorv1alpha1 "github.com/hostfleet/hostfleet/operator/api/v1alpha1"
 	"github.com/hostfleet/hostfleet/operator/controller"
 )
-
-// Version is the operator's release, stamped at build time
-// (-ldflags "-X github.com/hostfleet/hostfleet/operator/app.Version=v0.3.0").
-var Version = "dev"
 
 // Options are the operator's flags.
 type Options struct {
@@ -56,7 +50,7 @@ func NewOptions() *Options {
 	if ns == "" {
 		ns = "hostfleet-operator"
 	}
-	tag := Version
+	tag := command.Version
 	if tag == "dev" {
 		tag = "latest"
 	}
@@ -99,19 +93,12 @@ func (o *Options) Validate() []error {
 // Scheme is the operator's scheme: what it reads and writes on the hub and
 // hosting clusters.
 func Scheme() *runtime.Scheme {
-	s := runtime.NewScheme()
-	utilruntime.Must(clientgoscheme.AddToScheme(s))
-	utilruntime.Must(apiextensionsv1.AddToScheme(s))
-	utilruntime.Must(metal3api.AddToScheme(s))
-	utilruntime.Must(hostfleetv1alpha1.AddToScheme(s))
-	utilruntime.Must(addonv1beta1.Install(s))
-	utilruntime.Must(operatorv1alpha1.AddToScheme(s))
-	return s
+	return scheme.New(apiextensionsv1.AddToScheme, addonv1beta1.Install, operatorv1alpha1.AddToScheme)
 }
 
 // Release is what this build installs.
 func (o *Options) Release() controller.Release {
-	return controller.Release{Version: Version, HubImage: o.HubImage, AgentImage: o.AgentImage}
+	return controller.Release{Version: command.Version, HubImage: o.HubImage, AgentImage: o.AgentImage}
 }
 
 // New builds the operator's manager.
@@ -156,7 +143,7 @@ func Run(ctx context.Context, o *Options) error {
 	if err != nil {
 		return err
 	}
-	ctrl.Log.Info("starting the operator", "version", Version, "server", cfg.Host, "hubImage", o.HubImage, "agentImage", o.AgentImage)
+	ctrl.Log.Info("starting the operator", "version", command.Version, "server", cfg.Host, "hubImage", o.HubImage, "agentImage", o.AgentImage)
 	return mgr.Start(ctx)
 }
 

@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
 	operatorv1alpha1 "github.com/hostfleet/hostfleet/operator/api/v1alpha1"
 )
 
@@ -74,58 +75,74 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Complete(r)
 }
 
-// Reconcile applies a HostfleetHub's hub, or removes it.
-func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+// Reconcile applies a HostfleetHub's hub, or removes it: reach the hub;
+// deleting, uninstall; else the finalizer, one hub per cluster, install,
+// availability. The status is written once, at the end, whatever the exit;
+// its Events only once it is written.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, retErr error) {
 	h := &operatorv1alpha1.HostfleetHub{}
 	if err := r.Client.Get(ctx, req.NamespacedName, h); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	orig := h.DeepCopy()
-	hub, err := r.hub(ctx, h)
+	defer func() {
+		if err := r.status(ctx, orig, h); err != nil {
+			retErr = errors.Join(retErr, err)
+		}
+	}()
+	hub, hubErr := r.hub(ctx, h)
 	if !h.DeletionTimestamp.IsZero() {
-		if err != nil {
+		if hubErr != nil {
 			// Nothing can be removed from a hub the operator cannot reach.
-			r.degraded(h, operatorv1alpha1.ReasonExternalKubeconfig, err.Error())
-			return ctrl.Result{RequeueAfter: 30 * time.Second}, r.status(ctx, orig, h)
+			r.degraded(h, operatorv1alpha1.ReasonExternalKubeconfig, hubErr.Error())
+			return ctrl.Result{RequeueAfter: 30 * time.Second}, nil
 		}
-		return r.uninstall(ctx, orig, h, hub)
+		return r.uninstall(ctx, h, hub)
 	}
-	if !controllerutil.ContainsFinalizer(h, operatorv1alpha1.Finalizer) {
-		controllerutil.AddFinalizer(h, operatorv1alpha1.Finalizer)
-		if err := r.Client.Patch(ctx, h, client.MergeFrom(orig)); err != nil {
-			return ctrl.Result{}, fmt.Errorf("add finalizer to HostfleetHub %s: %w", h.Name, err)
-		}
-		orig = h.DeepCopy()
-	}
-	if err != nil {
-		r.degraded(h, operatorv1alpha1.ReasonExternalKubeconfig, err.Error())
-		setCondition(h, operatorv1alpha1.ConditionApplied, metav1.ConditionFalse, operatorv1alpha1.ReasonExternalKubeconfig, err.Error())
-		return ctrl.Result{}, r.status(ctx, orig, h)
-	}
-	if other, err := r.otherHub(ctx, h); err != nil {
+	if err := r.addFinalizer(ctx, h); err != nil {
 		return ctrl.Result{}, err
-	} else if other != "" {
-		msg := fmt.Sprintf("HostfleetHub %s already installs the hub on this cluster; delete this one", other)
-		r.degraded(h, operatorv1alpha1.ReasonSecondHub, msg)
-		setCondition(h, operatorv1alpha1.ConditionApplied, metav1.ConditionFalse, operatorv1alpha1.ReasonSecondHub, msg)
-		return ctrl.Result{}, r.status(ctx, orig, h)
 	}
-
+	orig.Finalizers = h.Finalizers
+	if hubErr != nil {
+		r.notApplied(h, operatorv1alpha1.ReasonExternalKubeconfig, hubErr.Error())
+		return ctrl.Result{}, nil
+	}
+	if other, err := r.otherHub(ctx, h); err != nil || other != "" {
+		if other != "" {
+			r.notApplied(h, operatorv1alpha1.ReasonSecondHub, fmt.Sprintf("HostfleetHub %s already installs the hub on this cluster; delete this one", other))
+		}
+		return ctrl.Result{}, err
+	}
 	requeue, err := r.install(ctx, h, hub)
 	if err != nil {
-		setCondition(h, operatorv1alpha1.ConditionApplied, metav1.ConditionFalse, operatorv1alpha1.ReasonApplyFailed, err.Error())
-		r.degraded(h, operatorv1alpha1.ReasonApplyFailed, err.Error())
-		return ctrl.Result{}, errors.Join(err, r.status(ctx, orig, h))
+		r.notApplied(h, operatorv1alpha1.ReasonApplyFailed, err.Error())
+		return ctrl.Result{}, err
 	}
 	setCondition(h, operatorv1alpha1.ConditionApplied, metav1.ConditionTrue, operatorv1alpha1.ReasonApplied,
 		fmt.Sprintf("%s mode: the hub's CRDs, RBAC and controllers are applied (release %s)", h.Spec.DeployOption.Mode, r.Release.Version))
 	h.Status.Version = r.Release.Version
 	h.Status.HubImage, h.Status.AgentImage = images(h, r.Release)
 	h.Status.Namespace = Namespace(h)
-	if err := r.available(ctx, h); err != nil {
-		return ctrl.Result{}, err
+	return ctrl.Result{RequeueAfter: requeue}, r.available(ctx, h)
+}
+
+// addFinalizer puts the operator's finalizer on the HostfleetHub, so that
+// deleting it uninstalls the hub first.
+func (r *Reconciler) addFinalizer(ctx context.Context, h *operatorv1alpha1.HostfleetHub) error {
+	orig := h.DeepCopy()
+	if !controllerutil.AddFinalizer(h, operatorv1alpha1.Finalizer) {
+		return nil
 	}
-	return ctrl.Result{RequeueAfter: requeue}, r.status(ctx, orig, h)
+	if err := r.Client.Patch(ctx, h, client.MergeFrom(orig)); err != nil {
+		return fmt.Errorf("add finalizer to HostfleetHub %s: %w", h.Name, err)
+	}
+	return nil
+}
+
+// notApplied says, in Applied and Degraded, why the hub is not applied.
+func (r *Reconciler) notApplied(h *operatorv1alpha1.HostfleetHub, reason, msg string) {
+	setCondition(h, operatorv1alpha1.ConditionApplied, metav1.ConditionFalse, reason, msg)
+	r.degraded(h, reason, msg)
 }
 
 // install applies everything, on the hub and, in Hosted mode, on the
@@ -174,11 +191,14 @@ func (r *Reconciler) otherHub(ctx context.Context, h *operatorv1alpha1.Hostfleet
 	return "", nil
 }
 
-// available reports whether the hub's controllers run and are ready.
+// available reports whether the hub's controllers run and are ready; when
+// it cannot tell, Available is Unknown and says why (Applied stands).
 func (r *Reconciler) available(ctx context.Context, h *operatorv1alpha1.HostfleetHub) error {
 	d := &appsv1.Deployment{}
 	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: Namespace(h), Name: HubName}, d); err != nil {
-		return fmt.Errorf("hub Deployment %s/%s: %w", Namespace(h), HubName, err)
+		err = fmt.Errorf("hub Deployment %s/%s: %w", Namespace(h), HubName, err)
+		setCondition(h, operatorv1alpha1.ConditionAvailable, metav1.ConditionUnknown, operatorv1alpha1.ReasonDeploymentNotReady, err.Error())
+		return err
 	}
 	want := ptr.Deref(d.Spec.Replicas, 1)
 	if d.Status.ObservedGeneration >= d.Generation && d.Status.AvailableReplicas > 0 && d.Status.UpdatedReplicas >= want {
@@ -197,18 +217,27 @@ func (r *Reconciler) degraded(h *operatorv1alpha1.HostfleetHub, reason, msg stri
 	setCondition(h, operatorv1alpha1.ConditionDegraded, metav1.ConditionTrue, reason, msg)
 }
 
+// setCondition sets one condition (its message cut, on a character
+// boundary, to what the API takes).
 func setCondition(h *operatorv1alpha1.HostfleetHub, typ string, status metav1.ConditionStatus, reason, msg string) {
-	if len(msg) > 4096 {
-		msg = msg[:4093] + "..."
-	}
-	meta.SetStatusCondition(&h.Status.Conditions, metav1.Condition{Type: typ, Status: status, Reason: reason, Message: msg,
+	hostfleetv1alpha1.SetCondition(&h.Status.Conditions, metav1.Condition{Type: typ, Status: status, Reason: reason, Message: msg,
 		ObservedGeneration: h.Generation})
 }
 
-// status writes the status if it changed, with an Event for each condition
-// that changed.
+// status writes the status if it changed and, once it is written, an Event
+// for each condition whose status or reason changed (a failed write records
+// none: the next attempt will).
 func (r *Reconciler) status(ctx context.Context, orig, h *operatorv1alpha1.HostfleetHub) error {
 	h.Status.ObservedGeneration = h.Generation
+	if equality.Semantic.DeepEqual(orig.Status, h.Status) {
+		return nil
+	}
+	if err := r.Client.Status().Patch(ctx, h, client.MergeFrom(orig)); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("status of HostfleetHub %s: %w", h.Name, err)
+	}
 	for _, c := range h.Status.Conditions {
 		old := meta.FindStatusCondition(orig.Status.Conditions, c.Type)
 		if r.Recorder != nil && (old == nil || old.Status != c.Status || old.Reason != c.Reason) {
@@ -219,12 +248,6 @@ func (r *Reconciler) status(ctx context.Context, orig, h *operatorv1alpha1.Hostf
 			}
 			r.Recorder.Eventf(h, nil, typ, c.Reason, c.Type, "%s=%s: %s", c.Type, c.Status, c.Message)
 		}
-	}
-	if equality.Semantic.DeepEqual(orig.Status, h.Status) {
-		return nil
-	}
-	if err := r.Client.Status().Patch(ctx, h, client.MergeFrom(orig)); err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("status of HostfleetHub %s: %w", h.Name, err)
 	}
 	return nil
 }

@@ -103,11 +103,12 @@ func runHub(t *testing.T, cfg *rest.Config) {
 	o := app.NewOptions()
 	o.LeaderElectionNamespace = controller.DefaultNamespace
 	o.Addon.Image = release.AgentImage
-	mgr, err := app.New(cfg, o)
+	ctx, cancel := context.WithCancel(context.Background())
+	mgr, err := app.New(ctx, cfg, o)
 	if err != nil {
+		cancel()
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- mgr.Start(ctx) }()
 	t.Cleanup(func() {

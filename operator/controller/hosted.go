@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"k8s.io/klog/v2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	operatorv1alpha1 "github.com/hostfleet/hostfleet/operator/api/v1alpha1"
@@ -111,7 +112,7 @@ func (r *Reconciler) hostedToken(ctx context.Context, h *operatorv1alpha1.Hostfl
 	tr := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &seconds}}
 	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: hubSideNamespace(h), Name: HubName}}
 	if err := hub.SubResource("token").Create(ctx, sa, tr); err != nil {
-		return 0, fmt.Errorf("token of ServiceAccount %s/%s on the hub: %w", sa.Namespace, sa.Name, err)
+		return 0, fmt.Errorf("token of ServiceAccount %s on the hub: %w", klog.KObj(sa), err)
 	}
 	expires := tr.Status.ExpirationTimestamp.Time
 	secret := &corev1.Secret{

@@ -30,7 +30,8 @@ import (
 // finalizes them), and last the hub itself, its policies, RBAC, namespace
 // and CRDs. metal3's CRDs stay: a baremetal-operator on the same cluster
 // may use them.
-func (r *Reconciler) uninstall(ctx context.Context, orig, h *operatorv1alpha1.HostfleetHub, hub client.Client) (ctrl.Result, error) {
+// Reconcile writes the status it sets.
+func (r *Reconciler) uninstall(ctx context.Context, h *operatorv1alpha1.HostfleetHub, hub client.Client) (ctrl.Result, error) {
 	if !controllerutil.ContainsFinalizer(h, operatorv1alpha1.Finalizer) {
 		return ctrl.Result{}, nil
 	}
@@ -39,7 +40,7 @@ func (r *Reconciler) uninstall(ctx context.Context, orig, h *operatorv1alpha1.Ho
 		if reason == operatorv1alpha1.ReasonClaimsExist {
 			r.degraded(h, reason, msg)
 		}
-		return ctrl.Result{RequeueAfter: 5 * time.Second}, r.status(ctx, orig, h)
+		return ctrl.Result{RequeueAfter: 5 * time.Second}, nil
 	}
 
 	claims := &metal3api.HostClaimList{}
