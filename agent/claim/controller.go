@@ -542,7 +542,10 @@ func (r *Reconciler) yield(ctx context.Context, c *metal3api.HostClaim, d binder
 		return requeue.OnConflict(fmt.Errorf("leave %s to its other controller: %w", klog.KObj(c), err))
 	}
 	ctrl.LoggerFrom(ctx).Info("left the claim to another HostClaim controller", "why", d.Message)
-	return ctrl.Result{}, nil
+	// The other controller may have named the released host in the status
+	// meanwhile (its association crossed the release): no event of its
+	// write may come again.
+	return ctrl.Result{}, r.dropDangling(ctx, c)
 }
 
 // dropDangling clears a claim's status.bareMetalHost that names a host
