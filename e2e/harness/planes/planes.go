@@ -35,6 +35,8 @@ type Plane struct {
 	env      *envtest.Environment
 	assets   string
 	clientCA *clientCA
+	// snapshot is the plane's etcd as started, for a shared plane (pool.go).
+	snapshot snapshot
 }
 
 // Fleet is a set of planes started together, and the processes started

@@ -28,8 +28,17 @@ func ForTest(t testing.TB, names ...string) *Fleet {
 }
 
 // ForTestWith is ForTest with options; Dir defaults to a test directory.
+// In a package whose TestMain is Main, a test that sets no Dir, Logs or
+// ForPods gets the package's shared planes, reset to how they started
+// (pool.go).
 func ForTestWith(t testing.TB, opts Options, names ...string) *Fleet {
 	t.Helper()
+	if pooled(opts) {
+		start := time.Now()
+		f := acquire(t, opts, names)
+		t.Logf("planes %v ready in %s", names, time.Since(start).Round(10*time.Millisecond))
+		return f
+	}
 	if opts.Dir == "" {
 		opts.Dir = t.TempDir()
 	}
@@ -64,9 +73,13 @@ func (f *Fleet) StartBMOForTest(t testing.TB, plane string, namespaces ...string
 	return p
 }
 
-func (f *Fleet) dumpLogs(t testing.TB) {
+func (f *Fleet) dumpLogs(t testing.TB) { f.dumpLogsSince(t, 0) }
+
+// dumpLogsSince prints the tail of the logs of the processes started after
+// the first n.
+func (f *Fleet) dumpLogsSince(t testing.TB, n int) {
 	f.mu.Lock()
-	procs := append([]*Process(nil), f.procs...)
+	procs := append([]*Process(nil), f.procs[n:]...)
 	f.mu.Unlock()
 	for _, p := range procs {
 		data, err := os.ReadFile(p.Log)
@@ -144,7 +157,9 @@ func (f *Fleet) StartControllerManagerForTest(t testing.TB, plane string) *Proce
 
 // Main is a TestMain for packages whose tests run controllers in-process:
 // their controller-runtime and klog logs are dropped unless
-// HOSTFLEET_TEST_AGENT_LOGS is set, when they go to stderr.
+// HOSTFLEET_TEST_AGENT_LOGS is set, when they go to stderr. It enables the
+// package's shared planes (HOSTFLEET_FRESH_PLANES=1: a fresh fleet per
+// test), and stops them when the tests are done.
 func Main(m *testing.M) {
 	if os.Getenv("HOSTFLEET_TEST_AGENT_LOGS") != "" {
 		ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr)))
@@ -152,5 +167,10 @@ func Main(m *testing.M) {
 		ctrl.SetLogger(logr.Discard())
 		klog.SetLogger(logr.Discard())
 	}
-	os.Exit(m.Run())
+	pool.Lock()
+	pool.enabled = os.Getenv("HOSTFLEET_FRESH_PLANES") == ""
+	pool.Unlock()
+	code := m.Run()
+	stopPool()
+	os.Exit(code)
 }

@@ -52,13 +52,13 @@ func fleet(t *testing.T, g Gomega) (*planes.Fleet, client.Client, client.Client)
 	ctx := context.Background()
 	f := planes.ForTest(t, "hub", cluster)
 	f.HubForTest(t, "hub", func(mgr ctrl.Manager) error {
-		if err := (&scheduler.Reconciler{Client: mgr.GetClient(), Deadline: time.Minute}).SetupWithManager(mgr); err != nil {
+		if err := (&scheduler.Reconciler{Client: mgr.GetClient(), Deadline: time.Minute}).SetupWithManager(context.Background(), mgr); err != nil {
 			return err
 		}
 		if err := (&hardwarecopy.Reconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
 			return err
 		}
-		return (&forwarder.Reconciler{Client: mgr.GetClient()}).SetupWithManager(mgr)
+		return (&forwarder.Reconciler{Client: mgr.GetClient()}).SetupWithManager(context.Background(), mgr)
 	})
 	hub, infra := f.Plane("hub").Client, f.Plane(cluster).Client
 	for _, o := range []client.Object{
@@ -122,11 +122,12 @@ func startAgent(t *testing.T, f *planes.Fleet) {
 	o.RetryAfter = 2 * time.Second
 	o.BMCPoll = 2 * time.Second
 	o.BMCTimeout = 5 * time.Second
-	a, err := app.New(f.Plane("hub").Config, f.Plane(cluster).Config, o)
+	ctx, cancel := context.WithCancel(context.Background())
+	a, err := app.New(ctx, f.Plane("hub").Config, f.Plane(cluster).Config, o)
 	if err != nil {
+		cancel()
 		t.Fatalf("agent: %v", err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- a.Manager.Start(ctx) }()
 	t.Cleanup(func() {
