@@ -100,6 +100,14 @@ func (b *BMC) resource(path string) any {
 			"PowerState": b.power, "Status": map[string]string{"State": "Enabled", "Health": "OK"},
 			"Links": map[string]any{"ComputerSystems": []map[string]string{ref(SystemPath)}, "ManagedBy": []map[string]string{ref(ManagerPath)}}}
 	}
+	return b.member(path)
+}
+
+// member is the GET answer for a member of a collection whose members
+// depend on the hardware (sessions, processors, drives, NICs), or nil. The
+// caller holds b.mu.
+func (b *BMC) member(path string) any {
+	hw := b.Hardware
 	if strings.HasPrefix(path, sessionsURI+"/") {
 		id := strings.TrimPrefix(path, sessionsURI+"/")
 		if b.sessions[id] {

@@ -58,24 +58,68 @@ func hardwareLatency(r *rand.Rand) redfish.Latency {
 		Inventory: between(time.Second, 5*time.Second)}
 }
 
+// bmcRun is what the BMC driver benchmark measured.
+type bmcRun struct {
+	n, workers, sample int
+	slow               bool
+	// baseline is the sequential loop's time for all n; measured, its
+	// time for the sample.
+	baseline, measured time.Duration
+	// elapsed is the agent's time for all n; cpu and rssMiB its process's.
+	elapsed time.Duration
+	cpu     time.Duration
+	rssMiB  float64
+}
+
 func runBMC(n, workers int, slow bool, sample int) error {
 	if sample <= 0 || sample > n {
 		sample = n
 	}
+	run := bmcRun{n: n, workers: workers, sample: sample, slow: slow}
 	ctx := context.Background()
 	f, stop, err := startPlanes(ctx, "infra")
 	if err != nil {
 		return err
 	}
 	defer stop()
-	c := f.Plane("infra").Client
 
 	fmt.Printf("\nstarting %d emulated Redfish BMCs (HTTPS) and an image server\n", n)
 	iso := redfish.ImageServer()
 	defer iso.Close()
+	image := iso.URL + "/live.iso"
+	bmcs, waits := startBMCs(n, slow)
+	defer func() {
+		for _, b := range bmcs {
+			b.Close()
+		}
+	}()
+	if run.measured, err = bmcLoop(ctx, bmcs[:sample], image); err != nil {
+		return err
+	}
+	run.baseline = extrapolate(run.measured, waits, sample)
+	for _, b := range bmcs[:sample] {
+		b.SetPowerForTest("Off")
+	}
+	if err := createBMCHosts(ctx, f.Plane("infra").Client, bmcs, image); err != nil {
+		return err
+	}
+	if err := run.agent(ctx, f.Plane("infra").Client, f.Plane("infra").Kubeconfig); err != nil {
+		return err
+	}
+	for _, b := range bmcs {
+		if b.Power() != "On" {
+			return fmt.Errorf("a provisioned host's BMC says %s", b.Power())
+		}
+	}
+	run.print()
+	return nil
+}
+
+// startBMCs starts n emulated Redfish BMCs, as slow as hardware if slow.
+// waits[i] is what BMC i makes a caller wait for, in all: its inventory,
+// its media insert and its power change.
+func startBMCs(n int, slow bool) ([]*redfish.BMC, []time.Duration) {
 	bmcs := make([]*redfish.BMC, n)
-	// waits[i] is what BMC i makes a caller wait for, in all: its
-	// inventory, its media insert and its power change.
 	waits := make([]time.Duration, n)
 	r := rand.New(rand.NewPCG(1, 2)) // the same draws every run
 	for i := range bmcs {
@@ -85,74 +129,81 @@ func runBMC(n, workers int, slow bool, sample int) error {
 			waits[i] = o.Latency.Inventory + o.Latency.MediaInsert + o.Latency.PowerChange
 		}
 		bmcs[i] = redfish.Start(o)
-		defer bmcs[i].Close()
 	}
-	image := iso.URL + "/live.iso"
+	return bmcs, waits
+}
 
-	// Baseline: the calls the driver makes for one host (open, power,
-	// inventory, media, boot device, power on, close), one host after
-	// another. With a sample smaller than n, the loop runs over the first
-	// sample BMCs, and the time for all n is what it measured plus, for
-	// each other BMC, what that BMC makes a caller wait for and the loop's
-	// measured cost per host beyond those waits.
+// bmcLoop is the baseline: the calls the driver makes for one host (open,
+// power, inventory, media, boot device, power on, close), one host after
+// another.
+func bmcLoop(ctx context.Context, bmcs []*redfish.BMC, image string) (time.Duration, error) {
 	start := time.Now()
-	for _, b := range bmcs[:sample] {
-		a, err := bmc.ParseAddress("redfish-virtualmedia://" + b.HostPort() + redfish.SystemPath)
-		if err != nil {
-			return err
+	for _, b := range bmcs {
+		if err := bmcProvision(ctx, b, image); err != nil {
+			return 0, err
 		}
-		d, err := bmc.Open(ctx, a, "admin", "password", bmc.Options{InsecureSkipVerify: true})
-		if err != nil {
-			return err
-		}
-		if _, err := d.Power(ctx); err != nil {
-			return err
-		}
-		if _, err := d.Inventory(ctx); err != nil {
-			return err
-		}
-		if err := d.InsertMedia(ctx, image); err != nil {
-			return err
-		}
-		if err := d.SetBootOnce(ctx, bmc.BootCDROM); err != nil {
-			return err
-		}
-		if err := d.Send(ctx, bmc.CommandOn); err != nil {
-			return err
-		}
-		for {
-			// As the driver: done once the BMC reports the host on.
-			s, err := d.Power(ctx)
-			if err != nil {
-				return err
-			}
-			if s == bmc.PowerOn {
-				break
-			}
-			time.Sleep(250 * time.Millisecond)
-		}
-		_ = d.Close(ctx)
 	}
-	baseline := time.Since(start)
-	measured := baseline
-	if sample < n {
-		var sampleWaits, restWaits time.Duration
-		for i, w := range waits {
-			if i < sample {
-				sampleWaits += w
-			} else {
-				restWaits += w
-			}
-		}
-		perHost := (measured - sampleWaits) / time.Duration(sample)
-		baseline = measured + restWaits + perHost*time.Duration(n-sample)
-	}
-	for _, b := range bmcs[:sample] {
-		b.SetPowerForTest("Off")
-	}
+	return time.Since(start), nil
+}
 
-	// The hosts, each already asking for a live ISO: registering →
-	// inspecting → available → provisioning → provisioned.
+// bmcProvision makes the driver's calls for one host, as the driver: done
+// once the BMC reports the host on.
+func bmcProvision(ctx context.Context, b *redfish.BMC, image string) error {
+	a, err := bmc.ParseAddress("redfish-virtualmedia://" + b.HostPort() + redfish.SystemPath)
+	if err != nil {
+		return err
+	}
+	d, err := bmc.Open(ctx, a, "admin", "password", bmc.Options{InsecureSkipVerify: true})
+	if err != nil {
+		return err
+	}
+	defer func() { _ = d.Close(ctx) }()
+	if _, err := d.Power(ctx); err != nil {
+		return err
+	}
+	if _, err := d.Inventory(ctx); err != nil {
+		return err
+	}
+	if err := d.InsertMedia(ctx, image); err != nil {
+		return err
+	}
+	if err := d.SetBootOnce(ctx, bmc.BootCDROM); err != nil {
+		return err
+	}
+	if err := d.Send(ctx, bmc.CommandOn); err != nil {
+		return err
+	}
+	for {
+		s, err := d.Power(ctx)
+		if err != nil || s == bmc.PowerOn {
+			return err
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+}
+
+// extrapolate is the loop's time for all BMCs from its time over the first
+// sample: what it measured plus, for each other BMC, what that BMC makes a
+// caller wait for and the loop's measured cost per host beyond those waits.
+func extrapolate(measured time.Duration, waits []time.Duration, sample int) time.Duration {
+	if sample == len(waits) {
+		return measured
+	}
+	var sampleWaits, restWaits time.Duration
+	for i, w := range waits {
+		if i < sample {
+			sampleWaits += w
+		} else {
+			restWaits += w
+		}
+	}
+	perHost := (measured - sampleWaits) / time.Duration(sample)
+	return measured + restWaits + perHost*time.Duration(len(waits)-sample)
+}
+
+// createBMCHosts creates a host per BMC, each already asking for a live
+// ISO: registering → inspecting → available → provisioning → provisioned.
+func createBMCHosts(ctx context.Context, c client.Client, bmcs []*redfish.BMC, image string) error {
 	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "hosts"}}); err != nil {
 		return err
 	}
@@ -160,7 +211,7 @@ func runBMC(n, workers int, slow bool, sample int) error {
 		Data: map[string][]byte{"username": []byte("admin"), "password": []byte("password")}}); err != nil {
 		return err
 	}
-	if err := parallel(n, 4, func(i int) error {
+	return parallel(len(bmcs), 4, func(i int) error {
 		return c.Create(ctx, &metal3api.BareMetalHost{
 			ObjectMeta: metav1.ObjectMeta{Namespace: "hosts", Name: fmt.Sprintf("h%04d", i),
 				Annotations: map[string]string{hostfleetv1alpha1.AnnotationDriver: hostfleetv1alpha1.DriverBMCLib}},
@@ -171,67 +222,63 @@ func runBMC(n, workers int, slow bool, sample int) error {
 				ConsumerRef: &corev1.ObjectReference{Kind: "HostClaim", Namespace: "tenant", Name: fmt.Sprintf("c%04d", i)},
 				Image:       &metal3api.Image{URL: image, DiskFormat: ptr.To("live-iso")},
 			}})
-	}); err != nil {
-		return err
-	}
+	})
+}
 
-	child := exec.Command(os.Args[0], "-bmc-agent", f.Plane("infra").Kubeconfig, "-bmc-workers", fmt.Sprint(workers), "-bmcs", fmt.Sprint(n))
+// agent runs the BMC driver in a child process until every host is
+// provisioned, and records its time, CPU and memory.
+func (run *bmcRun) agent(ctx context.Context, c client.Client, kubeconfig string) error {
+	child := exec.Command(os.Args[0], "-bmc-agent", kubeconfig, "-bmc-workers", fmt.Sprint(run.workers), "-bmcs", fmt.Sprint(run.n))
 	child.Stdout, child.Stderr = os.Stdout, os.Stderr
-	start = time.Now()
+	start := time.Now()
 	if err := child.Start(); err != nil {
 		return err
 	}
 	defer func() { _ = child.Process.Kill() }()
-	var provisioned int
 	for {
 		var hosts metal3api.BareMetalHostList
 		if err := c.List(ctx, &hosts, client.InNamespace("hosts")); err != nil {
 			return err
 		}
-		provisioned = 0
+		provisioned := 0
 		for _, h := range hosts.Items {
 			if h.Status.Provisioning.State == metal3api.StateProvisioned {
 				provisioned++
 			}
 		}
-		if provisioned == n {
+		if provisioned == run.n {
 			break
 		}
 		if time.Since(start) > 10*time.Minute {
-			return fmt.Errorf("only %d of %d hosts provisioned after 10 minutes", provisioned, n)
+			return fmt.Errorf("only %d of %d hosts provisioned after 10 minutes", provisioned, run.n)
 		}
 		time.Sleep(250 * time.Millisecond)
 	}
-	elapsed := time.Since(start)
+	run.elapsed = time.Since(start)
 	_ = child.Process.Signal(syscall.SIGTERM)
 	_ = child.Wait()
-	ru, _ := child.ProcessState.SysUsage().(*syscall.Rusage)
-	var cpu time.Duration
-	var rssMiB float64
-	if ru != nil {
-		cpu = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-		rssMiB = float64(ru.Maxrss) / 1024
+	if ru, _ := child.ProcessState.SysUsage().(*syscall.Rusage); ru != nil {
+		run.cpu = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+		run.rssMiB = float64(ru.Maxrss) / 1024
 	}
-	for _, b := range bmcs {
-		if b.Power() != "On" {
-			return fmt.Errorf("a provisioned host's BMC says %s", b.Power())
-		}
-	}
+	return nil
+}
 
+func (run *bmcRun) print() {
+	n := run.n
 	kind := "answering in milliseconds"
-	if slow {
+	if run.slow {
 		kind = "as slow as hardware (power change 2–10 s, media insert 1–3 s, inventory 1–5 s)"
 	}
-	fmt.Printf("\nBMC driver, %d Redfish BMCs %s, from registering to provisioned (inspection, live-ISO boot, the BMC reporting the host on), %d workers\n", n, kind, workers)
+	fmt.Printf("\nBMC driver, %d Redfish BMCs %s, from registering to provisioned (inspection, live-ISO boot, the BMC reporting the host on), %d workers\n", n, kind, run.workers)
 	fmt.Printf("  baseline: the same calls one host after another: %s (%s per host)\n",
-		baseline.Round(10*time.Millisecond), (baseline / time.Duration(n)).Round(time.Millisecond))
-	if sample < n {
+		run.baseline.Round(10*time.Millisecond), (run.baseline / time.Duration(n)).Round(time.Millisecond))
+	if run.sample < n {
 		fmt.Printf("            measured over the first %d hosts (%s), the other %d added from their BMCs' latencies and the loop's measured cost per host\n",
-			sample, measured.Round(10*time.Millisecond), n-sample)
+			run.sample, run.measured.Round(10*time.Millisecond), n-run.sample)
 	}
-	fmt.Printf("  agent:    %s for all %d (%.1f hosts/s), including its start and cache sync\n", elapsed.Round(10*time.Millisecond), n, float64(n)/elapsed.Seconds())
-	fmt.Printf("  ratio:    %.3f of the baseline's time (%.1f times faster)\n", elapsed.Seconds()/baseline.Seconds(), baseline.Seconds()/elapsed.Seconds())
+	fmt.Printf("  agent:    %s for all %d (%.1f hosts/s), including its start and cache sync\n", run.elapsed.Round(10*time.Millisecond), n, float64(n)/run.elapsed.Seconds())
+	fmt.Printf("  ratio:    %.3f of the baseline's time (%.1f times faster)\n", run.elapsed.Seconds()/run.baseline.Seconds(), run.baseline.Seconds()/run.elapsed.Seconds())
 	fmt.Printf("  agent process: %s CPU (%s per host), %.0f MiB peak resident memory\n",
-		cpu.Round(10*time.Millisecond), (cpu / time.Duration(n)).Round(time.Millisecond), rssMiB)
-	return nil
+		run.cpu.Round(10*time.Millisecond), (run.cpu / time.Duration(n)).Round(time.Millisecond), run.rssMiB)
 }

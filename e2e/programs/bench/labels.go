@@ -84,7 +84,7 @@ func runLabels(hosts, changes int) error {
 			o.Role, o.ServedNamespaces, o.InProcess = hostfleetv1alpha1.RoleWorkload, []string{"tenant-a", "wl"}, true
 		}),
 	} {
-		a, err := app.New(f.Plane("hub").Config, f.Plane(o.ClusterName).Config, o)
+		a, err := app.New(ctx, f.Plane("hub").Config, f.Plane(o.ClusterName).Config, o)
 		if err != nil {
 			return err
 		}

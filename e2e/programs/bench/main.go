@@ -40,7 +40,6 @@ import (
 	"net/http"
 	_ "net/http/pprof"
 	"os"
-	"path/filepath"
 	"runtime/pprof"
 	"slices"
 	"strings"
@@ -49,17 +48,13 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
-	metal3api "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/hostfleet/hostfleet/agent/app"
 	"github.com/hostfleet/hostfleet/e2e/harness/planes"
-	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
 )
 
 func main() {
@@ -106,18 +101,24 @@ func main() {
 			fmt.Fprintln(os.Stderr, "bench:", err)
 			os.Exit(1)
 		}
-		defer pprof.StopCPUProfile()
+	}
+	// The profile is written out on every way out (os.Exit runs no
+	// deferred call).
+	defer pprof.StopCPUProfile()
+	fail := func(what string, err error) {
+		fmt.Fprintln(os.Stderr, what, err)
+		pprof.StopCPUProfile()
+		os.Exit(1)
 	}
 	if *agentKubeconfig != "" {
 		if err := runBMCAgent(*agentKubeconfig, *bmcWorkers, *bmcs); err != nil {
-			fmt.Fprintln(os.Stderr, "bench agent:", err)
-			os.Exit(1)
+			fail("bench agent:", err)
 		}
 		return
 	}
 	var err error
 	if *only == "" || *only == "binding" {
-		err = run(*n, *workers, beside(*upstreamBin, "upstreambind"))
+		err = runBinding(*n, *workers, beside(*upstreamBin, "upstreambind"))
 	}
 	if err == nil && (*only == "" || *only == "scheduling") {
 		err = runScheduling(*n, *clusters)
@@ -135,8 +136,7 @@ func main() {
 		}
 	}
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "bench:", err)
-		os.Exit(1)
+		fail("bench:", err)
 	}
 }
 
@@ -255,144 +255,6 @@ func counted(cfg *rest.Config) (*rest.Config, *writeCounter) {
 	c.WrapTransport = func(rt http.RoundTripper) http.RoundTripper { wc.next = rt; return wc }
 	c.QPS, c.Burst = 1000, 2000 // measure the servers and the agent, not client throttling
 	return c, wc
-}
-
-func run(n, workers int, upstream string) error {
-	ctx := context.Background()
-	f, stop, err := startPlanes(ctx, "hub", "infra-1")
-	if err != nil {
-		return err
-	}
-	defer stop()
-	hub, infra := f.Plane("hub").Client, f.Plane("infra-1").Client
-
-	fmt.Printf("setting up %d hosts and %d claims\n", n, n)
-	for _, o := range []client.Object{
-		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "hosts"}},
-		&metal3api.HostDeployPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: "hosts", Name: "all"},
-			Spec: metal3api.HostDeployPolicySpec{HostClaimNamespaces: &metal3api.HostClaimNamespaces{Names: []string{"tenant-a"}}}},
-	} {
-		if err := infra.Create(ctx, o); err != nil {
-			return err
-		}
-	}
-	// A tenant's namespace and infra-1's ClusterTenancy, as the hub's
-	// controllers make them: the agent caches both.
-	for _, o := range []client.Object{
-		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "tenant-a", Labels: map[string]string{hostfleetv1alpha1.LabelTenant: "a"}}},
-		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "infra-1"}},
-		planes.Tenancy("infra-1", hostfleetv1alpha1.ServedTenant{Name: "a", Namespaces: []string{"tenant-a"}}),
-	} {
-		if err := hub.Create(ctx, o); err != nil {
-			return err
-		}
-	}
-	if err := createHosts(ctx, infra, "hosts", n, workers); err != nil {
-		return err
-	}
-
-	// Baseline: BMH patches the infrastructure API server accepts, from the
-	// same number of writers.
-	base, _ := counted(f.Plane("infra-1").Config)
-	baseClient, err := client.New(base, client.Options{Scheme: f.Scheme})
-	if err != nil {
-		return err
-	}
-	baseUsage := planeUsage(f, "infra-1")
-	start := time.Now()
-	if err := parallel(n, workers, func(i int) error {
-		h := &metal3api.BareMetalHost{ObjectMeta: metav1.ObjectMeta{Namespace: "hosts", Name: fmt.Sprintf("h%04d", i)}}
-		patch := client.RawPatch("application/merge-patch+json", []byte(`{"metadata":{"annotations":{"bench":"baseline"}}}`))
-		return baseClient.Patch(ctx, h, patch)
-	}); err != nil {
-		return err
-	}
-	baseRate := float64(n) / time.Since(start).Seconds()
-	baseUsed := baseUsage()
-
-	if err := createClaims(ctx, hub, "tenant-a", n, workers, map[string]string{hostfleetv1alpha1.LabelCluster: "infra-1"}); err != nil {
-		return err
-	}
-
-	hubCfg, hubWrites := counted(f.Plane("hub").Config)
-	managedCfg, managedWrites := counted(f.Plane("infra-1").Config)
-	o := app.NewOptions()
-	o.ClusterName = "infra-1"
-	o.Concurrency = workers
-	o.LeaderElect = false
-	o.RetryAfter = 5 * time.Second
-	a, err := app.New(hubCfg, managedCfg, o)
-	if err != nil {
-		return err
-	}
-	runCtx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	done := make(chan error, 1)
-	usage := planeUsage(f, "hub", "infra-1")
-	if dir := os.Getenv("BENCH_APISERVER_PROFILES"); dir != "" {
-		for _, name := range []string{"hub", "infra-1"} {
-			go profileAPIServer(ctx, f.Plane(name), filepath.Join(dir, name+".prof"))
-		}
-		go profileSelf(filepath.Join(dir, "agent.prof"))
-	}
-	watchBound, err := newClaimWatch(f.Plane("hub").Config, f.Scheme, "tenant-a", ready)
-	if err != nil {
-		return err
-	}
-	start = time.Now()
-	go func() { done <- a.Manager.Start(runCtx) }()
-	if err := watchBound.wait(ctx, n, 10*time.Minute, done); err != nil {
-		return fmt.Errorf("binding: %w", err)
-	}
-	elapsed := time.Since(start)
-	rate := float64(n) / elapsed.Seconds()
-	first, last := watchBound.span()
-	hw, mw := hubWrites.writes.Load(), managedWrites.writes.Load()
-	used := usage()
-	cancel()
-	<-done
-
-	fmt.Printf("binding %d claims with upstream's association\n", n)
-	up, err := runUpstream(ctx, f, upstream, n, workers)
-	if err != nil {
-		return err
-	}
-	upRate := float64(n) / up.elapsed.Seconds()
-
-	fmt.Printf("making the three writes of %d bound claims with nothing else\n", n)
-	fl, err := floor(ctx, f, client.ObjectKey{Namespace: "tenant-a", Name: "c0000"}, n, workers)
-	if err != nil {
-		return err
-	}
-	floorRate := float64(n) / fl.elapsed.Seconds()
-
-	fmt.Printf("\nbinding, %d claims on %d hosts, %d workers\n", n, n, workers)
-	fmt.Printf("  baseline: the infrastructure API server accepts %.0f BareMetalHost patches/s from %d writers (CPU per patch: API server %s, writers %s)\n",
-		baseRate, workers, baseUsed["infra-1"]/time.Duration(n), baseUsed[""]/time.Duration(n))
-	fmt.Printf("  Hostfleet: %.0f claims bound/s (%s for %d); ratio %.2f bound claims per baseline patch\n",
-		rate, elapsed.Round(10*time.Millisecond), n, rate/baseRate)
-	if n > 1 && last.After(first) {
-		steady := float64(n-1) / last.Sub(first).Seconds()
-		fmt.Printf("             the first bound %s after the agent started (its caches listed the claims and hosts first), then %.0f/s to the last (%.2f)\n",
-			first.Sub(start).Round(10*time.Millisecond), steady, steady/baseRate)
-	}
-	fmt.Printf("  upstream:  %.0f claims associated/s (%s for %d); ratio %.2f; %.1f API writes per claim; CPU per claim: API server %s, controller %s\n",
-		upRate, up.elapsed.Round(10*time.Millisecond), n, upRate/baseRate, float64(up.writes)/float64(n),
-		up.server/time.Duration(n), up.controller/time.Duration(n))
-	fmt.Printf("             (baremetal-operator %s pkg/hostclaim in one cluster: claims and hosts on the infrastructure plane, no finalizer, no labels)\n", upstreamVersion)
-	fmt.Printf("  floor:    %.0f claims/s (%s for %d); ratio %.2f: the agent's three writes, copied from a claim it bound, from %d writers with nothing else (no reads, no cache, no decisions); CPU per claim: hub API server %s, infrastructure API server %s, writers %s\n",
-		floorRate, fl.elapsed.Round(10*time.Millisecond), n, floorRate/baseRate, workers,
-		fl.used["hub"]/time.Duration(n), fl.used["infra-1"]/time.Duration(n), fl.used[""]/time.Duration(n))
-	fmt.Printf("            Hostfleet binds at %.2f of the floor\n", rate/floorRate)
-	fmt.Printf("  writes:   %.1f API writes per bound claim (hub %.1f, infrastructure %.1f)\n",
-		float64(hw+mw)/float64(n), float64(hw)/float64(n), float64(mw)/float64(n))
-	fmt.Printf("            hub: %s\n            infrastructure: %s\n", hubWrites.breakdown(n), managedWrites.breakdown(n))
-	fmt.Printf("  reads:    %.1f per bound claim (hub %.1f, infrastructure %.1f)\n", float64(hubWrites.reads.Load()+managedWrites.reads.Load())/float64(n),
-		float64(hubWrites.reads.Load())/float64(n), float64(managedWrites.reads.Load())/float64(n))
-	fmt.Printf("            hub: %s\n", hubWrites.readBreakdown(n))
-	fmt.Printf("  CPU:      per bound claim, hub API server %s, infrastructure API server %s, agent %s\n",
-		used["hub"]/time.Duration(n), used["infra-1"]/time.Duration(n), used[""]/time.Duration(n))
-	return nil
 }
 
 // planeUsage reads the CPU time of the named planes' API servers and of this

@@ -16,13 +16,13 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
 	metal3api "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	addonv1beta1 "open-cluster-management.io/api/addon/v1beta1"
@@ -174,136 +174,132 @@ func pair(d [2]time.Duration) string {
 
 func mib(b int64) string { return fmt.Sprintf("%d MiB", b>>20) }
 
+// scaleBench is one run of the scale benchmark while it runs: the planes,
+// the hub controller's process and the clusters' agent identities.
+type scaleBench struct {
+	clusters, hostsPer, infraPlanes int
+	names                           []string
+	f                               *planes.Fleet
+	hubPlane                        *planes.Plane
+	hub                             client.Client
+	hubCmd                          *exec.Cmd
+	hubOut                          bytes.Buffer
+	agentCfgs                       []*rest.Config
+}
+
+func (b *scaleBench) clusterName(i int) string { return fmt.Sprintf("c%04d", i) }
+func (b *scaleBench) infraOf(i int) *planes.Plane {
+	return b.f.Plane(fmt.Sprintf("infra-%d", i%b.infraPlanes+1))
+}
+
+// hubFailed adds the tail of the hub controller's output to err.
+func (b *scaleBench) hubFailed(err error) error {
+	return fmt.Errorf("%w\nhub: %s", err, tail(b.hubOut.String()))
+}
+
 func scaleRun(clusters, hostsPer, infraPlanes int, rate float64, hubBin string) (scaleResult, error) {
 	res := scaleResult{clusters: clusters, claims: clusters * hostsPer}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	began := time.Now()
-	names := []string{"hub"}
+	b := &scaleBench{clusters: clusters, hostsPer: hostsPer, infraPlanes: infraPlanes, names: []string{"hub"}}
 	for i := 1; i <= infraPlanes; i++ {
-		names = append(names, fmt.Sprintf("infra-%d", i))
+		b.names = append(b.names, fmt.Sprintf("infra-%d", i))
 	}
-	f, stop, err := startPlanes(ctx, names...)
+	stop, err := b.start(ctx, hubBin)
 	if err != nil {
 		return res, err
 	}
 	defer stop()
-	hubPlane := f.Plane("hub")
-	hub := hubPlane.Client
+	if err := b.setUpClusters(ctx); err != nil {
+		return res, err
+	}
+	if err := b.startAgents(ctx); err != nil {
+		return res, err
+	}
+	res.setup = time.Since(began)
+	obs, tl, err := b.measure(ctx, &res, rate)
+	if err != nil {
+		return res, err
+	}
+	b.latencies(&res, obs, tl)
+	return res, nil
+}
 
-	// The hub controller, in its own process: its CPU and memory are its own.
-	var hubOut bytes.Buffer
-	hubCmd := exec.Command(hubBin, "--kubeconfig", hubPlane.Kubeconfig, "--addon-manager=false", "--leader-elect=false",
+// start starts the planes and the hub controller, in its own process: its
+// CPU and memory are its own. stop stops them.
+func (b *scaleBench) start(ctx context.Context, hubBin string) (stop func(), _ error) {
+	f, stopPlanes, err := startPlanes(ctx, b.names...)
+	if err != nil {
+		return nil, err
+	}
+	b.f, b.hubPlane = f, f.Plane("hub")
+	b.hub = b.hubPlane.Client
+	b.hubCmd = exec.Command(hubBin, "--kubeconfig", b.hubPlane.Kubeconfig, "--addon-manager=false", "--leader-elect=false",
 		"--metrics-bind-address=0", "--health-probe-bind-address=0", "--pprof-bind-address="+*hubPprof)
-	hubCmd.Stdout, hubCmd.Stderr = &hubOut, &hubOut
+	b.hubCmd.Stdout, b.hubCmd.Stderr = &b.hubOut, &b.hubOut
+	var logFile *os.File
 	if *keepLogs {
 		// Its decisions too (V(1)), beside the planes' logs.
-		hubCmd.Args = append(hubCmd.Args, "--zap-log-level=debug")
-		logFile, err := os.Create(filepath.Join(f.Dir, "hostfleet-hub.log"))
-		if err != nil {
-			return res, err
+		b.hubCmd.Args = append(b.hubCmd.Args, "--zap-log-level=debug")
+		if logFile, err = os.Create(filepath.Join(f.Dir, "hostfleet-hub.log")); err != nil {
+			stopPlanes()
+			return nil, err
 		}
-		defer logFile.Close()
-		hubCmd.Stdout, hubCmd.Stderr = io.MultiWriter(&hubOut, logFile), io.MultiWriter(&hubOut, logFile)
+		b.hubCmd.Stdout, b.hubCmd.Stderr = io.MultiWriter(&b.hubOut, logFile), io.MultiWriter(&b.hubOut, logFile)
 	}
-	if err := hubCmd.Start(); err != nil {
-		return res, fmt.Errorf("start %s (make bench-scale builds it): %w", hubBin, err)
+	if err := b.hubCmd.Start(); err != nil {
+		stopPlanes()
+		return nil, fmt.Errorf("start %s (make bench-scale builds it): %w", hubBin, err)
 	}
-	defer func() { _ = hubCmd.Process.Signal(syscall.SIGTERM); _ = hubCmd.Wait() }()
+	return func() {
+		_ = b.hubCmd.Process.Signal(syscall.SIGTERM)
+		_ = b.hubCmd.Wait()
+		if logFile != nil {
+			_ = logFile.Close()
+		}
+		stopPlanes()
+	}, nil
+}
 
-	fmt.Printf("  %d clusters: ManagedClusters, add-on identities, hosts\n", clusters)
+// setUpClusters makes the tenant, and every cluster with its add-on
+// identity on the hub and its hosts on an infrastructure plane; then waits
+// for the hub to count them.
+func (b *scaleBench) setUpClusters(ctx context.Context) error {
+	fmt.Printf("  %d clusters: ManagedClusters, add-on identities, hosts\n", b.clusters)
 	for _, o := range []client.Object{
 		&clusterv1beta2.ManagedClusterSet{ObjectMeta: metav1.ObjectMeta{Name: "fleet"}},
 		&hostfleetv1alpha1.Tenant{ObjectMeta: metav1.ObjectMeta{Name: scaleTenant}, Spec: hostfleetv1alpha1.TenantSpec{ClusterSet: "fleet"}},
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: scaleNS, Labels: map[string]string{hostfleetv1alpha1.LabelTenant: scaleTenant}}},
 	} {
-		if err := hub.Create(ctx, o); err != nil {
-			return res, err
+		if err := b.hub.Create(ctx, o); err != nil {
+			return err
 		}
 	}
-	kube, err := kubernetes.NewForConfig(hubPlane.Config)
+	kube, err := kubernetes.NewForConfig(b.hubPlane.Config)
 	if err != nil {
-		return res, err
+		return err
 	}
-	clusterName := func(i int) string { return fmt.Sprintf("c%04d", i) }
-	infraOf := func(i int) *planes.Plane { return f.Plane(fmt.Sprintf("infra-%d", i%infraPlanes+1)) }
-	agentCfgs := make([]*rest.Config, clusters)
-	var mu sync.Mutex
-	setUp := func(i int) error {
-		name := clusterName(i)
-		mc := &clusterv1.ManagedCluster{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{clusterv1beta2.ClusterSetLabel: "fleet"}},
-			Spec: clusterv1.ManagedClusterSpec{HubAcceptsClient: true}}
-		for _, o := range []client.Object{mc, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}} {
-			if err := hub.Create(ctx, o); err != nil {
-				return err
-			}
-		}
-		if err := planes.SetClusterAvailable(ctx, hub, name, metav1.ConditionTrue); err != nil {
-			return err
-		}
-		// What OCM's registration does for the add-on's CSR identity.
-		mca := &addonv1beta1.ManagedClusterAddOn{ObjectMeta: metav1.ObjectMeta{Namespace: name, Name: hostfleetv1alpha1.AddonName}}
-		if err := hub.Create(ctx, mca); err != nil {
-			return err
-		}
-		subject := addonv1beta1.KubeClientSubject{BaseSubject: addonv1beta1.BaseSubject{
-			User: hostfleetv1alpha1.AgentHubUser(name), Groups: []string{hostfleetv1alpha1.AgentHubGroup(name), hostfleetv1alpha1.AgentSharedGroup}}}
-		mca.Status.Registrations = []addonv1beta1.RegistrationConfig{{Type: addonv1beta1.KubeClient,
-			KubeClient: &addonv1beta1.KubeClientConfig{Subject: subject}}}
-		if err := addon.Permissions(kube)(ctx, mc, mca); err != nil {
-			return err
-		}
-		cfg, err := f.AddUser("hub", subject.User, append(subject.Groups, "system:authenticated")...)
-		if err != nil {
-			return err
-		}
-		mu.Lock()
-		agentCfgs[i] = cfg
-		mu.Unlock()
-
-		infra := infraOf(i).Client
-		for _, o := range []client.Object{
-			&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}},
-			&metal3api.HostDeployPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: name, Name: "tenants"},
-				Spec: metal3api.HostDeployPolicySpec{HostClaimNamespaces: &metal3api.HostClaimNamespaces{Names: []string{scaleNS}}}},
-		} {
-			if err := infra.Create(ctx, o); err != nil {
-				return err
-			}
-		}
-		for h := 0; h < hostsPer; h++ {
-			bmh := &metal3api.BareMetalHost{ObjectMeta: metav1.ObjectMeta{Namespace: name, Name: fmt.Sprintf("h%02d", h)},
-				Spec: metal3api.BareMetalHostSpec{BMC: metal3api.BMCDetails{Address: fmt.Sprintf("ipmi://10.%d.%d.%d", i/250, i%250, h), CredentialsName: "bmc"}}}
-			if err := infra.Create(ctx, bmh); err != nil {
-				return err
-			}
-			bmh.Status.Provisioning.State = metal3api.StateAvailable
-			bmh.Status.OperationalStatus = metal3api.OperationalStatusOK
-			if err := infra.Status().Update(ctx, bmh); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
+	b.agentCfgs = make([]*rest.Config, b.clusters)
 	// The first cluster alone: it creates the ClusterRoles all share.
-	if err := setUp(0); err != nil {
-		return res, err
+	if err := b.setUpCluster(ctx, kube, 0); err != nil {
+		return err
 	}
-	if err := parallel(clusters-1, 16, func(i int) error { return setUp(i + 1) }); err != nil {
-		return res, err
+	if err := parallel(b.clusters-1, 16, func(i int) error { return b.setUpCluster(ctx, kube, i+1) }); err != nil {
+		return err
 	}
 	if err := waitFor(ctx, 5*time.Minute, "the tenant to count every cluster", func() (bool, error) {
 		t := &hostfleetv1alpha1.Tenant{}
-		if err := hub.Get(ctx, client.ObjectKey{Name: scaleTenant}, t); err != nil {
+		if err := b.hub.Get(ctx, client.ObjectKey{Name: scaleTenant}, t); err != nil {
 			return false, err
 		}
-		return len(t.Status.Clusters) == clusters, nil
+		return len(t.Status.Clusters) == b.clusters, nil
 	}); err != nil {
-		return res, fmt.Errorf("%w\nhub: %s", err, tail(hubOut.String()))
+		return b.hubFailed(err)
 	}
 	if err := waitFor(ctx, 5*time.Minute, "every cluster's ClusterTenancy to name the tenant", func() (bool, error) {
 		var list hostfleetv1alpha1.ClusterTenancyList
-		if err := hub.List(ctx, &list); err != nil {
+		if err := b.hub.List(ctx, &list); err != nil {
 			return false, err
 		}
 		n := 0
@@ -312,27 +308,88 @@ func scaleRun(clusters, hostsPer, infraPlanes int, rate float64, hubBin string) 
 				n++
 			}
 		}
-		return n == clusters, nil
+		return n == b.clusters, nil
 	}); err != nil {
-		return res, fmt.Errorf("%w\nhub: %s", err, tail(hubOut.String()))
+		return b.hubFailed(err)
 	}
+	return nil
+}
 
-	fmt.Printf("  %d agents in this process, each with its cluster's hub identity\n", clusters)
-	agentErrs := make(chan error, clusters)
-	for i := 0; i < clusters; i++ {
-		name := clusterName(i)
+// setUpCluster makes cluster i: its ManagedCluster (accepted, Available),
+// what OCM's registration does for the add-on's CSR identity, and its
+// namespace, policy and available hosts on its infrastructure plane.
+func (b *scaleBench) setUpCluster(ctx context.Context, kube kubernetes.Interface, i int) error {
+	name := b.clusterName(i)
+	mc := &clusterv1.ManagedCluster{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{clusterv1beta2.ClusterSetLabel: "fleet"}},
+		Spec: clusterv1.ManagedClusterSpec{HubAcceptsClient: true}}
+	for _, o := range []client.Object{mc, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}} {
+		if err := b.hub.Create(ctx, o); err != nil {
+			return err
+		}
+	}
+	if err := planes.SetClusterAvailable(ctx, b.hub, name, metav1.ConditionTrue); err != nil {
+		return err
+	}
+	mca := &addonv1beta1.ManagedClusterAddOn{ObjectMeta: metav1.ObjectMeta{Namespace: name, Name: hostfleetv1alpha1.AddonName}}
+	if err := b.hub.Create(ctx, mca); err != nil {
+		return err
+	}
+	subject := addonv1beta1.KubeClientSubject{BaseSubject: addonv1beta1.BaseSubject{
+		User: hostfleetv1alpha1.AgentHubUser(name), Groups: []string{hostfleetv1alpha1.AgentHubGroup(name), hostfleetv1alpha1.AgentSharedGroup}}}
+	mca.Status.Registrations = []addonv1beta1.RegistrationConfig{{Type: addonv1beta1.KubeClient,
+		KubeClient: &addonv1beta1.KubeClientConfig{Subject: subject}}}
+	if err := addon.Permissions(kube)(ctx, mc, mca); err != nil {
+		return err
+	}
+	cfg, err := b.f.AddUser("hub", subject.User, append(subject.Groups, "system:authenticated")...)
+	if err != nil {
+		return err
+	}
+	b.agentCfgs[i] = cfg // each i is its own slot
+	infra := b.infraOf(i).Client
+	for _, o := range []client.Object{
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}},
+		&metal3api.HostDeployPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: name, Name: "tenants"},
+			Spec: metal3api.HostDeployPolicySpec{HostClaimNamespaces: &metal3api.HostClaimNamespaces{Names: []string{scaleNS}}}},
+	} {
+		if err := infra.Create(ctx, o); err != nil {
+			return err
+		}
+	}
+	for h := 0; h < b.hostsPer; h++ {
+		bmh := &metal3api.BareMetalHost{ObjectMeta: metav1.ObjectMeta{Namespace: name, Name: fmt.Sprintf("h%02d", h)},
+			Spec: metal3api.BareMetalHostSpec{BMC: metal3api.BMCDetails{Address: fmt.Sprintf("ipmi://10.%d.%d.%d", i/250, i%250, h), CredentialsName: "bmc"}}}
+		if err := infra.Create(ctx, bmh); err != nil {
+			return err
+		}
+		bmh.Status.Provisioning.State = metal3api.StateAvailable
+		bmh.Status.OperationalStatus = metal3api.OperationalStatusOK
+		if err := infra.Status().Update(ctx, bmh); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// startAgents runs every cluster's agent in this process, each with its
+// cluster's hub identity, and waits for their HostInventories.
+func (b *scaleBench) startAgents(ctx context.Context) error {
+	fmt.Printf("  %d agents in this process, each with its cluster's hub identity\n", b.clusters)
+	agentErrs := make(chan error, b.clusters)
+	for i := 0; i < b.clusters; i++ {
+		name := b.clusterName(i)
 		o := app.NewOptions()
 		o.ClusterName, o.ServedNamespaces, o.HostNamespaces = name, []string{scaleNS}, []string{name}
 		o.BMHDriver, o.LeaderElect, o.HealthLease, o.InProcess = "none", false, false, true
 		o.MetricsAddr, o.HealthAddr = "0", "0"
 		o.Concurrency = 1
-		managedCfg := rest.CopyConfig(infraOf(i).Config)
-		hubCfg := rest.CopyConfig(agentCfgs[i])
+		managedCfg := rest.CopyConfig(b.infraOf(i).Config)
+		hubCfg := rest.CopyConfig(b.agentCfgs[i])
 		hubCfg.QPS, hubCfg.Burst = o.QPS, o.Burst
 		managedCfg.QPS, managedCfg.Burst = o.QPS, o.Burst
-		a, err := app.New(hubCfg, managedCfg, o)
+		a, err := app.New(ctx, hubCfg, managedCfg, o)
 		if err != nil {
-			return res, fmt.Errorf("agent %s: %w", name, err)
+			return fmt.Errorf("agent %s: %w", name, err)
 		}
 		go func() {
 			if err := a.Manager.Start(ctx); err != nil && ctx.Err() == nil {
@@ -340,42 +397,59 @@ func scaleRun(clusters, hostsPer, infraPlanes int, rate float64, hubBin string) 
 			}
 		}()
 	}
-	if err := waitFor(ctx, 10*time.Minute, "every cluster's HostInventory", func() (bool, error) {
+	return waitFor(ctx, 10*time.Minute, "every cluster's HostInventory", func() (bool, error) {
 		select {
 		case err := <-agentErrs:
 			return false, err
 		default:
 		}
 		var invs hostfleetv1alpha1.HostInventoryList
-		if err := hub.List(ctx, &invs); err != nil {
+		if err := b.hub.List(ctx, &invs); err != nil {
 			return false, err
 		}
 		full := 0
 		for _, inv := range invs.Items {
-			if int(inv.Status.Available) == hostsPer {
+			if int(inv.Status.Available) == b.hostsPer {
 				full++
 			}
 		}
-		return full == clusters, nil
-	}); err != nil {
-		return res, err
-	}
-	res.setup = time.Since(began)
+		return full == b.clusters, nil
+	})
+}
 
-	serverBefore, err := hubPlane.APIServerUsage()
-	if err != nil {
-		return res, err
+// usage is what the hub's API server, its controller and its requests
+// have used so far.
+type usage struct {
+	server, controller planes.Usage
+	requests           map[string]float64
+	gc                 float64
+}
+
+func (b *scaleBench) usage(ctx context.Context) (usage, error) {
+	var u usage
+	var err error
+	if u.server, err = b.hubPlane.APIServerUsage(); err != nil {
+		return u, err
 	}
-	ctrlBefore, err := planes.ProcessUsage(hubCmd.Process.Pid)
-	if err != nil {
-		return res, err
+	if u.controller, err = planes.ProcessUsage(b.hubCmd.Process.Pid); err != nil {
+		return u, err
 	}
-	reqBefore, err := apiRequests(ctx, hubPlane.Config)
-	if err != nil {
-		return res, err
+	if u.requests, err = apiRequests(ctx, b.hubPlane.Config); err != nil {
+		return u, err
 	}
-	gcBefore := gcSeconds()
-	others := planeUsage(f, names[1:]...)
+	u.gc = gcSeconds()
+	return u, nil
+}
+
+// measure creates the claims at rate (from a process of the bench's own,
+// which watches them), with a timeline of the hub alongside, and records
+// what the run cost.
+func (b *scaleBench) measure(ctx context.Context, res *scaleResult, rate float64) (observation, *timeline, error) {
+	before, err := b.usage(ctx)
+	if err != nil {
+		return observation{}, nil, err
+	}
+	others := planeUsage(b.f, b.names[1:]...)
 	fmt.Printf("  %d claims at %.0f/s\n", res.claims, rate)
 	tl := &timeline{window: 10 * time.Second}
 	tlCtx, tlStop := context.WithCancel(ctx)
@@ -383,27 +457,13 @@ func scaleRun(clusters, hostsPer, infraPlanes int, rate float64, hubBin string) 
 	tlDone := make(chan struct{})
 	go func() {
 		defer close(tlDone)
-		tl.run(tlCtx, func(ctx context.Context) (sample, error) {
-			u, err := hubPlane.APIServerUsage()
-			if err != nil {
-				return sample{}, err
-			}
-			req, err := apiRequests(ctx, hubPlane.Config)
-			if err != nil {
-				return sample{}, err
-			}
-			own, err := planes.ProcessUsage(os.Getpid())
-			return sample{at: time.Now(), cpu: u.CPU, watches: req[keyWatches], terminated: req[keyTerminated], slowCreates: req[keySlowCreates], slowEtcd: req[keySlowEtcd], tenantBytes: req[keyTenantBytes],
-				serverGC: req[keyGC], agents: own.CPU, runtime: readRuntime()}, err
-		})
+		tl.run(tlCtx, b.sample)
 	}()
-	// The claims, at a steady rate, unpinned: the hub scheduler places
-	// them. Created and watched from a process of the bench's own.
-	obs, err := observe(ctx, observeRequest{Kubeconfig: hubPlane.Kubeconfig, Namespace: scaleNS, Claims: res.claims, Rate: rate})
+	// The claims, at a steady rate, unpinned: the hub scheduler places them.
+	obs, err := observe(ctx, observeRequest{Kubeconfig: b.hubPlane.Kubeconfig, Namespace: scaleNS, Claims: res.claims, Rate: rate})
 	if err != nil {
-		return res, fmt.Errorf("%w\nhub: %s", err, tail(hubOut.String()))
+		return obs, nil, b.hubFailed(err)
 	}
-	start, created := obs.Start, obs.Created
 	res.observerWaited = obs.Waited
 	if len(obs.Relists) > 0 {
 		fmt.Printf("  the observer's watches listed every claim again at %s\n", strings.Join(obs.Relists, ", "))
@@ -412,23 +472,15 @@ func scaleRun(clusters, hostsPer, infraPlanes int, rate float64, hubBin string) 
 		fmt.Printf("  the observer's watches ended and watched again at %s\n", strings.Join(obs.Resumes, ", "))
 	}
 	for _, t := range obs.Ready {
-		res.elapsed = max(res.elapsed, t.Sub(start))
+		res.elapsed = max(res.elapsed, t.Sub(obs.Start))
 	}
 	tlStop()
 	<-tlDone
-	serverAfter, err := hubPlane.APIServerUsage()
+	after, err := b.usage(ctx)
 	if err != nil {
-		return res, err
+		return obs, nil, err
 	}
-	ctrlAfter, err := planes.ProcessUsage(hubCmd.Process.Pid)
-	if err != nil {
-		return res, err
-	}
-	reqAfter, err := apiRequests(ctx, hubPlane.Config)
-	if err != nil {
-		return res, err
-	}
-	res.hubServer, res.hubController = serverAfter.Sub(serverBefore), ctrlAfter.Sub(ctrlBefore)
+	res.hubServer, res.hubController = after.server.Sub(before.server), after.controller.Sub(before.controller)
 	for name, cpu := range others() {
 		if name == "" {
 			res.agents = cpu
@@ -436,18 +488,41 @@ func scaleRun(clusters, hostsPer, infraPlanes int, rate float64, hubBin string) 
 			res.infraServers += cpu
 		}
 	}
+	res.agentsGC = time.Duration((after.gc - before.gc) * float64(time.Second))
+	res.countRequests(before.requests, after.requests)
+	return obs, tl, nil
+}
+
+// sample is one point of the timeline: the hub API server's CPU and
+// requests, and this process's (the agents').
+func (b *scaleBench) sample(ctx context.Context) (sample, error) {
+	u, err := b.hubPlane.APIServerUsage()
+	if err != nil {
+		return sample{}, err
+	}
+	req, err := apiRequests(ctx, b.hubPlane.Config)
+	if err != nil {
+		return sample{}, err
+	}
+	own, err := planes.ProcessUsage(os.Getpid())
+	return sample{at: time.Now(), cpu: u.CPU, watches: req[keyWatches], terminated: req[keyTerminated], slowCreates: req[keySlowCreates],
+		slowEtcd: req[keySlowEtcd], tenantBytes: req[keyTenantBytes], serverGC: req[keyGC], agents: own.CPU, runtime: readRuntime()}, err
+}
+
+// countRequests records the hub API server's requests over the claims, by
+// verb, and the counts kept beside them.
+func (res *scaleResult) countRequests(before, after map[string]float64) {
 	res.requests = map[string]float64{}
-	for verb, n := range reqAfter {
-		if d := n - reqBefore[verb]; d > 0 {
+	for verb, n := range after {
+		if d := n - before[verb]; d > 0 {
 			res.requests[verb] = d
 		}
 	}
 	res.watches, res.terminated = res.requests[keyWatches], res.requests[keyTerminated]
 	res.slowCreates, res.slowEtcd = res.requests[keySlowCreates], res.requests[keySlowEtcd]
 	res.tenantBytes = res.requests[keyTenantBytes]
-	res.claimCache = [2]float64{reqBefore[keyClaimCache], reqAfter[keyClaimCache]}
+	res.claimCache = [2]float64{before[keyClaimCache], after[keyClaimCache]}
 	res.serverGC = time.Duration(res.requests[keyGC] * float64(time.Second))
-	res.agentsGC = time.Duration((gcSeconds() - gcBefore) * float64(time.Second))
 	for _, k := range []string{keyWatches, keyTerminated, keySlowCreates, keySlowEtcd, keyTenantBytes, keyGC, keyClaimCache} {
 		delete(res.requests, k)
 	}
@@ -458,54 +533,46 @@ func scaleRun(clusters, hostsPer, infraPlanes int, rate float64, hubBin string) 
 			delete(res.requests, k)
 		}
 	}
-	var sched, rdy []time.Duration
-	slow := map[int]int{} // placed after more than 1 s, by minute of creation
-	// Of the late ones: created → seen by the bench's watch (the API
-	// server's write and event delivery), and seen → placed.
-	var delivered, placing []time.Duration
-	late := make([]bool, len(created))
-	for i := range created {
-		sched = append(sched, obs.Placed[i].Sub(created[i]))
-		rdy = append(rdy, obs.Ready[i].Sub(created[i]))
+}
+
+// latencies are created → placed and created → Ready, with the late
+// claims (placed after more than 1 s) explained: by minute of creation,
+// created → seen by the bench's watch (the API server's write and event
+// delivery) and seen → placed, and the timeline around them.
+func (b *scaleBench) latencies(res *scaleResult, obs observation, tl *timeline) {
+	var sched, rdy, delivered, placing []time.Duration
+	slow := map[int]int{}
+	late := make([]bool, len(obs.Created))
+	for i, created := range obs.Created {
+		sched = append(sched, obs.Placed[i].Sub(created))
+		rdy = append(rdy, obs.Ready[i].Sub(created))
 		if sched[i] > time.Second {
 			late[i] = true
-			slow[int(created[i].Sub(start).Minutes())]++
-			delivered = append(delivered, obs.Seen[i].Sub(created[i]))
+			slow[int(created.Sub(obs.Start).Minutes())]++
+			delivered = append(delivered, obs.Seen[i].Sub(created))
 			placing = append(placing, obs.Placed[i].Sub(obs.Seen[i]))
 		}
 	}
 	printSlow(slow, delivered, placing)
 	if len(slow) > 0 {
-		tl.print(start, created, late)
+		tl.print(obs.Start, obs.Created, late)
 	}
 	slices.Sort(sched)
 	slices.Sort(rdy)
 	res.scheduling = [2]time.Duration{quantile(sched, 0.5), quantile(sched, 0.99)}
 	res.ready = [2]time.Duration{quantile(rdy, 0.5), quantile(rdy, 0.99)}
-	cancel()
-	return res, nil
 }
 
 // waitFor polls cond every 500 ms until it holds, fails, or timeout passes.
 func waitFor(ctx context.Context, timeout time.Duration, what string, cond func() (bool, error)) error {
-	deadline := time.Now().Add(timeout)
-	for {
-		ok, err := cond()
-		if err != nil {
-			return fmt.Errorf("waiting for %s: %w", what, err)
-		}
-		if ok {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("%s not there after %s", what, timeout)
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(500 * time.Millisecond):
-		}
+	err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, timeout, true, func(context.Context) (bool, error) { return cond() })
+	switch {
+	case wait.Interrupted(err) && ctx.Err() == nil:
+		return fmt.Errorf("%s not there after %s", what, timeout)
+	case err != nil:
+		return fmt.Errorf("waiting for %s: %w", what, err)
 	}
+	return nil
 }
 
 // Counts apiRequests reads beside the requests by verb.

@@ -29,86 +29,19 @@ func runScheduling(n, clusters int) error {
 	hub := f.Plane("hub").Client
 
 	fmt.Printf("\nsetting up %d clusters with inventories and %d pending claims\n", clusters, n)
-	// Room for every claim and no more, unevenly: the scheduler has to count,
-	// and a cluster given more claims than free hosts is an over-placement.
-	names := make([]string, clusters)
-	capacity := make(map[string]int, clusters)
-	for i := range names {
-		names[i] = fmt.Sprintf("c%02d", i)
-		free := int32(n/clusters + (i%2)*2 - 1)
-		if i == clusters-1 && clusters%2 == 1 {
-			free = int32(n / clusters)
-		}
-		if i == 0 {
-			free += int32(n % clusters)
-		}
-		capacity[names[i]] = int(free)
-		inv := &hostfleetv1alpha1.HostInventory{ObjectMeta: metav1.ObjectMeta{Namespace: names[i], Name: names[i]},
-			Spec: hostfleetv1alpha1.HostInventorySpec{ClusterName: names[i]}}
-		for _, o := range []client.Object{&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: names[i]}}, inv} {
-			if err := hub.Create(ctx, o); err != nil {
-				return err
-			}
-		}
-		inv.Status = hostfleetv1alpha1.HostInventoryStatus{Total: free, Available: free, Pools: []hostfleetv1alpha1.HostPool{
-			{Labels: map[string]string{"bench.io/kind": "small"}, Namespaces: []string{benchNS}, Total: free, Available: free}}}
-		if err := hub.Status().Update(ctx, inv); err != nil {
-			return err
-		}
-	}
-	t := &hostfleetv1alpha1.Tenant{ObjectMeta: metav1.ObjectMeta{Name: benchTenant}, Spec: hostfleetv1alpha1.TenantSpec{ClusterSet: "bench"}}
-	for _, o := range []client.Object{t,
-		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: benchNS, Labels: map[string]string{hostfleetv1alpha1.LabelTenant: benchTenant}}},
-		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "baseline"}},
-	} {
-		if err := hub.Create(ctx, o); err != nil {
-			return err
-		}
-	}
-	// What the tenant controller would report.
-	t.Status.Clusters = names
-	if err := hub.Status().Update(ctx, t); err != nil {
+	capacity, err := schedulingFleet(ctx, hub, n, clusters)
+	if err != nil {
 		return err
 	}
-	claim := func(ns string, i int) *metal3api.HostClaim {
-		return &metal3api.HostClaim{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("c%04d", i)}}
-	}
-	if err := parallel(n, 4, func(i int) error { return hub.Create(ctx, claim("baseline", i)) }); err != nil {
-		return err
-	}
-
-	// Baselines on the same API server: the write of one decision (the
-	// label; the agent writes the Scheduled condition) from one writer
-	// (the scheduler has one worker), and one LIST of every claim.
 	base, _ := counted(f.Plane("hub").Config)
 	baseClient, err := client.New(base, client.Options{Scheme: f.Scheme})
 	if err != nil {
 		return err
 	}
-	start := time.Now()
-	for i := 0; i < n; i++ {
-		c := claim("baseline", i)
-		if err := baseClient.Patch(ctx, c, client.RawPatch("application/merge-patch+json",
-			[]byte(`{"metadata":{"labels":{"hostfleet.io/cluster":"c00"}}}`))); err != nil {
-			return err
-		}
-	}
-	baseRate := float64(n) / time.Since(start).Seconds()
-	if err := hub.DeleteAllOf(ctx, &metal3api.HostClaim{}, client.InNamespace("baseline")); err != nil {
+	baseRate, listTime, err := schedulingBaselines(ctx, hub, baseClient, n)
+	if err != nil {
 		return err
 	}
-	if err := parallel(n, 4, func(i int) error { return hub.Create(ctx, claim(benchNS, i)) }); err != nil {
-		return err
-	}
-	const lists = 20
-	start = time.Now()
-	for i := 0; i < lists; i++ {
-		var all metal3api.HostClaimList
-		if err := baseClient.List(ctx, &all); err != nil {
-			return err
-		}
-	}
-	listTime := time.Since(start) / lists
 
 	cfg, counter := counted(f.Plane("hub").Config)
 	skip := true
@@ -117,34 +50,16 @@ func runScheduling(n, clusters int) error {
 	if err != nil {
 		return err
 	}
-	if err := (&scheduler.Reconciler{Client: mgr.GetClient(), Deadline: time.Hour}).SetupWithManager(mgr); err != nil {
+	if err := (&scheduler.Reconciler{Client: mgr.GetClient(), Deadline: time.Hour}).SetupWithManager(ctx, mgr); err != nil {
 		return err
 	}
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	done := make(chan error, 1)
-	start = time.Now()
+	start := time.Now()
 	go func() { done <- mgr.Start(runCtx) }()
-	var placed int
-	for {
-		var list metal3api.HostClaimList
-		if err := hub.List(ctx, &list, client.InNamespace(benchNS), client.HasLabels{hostfleetv1alpha1.LabelCluster}); err != nil {
-			return err
-		}
-		if placed = len(list.Items); placed == n {
-			for _, c := range list.Items {
-				capacity[c.Labels[hostfleetv1alpha1.LabelCluster]]--
-			}
-			break
-		}
-		select {
-		case err := <-done:
-			return fmt.Errorf("scheduler stopped: %v", err)
-		case <-time.After(100 * time.Millisecond):
-		}
-		if time.Since(start) > 10*time.Minute {
-			return fmt.Errorf("only %d of %d claims placed after 10 minutes", placed, n)
-		}
+	if err := allPlaced(ctx, hub, n, capacity, done); err != nil {
+		return err
 	}
 	elapsed := time.Since(start)
 	reads, writes := counter.reads.Load(), counter.writes.Load()
@@ -169,4 +84,111 @@ func runScheduling(n, clusters int) error {
 	}
 	fmt.Printf("  correct:  %d claims placed beyond a cluster's free hosts (capacity is exactly %d)\n", over, n)
 	return nil
+}
+
+// schedulingFleet creates the clusters' inventories, the tenant and its
+// namespace, with room for every claim and no more, unevenly: the
+// scheduler has to count, and a cluster given more claims than free hosts
+// is an over-placement. capacity is each cluster's free hosts.
+func schedulingFleet(ctx context.Context, hub client.Client, n, clusters int) (map[string]int, error) {
+	names := make([]string, clusters)
+	capacity := make(map[string]int, clusters)
+	for i := range names {
+		names[i] = fmt.Sprintf("c%02d", i)
+		free := int32(n/clusters + (i%2)*2 - 1)
+		if i == clusters-1 && clusters%2 == 1 {
+			free = int32(n / clusters)
+		}
+		if i == 0 {
+			free += int32(n % clusters)
+		}
+		capacity[names[i]] = int(free)
+		inv := &hostfleetv1alpha1.HostInventory{ObjectMeta: metav1.ObjectMeta{Namespace: names[i], Name: names[i]},
+			Spec: hostfleetv1alpha1.HostInventorySpec{ClusterName: names[i]}}
+		for _, o := range []client.Object{&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: names[i]}}, inv} {
+			if err := hub.Create(ctx, o); err != nil {
+				return nil, err
+			}
+		}
+		inv.Status = hostfleetv1alpha1.HostInventoryStatus{Total: free, Available: free, Pools: []hostfleetv1alpha1.HostPool{
+			{Labels: map[string]string{"bench.io/kind": "small"}, Namespaces: []string{benchNS}, Total: free, Available: free}}}
+		if err := hub.Status().Update(ctx, inv); err != nil {
+			return nil, err
+		}
+	}
+	t := &hostfleetv1alpha1.Tenant{ObjectMeta: metav1.ObjectMeta{Name: benchTenant}, Spec: hostfleetv1alpha1.TenantSpec{ClusterSet: "bench"}}
+	for _, o := range []client.Object{t,
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: benchNS, Labels: map[string]string{hostfleetv1alpha1.LabelTenant: benchTenant}}},
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "baseline"}},
+	} {
+		if err := hub.Create(ctx, o); err != nil {
+			return nil, err
+		}
+	}
+	// What the tenant controller would report.
+	t.Status.Clusters = names
+	return capacity, hub.Status().Update(ctx, t)
+}
+
+func benchClaim(ns string, i int) *metal3api.HostClaim {
+	return &metal3api.HostClaim{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("c%04d", i)}}
+}
+
+// schedulingBaselines measures, on the same API server, the write of one
+// decision (the label; the agent writes the Scheduled condition) from one
+// writer (the scheduler has one worker), and one LIST of every claim. It
+// leaves the n claims to schedule in the tenant's namespace.
+func schedulingBaselines(ctx context.Context, hub, base client.Client, n int) (rate float64, list time.Duration, _ error) {
+	if err := parallel(n, 4, func(i int) error { return hub.Create(ctx, benchClaim("baseline", i)) }); err != nil {
+		return 0, 0, err
+	}
+	start := time.Now()
+	for i := 0; i < n; i++ {
+		if err := base.Patch(ctx, benchClaim("baseline", i), client.RawPatch("application/merge-patch+json",
+			[]byte(`{"metadata":{"labels":{"hostfleet.io/cluster":"c00"}}}`))); err != nil {
+			return 0, 0, err
+		}
+	}
+	rate = float64(n) / time.Since(start).Seconds()
+	if err := hub.DeleteAllOf(ctx, &metal3api.HostClaim{}, client.InNamespace("baseline")); err != nil {
+		return 0, 0, err
+	}
+	if err := parallel(n, 4, func(i int) error { return hub.Create(ctx, benchClaim(benchNS, i)) }); err != nil {
+		return 0, 0, err
+	}
+	const lists = 20
+	start = time.Now()
+	for i := 0; i < lists; i++ {
+		var all metal3api.HostClaimList
+		if err := base.List(ctx, &all); err != nil {
+			return 0, 0, err
+		}
+	}
+	return rate, time.Since(start) / lists, nil
+}
+
+// allPlaced waits until the n claims are placed, and takes them off their
+// clusters' capacity.
+func allPlaced(ctx context.Context, hub client.Client, n int, capacity map[string]int, done <-chan error) error {
+	start := time.Now()
+	for {
+		var list metal3api.HostClaimList
+		if err := hub.List(ctx, &list, client.InNamespace(benchNS), client.HasLabels{hostfleetv1alpha1.LabelCluster}); err != nil {
+			return err
+		}
+		if placed := len(list.Items); placed == n {
+			for _, c := range list.Items {
+				capacity[c.Labels[hostfleetv1alpha1.LabelCluster]]--
+			}
+			return nil
+		}
+		select {
+		case err := <-done:
+			return fmt.Errorf("scheduler stopped: %v", err)
+		case <-time.After(100 * time.Millisecond):
+		}
+		if time.Since(start) > 10*time.Minute {
+			return fmt.Errorf("only %d of %d claims placed after 10 minutes", len(list.Items), n)
+		}
+	}
 }

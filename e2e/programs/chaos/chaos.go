@@ -127,49 +127,12 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 
 	runCtx, stopChaos := context.WithCancel(ctx)
 	var wg sync.WaitGroup
-	var killMu sync.Mutex
-	wg.Add(1)
+	wg.Add(2)
 	go func() {
 		defer wg.Done()
-		// Kills spread over the churn's expected duration (and its
-		// outage), at random moments and on random processes.
-		span := duration + o.Outage
-		kr := rand.New(rand.NewPCG(rng.Uint64(), rng.Uint64()))
-		for i := 0; i < o.Kills; i++ {
-			wait := time.Duration(kr.Int64N(int64(2*span/time.Duration(o.Kills+1)))) + time.Second
-			select {
-			case <-runCtx.Done():
-				return
-			case <-time.After(wait):
-			}
-			name := fl.killRandom(kr)
-			killMu.Lock()
-			rep.Kills = append(rep.Kills, name)
-			killMu.Unlock()
-			say("  killed %s (SIGKILL); started again a second later", name)
-		}
+		kill(runCtx, fl, o, duration+o.Outage, rand.New(rand.NewPCG(rng.Uint64(), rng.Uint64())), rep, say)
 	}()
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		select {
-		case <-runCtx.Done():
-			return
-		case <-time.After(duration / 2):
-		}
-		say("  hub API server stopped (SIGSTOP) for %s", o.Outage)
-		if err := f.Plane("hub").PauseAPIServer(); err != nil {
-			say("  could not stop the hub API server: %v", err)
-			return
-		}
-		time.Sleep(o.Outage)
-		if err := f.Plane("hub").ResumeAPIServer(); err != nil {
-			say("  could not resume the hub API server: %v", err)
-			return
-		}
-		rep.Outage = o.Outage
-		say("  hub API server running again")
-	}()
+	go func() { defer wg.Done(); outage(runCtx, f.Plane("hub"), o.Outage, duration/2, rep, say) }()
 	churnErr := ch.run(runCtx)
 	if churnErr != nil {
 		stopChaos()
@@ -185,21 +148,8 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	say("churn done: %d created, %d updated, %d deleted; writes retried after %d conflicts and %d failures; %d kills; converging…",
 		rep.Created, rep.Updated, rep.Deleted, rep.Conflicts, rep.Failures, len(rep.Kills))
 
-	deadline := time.Now().Add(o.Converge)
-	for {
-		c, err := check(ctx, f, infras)
-		if err != nil {
-			return rep, err
-		}
-		rep.Final = c
-		if c.Converged() {
-			rep.Converged = time.Since(over)
-			break
-		}
-		if time.Now().After(deadline) {
-			return rep, fmt.Errorf("not converged %s after the churn: %s", o.Converge, c)
-		}
-		time.Sleep(2 * time.Second)
+	if err := converge(ctx, f, infras, o.Converge, over, rep); err != nil {
+		return rep, err
 	}
 	rep.Exits = fl.Exits()
 	for _, e := range rep.Exits {
@@ -211,6 +161,64 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	say("converged %s after the churn, the last kill and the outage ended: %s", rep.Converged.Round(time.Second), rep.Final)
 	say("logs in %s", o.Dir)
 	return rep, nil
+}
+
+// kill kills random processes of the fleet, o.Kills times spread over
+// span (the churn's expected duration and its outage) at random moments.
+func kill(ctx context.Context, fl *fleet, o Options, span time.Duration, kr *rand.Rand, rep *Report, say func(string, ...any)) {
+	for i := 0; i < o.Kills; i++ {
+		wait := time.Duration(kr.Int64N(int64(2*span/time.Duration(o.Kills+1)))) + time.Second
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(wait):
+		}
+		name := fl.killRandom(kr)
+		rep.Kills = append(rep.Kills, name)
+		say("  killed %s (SIGKILL); started again a second later", name)
+	}
+}
+
+// outage stops the hub's API server for d, after a delay.
+func outage(ctx context.Context, hub *planes.Plane, d, after time.Duration, rep *Report, say func(string, ...any)) {
+	select {
+	case <-ctx.Done():
+		return
+	case <-time.After(after):
+	}
+	say("  hub API server stopped (SIGSTOP) for %s", d)
+	if err := hub.PauseAPIServer(); err != nil {
+		say("  could not stop the hub API server: %v", err)
+		return
+	}
+	time.Sleep(d)
+	if err := hub.ResumeAPIServer(); err != nil {
+		say("  could not resume the hub API server: %v", err)
+		return
+	}
+	rep.Outage = d
+	say("  hub API server running again")
+}
+
+// converge waits, at most timeout, for every invariant to hold, and
+// records how long after over that took.
+func converge(ctx context.Context, f *planes.Fleet, infras []string, timeout time.Duration, over time.Time, rep *Report) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		c, err := check(ctx, f, infras)
+		if err != nil {
+			return err
+		}
+		rep.Final = c
+		if c.Converged() {
+			rep.Converged = time.Since(over)
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("not converged %s after the churn: %s", timeout, c)
+		}
+		time.Sleep(2 * time.Second)
+	}
 }
 
 // waitHostsAvailable waits until n hosts are available across the planes.

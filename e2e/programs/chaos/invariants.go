@@ -53,116 +53,134 @@ func (c Check) String() string {
 //   - no secret copy or HardwareData copy outlives its claim;
 //   - every live claim is Ready or says why not.
 func check(ctx context.Context, f *planes.Fleet, infras []string) (Check, error) {
-	var c Check
+	k := &checker{byUID: map[types.UID]*metal3api.HostClaim{}, held: map[types.UID]int{}, hosts: map[string]*metal3api.BareMetalHost{}}
 	hub := f.Plane("hub").Client
 	var claims metal3api.HostClaimList
 	if err := hub.List(ctx, &claims, client.InNamespace(tenantNS)); err != nil {
-		return c, err
+		return k.Check, err
 	}
-	byUID := map[types.UID]*metal3api.HostClaim{}
 	for i := range claims.Items {
-		byUID[claims.Items[i].UID] = &claims.Items[i]
+		k.byUID[claims.Items[i].UID] = &claims.Items[i]
 	}
-	violate := func(format string, a ...any) { c.Violations = append(c.Violations, fmt.Sprintf(format, a...)) }
-
-	held := map[types.UID]int{}
-	hostsByKey := map[string]*metal3api.BareMetalHost{}
 	for _, plane := range infras {
 		pc := f.Plane(plane).Client
 		hosts, err := listHosts(ctx, pc)
 		if err != nil {
-			return c, err
+			return k.Check, err
 		}
 		for i := range hosts {
-			h := &hosts[i]
-			hostsByKey[plane+"/"+h.Namespace+"/"+h.Name] = h
-			c.Hosts++
-			ref := h.Spec.ConsumerRef
-			if ref == nil {
-				if h.Status.Provisioning.State == metal3api.StateAvailable && h.Status.ErrorType == "" {
-					c.Free++
-				}
-				continue
-			}
-			c.Held++
-			uid := types.UID(h.Annotations[hostfleetv1alpha1.AnnotationClaimUID])
-			claim := byUID[uid]
-			switch {
-			case claim == nil:
-				violate("host %s/%s holds claim %s/%s (uid %q), which does not exist", plane, h.Name, ref.Namespace, ref.Name, uid)
-				continue
-			case claim.Name != ref.Name || claim.Namespace != ref.Namespace:
-				violate("host %s/%s: consumerRef %s/%s but claim uid %s is %s", plane, h.Name, ref.Namespace, ref.Name, uid, claim.Name)
-			case claim.Labels[hostfleetv1alpha1.LabelCluster] != plane:
-				violate("host %s/%s holds claim %s, which is placed on %q", plane, h.Name, claim.Name, claim.Labels[hostfleetv1alpha1.LabelCluster])
-			case claim.Status.BareMetalHost == nil || claim.Status.BareMetalHost.Name != h.Name:
-				// The claim's status follows its host's binding: at rest
-				// it names it.
-				violate("host %s/%s holds claim %s, whose status names %v", plane, h.Name, claim.Name, claim.Status.BareMetalHost)
-			}
-			held[uid]++
-			if held[uid] == 2 {
-				violate("claim %s holds two hosts or more", claim.Name)
-			}
+			k.host(plane, &hosts[i])
 		}
 		var copies corev1.SecretList
 		if err := pc.List(ctx, &copies, client.HasLabels{hostfleetv1alpha1.LabelClaimUID}); err != nil {
-			return c, err
+			return k.Check, err
 		}
 		for _, s := range copies.Items {
-			if byUID[types.UID(s.Labels[hostfleetv1alpha1.LabelClaimUID])] == nil {
-				violate("secret copy %s/%s/%s outlives its claim", plane, s.Namespace, s.Name)
+			if k.byUID[types.UID(s.Labels[hostfleetv1alpha1.LabelClaimUID])] == nil {
+				k.violate("secret copy %s/%s/%s outlives its claim", plane, s.Namespace, s.Name)
 			}
 		}
 	}
 	var hw metal3api.HardwareDataList
 	if err := hub.List(ctx, &hw, client.InNamespace(tenantNS)); err != nil {
-		return c, err
+		return k.Check, err
 	}
 	for _, d := range hw.Items {
-		if uid, ok := d.Labels[hostfleetv1alpha1.LabelClaimUID]; ok && byUID[types.UID(uid)] == nil {
-			violate("HardwareData copy %s outlives its claim", d.Name)
+		if uid, ok := d.Labels[hostfleetv1alpha1.LabelClaimUID]; ok && k.byUID[types.UID(uid)] == nil {
+			k.violate("HardwareData copy %s outlives its claim", d.Name)
 		}
 	}
-
 	for i := range claims.Items {
-		cl := &claims.Items[i]
-		c.Claims++
-		if cl.DeletionTimestamp != nil {
-			c.Deleting++
-			continue
-		}
-		ok, why := ready(cl.Status.Conditions, cl.Generation)
-		if b := cl.Status.BareMetalHost; b != nil {
-			h := hostsByKey[cl.Labels[hostfleetv1alpha1.LabelCluster]+"/"+b.Namespace+"/"+b.Name]
-			switch {
-			case h == nil:
-				violate("claim %s names host %s/%s on %q, which does not exist", cl.Name, b.Namespace, b.Name, cl.Labels[hostfleetv1alpha1.LabelCluster])
-			case h.Spec.ConsumerRef == nil || h.Annotations[hostfleetv1alpha1.AnnotationClaimUID] != string(cl.UID):
-				violate("claim %s names host %s/%s, which does not name it back", cl.Name, b.Namespace, b.Name)
-			}
-			if ok {
-				c.Bound++
-			} else {
-				c.Unsettled++
-			}
-			continue
-		}
-		// Without a host: waiting, saying why — the agent's Ready (no free
-		// host matches) or, before a cluster took it, the scheduler's
-		// Scheduled (no cluster has a free host).
-		sched := meta.FindStatusCondition(cl.Status.Conditions, hostfleetv1alpha1.ConditionScheduled)
-		r := meta.FindStatusCondition(cl.Status.Conditions, hostfleetv1alpha1.ConditionReady)
-		switch {
-		case ok:
-			c.Unsettled++ // Ready without a host: not at rest
-		case why != "no Ready condition" && why != "Ready not current" && r.Message != "":
-			c.Waiting++
-		case sched != nil && sched.Status == metav1.ConditionFalse && sched.Message != "":
-			c.Waiting++
-		default:
-			c.Unsettled++ // not said yet
-		}
+		k.claim(&claims.Items[i])
 	}
-	return c, nil
+	return k.Check, nil
+}
+
+// checker is one check under way: the counts and violations so far, the
+// claims by UID, the hosts read (by plane/namespace/name) and how many
+// hosts each claim holds.
+type checker struct {
+	Check
+	byUID map[types.UID]*metal3api.HostClaim
+	held  map[types.UID]int
+	hosts map[string]*metal3api.BareMetalHost
+}
+
+func (k *checker) violate(format string, a ...any) {
+	k.Violations = append(k.Violations, fmt.Sprintf(format, a...))
+}
+
+// host counts a host of plane, free or held, and checks that the claim it
+// holds exists, is placed on plane, names it back and holds no other.
+func (k *checker) host(plane string, h *metal3api.BareMetalHost) {
+	k.hosts[plane+"/"+h.Namespace+"/"+h.Name] = h
+	k.Hosts++
+	ref := h.Spec.ConsumerRef
+	if ref == nil {
+		if h.Status.Provisioning.State == metal3api.StateAvailable && h.Status.ErrorType == "" {
+			k.Free++
+		}
+		return
+	}
+	k.Held++
+	uid := types.UID(h.Annotations[hostfleetv1alpha1.AnnotationClaimUID])
+	claim := k.byUID[uid]
+	switch {
+	case claim == nil:
+		k.violate("host %s/%s holds claim %s/%s (uid %q), which does not exist", plane, h.Name, ref.Namespace, ref.Name, uid)
+		return
+	case claim.Name != ref.Name || claim.Namespace != ref.Namespace:
+		k.violate("host %s/%s: consumerRef %s/%s but claim uid %s is %s", plane, h.Name, ref.Namespace, ref.Name, uid, claim.Name)
+	case claim.Labels[hostfleetv1alpha1.LabelCluster] != plane:
+		k.violate("host %s/%s holds claim %s, which is placed on %q", plane, h.Name, claim.Name, claim.Labels[hostfleetv1alpha1.LabelCluster])
+	case claim.Status.BareMetalHost == nil || claim.Status.BareMetalHost.Name != h.Name:
+		// The claim's status follows its host's binding: at rest it
+		// names it.
+		k.violate("host %s/%s holds claim %s, whose status names %v", plane, h.Name, claim.Name, claim.Status.BareMetalHost)
+	}
+	k.held[uid]++
+	if k.held[uid] == 2 {
+		k.violate("claim %s holds two hosts or more", claim.Name)
+	}
+}
+
+// claim counts a claim as deleting, bound, waiting with a reason or not
+// settled, and checks that the host it names exists and names it back.
+func (k *checker) claim(cl *metal3api.HostClaim) {
+	k.Claims++
+	if cl.DeletionTimestamp != nil {
+		k.Deleting++
+		return
+	}
+	ok, why := ready(cl.Status.Conditions, cl.Generation)
+	if b := cl.Status.BareMetalHost; b != nil {
+		h := k.hosts[cl.Labels[hostfleetv1alpha1.LabelCluster]+"/"+b.Namespace+"/"+b.Name]
+		switch {
+		case h == nil:
+			k.violate("claim %s names host %s/%s on %q, which does not exist", cl.Name, b.Namespace, b.Name, cl.Labels[hostfleetv1alpha1.LabelCluster])
+		case h.Spec.ConsumerRef == nil || h.Annotations[hostfleetv1alpha1.AnnotationClaimUID] != string(cl.UID):
+			k.violate("claim %s names host %s/%s, which does not name it back", cl.Name, b.Namespace, b.Name)
+		}
+		if ok {
+			k.Bound++
+		} else {
+			k.Unsettled++
+		}
+		return
+	}
+	// Without a host: waiting, saying why — the agent's Ready (no free
+	// host matches) or, before a cluster took it, the scheduler's
+	// Scheduled (no cluster has a free host).
+	sched := meta.FindStatusCondition(cl.Status.Conditions, hostfleetv1alpha1.ConditionScheduled)
+	r := meta.FindStatusCondition(cl.Status.Conditions, hostfleetv1alpha1.ConditionReady)
+	switch {
+	case ok:
+		k.Unsettled++ // Ready without a host: not at rest
+	case why != "no Ready condition" && why != "Ready not current" && r.Message != "":
+		k.Waiting++
+	case sched != nil && sched.Status == metav1.ConditionFalse && sched.Message != "":
+		k.Waiting++
+	default:
+		k.Unsettled++ // not said yet
+	}
 }

@@ -74,49 +74,83 @@ var claims = []struct {
 // liveISO stands for the demo's image server, which Run starts.
 const liveISO = "live-iso"
 
+// run is one run of the demo: what it started, for the steps after.
+type run struct {
+	o     Options
+	f     *planes.Fleet
+	hub   client.Client
+	start time.Time
+	rf    *redfish.BMC
+	sim   *ipmisim.BMC
+	// liveURL is edge-1's live ISO, on the demo's image server.
+	liveURL string
+}
+
+func (r *run) say(format string, a ...any) { fmt.Fprintf(r.o.Out, format+"\n", a...) }
+
 // Run runs the demo until ctx ends (or, with ExitWhenReady, until every
 // claim is Ready), and stops everything it started.
 func Run(ctx context.Context, o Options) error {
-	out := o.Out
-	say := func(format string, a ...any) { fmt.Fprintf(out, format+"\n", a...) }
-	start := time.Now()
-	say("Starting five control planes (hub, infra-1, infra-2, infra-3, and apps, a workload cluster): real kube-apiserver and etcd processes…")
+	r := &run{o: o, start: time.Now()}
+	r.say("Starting five control planes (hub, infra-1, infra-2, infra-3, and apps, a workload cluster): real kube-apiserver and etcd processes…")
 	f, err := planes.Start(ctx, planes.Options{Dir: o.Dir}, append(append([]string{"hub"}, infras...), edge, apps)...)
 	if err != nil {
 		return err
 	}
 	defer func() {
-		say("Stopping the hub, the agents, baremetal-operator and the control planes…")
+		r.say("Stopping the hub, the agents, baremetal-operator and the control planes…")
 		_ = f.Stop()
 	}()
-	say("  up in %s", time.Since(start).Round(100*time.Millisecond))
-	hub := f.Plane("hub").Client
+	r.f, r.hub = f, f.Plane("hub").Client
+	r.say("  up in %s", time.Since(r.start).Round(100*time.Millisecond))
+	images := redfish.ImageServer()
+	defer images.Close()
+	r.liveURL = images.URL + "/edge-live.iso"
+	// As slow as a real server: power changes take 3 s, media and
+	// inventory 1 s.
+	r.rf = redfish.Start(redfish.Options{TLS: true, Hardware: redfish.DefaultHardware("EDGE0001"),
+		Latency: redfish.Latency{PowerChange: 3 * time.Second, MediaInsert: time.Second, Inventory: time.Second}})
+	defer r.rf.Close()
+	defer func() {
+		if r.sim != nil {
+			r.sim.Close()
+		}
+	}()
+	for _, step := range []func(context.Context) error{r.hosts, r.processes, r.tenant, r.claims, r.features} {
+		if err := step(ctx); err != nil {
+			return err
+		}
+	}
+	r.lookAround()
+	if o.ExitWhenReady {
+		return nil
+	}
+	r.say("Press Ctrl-C to stop.")
+	<-ctx.Done()
+	return nil
+}
+
+// hosts sets up the hub's objects and every cluster's hosts: under
+// baremetal-operator on infra-1 and infra-2, behind BMC emulators on edge.
+func (r *run) hosts(ctx context.Context) error {
 	// kube-controller-manager on the hub keeps ResourceQuota status, without
 	// which the API server cannot enforce a Tenant's maxClaims.
-	if _, err := f.StartControllerManager("hub"); err != nil {
+	if _, err := r.f.StartControllerManager("hub"); err != nil {
 		return fmt.Errorf("kube-controller-manager on the hub: %w", err)
 	}
-
-	if err := setUpHub(ctx, hub); err != nil {
+	if err := setUpHub(ctx, r.hub); err != nil {
 		return err
 	}
 	for i, name := range infras {
-		if _, err := f.StartBMO(name); err != nil {
+		if _, err := r.f.StartBMO(name); err != nil {
 			return err
 		}
-		if err := setUpInfra(ctx, f.Plane(name).Client, i); err != nil {
+		if err := setUpInfra(ctx, r.f.Plane(name).Client, i); err != nil {
 			return err
 		}
 	}
-	say("baremetal-operator (test mode) drives 2 BareMetalHosts on each of infra-1 and infra-2")
-	images := redfish.ImageServer()
-	defer images.Close()
-	// As slow as a real server: power changes take 3 s, media and
-	// inventory 1 s.
-	rf := redfish.Start(redfish.Options{TLS: true, Hardware: redfish.DefaultHardware("EDGE0001"),
-		Latency: redfish.Latency{PowerChange: 3 * time.Second, MediaInsert: time.Second, Inventory: time.Second}})
-	defer rf.Close()
-	ipmiDir := filepath.Join(o.Dir, "ipmi_sim")
+	r.say("baremetal-operator (test mode) drives 2 BareMetalHosts on each of infra-1 and infra-2")
+	ipmiDir := filepath.Join(r.o.Dir, "ipmi_sim")
 	if err := os.MkdirAll(ipmiDir, 0o755); err != nil {
 		return err
 	}
@@ -124,29 +158,34 @@ func Run(ctx context.Context, o Options) error {
 	if err != nil {
 		return err
 	}
-	defer sim.Close()
-	if err := setUpEdge(ctx, f.Plane(edge).Client, rf, sim); err != nil {
+	r.sim = sim
+	if err := setUpEdge(ctx, r.f.Plane(edge).Client, r.rf, sim); err != nil {
 		return err
 	}
-	say("infra-3 has no baremetal-operator: its agent drives server-0 through an emulated Redfish BMC (%s,", rf.HostPort())
-	say("as slow as hardware: a power change takes 3 s)")
-	say("and server-1 through ipmi_sim (IPMI, %s)", sim.Address())
-	liveURL := images.URL + "/edge-live.iso"
+	r.say("infra-3 has no baremetal-operator: its agent drives server-0 through an emulated Redfish BMC (%s,", r.rf.HostPort())
+	r.say("as slow as hardware: a power change takes 3 s)")
+	r.say("and server-1 through ipmi_sim (IPMI, %s)", sim.Address())
+	return nil
+}
 
-	if _, err := f.Run("hostfleet-hub", "hub", filepath.Join(o.Bin, "hostfleet-hub"), []string{
-		"--kubeconfig=" + f.Plane("hub").Kubeconfig, "--leader-elect=false", "--bind-deadline=1m"}); err != nil {
+// processes starts the hub, an agent per cluster and, on edge, OCM's work
+// agent.
+func (r *run) processes(ctx context.Context) error {
+	f, hubKubeconfig := r.f, r.f.Plane("hub").Kubeconfig
+	if _, err := f.Run("hostfleet-hub", "hub", filepath.Join(r.o.Bin, "hostfleet-hub"), []string{
+		"--kubeconfig=" + hubKubeconfig, "--leader-elect=false", "--bind-deadline=1m"}); err != nil {
 		return err
 	}
 	for _, name := range append(append([]string(nil), infras...), edge) {
-		if _, err := f.Run("hostfleet-agent-"+name, name, filepath.Join(o.Bin, "hostfleet-agent"), []string{
-			"--hub-kubeconfig=" + f.Plane("hub").Kubeconfig, "--managed-kubeconfig=" + f.Plane(name).Kubeconfig,
+		if _, err := f.Run("hostfleet-agent-"+name, name, filepath.Join(r.o.Bin, "hostfleet-agent"), []string{
+			"--hub-kubeconfig=" + hubKubeconfig, "--managed-kubeconfig=" + f.Plane(name).Kubeconfig,
 			"--cluster-name=" + name, "--leader-elect=false", "--retry-after=5s", "--inventory-interval=2s",
 			"--health-lease=false", "--bmc-poll=5s", fmt.Sprintf("--local-claims=%t", name == edge)}); err != nil {
 			return err
 		}
 	}
-	if _, err := f.Run("hostfleet-agent-"+apps, apps, filepath.Join(o.Bin, "hostfleet-agent"), []string{
-		"--hub-kubeconfig=" + f.Plane("hub").Kubeconfig, "--managed-kubeconfig=" + f.Plane(apps).Kubeconfig,
+	if _, err := f.Run("hostfleet-agent-"+apps, apps, filepath.Join(r.o.Bin, "hostfleet-agent"), []string{
+		"--hub-kubeconfig=" + hubKubeconfig, "--managed-kubeconfig=" + f.Plane(apps).Kubeconfig,
 		"--cluster-name=" + apps, "--role=workload", "--leader-elect=false", "--health-lease=false", "--label-sync-interval=10s"}); err != nil {
 		return err
 	}
@@ -156,45 +195,53 @@ func Run(ctx context.Context, o Options) error {
 	if _, err := f.StartWorkAgent("hub", edge, edge, 10*time.Second); err != nil {
 		return err
 	}
-	if err := planes.SetClusterAvailable(ctx, hub, edge, metav1.ConditionTrue); err != nil {
+	if err := planes.SetClusterAvailable(ctx, r.hub, edge, metav1.ConditionTrue); err != nil {
 		return err
 	}
-	say("hostfleet-hub, one hostfleet-agent per infrastructure cluster and one on apps (workload role) are running")
+	r.say("hostfleet-hub, one hostfleet-agent per infrastructure cluster and one on apps (workload role) are running")
+	return nil
+}
 
-	if err := createTenant(ctx, hub); err != nil {
+// tenant registers tenant acme and waits for it to be Ready.
+func (r *run) tenant(ctx context.Context) error {
+	if err := createTenant(ctx, r.hub); err != nil {
 		return err
 	}
-	if err := wait(ctx, o.Timeout, func() (bool, error) {
+	if err := wait(ctx, r.o.Timeout, func() (bool, error) {
 		t := &hostfleetv1alpha1.Tenant{}
-		if err := hub.Get(ctx, client.ObjectKey{Name: "acme"}, t); err != nil {
+		if err := r.hub.Get(ctx, client.ObjectKey{Name: "acme"}, t); err != nil {
 			return false, err
 		}
 		return meta.IsStatusConditionTrue(t.Status.Conditions, hostfleetv1alpha1.ConditionReady), nil
 	}); err != nil {
 		return fmt.Errorf("tenant acme not Ready: %w", err)
 	}
-	say("Tenant acme registered: namespace tenant-acme, admin alice, cluster set lab (infra-1, infra-2, infra-3)")
+	r.say("Tenant acme registered: namespace tenant-acme, admin alice, cluster set lab (infra-1, infra-2, infra-3)")
+	return nil
+}
 
-	if err := createClaims(ctx, hub, liveURL); err != nil {
+// claims creates the demo's claims and reports each one's progress until
+// all are Ready.
+func (r *run) claims(ctx context.Context) error {
+	if err := createClaims(ctx, r.hub, r.liveURL); err != nil {
 		return err
 	}
-	say("Claims created in tenant-acme: web-1 pinned by the tenant to infra-1 and web-2 (medium hosts, an image and")
-	say("cloud-init user data each), db-1 (a large host, powered on, no image); the hub scheduler places web-2 and db-1.")
-	say("edge-1 (a live ISO, booted by virtual media) and edge-2 (powered on, no image) are pinned to infra-3.")
-	say("")
+	r.say("Claims created in tenant-acme: web-1 pinned by the tenant to infra-1 and web-2 (medium hosts, an image and")
+	r.say("cloud-init user data each), db-1 (a large host, powered on, no image); the hub scheduler places web-2 and db-1.")
+	r.say("edge-1 (a live ISO, booted by virtual media) and edge-2 (powered on, no image) are pinned to infra-3.")
+	r.say("")
 	seen := map[string]string{}
-	err = wait(ctx, o.Timeout, func() (bool, error) {
+	err := wait(ctx, r.o.Timeout, func() (bool, error) {
 		var list metal3api.HostClaimList
-		if err := hub.List(ctx, &list, client.InNamespace("tenant-acme")); err != nil {
+		if err := r.hub.List(ctx, &list, client.InNamespace("tenant-acme")); err != nil {
 			return false, err
 		}
 		ready := 0
 		for i := range list.Items {
 			c := &list.Items[i]
-			state := describe(c)
-			if seen[c.Name] != state {
+			if state := describe(c); seen[c.Name] != state {
 				seen[c.Name] = state
-				say("  %-6s %s", c.Name, state)
+				r.say("  %-6s %s", c.Name, state)
 			}
 			if meta.IsStatusConditionTrue(c.Status.Conditions, hostfleetv1alpha1.ConditionReady) {
 				ready++
@@ -203,50 +250,53 @@ func Run(ctx context.Context, o Options) error {
 		return ready == len(claims), nil
 	})
 	if err != nil {
-		return fmt.Errorf("claims not Ready (logs in %s): %w", o.Dir, err)
+		return fmt.Errorf("claims not Ready (logs in %s): %w", r.o.Dir, err)
 	}
-	say("")
-	say("All %d claims are Ready, %s after the start.", len(claims), time.Since(start).Round(time.Second))
-	if err := summary(ctx, out, hub); err != nil {
+	r.say("")
+	r.say("All %d claims are Ready, %s after the start.", len(claims), time.Since(r.start).Round(time.Second))
+	return summary(ctx, r.o.Out, r.hub)
+}
+
+// features shows, once the claims are Ready, the quota, Node labels, a
+// power cycle through a slow BMC and a forwarded claim.
+func (r *run) features(ctx context.Context) error {
+	r.say("")
+	if err := quotaRefuses(ctx, r.hub); err != nil {
 		return err
 	}
-	say("")
-	if err := quotaRefuses(ctx, hub); err != nil {
-		return err
+	r.say("A sixth claim is refused: tenant acme's maxClaims is 5 (a ResourceQuota the API server enforces).")
+	r.say("")
+	if err := nodeLabels(ctx, r.hub, r.f.Plane("infra-1").Client, r.f.Plane(apps).Client, r.o.Timeout, r.say); err != nil {
+		return fmt.Errorf("labels on the Nodes of apps (logs in %s): %w", r.o.Dir, err)
 	}
-	say("A sixth claim is refused: tenant acme's maxClaims is 5 (a ResourceQuota the API server enforces).")
-	say("")
-	if err := nodeLabels(ctx, hub, f.Plane("infra-1").Client, f.Plane(apps).Client, o.Timeout, say); err != nil {
-		return fmt.Errorf("labels on the Nodes of apps (logs in %s): %w", o.Dir, err)
+	r.say("")
+	if err := powerCycle(ctx, r.hub, r.rf, r.o.Timeout, r.say); err != nil {
+		return fmt.Errorf("power cycle (logs in %s): %w", r.o.Dir, err)
 	}
-	say("")
-	if err := powerCycle(ctx, hub, rf, o.Timeout, say); err != nil {
-		return fmt.Errorf("power cycle (logs in %s): %w", o.Dir, err)
+	r.say("")
+	if err := forward(ctx, r.hub, r.o.Timeout, r.say); err != nil {
+		return fmt.Errorf("remote claim (logs in %s): %w", r.o.Dir, err)
 	}
-	say("")
-	if err := forward(ctx, hub, o.Timeout, say); err != nil {
-		return fmt.Errorf("remote claim (logs in %s): %w", o.Dir, err)
-	}
-	say("")
-	say("Look around with kubectl:")
-	for _, name := range append(append([]string{"hub"}, infras...), edge, apps) {
-		say("  %-8s kubectl --kubeconfig %s …", name, f.Plane(name).Kubeconfig)
-	}
-	say("  e.g.     kubectl --kubeconfig %s get hostclaims,hardwaredata -n tenant-acme", f.Plane("hub").Kubeconfig)
-	say("           kubectl --kubeconfig %s get baremetalhosts -n hosts", f.Plane("infra-1").Kubeconfig)
-	say("           kubectl --kubeconfig %s get baremetalhosts -n hosts   # driven by the agent", f.Plane(edge).Kubeconfig)
-	say("           kubectl --kubeconfig %s get hostclaims -n hf-tenant-acme   # edge-fwd, forwarded", f.Plane(edge).Kubeconfig)
-	say("           kubectl --kubeconfig %s get manifestworks -n %s", f.Plane("hub").Kubeconfig, edge)
-	say("           kubectl --kubeconfig %s get nodes -L example.com/rack,example.com/size   # labelled from the hosts", f.Plane(apps).Kubeconfig)
-	say("The Redfish BMC at https://%s (admin/password) and ipmi_sim at %s answer too, e.g.", rf.HostPort(), sim.Address())
-	say("           ipmitool -I lanplus -C 3 -H 127.0.0.1 -p %d -U admin -P password chassis power status", sim.Port)
-	say("Logs of every process are in %s", o.Dir)
-	if o.ExitWhenReady {
-		return nil
-	}
-	say("Press Ctrl-C to stop.")
-	<-ctx.Done()
+	r.say("")
 	return nil
+}
+
+// lookAround says where to look with kubectl and ipmitool.
+func (r *run) lookAround() {
+	f := r.f
+	r.say("Look around with kubectl:")
+	for _, name := range append(append([]string{"hub"}, infras...), edge, apps) {
+		r.say("  %-8s kubectl --kubeconfig %s …", name, f.Plane(name).Kubeconfig)
+	}
+	r.say("  e.g.     kubectl --kubeconfig %s get hostclaims,hardwaredata -n tenant-acme", f.Plane("hub").Kubeconfig)
+	r.say("           kubectl --kubeconfig %s get baremetalhosts -n hosts", f.Plane("infra-1").Kubeconfig)
+	r.say("           kubectl --kubeconfig %s get baremetalhosts -n hosts   # driven by the agent", f.Plane(edge).Kubeconfig)
+	r.say("           kubectl --kubeconfig %s get hostclaims -n hf-tenant-acme   # edge-fwd, forwarded", f.Plane(edge).Kubeconfig)
+	r.say("           kubectl --kubeconfig %s get manifestworks -n %s", f.Plane("hub").Kubeconfig, edge)
+	r.say("           kubectl --kubeconfig %s get nodes -L example.com/rack,example.com/size   # labelled from the hosts", f.Plane(apps).Kubeconfig)
+	r.say("The Redfish BMC at https://%s (admin/password) and ipmi_sim at %s answer too, e.g.", r.rf.HostPort(), r.sim.Address())
+	r.say("           ipmitool -I lanplus -C 3 -H 127.0.0.1 -p %d -U admin -P password chassis power status", r.sim.Port)
+	r.say("Logs of every process are in %s", r.o.Dir)
 }
 
 // powerCycle powers edge-1 off and on again through its slow BMC, and says
