@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # verify.sh fails when a build output is tracked (check-tree.sh), when the
 # hub, agent and operator import each other (check-imports.sh), when the
-# README's layout table misses a package (check-layout.sh), and when
+# README's layout table misses a package (check-layout.sh), when a function
+# is longer than its part allows (hack/funclen: 80 lines in the hub, agent
+# and operator, 120 in e2e), and when
 # generated files (deepcopy code, CRDs, vendored CRDs, the Helm chart's
 # templates) or go.mod/go.sum differ
 # from what the generators make, and when the install bundles do not render.
@@ -12,10 +14,11 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # The fast checks first: nothing compiled tracked, the parts' imports, the
-# README's layout table.
+# README's layout table, function lengths.
 hack/check-tree.sh
 hack/check-imports.sh
 hack/check-layout.sh
+go run ./hack/funclen hub=80 agent=80 operator=80 e2e=120
 
 paths=(go.mod go.sum hub/api operator/api manifests deploy)
 snap=$(mktemp -d)
