@@ -8,6 +8,9 @@
 #
 # The files are copied byte for byte, with a header naming their source, and
 # checked in; `make verify` fails when they differ from what this script makes.
+# One exception: the HostClaim CRD gets printer columns (cluster, host,
+# power, Ready and its reason; hack/hostclaim-columns.yaml) and nothing else,
+# which this script checks (docs/decisions.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -29,6 +32,20 @@ mkdir -p manifests/crds/metal3 manifests/crds/ocm
 for f in "${BMO_DIR}"/config/base/crds/bases/*.yaml; do
 	copy "$f" "manifests/crds/metal3/$(basename "$f")" "github.com/metal3-io/baremetal-operator@${BMO_VERSION}"
 done
+
+# HostClaim: upstream's schema with printer columns, in place of its one
+# version's `- name: v1alpha1` line.
+claims=manifests/crds/metal3/metal3.io_hostclaims.yaml
+[[ $(grep -c '^  - name: v1alpha1$' "${claims}") -eq 1 ]] || { echo "vendor-crds: upstream's HostClaim CRD no longer has one v1alpha1 version: review hack/hostclaim-columns.yaml" >&2; exit 1; }
+sed -i -e '/^  - name: v1alpha1$/{r hack/hostclaim-columns.yaml' -e 'd}' "${claims}"
+sed -i '1s/do not edit\./printer columns added (hack\/hostclaim-columns.yaml); do not edit./' "${claims}"
+# Columns only: without them, the file is upstream's.
+n=$(wc -l <hack/hostclaim-columns.yaml)
+start=$(grep -n '^  - additionalPrinterColumns:$' "${claims}" | cut -d: -f1)
+if ! diff <(sed "${start},$((start + n - 1))d" "${claims}" | tail -n +2) <(sed '/^  - name: v1alpha1$/d' "${BMO_DIR}/config/base/crds/bases/$(basename "${claims}")") >/dev/null; then
+	echo "vendor-crds: the HostClaim CRD differs from upstream's by more than its printer columns" >&2
+	exit 1
+fi
 
 for f in \
 	cluster/v1/0000_00_clusters.open-cluster-management.io_managedclusters.crd.yaml \
