@@ -26,9 +26,10 @@ build: ## Build the binaries into bin/.
 	CGO_ENABLED=0 go build -trimpath -o $(BIN)/ ./agent/cmd/... ./hub/cmd/... ./operator/cmd/...
 
 .PHONY: generate
-generate: ## Generate deepcopy code.
+generate: ## Generate deepcopy code, and docs/troubleshooting.md from hub/api/advice.
 	$(TOOLS) controller-gen
 	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths=./hub/api/... paths=./operator/api/...
+	go run ./hack/troubleshooting docs/troubleshooting.md
 
 .PHONY: manifests
 manifests: ## Generate our CRDs (the hub's, the operator's) and vendor the upstream metal3 and OCM CRDs into manifests/crds.
