@@ -19,11 +19,15 @@ help: ## List the targets.
 
 .PHONY: tools
 tools: ## Build every tool the tests need into $(HOSTFLEET_CACHE) (minutes the first time, seconds after).
-	$(TOOLS) envtest kube-controller-manager baremetal-operator controller-gen staticcheck kustomize helm shellcheck ipmi ocm clusteradm
+	$(TOOLS) envtest kube-controller-manager kubectl baremetal-operator controller-gen staticcheck kustomize helm shellcheck ipmi ocm clusteradm
 
 .PHONY: build
-build: ## Build the binaries into bin/.
+build: ## Build the binaries into bin/ (the hub, the agent, the operator and kubectl-hostfleet).
 	CGO_ENABLED=0 go build -trimpath -o $(BIN)/ ./agent/cmd/... ./hub/cmd/... ./operator/cmd/...
+
+.PHONY: plugin
+plugin: ## kubectl-hostfleet for linux and darwin on amd64 and arm64 into bin/plugin/: archives and the krew manifest (docs/kubectl.md).
+	go run ./hack/krew -out $(BIN)/plugin -version "$$(git describe --tags --always --dirty 2>/dev/null || echo dev)"
 
 .PHONY: generate
 generate: ## Generate deepcopy code, and docs/troubleshooting.md from hub/api/advice.

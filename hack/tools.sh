@@ -15,12 +15,14 @@
 # "ipmi" and "shellcheck" install them with apt-get when they are missing (as
 # root, or with sudo).
 #
-# usage: hack/tools.sh [kube-apiserver|etcd|kube-controller-manager|baremetal-operator|controller-gen|staticcheck|kustomize|helm|shellcheck|ipmi|ocm|clusteradm|all]...
+# usage: hack/tools.sh [kube-apiserver|etcd|kube-controller-manager|kubectl|baremetal-operator|controller-gen|staticcheck|kustomize|helm|shellcheck|ipmi|ocm|clusteradm|all]...
 #        hack/tools.sh --print-assets   # the KUBEBUILDER_ASSETS directory
 set -euo pipefail
 
 CACHE="${HOSTFLEET_CACHE:-${HOME}/.cache/hostfleet}"
 KUBE_VERSION="v1.35.4"                          # e2e/tools/kubernetes/go.mod
+# shellcheck disable=SC2034 # read by --print-bin through eval
+KUBECTL_VERSION="${KUBE_VERSION}"
 ETCD_VERSION="${ETCD_VERSION:-v3.6.16}"
 BMO_VERSION="${BMO_VERSION:-v0.13.2}"
 BMO_HWUTILS_VERSION="v0.5.1"
@@ -63,6 +65,11 @@ build_kube_apiserver() {
 # namespace deletion, service-account tokens and CSR signing.
 build_kube_controller_manager() {
 	build_tools_module kube-controller-manager "${KUBE_VERSION}" e2e/tools/kubernetes k8s.io/kubernetes/cmd/kube-controller-manager
+}
+
+# build_kubectl: the tests run `kubectl hostfleet` through the real kubectl.
+build_kubectl() {
+	build_tools_module kubectl "${KUBE_VERSION}" e2e/tools/kubernetes k8s.io/kubernetes/cmd/kubectl
 }
 
 build_etcd() {
@@ -196,13 +203,14 @@ case "${1:-all}" in
 esac
 
 tools=("$@")
-[[ ${#tools[@]} -eq 0 || ${tools[0]} == all ]] && tools=(etcd kube-apiserver kube-controller-manager baremetal-operator controller-gen staticcheck kustomize helm shellcheck ipmi ocm clusteradm)
+[[ ${#tools[@]} -eq 0 || ${tools[0]} == all ]] && tools=(etcd kube-apiserver kube-controller-manager kubectl baremetal-operator controller-gen staticcheck kustomize helm shellcheck ipmi ocm clusteradm)
 for t in "${tools[@]}"; do
 	case "${t}" in
 	kube-apiserver) build_kube_apiserver; [[ -x ${CACHE}/etcd-${ETCD_VERSION}/bin/etcd ]] && link_assets ;;
 	etcd) build_etcd; [[ -x ${CACHE}/kube-apiserver-${KUBE_VERSION}/bin/kube-apiserver ]] && link_assets ;;
 	envtest) build_etcd; build_kube_apiserver; link_assets ;;
 	kube-controller-manager) build_kube_controller_manager; link_assets ;;
+	kubectl) build_kubectl ;;
 	baremetal-operator) build_bmo ;;
 	controller-gen) go_install controller-gen sigs.k8s.io/controller-tools/cmd/controller-gen "${CONTROLLER_GEN_VERSION}" ;;
 	staticcheck) go_install staticcheck honnef.co/go/tools/cmd/staticcheck "${STATICCHECK_VERSION}" ;;

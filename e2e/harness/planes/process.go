@@ -176,3 +176,19 @@ func (f *Fleet) StartControllerManager(plane string) (*Process, error) {
 		"--secure-port=0",
 	})
 }
+
+// KubectlPath is the kubectl binary: $HOSTFLEET_KUBECTL, else the one the
+// tool cache builds (`hack/tools.sh kubectl`).
+func KubectlPath() (string, error) {
+	bin := os.Getenv("HOSTFLEET_KUBECTL")
+	if bin == "" {
+		bin = toolPath("--print-bin", "kubectl")
+	}
+	if bin == "" {
+		return "", errors.New("HOSTFLEET_KUBECTL is not set and the tool cache was not found; run `make test`, or `hack/tools.sh kubectl` first")
+	}
+	if _, err := os.Stat(bin); err != nil {
+		return "", fmt.Errorf("kubectl: %w (build it with `hack/tools.sh kubectl`)", err)
+	}
+	return bin, nil
+}

@@ -50,7 +50,7 @@ func (f *Fleet) Proxy(plane string) (*Proxy, error) {
 	px.Config = rest.CopyConfig(p.Config)
 	px.Config.Host = "https://" + ln.Addr().String()
 	px.Kubeconfig = filepath.Join(f.Dir, plane+"-proxy.kubeconfig")
-	if err := writeKubeconfig(px.Kubeconfig, px.Config); err != nil {
+	if err := WriteKubeconfig(px.Kubeconfig, px.Config); err != nil {
 		_ = ln.Close()
 		return nil, err
 	}
@@ -133,7 +133,9 @@ func (px *Proxy) close() error {
 	return err
 }
 
-func writeKubeconfig(path string, cfg *rest.Config) error {
+// WriteKubeconfig writes a kubeconfig file for cfg (a plane, as a user
+// AddUser made, say): for processes and people, such as kubectl.
+func WriteKubeconfig(path string, cfg *rest.Config) error {
 	kc := clientcmdapi.NewConfig()
 	kc.Clusters["plane"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData}
 	kc.AuthInfos["admin"] = &clientcmdapi.AuthInfo{ClientCertificateData: cfg.CertData, ClientKeyData: cfg.KeyData, Token: cfg.BearerToken}

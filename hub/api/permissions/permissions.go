@@ -227,13 +227,15 @@ func AgentWorkloadTenantNamespace() []rbacv1.PolicyRule {
 }
 
 // TenantAdmin is what a tenant's admins may do in the tenant's namespaces:
-// edit claims and secrets, view HardwareData and claim status; nothing else.
+// edit claims and secrets, view HardwareData, claim status and the Events
+// (the hub's and the agents' about their claims); nothing else.
 func TenantAdmin() []rbacv1.PolicyRule {
 	return []rbacv1.PolicyRule{
 		{APIGroups: []string{metal3Group}, Resources: []string{"hostclaims"}, Verbs: edit},
 		{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: edit},
 		{APIGroups: []string{metal3Group}, Resources: []string{"hardwaredata"}, Verbs: view},
 		{APIGroups: []string{metal3Group}, Resources: []string{"hostclaims/status"}, Verbs: []string{"get"}},
+		{APIGroups: []string{""}, Resources: []string{"events"}, Verbs: view},
 	}
 }
 
