@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	metal3api "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
 	. "github.com/onsi/gomega"
 
 	"github.com/hostfleet/hostfleet/hub/api/advice"
@@ -19,6 +20,12 @@ func TestEveryReasonHasAdvice(t *testing.T) {
 	g := NewWithT(t)
 	reasons := reasonConstants(t, "../v1alpha1/wellknown.go")
 	g.Expect(len(reasons)).To(BeNumerically(">", 40), "the reasons in wellknown.go")
+	// Upstream's reasons the agent writes on Synchronized.
+	reasons["metal3 ConfigurationSyncedReason"] = metal3api.ConfigurationSyncedReason
+	reasons["metal3 BadUserDataSecretReason"] = metal3api.BadUserDataSecretReason
+	reasons["metal3 BadNetworkDataSecretReason"] = metal3api.BadNetworkDataSecretReason
+	reasons["metal3 BadMetaDataSecretReason"] = metal3api.BadMetaDataSecretReason
+	reasons["metal3 BareMetalHostNotSynchronizedReason"] = metal3api.BareMetalHostNotSynchronizedReason
 	for name, value := range reasons {
 		r, ok := advice.For(value)
 		g.Expect(ok).To(BeTrue(), "v1alpha1.%s (%q) has no advice: add its cause and fix to hub/api/advice", name, value)
