@@ -31,6 +31,7 @@ import (
 	"github.com/hostfleet/hostfleet/e2e/emulators/ipmisim"
 	"github.com/hostfleet/hostfleet/e2e/emulators/redfish"
 	"github.com/hostfleet/hostfleet/e2e/harness/planes"
+	"github.com/hostfleet/hostfleet/hub/kubectl"
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
 )
 
@@ -116,7 +117,7 @@ func Run(ctx context.Context, o Options) error {
 			r.sim.Close()
 		}
 	}()
-	for _, step := range []func(context.Context) error{r.hosts, r.processes, r.tenant, r.claims, r.features} {
+	for _, step := range []func(context.Context) error{r.hosts, r.processes, r.tenant, r.claims, r.features, r.plugin} {
 		if err := step(ctx); err != nil {
 			return err
 		}
@@ -278,6 +279,19 @@ func (r *run) features(ctx context.Context) error {
 		return fmt.Errorf("remote claim (logs in %s): %w", r.o.Dir, err)
 	}
 	r.say("")
+	return nil
+}
+
+// plugin shows `kubectl hostfleet`: the claims, and why one is what it is.
+func (r *run) plugin(ctx context.Context) error {
+	kc := "--kubeconfig=" + r.f.Plane("hub").Kubeconfig
+	for _, args := range [][]string{{"claims", "-n", "tenant-acme"}, {"why", "web-1", "-n", "tenant-acme", "--events", "3"}} {
+		r.say("$ kubectl hostfleet %s", strings.Join(args, " "))
+		if err := kubectl.Main(ctx, append(args, kc), r.o.Out); err != nil {
+			return fmt.Errorf("kubectl hostfleet %s: %w", args[0], err)
+		}
+		r.say("")
+	}
 	return nil
 }
 

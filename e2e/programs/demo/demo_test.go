@@ -69,6 +69,11 @@ func TestDemo(t *testing.T) {
 		"the workload cluster's agent labelled the Node from web-1's host")
 	g.Expect(output()).To(MatchRegexp(`db-1-node\s+example.com/rack=r\d example.com/site=\w+ example.com/size=large`))
 	g.Expect(output()).To(MatchRegexp(`on infra-1 moved to rack r7: web-1-node has example.com/rack=r7 [0-9.]+m?s later`))
+	g.Expect(output()).To(MatchRegexp(`\$ kubectl hostfleet claims -n tenant-acme\nNAMESPACE\s+CLAIM\s+TENANT\s+CLUSTER\s+HOST\s+POWER\s+READY\s+REASON\s+AGE\n`))
+	g.Expect(output()).To(MatchRegexp(`\ntenant-acme\s+web-1\s+acme\s+infra-1\s+server-\d\s+on\s+True\s+Ready\s`))
+	g.Expect(output()).To(MatchRegexp(`\$ kubectl hostfleet why web-1 -n tenant-acme --events 3\nHostClaim tenant-acme/web-1 on infra-1, host hosts/server-\d\n  \[ok\] scheduled `))
+	g.Expect(output()).To(MatchRegexp(`\[ok\] node labels +LabelsSynced: `))
+	g.Expect(output()).To(ContainSubstring("Nothing in the way: the claim is Ready."))
 
 	g.Expect(cmd.Process.Signal(syscall.SIGINT)).To(Succeed())
 	done := make(chan error, 1)
