@@ -293,23 +293,26 @@ func (p *pod) writeVolumes(ctx context.Context) (bool, error) {
 
 // network gives the pod its network namespace, held by a pause process:
 // loopback up, the API servers' ports forwarded out, and the pod's ports
-// reachable at its own loopback address from the host.
+// reachable at its own loopback address from the host. Its forwarders end
+// with ctx or with cleanup, whichever comes first.
 func (p *pod) network(ctx context.Context) (*netns, func(), error) {
 	pause := exec.Command("unshare", "--net", "sleep", "infinity")
 	pause.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := pause.Start(); err != nil {
 		return nil, nil, fmt.Errorf("start pause process: %w", err)
 	}
-	var listeners []net.Listener
-	var closers []io.Closer
 	var ns *netns
+	var sockets []io.Closer
+	var closeOnce sync.Once
+	closeSockets := func() {
+		closeOnce.Do(func() {
+			for _, c := range sockets {
+				_ = c.Close()
+			}
+		})
+	}
 	cleanup := func() {
-		for _, l := range listeners {
-			_ = l.Close()
-		}
-		for _, c := range closers {
-			_ = c.Close()
-		}
+		closeSockets()
 		_ = pause.Process.Kill()
 		_ = pause.Wait()
 		if ns != nil {
@@ -318,16 +321,8 @@ func (p *pod) network(ctx context.Context) (*netns, func(), error) {
 	}
 	fail := func(err error) (*netns, func(), error) { cleanup(); return nil, nil, err }
 
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		same, err := sameNetns(pause.Process.Pid)
-		if err == nil && !same {
-			break
-		}
-		if time.Now().After(deadline) {
-			return fail(fmt.Errorf("pause process did not enter its network namespace: %v", err))
-		}
-		time.Sleep(10 * time.Millisecond)
+	if err := waitOwnNetns(pause.Process.Pid); err != nil {
+		return fail(err)
 	}
 	ns, err := openNetns(pause.Process.Pid)
 	if err != nil {
@@ -336,12 +331,48 @@ func (p *pod) network(ctx context.Context) (*netns, func(), error) {
 	if err := ns.loopbackUp(); err != nil {
 		return fail(err)
 	}
+	sockets, err = p.forwardPorts(ns)
+	if err != nil {
+		return fail(err)
+	}
+	go func() { <-ctx.Done(); closeSockets() }()
+	return ns, cleanup, nil
+}
+
+// waitOwnNetns waits until the process pid is in a network namespace of
+// its own.
+func waitOwnNetns(pid int) error {
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		same, err := sameNetns(pid)
+		if err == nil && !same {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("pause process did not enter its network namespace: %v", err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// forwardPorts forwards the runner's ports (the API servers', TCP and UDP)
+// from the pod's loopback to the host's, and the containers' TCP ports from
+// the pod's address on the host into the pod. Closing the sockets it
+// returns ends the forwarders; on error it closes those it opened.
+func (p *pod) forwardPorts(ns *netns) (sockets []io.Closer, err error) {
+	defer func() {
+		if err != nil {
+			for _, c := range sockets {
+				_ = c.Close()
+			}
+		}
+	}()
 	for _, port := range p.r.opts.ForwardPorts {
 		l, err := ns.listen(net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
 		if err != nil {
-			return fail(fmt.Errorf("forward port %d into the pod: %w", port, err))
+			return sockets, fmt.Errorf("forward port %d into the pod: %w", port, err)
 		}
-		listeners = append(listeners, l)
+		sockets = append(sockets, l)
 		addr := l.Addr().String()
 		go forward(l, func(ctx context.Context) (net.Conn, error) {
 			var d net.Dialer
@@ -352,9 +383,9 @@ func (p *pod) network(ctx context.Context) (*netns, func(), error) {
 		addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
 		pc, err := ns.listenPacket(addr)
 		if err != nil {
-			return fail(fmt.Errorf("forward UDP port %d into the pod: %w", port, err))
+			return sockets, fmt.Errorf("forward UDP port %d into the pod: %w", port, err)
 		}
-		closers = append(closers, pc)
+		sockets = append(sockets, pc)
 		go forwardUDP(pc, addr)
 	}
 	for _, c := range p.containers {
@@ -364,24 +395,14 @@ func (p *pod) network(ctx context.Context) (*netns, func(), error) {
 			}
 			l, err := net.Listen("tcp", net.JoinHostPort(p.ip, strconv.Itoa(int(cp.ContainerPort))))
 			if err != nil {
-				return fail(fmt.Errorf("expose port %d at %s: %w", cp.ContainerPort, p.ip, err))
+				return sockets, fmt.Errorf("expose port %d at %s: %w", cp.ContainerPort, p.ip, err)
 			}
-			listeners = append(listeners, l)
+			sockets = append(sockets, l)
 			inner := net.JoinHostPort("127.0.0.1", strconv.Itoa(int(cp.ContainerPort)))
 			go forward(l, func(ctx context.Context) (net.Conn, error) { return ns.dial(ctx, inner) })
 		}
 	}
-	go func() {
-		<-ctx.Done()
-		// Closing the listeners ends the forwarders; cleanup closes them again harmlessly.
-		for _, l := range listeners {
-			_ = l.Close()
-		}
-		for _, c := range closers {
-			_ = c.Close()
-		}
-	}()
-	return ns, cleanup, nil
+	return sockets, nil
 }
 
 // keepRunning runs a container and restarts it with backoff when it exits
@@ -390,7 +411,7 @@ func (p *pod) keepRunning(ctx context.Context, ns *netns, c *container) {
 	backoff := time.Second
 	for ctx.Err() == nil {
 		started := time.Now()
-		err := p.start(ctx, ns, c)
+		err := p.runContainer(ctx, ns, c)
 		p.mu.Lock()
 		c.running, c.ready = false, false
 		if err != nil {
@@ -418,8 +439,9 @@ func (p *pod) keepRunning(ctx context.Context, ns *netns, c *container) {
 
 // mountScript runs in the container's new mount namespace. $1 is the
 // root, $2 the image's unpacked files, $3 and $4 the overlay's upper and
-// work directories, $5 "ro" for a read-only root; then triples of source,
-// mount point and ro|rw, "--", and the command that enters the root. The
+// work directories, $5 "ro" for a read-only root; then each bind mount as
+// source, mount point and ro|rw (mount.args), "--", and the command that
+// enters the root. The
 // root is an overlay of the image (writable, and thrown away when the
 // container ends, unless read-only); /dev is the host's, /proc the pod's.
 const mountScript = `set -e
@@ -455,37 +477,69 @@ var hostTools = func() (t struct{ nsenter, unshare, sh string }) {
 	return t
 }()
 
-// start runs one container process until it exits, its liveness probe
-// kills it, or ctx ends.
-func (p *pod) start(ctx context.Context, ns *netns, c *container) error {
+// mount is a bind mount into a container's root.
+type mount struct {
+	source, target string
+	readOnly       bool
+}
+
+// args are the mount as mountScript reads it.
+func (m mount) args() []string {
+	mode := "rw"
+	if m.readOnly {
+		mode = "ro"
+	}
+	return []string{m.source, m.target, mode}
+}
+
+// mounts are a container's bind mounts: the pod's /etc files, read-only,
+// and its volume mounts.
+func (p *pod) mounts(c *container) []mount {
+	var ms []mount
+	for _, f := range []string{"hosts", "hostname", "resolv.conf"} {
+		ms = append(ms, mount{source: filepath.Join(p.dir, "etc", f), target: "/etc/" + f, readOnly: true})
+	}
+	for _, m := range c.spec.VolumeMounts {
+		ms = append(ms, mount{source: filepath.Join(p.dir, "volumes", m.Name, m.SubPath), target: filepath.Clean("/" + m.MountPath), readOnly: m.ReadOnly})
+	}
+	return ms
+}
+
+// runContainer runs the container's process once: it starts it (launch) and waits
+// until it exits, or kills it when ctx ends or the container is killed
+// (supervise).
+func (p *pod) runContainer(ctx context.Context, ns *netns, c *container) error {
+	cmd, logFile, err := p.launch(ns, c)
+	if err != nil {
+		return err
+	}
+	defer logFile.Close()
+	return p.supervise(ctx, c, cmd, logFile)
+}
+
+// launch starts the container's process in a fresh root (an overlay of its
+// image with an empty writable layer) inside the pod's network namespace,
+// its output going to the container's log, which it returns open.
+func (p *pod) launch(ns *netns, c *container) (*exec.Cmd, *os.File, error) {
 	p.mu.Lock()
 	img, proc := c.image, c.proc
 	p.mu.Unlock()
 	root, upper, work := filepath.Join(c.dir, "root"), filepath.Join(c.dir, "upper"), filepath.Join(c.dir, "work")
-	// Each start is a new container: an empty writable layer.
 	if err := os.RemoveAll(c.dir); err != nil {
-		return err
+		return nil, nil, err
 	}
 	for _, d := range []string{root, upper, work} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
-			return err
+			return nil, nil, err
 		}
 	}
-	ro := "rw"
+	rootMode := "rw"
 	if proc.readOnly {
-		ro = "ro"
+		rootMode = "ro"
 	}
-	shArgs := []string{"-c", mountScript, "sh", root, img.rootfs, upper, work, ro}
-	etc := filepath.Join(p.dir, "etc")
-	for _, f := range []string{"hosts", "hostname", "resolv.conf"} {
-		shArgs = append(shArgs, filepath.Join(etc, f), "/etc/"+f, "ro")
-	}
-	for _, m := range c.spec.VolumeMounts {
-		mode := "rw"
-		if m.ReadOnly {
-			mode = "ro"
-		}
-		shArgs = append(shArgs, filepath.Join(p.dir, "volumes", m.Name, m.SubPath), filepath.Clean("/"+m.MountPath), mode)
+	shArgs := []string{"-c", mountScript, "sh", root, img.rootfs, upper, work, rootMode}
+	for _, m := range p.mounts(c) {
+		shArgs = append(shArgs, m.args()...)
 	}
 	// unshare with no namespace flags only enters the root, changes
 	// directory and user, and runs the command (found on the image's PATH).
@@ -499,7 +553,7 @@ func (p *pod) start(ctx context.Context, ns *netns, c *container) error {
 	cmd := exec.Command(hostTools.nsenter, args...)
 	dup, err := unix.Dup(ns.fd)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
 	nsFile := os.NewFile(uintptr(dup), "netns")
 	defer nsFile.Close()
@@ -507,15 +561,22 @@ func (p *pod) start(ctx context.Context, ns *netns, c *container) error {
 	cmd.Env = proc.env
 	logFile, err := os.OpenFile(c.log, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
-	defer logFile.Close()
 	fmt.Fprintf(logFile, "---- %s start %s as %d:%d %q\n", time.Now().Format(time.RFC3339), img.ref, proc.uid, proc.gid, proc.argv)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
-		return err
+		logFile.Close()
+		return nil, nil, err
 	}
+	return cmd, logFile, nil
+}
+
+// supervise waits for the container's process to exit, or stops it (SIGTERM
+// to its process group, SIGKILL 5 s later) when ctx ends or the container
+// is killed (its liveness probe failed).
+func (p *pod) supervise(ctx context.Context, c *container, cmd *exec.Cmd, logFile *os.File) error {
 	cctx, kill := context.WithCancelCause(ctx)
 	defer kill(nil)
 	p.mu.Lock()
