@@ -274,10 +274,14 @@ func testLiveness(t *testing.T, e *runnerEnv) {
 		p := podOf(ctx, g, e.c, "live", "live")
 		g.Expect(p.Status.ContainerStatuses).To(ConsistOf(And(HaveField("RestartCount", BeEquivalentTo(1)), HaveField("Ready", BeTrue()))))
 	}).WithTimeout(30*time.Second).Should(Succeed(), "restarted by its liveness probe")
-	resp, err = http.Get(base + "/healthz")
-	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(resp.StatusCode).To(Equal(http.StatusOK), "a new container: the old writable layer is gone")
-	resp.Body.Close()
+	// Without a readiness probe a container is Ready once started, maybe
+	// before it listens: ask until it answers.
+	g.Eventually(func(g Gomega) {
+		resp, err := http.Get(base + "/healthz")
+		g.Expect(err).NotTo(HaveOccurred())
+		defer resp.Body.Close()
+		g.Expect(resp.StatusCode).To(Equal(http.StatusOK), "a new container: the old writable layer is gone")
+	}).WithTimeout(30 * time.Second).Should(Succeed())
 	g.Consistently(func(g Gomega) {
 		p := podOf(ctx, g, e.c, "live", "live")
 		g.Expect(p.Status.ContainerStatuses).To(ConsistOf(HaveField("RestartCount", BeEquivalentTo(1))))
