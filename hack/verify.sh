@@ -18,7 +18,7 @@ cd "$(dirname "$0")/.."
 hack/check-tree.sh
 hack/check-imports.sh
 hack/check-layout.sh
-go run ./hack/funclen hub=80 agent=80 operator=80 e2e=120
+go run ./hack/funclen hub=80 agent=80 operator=80 e2e=120 e2e/programs=80
 
 paths=(go.mod go.sum hub/api operator/api manifests deploy docs/troubleshooting.md)
 snap=$(mktemp -d)

@@ -65,7 +65,7 @@ func TestHostClaimColumns(t *testing.T) {
 		rows[r.Cells[0].(string)] = r.Cells[1:6]
 	}
 	g.Expect(rows).To(Equal(map[string][]any{
-		"bound":     {"infra-1", "server-0", true, "True", "Ready"},
+		"bound": {"infra-1", "server-0", true, "True", "Ready"},
 		// status.poweredOn is omitted when false: kubectl prints <none>.
 		"waiting":   {"infra-2", nil, nil, "False", "NoBareMetalHostAvailable"},
 		"forwarded": {"edge", "server-9", true, "True", "Ready"},

@@ -32,49 +32,9 @@ func runLabels(hosts, changes int) error {
 	defer stop()
 	hub, infra, wl := f.Plane("hub").Client, f.Plane("infra-1").Client, f.Plane("wl").Client
 	fmt.Printf("\nsetting up %d hosts, claims and Nodes\n", hosts)
-	if err := create(ctx, infra,
-		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "hosts"}},
-		&metal3api.HostDeployPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: "hosts", Name: "all"},
-			Spec: metal3api.HostDeployPolicySpec{HostClaimNamespaces: &metal3api.HostClaimNamespaces{NameMatches: ".*"}}}); err != nil {
+	if err := labelsFleet(ctx, hub, infra, wl, hosts); err != nil {
 		return err
 	}
-	// What the hub's controllers would make for tenant a, served by
-	// infra-1, with wl its only workload cluster.
-	a := hostfleetv1alpha1.ServedTenant{Name: "a", Namespaces: []string{"tenant-a"}, LabelSyncPrefixes: []string{"rack.example.com"}}
-	onlyA := a
-	onlyA.OnlyWorkloadCluster = true
-	wlTenancy := planes.Tenancy("wl")
-	wlTenancy.Spec.WorkloadTenants = []hostfleetv1alpha1.ServedTenant{onlyA}
-	if err := create(ctx, hub,
-		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "tenant-a", Labels: map[string]string{hostfleetv1alpha1.LabelTenant: "a"}}},
-		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "wl"}}, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "infra-1"}},
-		planes.Tenancy("infra-1", a), wlTenancy); err != nil {
-		return err
-	}
-	for i := range hosts {
-		name := fmt.Sprintf("h%03d", i)
-		h := &metal3api.BareMetalHost{ObjectMeta: metav1.ObjectMeta{Namespace: "hosts", Name: name, Labels: map[string]string{"host": name, rackLabel: "start"}},
-			Spec: metal3api.BareMetalHostSpec{BMC: metal3api.BMCDetails{Address: fmt.Sprintf("ipmi://127.0.0.1:%d", 10000+i), CredentialsName: "bmc"}}}
-		if err := infra.Create(ctx, h); err != nil {
-			return err
-		}
-		h.Status.Provisioning.State = metal3api.StateAvailable
-		h.Status.OperationalStatus = metal3api.OperationalStatusOK
-		if err := infra.Status().Update(ctx, h); err != nil {
-			return err
-		}
-		claim := fmt.Sprintf("c%03d", i)
-		if err := create(ctx, hub, &metal3api.HostClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant-a", Name: claim,
-			Labels: map[string]string{hostfleetv1alpha1.LabelCluster: "infra-1"}},
-			Spec: metal3api.HostClaimSpec{HostSelector: metal3api.HostSelector{MatchLabels: map[string]string{"host": name}}}}); err != nil {
-			return err
-		}
-		if err := create(ctx, wl, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n-" + claim},
-			Spec: corev1.NodeSpec{ProviderID: "metal3://tenant-a/" + claim + "/m3m"}}); err != nil {
-			return err
-		}
-	}
-
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	done := make(chan error, 2)
@@ -121,6 +81,54 @@ func runLabels(hosts, changes int) error {
 	fmt.Printf("  baseline: host → hub claim (the infrastructure agent's hop) median %s, p99 %s\n", quantile(toClaim, 0.5), quantile(toClaim, 0.99))
 	fmt.Printf("  agent:    host → Node on the workload cluster            median %s, p99 %s\n", quantile(toNode, 0.5), quantile(toNode, 0.99))
 	fmt.Printf("  ratio:    %.2f (medians, Node over claim)\n", float64(quantile(toNode, 0.5))/float64(quantile(toClaim, 0.5)))
+	return nil
+}
+
+// labelsFleet makes what the hub's controllers would for tenant a, served
+// by infra-1 with wl its only workload cluster, and hosts hosts on infra-1,
+// each with a claim selecting it and a Node on wl whose providerID names
+// the claim.
+func labelsFleet(ctx context.Context, hub, infra, wl client.Client, hosts int) error {
+	if err := create(ctx, infra,
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "hosts"}},
+		&metal3api.HostDeployPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: "hosts", Name: "all"},
+			Spec: metal3api.HostDeployPolicySpec{HostClaimNamespaces: &metal3api.HostClaimNamespaces{NameMatches: ".*"}}}); err != nil {
+		return err
+	}
+	a := hostfleetv1alpha1.ServedTenant{Name: "a", Namespaces: []string{"tenant-a"}, LabelSyncPrefixes: []string{"rack.example.com"}}
+	onlyA := a
+	onlyA.OnlyWorkloadCluster = true
+	wlTenancy := planes.Tenancy("wl")
+	wlTenancy.Spec.WorkloadTenants = []hostfleetv1alpha1.ServedTenant{onlyA}
+	if err := create(ctx, hub,
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "tenant-a", Labels: map[string]string{hostfleetv1alpha1.LabelTenant: "a"}}},
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "wl"}}, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "infra-1"}},
+		planes.Tenancy("infra-1", a), wlTenancy); err != nil {
+		return err
+	}
+	for i := range hosts {
+		name := fmt.Sprintf("h%03d", i)
+		h := &metal3api.BareMetalHost{ObjectMeta: metav1.ObjectMeta{Namespace: "hosts", Name: name, Labels: map[string]string{"host": name, rackLabel: "start"}},
+			Spec: metal3api.BareMetalHostSpec{BMC: metal3api.BMCDetails{Address: fmt.Sprintf("ipmi://127.0.0.1:%d", 10000+i), CredentialsName: "bmc"}}}
+		if err := infra.Create(ctx, h); err != nil {
+			return err
+		}
+		h.Status.Provisioning.State = metal3api.StateAvailable
+		h.Status.OperationalStatus = metal3api.OperationalStatusOK
+		if err := infra.Status().Update(ctx, h); err != nil {
+			return err
+		}
+		claim := fmt.Sprintf("c%03d", i)
+		if err := create(ctx, hub, &metal3api.HostClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant-a", Name: claim,
+			Labels: map[string]string{hostfleetv1alpha1.LabelCluster: "infra-1"}},
+			Spec: metal3api.HostClaimSpec{HostSelector: metal3api.HostSelector{MatchLabels: map[string]string{"host": name}}}}); err != nil {
+			return err
+		}
+		if err := create(ctx, wl, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n-" + claim},
+			Spec: corev1.NodeSpec{ProviderID: "metal3://tenant-a/" + claim + "/m3m"}}); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 

@@ -86,12 +86,7 @@ func main() {
 		}
 		return
 	}
-	if *pprofAddr != "" {
-		go func() {
-			srv := &http.Server{Addr: *pprofAddr, ReadHeaderTimeout: 10 * time.Second}
-			fmt.Fprintln(os.Stderr, "bench: pprof:", srv.ListenAndServe())
-		}()
-	}
+	servePprof(*pprofAddr)
 	if *cpuProfile != "" {
 		f, err := os.Create(*cpuProfile)
 		if err == nil {
@@ -138,6 +133,17 @@ func main() {
 	if err != nil {
 		fail("bench:", err)
 	}
+}
+
+// servePprof serves this process's net/http/pprof on addr, if set.
+func servePprof(addr string) {
+	if addr == "" {
+		return
+	}
+	go func() {
+		srv := &http.Server{Addr: addr, ReadHeaderTimeout: 10 * time.Second}
+		fmt.Fprintln(os.Stderr, "bench: pprof:", srv.ListenAndServe())
+	}()
 }
 
 // keepLogs keeps the planes' logs: their directory is not removed.

@@ -82,10 +82,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	}
 	say := func(format string, a ...any) { fmt.Fprintf(o.Out, format+"\n", a...) }
 	rng := rand.New(rand.NewPCG(o.Seed, o.Seed^0x5eed))
-	infras := make([]string, o.Planes)
-	for i := range infras {
-		infras[i] = fmt.Sprintf("infra-%d", i+1)
-	}
+	infras := infraNames(o.Planes)
 	start := time.Now()
 	f, err := planes.Start(ctx, planes.Options{Dir: o.Dir}, append([]string{"hub"}, infras...)...)
 	if err != nil {
@@ -99,8 +96,12 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	bmcs := make([]*redfish.BMC, o.Hosts)
 	for i := range bmcs {
 		bmcs[i] = redfish.Start(redfish.Options{Hardware: redfish.DefaultHardware(fmt.Sprintf("CHAOS%04d", i))})
-		defer bmcs[i].Close()
 	}
+	defer func() {
+		for _, b := range bmcs {
+			b.Close()
+		}
+	}()
 	if err := setUp(ctx, f, infras, bmcs); err != nil {
 		return nil, err
 	}
@@ -125,23 +126,9 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	say("churn: %d claims created, updated and deleted at random (about %d operations, %.0f/s), %d kills, the hub API server stopped for %s",
 		o.Claims, ops, o.Rate, o.Kills, o.Outage)
 
-	runCtx, stopChaos := context.WithCancel(ctx)
-	var wg sync.WaitGroup
-	wg.Add(2)
-	go func() {
-		defer wg.Done()
-		kill(runCtx, fl, o, duration+o.Outage, rand.New(rand.NewPCG(rng.Uint64(), rng.Uint64())), rep, say)
-	}()
-	go func() { defer wg.Done(); outage(runCtx, f.Plane("hub"), o.Outage, duration/2, rep, say) }()
-	churnErr := ch.run(runCtx)
-	if churnErr != nil {
-		stopChaos()
-		wg.Wait()
-		return rep, churnErr
+	if err := chaos(ctx, f, fl, ch, o, duration, rand.New(rand.NewPCG(rng.Uint64(), rng.Uint64())), rep, say); err != nil {
+		return rep, err
 	}
-	// Every kill and the outage happen before convergence is measured.
-	wg.Wait()
-	stopChaos()
 	over := time.Now()
 	rep.Created, rep.Updated, rep.Deleted = ch.created, ch.updated, ch.deleted
 	rep.Conflicts, rep.Failures = ch.conflicts, ch.failures
@@ -151,16 +138,51 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	if err := converge(ctx, f, infras, o.Converge, over, rep); err != nil {
 		return rep, err
 	}
-	rep.Exits = fl.Exits()
-	for _, e := range rep.Exits {
-		say("  exited by itself, and started again: %s", e)
-		if strings.Contains(e, ": panic: ") {
-			return rep, fmt.Errorf("a process panicked: %s", e)
-		}
+	if err := exits(fl, rep, say); err != nil {
+		return rep, err
 	}
 	say("converged %s after the churn, the last kill and the outage ended: %s", rep.Converged.Round(time.Second), rep.Final)
 	say("logs in %s", o.Dir)
 	return rep, nil
+}
+
+// infraNames are the infrastructure planes' names: infra-1 … infra-n.
+func infraNames(n int) []string {
+	names := make([]string, n)
+	for i := range names {
+		names[i] = fmt.Sprintf("infra-%d", i+1)
+	}
+	return names
+}
+
+// chaos runs the churn while processes are killed and the hub API server
+// stops; every kill and the outage happen before it returns.
+func chaos(ctx context.Context, f *planes.Fleet, fl *fleet, ch *churn, o Options, duration time.Duration, kr *rand.Rand, rep *Report, say func(string, ...any)) error {
+	runCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() { defer wg.Done(); kill(runCtx, fl, o, duration+o.Outage, kr, rep, say) }()
+	go func() { defer wg.Done(); outage(runCtx, f.Plane("hub"), o.Outage, duration/2, rep, say) }()
+	err := ch.run(runCtx)
+	if err != nil {
+		stop()
+	}
+	wg.Wait()
+	return err
+}
+
+// exits records the processes that ended by themselves (and were started
+// again); a panic among them is an error.
+func exits(fl *fleet, rep *Report, say func(string, ...any)) error {
+	rep.Exits = fl.Exits()
+	for _, e := range rep.Exits {
+		say("  exited by itself, and started again: %s", e)
+		if strings.Contains(e, ": panic: ") {
+			return fmt.Errorf("a process panicked: %s", e)
+		}
+	}
+	return nil
 }
 
 // kill kills random processes of the fleet, o.Kills times spread over

@@ -23,6 +23,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
 	clusterv1 "open-cluster-management.io/api/cluster/v1"
 	clusterv1beta2 "open-cluster-management.io/api/cluster/v1beta2"
@@ -31,8 +32,8 @@ import (
 	"github.com/hostfleet/hostfleet/e2e/emulators/ipmisim"
 	"github.com/hostfleet/hostfleet/e2e/emulators/redfish"
 	"github.com/hostfleet/hostfleet/e2e/harness/planes"
-	"github.com/hostfleet/hostfleet/hub/kubectl"
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
+	"github.com/hostfleet/hostfleet/hub/kubectl"
 )
 
 // Options tune Run.
@@ -208,7 +209,7 @@ func (r *run) tenant(ctx context.Context) error {
 	if err := createTenant(ctx, r.hub); err != nil {
 		return err
 	}
-	if err := wait(ctx, r.o.Timeout, func() (bool, error) {
+	if err := poll(ctx, r.o.Timeout, func() (bool, error) {
 		t := &hostfleetv1alpha1.Tenant{}
 		if err := r.hub.Get(ctx, client.ObjectKey{Name: "acme"}, t); err != nil {
 			return false, err
@@ -232,7 +233,7 @@ func (r *run) claims(ctx context.Context) error {
 	r.say("edge-1 (a live ISO, booted by virtual media) and edge-2 (powered on, no image) are pinned to infra-3.")
 	r.say("")
 	seen := map[string]string{}
-	err := wait(ctx, r.o.Timeout, func() (bool, error) {
+	err := poll(ctx, r.o.Timeout, func() (bool, error) {
 		var list metal3api.HostClaimList
 		if err := r.hub.List(ctx, &list, client.InNamespace("tenant-acme")); err != nil {
 			return false, err
@@ -320,7 +321,7 @@ func powerCycle(ctx context.Context, hub client.Client, rf *redfish.BMC, timeout
 	for _, on := range []bool{false, true} {
 		before := len(rf.Resets())
 		start := time.Now()
-		if err := wait(ctx, timeout, func() (bool, error) {
+		if err := poll(ctx, timeout, func() (bool, error) {
 			if err := hub.Get(ctx, client.ObjectKeyFromObject(c), c); err != nil {
 				return false, err
 			}
@@ -330,7 +331,7 @@ func powerCycle(ctx context.Context, hub client.Client, rf *redfish.BMC, timeout
 			return err
 		}
 		changing := ""
-		if err := wait(ctx, timeout, func() (bool, error) {
+		if err := poll(ctx, timeout, func() (bool, error) {
 			if err := hub.Get(ctx, client.ObjectKeyFromObject(c), c); err != nil {
 				return false, err
 			}
@@ -496,7 +497,7 @@ func forward(ctx context.Context, hub client.Client, timeout time.Duration, say 
 	if err := hub.Delete(ctx, &metal3api.HostClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant-acme", Name: "edge-2"}}); err != nil {
 		return err
 	}
-	if err := wait(ctx, timeout, func() (bool, error) {
+	if err := poll(ctx, timeout, func() (bool, error) {
 		err := hub.Get(ctx, client.ObjectKey{Namespace: "tenant-acme", Name: "edge-2"}, &metal3api.HostClaim{})
 		return apierrors.IsNotFound(err), client.IgnoreNotFound(err)
 	}); err != nil {
@@ -511,7 +512,7 @@ func forward(ctx context.Context, hub client.Client, timeout time.Duration, say 
 		return err
 	}
 	say("edge-fwd, a remote claim (hostfleet.io/kind=remote) for the same host, is forwarded to infra-3 as a ManifestWork:")
-	if err := wait(ctx, timeout, func() (bool, error) {
+	if err := poll(ctx, timeout, func() (bool, error) {
 		if err := hub.Get(ctx, client.ObjectKeyFromObject(c), c); err != nil {
 			return false, err
 		}
@@ -580,26 +581,22 @@ func create(ctx context.Context, c client.Client, objs ...client.Object) error {
 	return nil
 }
 
-// wait polls cond every half second until it holds, ctx ends or timeout.
-func wait(ctx context.Context, timeout time.Duration, cond func() (bool, error)) error {
-	deadline := time.Now().Add(timeout)
-	for {
+// poll asks cond every half second until it holds, ctx ends or timeout
+// passes; an error from cond is retried, and reported if time runs out.
+func poll(ctx context.Context, timeout time.Duration, cond func() (bool, error)) error {
+	var last error
+	err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, timeout, true, func(context.Context) (bool, error) {
 		ok, err := cond()
-		if err == nil && ok {
-			return nil
+		last = err
+		return err == nil && ok, nil
+	})
+	if wait.Interrupted(err) && ctx.Err() == nil {
+		if last != nil {
+			return last
 		}
-		if time.Now().After(deadline) {
-			if err != nil {
-				return err
-			}
-			return fmt.Errorf("timed out after %s", timeout)
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(500 * time.Millisecond):
-		}
+		return fmt.Errorf("timed out after %s", timeout)
 	}
+	return err
 }
 
 // quotaRefuses shows maxClaims at work: with the tenant's five claims made, a

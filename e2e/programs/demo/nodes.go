@@ -35,7 +35,7 @@ func nodeLabels(ctx context.Context, hub, infra1, workload client.Client, timeou
 	for _, c := range claims {
 		node := &corev1.Node{}
 		claim := &metal3api.HostClaim{}
-		if err := wait(ctx, timeout, func() (bool, error) {
+		if err := poll(ctx, timeout, func() (bool, error) {
 			if err := workload.Get(ctx, client.ObjectKey{Name: c + "-node"}, node); err != nil {
 				return false, err
 			}
@@ -64,7 +64,7 @@ func nodeLabels(ctx context.Context, hub, infra1, workload client.Client, timeou
 		return err
 	}
 	node := &corev1.Node{}
-	if err := wait(ctx, timeout, func() (bool, error) {
+	if err := poll(ctx, timeout, func() (bool, error) {
 		if err := workload.Get(ctx, client.ObjectKey{Name: "web-1-node"}, node); err != nil {
 			return false, err
 		}
