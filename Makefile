@@ -61,12 +61,20 @@ lint: ## gofmt, go vet, staticcheck (also with the e2ekind tag: the kind suite b
 images: ## The hub, agent and operator images into bin/images: OCI layouts (linux/amd64 and arm64) and docker tarballs, no container engine.
 	go run ./hack/images -out $(BIN)/images
 
+# The slowest packages first: go test starts packages in the order given,
+# TEST_P at a time, so the longest do not start last. The race-detector
+# packages run beside them (their output follows).
+SLOW_PKGS := ./e2e/suites/local/ ./agent/claim/ ./agent/cmd/hostfleet-agent/ ./e2e/suites/forwarding/ ./e2e/programs/chaos/ \
+	./e2e/programs/demo/ ./e2e/harness/planes/ ./agent/bmcdriver/ ./operator/controller/
+TEST_P ?= 3
+
 .PHONY: test
 test: verify lint tools images ## Everything CI runs: verify, lint, unit, integration and end-to-end tests on real control planes (root).
-	KUBEBUILDER_ASSETS="$$($(TOOLS) --print-assets)" HOSTFLEET_BMO="$$($(TOOLS) --print-bmo)" \
-		go test $(GO_TEST_FLAGS) $$(go list ./... | grep -vxF -f <(go list $(RACE_PKGS)))
-	KUBEBUILDER_ASSETS="$$($(TOOLS) --print-assets)" HOSTFLEET_BMO="$$($(TOOLS) --print-bmo)" \
-		go test $(GO_TEST_FLAGS) -race $(RACE_PKGS)
+	export KUBEBUILDER_ASSETS="$$($(TOOLS) --print-assets)" HOSTFLEET_BMO="$$($(TOOLS) --print-bmo)"; \
+	race=$$(mktemp); trap 'rm -f "$$race"' EXIT; \
+	go test $(GO_TEST_FLAGS) -race $(RACE_PKGS) >"$$race" 2>&1 & racepid=$$!; \
+	rc=0; go test $(GO_TEST_FLAGS) -p $(TEST_P) $$(go list $(SLOW_PKGS); go list ./... | grep -vxF -f <(go list $(SLOW_PKGS) $(RACE_PKGS))) || rc=$$?; \
+	wait $$racepid || rc=$$?; cat "$$race"; exit $$rc
 
 .PHONY: test-unit
 test-unit: ## Only the tests that start no process (no control plane, no emulator): under a minute.
