@@ -66,7 +66,7 @@ func TestHostClaimColumns(t *testing.T) {
 	}
 	g.Expect(rows).To(Equal(map[string][]any{
 		"bound": {"infra-1", "server-0", true, "True", "Ready"},
-		// status.poweredOn is omitted when false: kubectl prints <none>.
+		// status.poweredOn is omitted when false: kubectl prints an empty cell.
 		"waiting":   {"infra-2", nil, nil, "False", "NoBareMetalHostAvailable"},
 		"forwarded": {"edge", "server-9", true, "True", "Ready"},
 	}))

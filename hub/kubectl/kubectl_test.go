@@ -226,6 +226,19 @@ func TestClaims(t *testing.T) {
 	g.Expect(err).To(HaveOccurred())
 	g.Expect(out).To(ContainSubstring("you may not list hostclaims in namespace tenant-other: ask the hub's administrator, or check with `kubectl auth can-i list hostclaims -n tenant-other`"))
 
+	// Without the plugin: the columns of the hub's HostClaim CRD.
+	out, err = kubectl(t, alice, "get", "hostclaims", "-n", ns)
+	g.Expect(err).NotTo(HaveOccurred(), out)
+	g.Expect(lines(out)).To(ContainElements(
+		MatchRegexp(`^NAME\s+CLUSTER\s+HOST\s+POWER\s+READY\s+REASON\s+AGE$`),
+		MatchRegexp(`^web-1\s+infra-1\s+server-4\s+true\s+True\s+Ready\s+\d+s$`),
+		// A missing value (status.poweredOn is omitted when false) is an
+		// empty cell.
+		MatchRegexp(`^powering-on\s+infra-1\s+server-1\s+False\s+PowerChanging\s+\d+s$`),
+		MatchRegexp(`^no-host\s+\d+s$`),
+		MatchRegexp(`^fwd-unbound\s+edge\s+\d+s$`),
+	))
+
 	out, err = kubectl(t, admin, "hostfleet", "claims", "-n", ns, "-o", "json")
 	g.Expect(err).NotTo(HaveOccurred(), out)
 	g.Expect(out).To(ContainSubstring(`"name": "web-1"`))
