@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -133,6 +134,38 @@ func Start(ctx context.Context, opts Options, names ...string) (*Fleet, error) {
 	return f, ctx.Err()
 }
 
+// startEnv starts a control plane that newEnv describes. A start that
+// fails on a dropped connection (a new API server busy on a loaded
+// machine resets one while its CRDs are installed) is stopped and made
+// again, three times at most.
+func startEnv(newEnv func() (*envtest.Environment, error)) (*envtest.Environment, *rest.Config, error) {
+	for attempt := 1; ; attempt++ {
+		env, err := newEnv()
+		if err != nil {
+			return nil, nil, err
+		}
+		cfg, err := env.Start()
+		if err == nil {
+			return env, cfg, nil
+		}
+		_ = env.Stop()
+		if attempt == 3 || !transient(err) {
+			return nil, nil, fmt.Errorf("start control plane (attempt %d): %w", attempt, err)
+		}
+	}
+}
+
+// transient says whether err is a dropped or refused connection.
+func transient(err error) bool {
+	msg := err.Error()
+	for _, s := range []string{"connection reset by peer", "connection refused", "EOF", "TLS handshake timeout", "i/o timeout"} {
+		if strings.Contains(msg, s) {
+			return true
+		}
+	}
+	return false
+}
+
 func (f *Fleet) startPlane(name, assets string, sets []string, timeout time.Duration, opts Options) (*Plane, error) {
 	crds, err := manifests.CRDs(sets...)
 	if err != nil {
@@ -143,27 +176,30 @@ func (f *Fleet) startPlane(name, assets string, sets []string, timeout time.Dura
 	if err != nil {
 		return nil, err
 	}
-	env := &envtest.Environment{
-		ControlPlane:             envtest.ControlPlane{APIServer: &envtest.APIServer{SecureServing: envtest.SecureServing{Authn: ca}}},
-		BinaryAssetsDirectory:    assets,
-		CRDs:                     crds,
-		Scheme:                   f.Scheme,
-		ControlPlaneStartTimeout: timeout,
-		ControlPlaneStopTimeout:  30 * time.Second,
-	}
-	if opts.Logs {
-		if err := f.keepLogs(name, env); err != nil {
-			return nil, err
+	newEnv := func() (*envtest.Environment, error) {
+		env := &envtest.Environment{
+			ControlPlane:             envtest.ControlPlane{APIServer: &envtest.APIServer{SecureServing: envtest.SecureServing{Authn: ca}}},
+			BinaryAssetsDirectory:    assets,
+			CRDs:                     crds,
+			Scheme:                   f.Scheme,
+			ControlPlaneStartTimeout: timeout,
+			ControlPlaneStopTimeout:  30 * time.Second,
 		}
+		if opts.Logs {
+			if err := f.keepLogs(name, env); err != nil {
+				return nil, err
+			}
+		}
+		if opts.ForPods {
+			args := env.ControlPlane.GetAPIServer().Configure()
+			args.Set("enable-aggregator-routing", "true")
+			args.Disable("disable-admission-plugins")
+		}
+		return env, nil
 	}
-	if opts.ForPods {
-		args := env.ControlPlane.GetAPIServer().Configure()
-		args.Set("enable-aggregator-routing", "true")
-		args.Disable("disable-admission-plugins")
-	}
-	cfg, err := env.Start()
+	env, cfg, err := startEnv(newEnv)
 	if err != nil {
-		return nil, fmt.Errorf("start control plane: %w", err)
+		return nil, err
 	}
 	p := &Plane{Name: name, Config: cfg, env: env, assets: assets, clientCA: ca}
 	if p.Client, err = client.New(cfg, client.Options{Scheme: f.Scheme}); err != nil {
