@@ -19,6 +19,12 @@ import (
 
 // TestHostFeedback: labels, HardwareData and reboots between a bound host and
 // its hub claim, with the real baremetal-operator driving the host.
+// bmoPowerWait bounds a power change that baremetal-operator (test mode)
+// makes: it requeues a host while the change is under way, with the
+// exponential backoff of its work queue, so a change late in a long test
+// can wait minutes for its next reconcile.
+const bmoPowerWait = 5 * time.Minute
+
 func TestHostFeedback(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
@@ -131,7 +137,7 @@ func TestHostFeedback(t *testing.T) {
 	g.Eventually(func(g Gomega) {
 		g.Expect(hub.Get(ctx, key, c)).To(Succeed())
 		g.Expect(c.Status.PoweredOn).To(BeTrue())
-	}).WithTimeout(120 * time.Second).Should(Succeed())
+	}).WithTimeout(bmoPowerWait).Should(Succeed())
 	// The host is not provisioned: baremetal-operator honours reboot requests
 	// on such hosts only with "force" (upstream semantics, passed through as is).
 	setAnnotation(g, hub, key, "reboot.metal3.io/maintenance", `{"force":true}`)
@@ -141,7 +147,7 @@ func TestHostFeedback(t *testing.T) {
 		g.Expect(hub.Get(ctx, key, c)).To(Succeed())
 		g.Expect(c.Status.PoweredOn).To(BeFalse())
 		g.Expect(condition(c, hostfleetv1alpha1.ConditionReady).Reason).To(Equal(hostfleetv1alpha1.ReasonPowerPending))
-	}).WithTimeout(120 * time.Second).Should(Succeed())
+	}).WithTimeout(bmoPowerWait).Should(Succeed())
 	setAnnotation(g, hub, key, "reboot.metal3.io/maintenance", "-")
 	g.Eventually(func(g Gomega) {
 		g.Expect(infra.Get(ctx, hostKey, h)).To(Succeed())
@@ -149,7 +155,7 @@ func TestHostFeedback(t *testing.T) {
 		g.Expect(hub.Get(ctx, key, c)).To(Succeed())
 		g.Expect(c.Status.PoweredOn).To(BeTrue())
 		g.Expect(condition(c, hostfleetv1alpha1.ConditionReady).Status).To(Equal(metav1.ConditionTrue))
-	}).WithTimeout(120 * time.Second).Should(Succeed())
+	}).WithTimeout(bmoPowerWait).Should(Succeed())
 
 	t.Log("a one-shot reboot.metal3.io is handed to the host once and removed from the claim")
 	setAnnotation(g, hub, key, "reboot.metal3.io", `{"mode":"hard","force":true}`)
@@ -171,7 +177,7 @@ func TestHostFeedback(t *testing.T) {
 		g.Expect(infra.Get(ctx, hostKey, h)).To(Succeed())
 		g.Expect(h.Annotations).NotTo(HaveKey("reboot.metal3.io"))
 		g.Expect(h.Status.PoweredOn).To(BeTrue())
-	}).WithTimeout(120 * time.Second).Should(Succeed())
+	}).WithTimeout(bmoPowerWait).Should(Succeed())
 
 	t.Log("release deletes the HardwareData copy")
 	g.Expect(hub.Delete(ctx, c)).To(Succeed())
