@@ -8,7 +8,8 @@ TOOLS := hack/tools.sh
 CONTROLLER_GEN = $(shell $(TOOLS) --print-bin controller-gen)
 STATICCHECK = $(shell $(TOOLS) --print-bin staticcheck)
 BIN := bin
-GO_TEST_FLAGS ?= -count=1 -timeout 20m
+# -vet=off: make lint has vetted every package already.
+GO_TEST_FLAGS ?= -count=1 -timeout 20m -vet=off
 # Packages tested with the race detector in `make test` (the rest run without
 # it: -race costs CI more time than it has on the end-to-end suites).
 RACE_PKGS ?= $(shell hack/unit-packages.sh) ./hub/scheduler/ ./hub/tenant/ ./agent/binder/ ./agent/inventory/ ./e2e/harness/pods/
