@@ -40,7 +40,11 @@ type refusal struct {
 func TestIsolation(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	f := planes.ForTest(t, "hub")
+	// Fresh planes, not the package's shared ones: the API server's
+	// admission caches policies and their parameters (the Tenants), and a
+	// Tenant of the same name left by another test could still be what a
+	// policy reads here.
+	f := planes.ForTestWith(t, planes.Options{Dir: t.TempDir()}, "hub")
 	hub := f.Plane("hub").Client
 	f.HubForTest(t, "hub")
 
