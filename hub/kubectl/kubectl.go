@@ -15,7 +15,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/tools/clientcmd"
 	addonv1beta1 "open-cluster-management.io/api/addon/v1beta1"
-	clusterv1 "open-cluster-management.io/api/cluster/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/hostfleet/hostfleet/hub/api/scheme"
@@ -37,11 +36,10 @@ const Usage = `kubectl hostfleet: Hostfleet's claims, explained.
 The usual kubeconfig flags apply (--kubeconfig, --context, -n, ...).
 `
 
-// Env is what a command runs with: the caller's kubeconfig and where to
-// write.
+// Env is what a command runs with: a client with the caller's kubeconfig,
+// and where to write.
 type Env struct {
-	Out    io.Writer
-	Config clientcmd.ClientConfig
+	Out io.Writer
 	// Namespace is -n, or the kubeconfig context's namespace.
 	Namespace string
 	Client    client.WithWatch
@@ -96,12 +94,12 @@ func connect(rules *clientcmd.ClientConfigLoadingRules, overrides *clientcmd.Con
 	if err != nil {
 		return nil, fmt.Errorf("the kubeconfig's namespace: %w", err)
 	}
-	s := scheme.New(clusterv1.Install, addonv1beta1.Install)
+	s := scheme.New(addonv1beta1.Install)
 	c, err := client.NewWithWatch(cfg, client.Options{Scheme: s})
 	if err != nil {
 		return nil, fmt.Errorf("connect to %s: %w", cfg.Host, err)
 	}
-	return &Env{Out: out, Config: cc, Namespace: ns, Client: c}, nil
+	return &Env{Out: out, Namespace: ns, Client: c}, nil
 }
 
 // explain turns an API error into what to do about it.
