@@ -82,7 +82,9 @@ func TestRedfish(t *testing.T) {
 	ctx := context.Background()
 	iso := redfish.ImageServer()
 	defer iso.Close()
-	b := redfish.Start(redfish.Options{TLS: true})
+	emulated := redfish.DefaultHardware("EMU0001")
+	emulated.NICs[0].IP = "192.0.2.11"
+	b := redfish.Start(redfish.Options{TLS: true, Hardware: emulated})
 	defer b.Close()
 
 	t.Log("a self-signed certificate is refused unless verification is disabled")
@@ -108,6 +110,7 @@ func TestRedfish(t *testing.T) {
 	g.Expect(hw.Storage).To(HaveLen(1))
 	g.Expect(int64(hw.Storage[0].SizeBytes)).To(Equal(int64(480 << 30)))
 	g.Expect(hw.NIC).To(ConsistOf(HaveField("MAC", "52:54:00:00:00:01")))
+	g.Expect(hw.NIC[0].IP).To(Equal("192.0.2.11"), "bmclib's NIC, with the address only EthernetInterfaces report")
 
 	t.Log("live ISO boot: media, one-time CD boot, power on")
 	g.Expect(d.InsertMedia(ctx, iso.URL+"/live.iso")).To(Succeed())
@@ -238,13 +241,14 @@ func TestClassifyIgnoresPorts(t *testing.T) {
 // TestRedfishInventoryAsMostBMCsGiveIt: a BMC that lists its NICs only as the
 // system's EthernetInterfaces (no NetworkInterfaces or NetworkAdapters, which
 // bmclib's inventory reads) and has no serial number still yields NICs (name,
-// MAC, speed) and the vendor and model.
+// MAC, speed, address), the hostname, and the vendor and model.
 func TestRedfishInventoryAsMostBMCsGiveIt(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	hw := redfish.DefaultHardware("")
 	hw.Manufacturer, hw.Model = "Acme", "R2"
-	hw.NICs = append(hw.NICs, redfish.NIC{Name: "eno2", MAC: "52:54:00:00:00:02", SpeedMbps: 25000})
+	hw.NICs = append(hw.NICs, redfish.NIC{Name: "eno2", MAC: "52:54:00:00:00:02", SpeedMbps: 25000, IP: "192.0.2.12"})
+	hw.HostName = "worker-2"
 	b := redfish.Start(redfish.Options{EthernetInterfacesOnly: true, Hardware: hw})
 	defer b.Close()
 	d, err := bmc.Open(ctx, address(b), "admin", "password", bmc.Options{Timeout: 5 * time.Second})
@@ -254,8 +258,9 @@ func TestRedfishInventoryAsMostBMCsGiveIt(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(details.NIC).To(Equal([]metal3api.NIC{
 		{Name: "eno1", MAC: "52:54:00:00:00:01", SpeedGbps: 10},
-		{Name: "eno2", MAC: "52:54:00:00:00:02", SpeedGbps: 25},
+		{Name: "eno2", MAC: "52:54:00:00:00:02", SpeedGbps: 25, IP: "192.0.2.12"},
 	}))
+	g.Expect(details.Hostname).To(Equal("worker-2"))
 	g.Expect(details.SystemVendor).To(Equal(metal3api.HardwareSystemVendor{Manufacturer: "Acme", ProductName: "R2"}))
 }
 

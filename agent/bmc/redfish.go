@@ -97,6 +97,7 @@ func (r *redfishSystem) post(ctx context.Context, path string, body any) error {
 // computerSystem is what the driver reads of a Redfish ComputerSystem.
 type computerSystem struct {
 	Manufacturer, Model, SerialNumber, PowerState string
+	HostName                                      string
 	EthernetInterfaces                            odataRef
 	Actions                                       struct {
 		Reset struct {
@@ -167,12 +168,14 @@ func (r *redfishSystem) system(ctx context.Context) (string, error) {
 }
 
 // complete fills what hw lacks from the system resource: vendor, model and
-// serial (bmclib reports them only when all three are present), and NICs
-// from the system's EthernetInterfaces (bmclib reads only NetworkInterfaces
-// and NetworkAdapters, which most BMCs do not have).
+// serial (bmclib reports them only when all three are present), the
+// hostname, and NICs with their addresses from the system's
+// EthernetInterfaces (bmclib reads only NetworkInterfaces and
+// NetworkAdapters, which most BMCs do not have). A Cluster API client makes
+// a machine's addresses from the NICs' IPs and the hostname.
 func (r *redfishSystem) complete(ctx context.Context, hw *metal3api.HardwareDetails) error {
 	v := &hw.SystemVendor
-	if v.Manufacturer != "" && v.ProductName != "" && v.SerialNumber != "" && len(hw.NIC) > 0 {
+	if v.Manufacturer != "" && v.ProductName != "" && v.SerialNumber != "" && hw.Hostname != "" && addressed(hw.NIC) {
 		return nil
 	}
 	_, sys, err := r.read(ctx)
@@ -182,21 +185,56 @@ func (r *redfishSystem) complete(ctx context.Context, hw *metal3api.HardwareDeta
 	v.Manufacturer = first(v.Manufacturer, sys.Manufacturer)
 	v.ProductName = first(v.ProductName, sys.Model)
 	v.SerialNumber = first(v.SerialNumber, sys.SerialNumber)
-	if len(hw.NIC) > 0 || sys.EthernetInterfaces.ID == "" {
+	hw.Hostname = first(hw.Hostname, sys.HostName)
+	if addressed(hw.NIC) || sys.EthernetInterfaces.ID == "" {
 		return nil
 	}
-	var list struct{ Members []odataRef }
-	if err := r.get(ctx, sys.EthernetInterfaces.ID, &list); err != nil {
+	nics, err := r.ethernetInterfaces(ctx, sys.EthernetInterfaces.ID)
+	if err != nil {
 		return err
 	}
+	if len(hw.NIC) == 0 {
+		hw.NIC = nics
+		return nil
+	}
+	// bmclib's NICs, with the addresses only EthernetInterfaces report.
+	for i := range hw.NIC {
+		for _, e := range nics {
+			if hw.NIC[i].IP == "" && strings.EqualFold(hw.NIC[i].MAC, e.MAC) {
+				hw.NIC[i].IP = e.IP
+			}
+		}
+	}
+	return nil
+}
+
+// addressed: there are NICs and each has an address.
+func addressed(nics []metal3api.NIC) bool {
+	for _, n := range nics {
+		if n.IP == "" {
+			return false
+		}
+	}
+	return len(nics) > 0
+}
+
+// ethernetInterfaces reads the NICs of a system's EthernetInterfaces
+// collection: name, MAC, speed and the first address (IPv4 before IPv6).
+func (r *redfishSystem) ethernetInterfaces(ctx context.Context, path string) ([]metal3api.NIC, error) {
+	var list struct{ Members []odataRef }
+	if err := r.get(ctx, path, &list); err != nil {
+		return nil, err
+	}
+	var nics []metal3api.NIC
 	for _, m := range list.Members {
 		var e struct {
 			ID                                    string `json:"Id"`
 			Name, MACAddress, PermanentMACAddress string
 			SpeedMbps                             *int
+			IPv4Addresses, IPv6Addresses          []struct{ Address string }
 		}
 		if err := r.get(ctx, m.ID, &e); err != nil {
-			return err
+			return nil, err
 		}
 		mac := strings.ToLower(first(e.PermanentMACAddress, e.MACAddress))
 		if mac == "" {
@@ -206,10 +244,15 @@ func (r *redfishSystem) complete(ctx context.Context, hw *metal3api.HardwareDeta
 		if e.SpeedMbps != nil {
 			nic.SpeedGbps = *e.SpeedMbps / 1000
 		}
-		hw.NIC = append(hw.NIC, nic)
+		for _, a := range append(e.IPv4Addresses, e.IPv6Addresses...) {
+			if nic.IP = a.Address; nic.IP != "" {
+				break
+			}
+		}
+		nics = append(nics, nic)
 	}
-	sort.Slice(hw.NIC, func(i, j int) bool { return hw.NIC[i].Name < hw.NIC[j].Name })
-	return nil
+	sort.Slice(nics, func(i, j int) bool { return nics[i].Name < nics[j].Name })
+	return nics, nil
 }
 
 // first is the first non-empty string.

@@ -276,6 +276,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if !r.serves(c) {
 		return ctrl.Result{}, nil
 	}
+	if by, ok := hostfleetv1alpha1.PausedBy(c.Annotations); ok {
+		return r.paused(ctx, c, by)
+	}
 	if !c.DeletionTimestamp.IsZero() {
 		return r.release(ctx, c)
 	}
@@ -674,6 +677,7 @@ func (r *Reconciler) setStatus(ctx context.Context, c *metal3api.HostClaim, h *m
 	if cond, ok := r.scheduled(c); ok {
 		hostfleetv1alpha1.SetCondition(&c.Status.Conditions, cond)
 	}
+	hostfleetv1alpha1.SetPaused(&c.Status.Conditions, c.Annotations, !c.DeletionTimestamp.IsZero(), c.Generation)
 	if equalStatus(orig.Status, c.Status) {
 		return nil
 	}

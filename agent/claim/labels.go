@@ -36,21 +36,23 @@ func (r *Reconciler) tenantPrefixes(ctx context.Context, nsLabels map[string]str
 }
 
 // syncMeta writes the claim's metadata for host h (nil: none): the
-// reservation (hostfleet.io/reserved-host) and the agent's finalizer, the
-// host's prefixed labels and the bound-host hint, in one patch and only if
+// reservation (hostfleet.io/reserved-host), the host's identity
+// (hostfleet.io/host-uid) and the agent's finalizer, the host's prefixed
+// labels and the bound-host hint, in one patch and only if
 // something changed, with the claim's resourceVersion: a reservation is never
 // written from a stale view. Without
 // a host the reservation and the labels go; the finalizer stays until the
 // claim is deleted.
 func (r *Reconciler) syncMeta(ctx context.Context, c *metal3api.HostClaim, h *metal3api.BareMetalHost, prefixes []string) error {
 	var hostLabels map[string]string
-	bound, reserved := "", ""
+	bound, reserved, uid := "", "", ""
 	if h != nil {
-		hostLabels, bound, reserved = h.Labels, labelsync.BoundHostValue(h.Name), binder.ReservationValue(h)
+		hostLabels, bound, reserved, uid = h.Labels, labelsync.BoundHostValue(h.Name), binder.ReservationValue(h), string(h.UID)
 	}
 	labels := labelsync.Desired(c.Labels, hostLabels, prefixes, bound)
 	current, has := c.Annotations[hostfleetv1alpha1.AnnotationReservedHost]
-	moves := current != reserved || has != (h != nil)
+	currentUID, hasUID := c.Annotations[hostfleetv1alpha1.AnnotationHostUID]
+	moves := current != reserved || has != (h != nil) || currentUID != uid || hasUID != (h != nil)
 	finalizer := h != nil && !controllerutil.ContainsFinalizer(c, hostfleetv1alpha1.AgentFinalizer)
 	if maps.Equal(labels, c.Labels) && !moves && !finalizer {
 		return nil
@@ -62,9 +64,11 @@ func (r *Reconciler) syncMeta(ctx context.Context, c *metal3api.HostClaim, h *me
 			c.Annotations = map[string]string{}
 		}
 		c.Annotations[hostfleetv1alpha1.AnnotationReservedHost] = reserved
+		c.Annotations[hostfleetv1alpha1.AnnotationHostUID] = uid
 		controllerutil.AddFinalizer(c, hostfleetv1alpha1.AgentFinalizer)
 	} else {
 		delete(c.Annotations, hostfleetv1alpha1.AnnotationReservedHost)
+		delete(c.Annotations, hostfleetv1alpha1.AnnotationHostUID)
 	}
 	if err := r.echo.patchLocked(ctx, r.Claims, echoClaim, c, orig); err != nil {
 		return fmt.Errorf("write metadata of %s: %w", klog.KObj(c), err)

@@ -51,14 +51,18 @@ type Claim struct {
 
 // ProviderIDMatches says whether a Node's providerID names the claim, in
 // the forms Cluster API Provider Metal3 writes with a claim in the host's
-// place: metal3://<claim UID>, or metal3://<namespace>/<claim name>
-// followed by nothing or by /<machine>.
+// place: metal3://<UID of the bound host> (the claim's hostfleet.io/host-uid,
+// what CAPM3 makes from a HostClaim), metal3://<claim UID>, or
+// metal3://<namespace>/<claim name> followed by nothing or by /<machine>.
 func ProviderIDMatches(providerID string, c *metal3api.HostClaim) bool {
 	rest, ok := strings.CutPrefix(providerID, "metal3://")
 	if !ok || rest == "" {
 		return false
 	}
 	if c.UID != "" && rest == string(c.UID) {
+		return true
+	}
+	if uid := c.Annotations[hostfleetv1alpha1.AnnotationHostUID]; uid != "" && rest == uid {
 		return true
 	}
 	nsName := c.Namespace + "/" + c.Name
@@ -95,7 +99,11 @@ func hardwareMatches(n *corev1.Node, hw *metal3api.HardwareDetails) (string, boo
 // lookedFor says what finding a Node by providerID and HardwareData looked
 // for, for a claim no Node matches.
 func lookedFor(c Claim) string {
-	parts := []string{fmt.Sprintf("a providerID metal3://%s or metal3://%s/%s[/…]", c.UID, c.Namespace, c.Name)}
+	ids := []string{"metal3://" + string(c.UID), "metal3://" + c.Namespace + "/" + c.Name + "[/…]"}
+	if uid := c.Annotations[hostfleetv1alpha1.AnnotationHostUID]; uid != "" {
+		ids = append([]string{"metal3://" + uid}, ids...)
+	}
+	parts := []string{"a providerID " + strings.Join(ids, " or ")}
 	if c.Hardware == nil {
 		parts = append(parts, "no HardwareData copy to match addresses or hostname")
 	} else {

@@ -37,9 +37,11 @@ func hw(hostname string, ips ...string) *metal3api.HardwareDetails {
 
 func TestProviderIDMatches(t *testing.T) {
 	g := NewWithT(t)
-	c := claim("web-0", "1234", nil, nil).HostClaim
+	c := claim("web-0", "1234", map[string]string{hostfleetv1alpha1.AnnotationHostUID: "bmh-5678"}, nil).HostClaim
 	for id, want := range map[string]bool{
 		"metal3://1234":            true,
+		"metal3://bmh-5678":        true,
+		"metal3://bmh-567":         false,
 		"metal3://t/web-0":         true,
 		"metal3://t/web-0/m3m-abc": true,
 		"metal3://t/web-00":        false,

@@ -100,6 +100,9 @@ func TestPolicies(t *testing.T) {
 	refused(alice.Create(ctx, claim("forged-reservation", func(c *metal3api.HostClaim) {
 		c.Annotations[hostfleetv1alpha1.AnnotationReservedHost] = "hosts/h0"
 	})), "hostfleet.io/reserved-host is the host the agent binds the claim to")
+	refused(alice.Create(ctx, claim("forged-host-uid", func(c *metal3api.HostClaim) {
+		c.Annotations[hostfleetv1alpha1.AnnotationHostUID] = "0c6f2b1e-0000-4000-8000-000000000000"
+	})), "hostfleet.io/host-uid is the UID of the host bound to the claim")
 	refused(alice.Create(ctx, claim("elsewhere", func(c *metal3api.HostClaim) {
 		c.Spec.UserData = &corev1.SecretReference{Name: "x", Namespace: "tenant-b"}
 	})), "secrets must be in the claim's namespace")
@@ -172,6 +175,14 @@ func TestPolicies(t *testing.T) {
 	g.Expect(admin.Get(ctx, client.ObjectKeyFromObject(ok), ok)).To(Succeed())
 	ok.Annotations[hostfleetv1alpha1.AnnotationReservedHost] = "hosts/h9"
 	refused(alice.Update(ctx, ok), "hostfleet.io/reserved-host is the host the agent binds the claim to")
+	g.Expect(admin.Get(ctx, client.ObjectKeyFromObject(ok), ok)).To(Succeed())
+	ok.Annotations[hostfleetv1alpha1.AnnotationHostUID] = "0c6f2b1e-0000-4000-8000-000000000000"
+	refused(alice.Update(ctx, ok), "hostfleet.io/host-uid is the UID of the host bound to the claim")
+	g.Expect(admin.Get(ctx, client.ObjectKeyFromObject(ok), ok)).To(Succeed())
+	ok.Annotations[hostfleetv1alpha1.AnnotationPaused] = "metal3.io/capm3"
+	g.Expect(alice.Update(ctx, ok)).To(Succeed(), "a tenant pauses its claim, as Cluster API does")
+	delete(ok.Annotations, hostfleetv1alpha1.AnnotationPaused)
+	g.Expect(alice.Update(ctx, ok)).To(Succeed(), "and unpauses it")
 
 	t.Log("a placed claim keeps its cluster and kind, and its agent's finalizer, whatever its tenant does")
 	edit := func(c client.Client, change func(*metal3api.HostClaim)) error {

@@ -350,6 +350,14 @@ func (r *Reconciler) withdraw(ctx context.Context, c *metal3api.HostClaim, clust
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	if by, paused := hostfleetv1alpha1.PausedBy(c.Annotations); paused && w != nil && w.DeletionTimestamp.IsZero() {
+		// As baremetal-operator keeps a paused host: the target (paused
+		// too) is not released until the pause ends; its removal wakes
+		// the claim.
+		return ctrl.Result{}, r.writeStatus(ctx, c, func(c *metal3api.HostClaim) {
+			SetStatus(c, State{Cluster: cluster, Deleting: true, PausedBy: &by})
+		})
+	}
 	if w != nil {
 		if w.DeletionTimestamp.IsZero() {
 			// The work has no dependents on the hub; its deleteOption

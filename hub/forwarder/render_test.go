@@ -36,7 +36,8 @@ func claim() *metal3api.HostClaim {
 		ObjectMeta: metav1.ObjectMeta{Namespace: "tenant-a", Name: "web", UID: "u-1",
 			Labels: map[string]string{hostfleetv1alpha1.LabelKind: hostfleetv1alpha1.KindRemote, hostfleetv1alpha1.LabelCluster: "c1", "app": "web"},
 			Annotations: map[string]string{hostfleetv1alpha1.AnnotationPlacedBy: "scheduler", "note": "hub only",
-				metal3api.RebootAnnotationPrefix + "/maint": "", metal3api.RebootAnnotationPrefix: `{"mode":"hard"}`}},
+				metal3api.RebootAnnotationPrefix + "/maint": "", metal3api.RebootAnnotationPrefix: `{"mode":"hard"}`,
+				hostfleetv1alpha1.AnnotationPaused: "metal3.io/capm3"}},
 		Spec: metal3api.HostClaimSpec{PoweredOn: true, UserData: &corev1.SecretReference{Name: "ud"},
 			MetaData: &corev1.SecretReference{Namespace: "tenant-a", Name: "md"}},
 	}
@@ -74,8 +75,8 @@ func TestRender(t *testing.T) {
 	g.Expect(target.Annotations).To(Equal(map[string]string{
 		hostfleetv1alpha1.AnnotationSourceClaim: "tenant-a/web", hostfleetv1alpha1.AnnotationSourceClaimUID: "u-1",
 		metal3api.RebootAnnotationPrefix + "/maint": "", metal3api.RebootAnnotationPrefix: `{"mode":"hard"}`,
-		hostfleetv1alpha1.AnnotationRebootRequest: "r1",
-	}))
+		hostfleetv1alpha1.AnnotationRebootRequest: "r1", hostfleetv1alpha1.AnnotationPaused: "metal3.io/capm3",
+	}), "reboots, and the pause, flow to the target")
 	g.Expect(target.Spec.UserData).To(Equal(&corev1.SecretReference{Name: "web-userdata"}))
 	g.Expect(target.Spec.MetaData).To(Equal(&corev1.SecretReference{Name: "web-metadata"}))
 	g.Expect(target.Spec.PoweredOn).To(BeTrue())

@@ -31,6 +31,9 @@ type State struct {
 	HardwareCopy *metal3api.ObjectReference
 	// Deleting: the claim is being deleted.
 	Deleting bool
+	// PausedBy, while a deleted claim is paused, is who paused it: its
+	// work (and so its target) is kept until the pause ends.
+	PausedBy *string
 }
 
 // SetStatus writes into the claim's status what the state says: the
@@ -38,6 +41,7 @@ type State struct {
 // feedback is fresh, and a Ready that is never True on stale or incomplete
 // feedback.
 func SetStatus(c *metal3api.HostClaim, s State) {
+	hostfleetv1alpha1.SetPaused(&c.Status.Conditions, c.Annotations, s.Deleting, c.Generation)
 	set := func(t string, status metav1.ConditionStatus, reason, msg string) {
 		setCondition(c, t, status, reason, msg)
 	}
@@ -46,6 +50,11 @@ func SetStatus(c *metal3api.HostClaim, s State) {
 		set(hostfleetv1alpha1.ConditionReady, metav1.ConditionFalse, reason, msg)
 	}
 	switch {
+	case s.Deleting && s.PausedBy != nil:
+		notReady(hostfleetv1alpha1.ReasonPaused, fmt.Sprintf(
+			"%s: ManifestWork %s/%s is kept, and the target claim with it, until the annotation is removed; then the claim is withdrawn",
+			hostfleetv1alpha1.PausedMessage(*s.PausedBy), s.Cluster, WorkName(c.UID)))
+		return
 	case s.Deleting:
 		notReady(hostfleetv1alpha1.ReasonWithdrawing, fmt.Sprintf(
 			"deleting ManifestWork %s/%s: the work agent of %s deletes the target claim, whose controller releases its host first; the claim goes once the work is gone",

@@ -3,6 +3,8 @@ package forwarder
 import (
 	"testing"
 
+	"k8s.io/utils/ptr"
+
 	metal3api "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
 	. "github.com/onsi/gomega"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -90,6 +92,9 @@ func TestSetStatus(t *testing.T) {
 			"by the Hostfleet agent (baremetal-operator, its other HostClaim controller, took the same claim: run one per cluster)"},
 		{"deleting", State{Cluster: "c1", Deleting: true},
 			metav1.ConditionFalse, metav1.ConditionFalse, hostfleetv1alpha1.ReasonWithdrawing, hostfleetv1alpha1.ReasonWithdrawing, false, "releases its host first"},
+		{"deleting, paused: waits", State{Cluster: "c1", Deleting: true, PausedBy: ptr.To("metal3.io/capm3")},
+			metav1.ConditionFalse, metav1.ConditionFalse, hostfleetv1alpha1.ReasonPaused, hostfleetv1alpha1.ReasonPaused, false,
+			`paused by "metal3.io/capm3" (baremetalhost.metal3.io/paused): ManifestWork c1/hostclaim-u-1 is kept`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			g := NewWithT(t)

@@ -322,7 +322,8 @@ func (r *Reconciler) placed(ctx context.Context, c *metal3api.HostClaim, t *host
 	} else {
 		r.confirm.forget(c.UID)
 	}
-	served := associated(c) || holds(c) != "" || isRemote(c)
+	_, paused := hostfleetv1alpha1.PausedBy(c.Annotations)
+	served := associated(c) || holds(c) != "" || isRemote(c) || paused
 	switch {
 	case !saysPlaced:
 		// Bound or being bound (a Scheduled condition that lost a write
@@ -336,7 +337,8 @@ func (r *Reconciler) placed(ctx context.Context, c *metal3api.HostClaim, t *host
 		return res, err
 	case served:
 		// The agent has it; a remote claim is served by its target, bound
-		// or not, and never moved by the deadline.
+		// or not, and a paused claim waits where it is: neither is moved by
+		// the deadline.
 		return ctrl.Result{}, nil
 	}
 	cond := meta.FindStatusCondition(c.Status.Conditions, hostfleetv1alpha1.ConditionScheduled)

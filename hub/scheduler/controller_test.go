@@ -408,3 +408,40 @@ func TestPlacementIsOneWrite(t *testing.T) {
 		g.Expect(planes.Events(ctx, hub, c)).To(ConsistOf(HavePrefix("Normal/Placed: ")), "one Event for %s, its placement", c.Name)
 	}
 }
+
+// TestPausedClaimStays: the bind deadline moves an unbound claim, never a
+// paused one (a Cluster API cluster paused or being moved).
+func TestPausedClaimStays(t *testing.T) {
+	g := NewWithT(t)
+	hub := schedulerPlane(t, deadline)
+	lab(g, hub, map[string][]hostfleetv1alpha1.HostPool{
+		"c1": {{Namespaces: []string{"tenant-a"}, Total: 2, Available: 2}},
+	})
+	get := getter(hub)
+	paused := createClaim(g, hub, "paused", func(c *metal3api.HostClaim) {
+		c.Annotations[hostfleetv1alpha1.AnnotationPaused] = "metal3.io/capm3"
+	})
+	g.Eventually(func(g Gomega) {
+		g.Expect(scheduled(get(g, paused)).Reason).To(Equal(hostfleetv1alpha1.ReasonPlaced))
+	}).WithTimeout(20 * time.Second).Should(Succeed())
+	unpaused := createClaim(g, hub, "unpaused", nil)
+	g.Eventually(func(g Gomega) {
+		for _, c := range []*metal3api.HostClaim{get(g, paused), get(g, unpaused)} {
+			g.Expect(scheduled(c).Reason).To(Equal(hostfleetv1alpha1.ReasonPlaced), c.Name)
+		}
+	}).WithTimeout(20 * time.Second).Should(Succeed())
+
+	t.Log("neither binds: past the deadline, the unpaused claim moves and the paused one stays")
+	g.Eventually(func(g Gomega) {
+		get(g, unpaused)
+		g.Expect(unpaused.Annotations).To(HaveKeyWithValue(hostfleetv1alpha1.AnnotationExcluded, "c1"))
+	}).WithTimeout(deadline + 20*time.Second).Should(Succeed())
+	// The paused claim was placed first: its deadline passed before the
+	// other's; it stays while the scheduler would have moved it.
+	g.Consistently(func(g Gomega) {
+		get(g, paused)
+		g.Expect(paused.Labels).To(HaveKeyWithValue(hostfleetv1alpha1.LabelCluster, "c1"))
+		g.Expect(paused.Annotations).NotTo(HaveKey(hostfleetv1alpha1.AnnotationExcluded))
+		g.Expect(scheduled(paused).Reason).To(Equal(hostfleetv1alpha1.ReasonPlaced))
+	}).WithTimeout(3 * time.Second).Should(Succeed())
+}

@@ -35,6 +35,9 @@ type Hardware struct {
 	MemoryGiB                                      int
 	Disks                                          []Disk
 	NICs                                           []NIC
+	// HostName is the system's HostName (what the operating system last
+	// reported): empty unless set.
+	HostName string
 }
 
 // Disk is one drive.
@@ -48,6 +51,8 @@ type Disk struct {
 type NIC struct {
 	Name, MAC string
 	SpeedMbps int
+	// IP, when set, is the address the interface reports (IPv4Addresses).
+	IP string
 }
 
 // DefaultHardware is a small two-socket server.

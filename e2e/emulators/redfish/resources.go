@@ -143,9 +143,13 @@ func (b *BMC) member(path string) any {
 			return b.networkAdapter(path, adapter, n, ok)
 		}
 		if path == SystemPath+"/EthernetInterfaces/"+n.Name {
-			return map[string]any{"@odata.id": path, "@odata.type": "#EthernetInterface.v1_6_0.EthernetInterface", "Id": n.Name, "Name": n.Name,
+			e := map[string]any{"@odata.id": path, "@odata.type": "#EthernetInterface.v1_6_0.EthernetInterface", "Id": n.Name, "Name": n.Name,
 				"MACAddress": n.MAC, "PermanentMACAddress": n.MAC, "SpeedMbps": n.SpeedMbps, "LinkStatus": "LinkUp",
 				"Status": map[string]string{"State": "Enabled", "Health": "OK"}}
+			if n.IP != "" {
+				e["IPv4Addresses"] = []map[string]string{{"Address": n.IP, "AddressOrigin": "DHCP"}}
+			}
+			return e
 		}
 	}
 	return nil
@@ -180,7 +184,7 @@ func (b *BMC) system() map[string]any {
 		"Id": "1", "Name": "System", "SystemType": "Physical",
 		"Manufacturer": hw.Manufacturer, "Model": hw.Model, "SerialNumber": hw.SerialNumber, "BiosVersion": hw.BIOSVersion,
 		"UUID":       "00000000-0000-0000-0000-" + fmt.Sprintf("%012x", len(hw.SerialNumber)),
-		"PowerState": b.power,
+		"PowerState": b.power, "HostName": hw.HostName,
 		"Status":     map[string]string{"State": "Enabled", "Health": "OK"},
 		"Boot": map[string]any{
 			"BootSourceOverrideEnabled": b.boot.Enabled, "BootSourceOverrideTarget": b.boot.Target,

@@ -32,6 +32,7 @@ var Sections = []Section{
 			{Reason: "SecretInvalid", Cause: "a referenced secret is missing, of another namespace, not a valid name, not Opaque or too large", Fix: "create the secret in the claim's namespace, or fix the reference"},
 			{Reason: "ServedByOtherController", Cause: "on the cluster, baremetal-operator's HostClaim controller serves the claim, so the agent leaves it", Fix: "run one HostClaim controller per cluster: baremetal-operator without `--hostclaims`, or the agent without `--local-claims`"},
 			{Reason: "Releasing", Cause: "the claim is being deleted; its host is deprovisioning", Fix: "wait; the claim goes once the host is free"},
+			{Reason: "Paused", Cause: "the claim carries `baremetalhost.metal3.io/paused` (its value says who paused it: Cluster API pauses claims while its cluster is paused or moved); nothing is changed on the host, no host is bound, a deletion waits", Fix: "remove the annotation once whoever set it is done (`kubectl annotate hostclaim NAME baremetalhost.metal3.io/paused-`)"},
 		}},
 	{Title: "Provisioned, AvailableForProvisioning, Ready (the agent, from the host)", Condition: "Ready",
 		Reasons: []Reason{

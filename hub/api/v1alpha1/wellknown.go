@@ -43,6 +43,13 @@ const (
 	// (admission).
 	AnnotationReservedHost = "hostfleet.io/reserved-host"
 
+	// AnnotationHostUID is the UID of the BareMetalHost the claim is bound
+	// to (reserved, then confirmed): a stable identity of the machine that
+	// names no BMC, from which a client such as Cluster API makes a Node's
+	// providerID (metal3://<host UID>). The agent writes it with the
+	// reservation; only the agent and the hub set it (admission).
+	AnnotationHostUID = "hostfleet.io/host-uid"
+
 	// LabelTenant marks the hub namespaces that belong to a tenant; its value
 	// is the Tenant's name. On a ManagedCluster it makes the cluster a
 	// workload cluster of that tenant: its agent runs in the workload role
@@ -252,6 +259,10 @@ const (
 	ConditionAvailableForProvisioning = "AvailableForProvisioning"
 	ConditionForwarded                = "Forwarded"
 	ConditionReady                    = "Ready"
+	// ConditionPaused is True while the claim carries
+	// baremetalhost.metal3.io/paused (reason ReasonPaused, the message
+	// naming the annotation's value: who paused it); absent otherwise.
+	ConditionPaused = "Paused"
 )
 
 // Condition reasons. They are CamelCase and stable: tools may match on them.
@@ -281,6 +292,13 @@ const (
 	// ReasonSynchronizing: the binding is confirmed and the claim's image,
 	// power and data secrets are being written to the host.
 	ReasonSynchronizing = "Synchronizing"
+	// ReasonPaused: the claim carries baremetalhost.metal3.io/paused (a
+	// Cluster API client pauses claims while its cluster is paused or
+	// moved): Hostfleet changes nothing on its host, binds no host to it
+	// and does not release it until the annotation is removed; its status
+	// keeps following the host. On Paused, and on Synchronized or
+	// Associated while something waits for the pause to end.
+	ReasonPaused = "Paused"
 )
 
 // Reasons the agent's reflector writes (Provisioned, AvailableForProvisioning,
@@ -539,3 +557,40 @@ const (
 	// ReasonLabelSyncFailed: the workload cluster refused the labels.
 	ReasonLabelSyncFailed = "LabelSyncFailed"
 )
+
+// AnnotationPaused is baremetal-operator's pause annotation
+// (baremetalhost.metal3.io/paused). On a claim it freezes the claim's host:
+// see ReasonPaused.
+const AnnotationPaused = "baremetalhost.metal3.io/paused"
+
+// PausedBy is the value of a claim's pause annotation (who paused it, by
+// Cluster API's convention; possibly empty) and whether it has one.
+func PausedBy(annotations map[string]string) (string, bool) {
+	v, ok := annotations[AnnotationPaused]
+	return v, ok
+}
+
+// PausedMessage says who paused a claim (the annotation's value).
+func PausedMessage(by string) string {
+	if by == "" {
+		return "paused (" + AnnotationPaused + " is set)"
+	}
+	return fmt.Sprintf("paused by %q (%s)", by, AnnotationPaused)
+}
+
+// SetPaused records on a claim's conditions whether it is paused: the
+// Paused condition (True, naming who paused it and whether a deletion
+// waits) while the annotation is there, none otherwise.
+func SetPaused(conds *[]metav1.Condition, annotations map[string]string, deleting bool, generation int64) {
+	by, ok := PausedBy(annotations)
+	if !ok {
+		meta.RemoveStatusCondition(conds, ConditionPaused)
+		return
+	}
+	msg := PausedMessage(by) + ": Hostfleet changes nothing on the claim's host until the annotation is removed"
+	if deleting {
+		msg += "; the claim's deletion waits for it"
+	}
+	SetCondition(conds, metav1.Condition{Type: ConditionPaused, Status: metav1.ConditionTrue, Reason: ReasonPaused,
+		Message: msg, ObservedGeneration: generation})
+}

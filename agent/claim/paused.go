@@ -1,0 +1,85 @@
+package claim
+
+import (
+	"context"
+	"fmt"
+
+	metal3api "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/klog/v2"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/hostfleet/hostfleet/agent/binder"
+	"github.com/hostfleet/hostfleet/agent/hostspec"
+	"github.com/hostfleet/hostfleet/agent/reflector"
+	"github.com/hostfleet/hostfleet/hub/api/requeue"
+	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
+)
+
+// paused serves a claim that carries baremetalhost.metal3.io/paused, as
+// baremetal-operator treats a paused host: nothing is written on any host
+// (no bind, no spec, no secret copy, no reboot, no release), and a deletion
+// waits for the pause to end. The claim's own metadata (the host's labels,
+// its identity) and status keep following the host it holds.
+func (r *Reconciler) paused(ctx context.Context, c *metal3api.HostClaim, by string) (ctrl.Result, error) {
+	in, err := r.inputs(ctx, c)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	h := heldHost(in)
+	if h == nil {
+		msg := hostfleetv1alpha1.PausedMessage(by) + ": no host is bound to a paused claim; remove the annotation to bind one"
+		assoc := associatedCondition(c, metav1.ConditionFalse, hostfleetv1alpha1.ReasonPaused, msg)
+		return requeue.OnConflict(r.setStatus(ctx, c, nil, c.Status.HardwareData, assoc, nil))
+	}
+	prefixes, err := r.tenantPrefixes(ctx, in.NamespaceLabels)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if err := r.syncMeta(ctx, c, h, prefixes); err != nil {
+		return requeue.OnConflict(err)
+	}
+	sync, err := r.pausedSync(ctx, c, h, by, binder.DetachAllowed(in, h))
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	hw, err := r.syncHardware(ctx, c, h)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	assoc := associatedCondition(c, metav1.ConditionTrue, hostfleetv1alpha1.ReasonHostAssociated,
+		fmt.Sprintf("bound to BareMetalHost %s on cluster %s", klog.KObj(h), r.ClusterName))
+	if err := r.setStatus(ctx, c, h, hw, assoc, reflector.Conditions(c, h, sync)); err != nil {
+		return requeue.OnConflict(err)
+	}
+	return ctrl.Result{RequeueAfter: r.Resync}, nil
+}
+
+// heldHost is the host the claim holds (its reserved one, when it names
+// one), copied; nil when it holds none.
+func heldHost(in binder.Input) *metal3api.BareMetalHost {
+	for _, h := range in.Hosts {
+		if !in.Consumer.Holds(h, in.Claim) {
+			continue
+		}
+		if r := in.Reserved; r == nil || (r.Namespace == h.Namespace && r.Name == h.Name) {
+			return h.DeepCopy()
+		}
+	}
+	return nil
+}
+
+// pausedSync is the Synchronized outcome of a paused claim bound to h: a
+// claim the host already follows is synchronized; one that changed since
+// (or whose secrets cannot be copied) says what waits for the pause to end.
+func (r *Reconciler) pausedSync(ctx context.Context, c *metal3api.HostClaim, h *metal3api.BareMetalHost, by string, allowDetach bool) (reflector.Sync, error) {
+	plan, sync, err := r.planHost(ctx, c, h, allowDetach)
+	if err != nil || plan == nil {
+		return sync, err
+	}
+	if hostspec.UpToDate(h, hostspec.Bound(c, h, plan.refs, allowDetach)) {
+		return sync, nil
+	}
+	return reflector.Sync{Reason: hostfleetv1alpha1.ReasonPaused, Message: fmt.Sprintf(
+		"%s: the claim's changes reach host %s once the annotation is removed", hostfleetv1alpha1.PausedMessage(by), klog.KObj(h))}, nil
+}
