@@ -60,7 +60,9 @@ func TestPausedClaimFreezesItsHost(t *testing.T) {
 	pause := func() {
 		edit(func(c *metal3api.HostClaim) { c.Annotations[hostfleetv1alpha1.AnnotationPaused] = capm3Pause })
 	}
-	unpause := func() { edit(func(c *metal3api.HostClaim) { delete(c.Annotations, hostfleetv1alpha1.AnnotationPaused) }) }
+	unpause := func() {
+		edit(func(c *metal3api.HostClaim) { delete(c.Annotations, hostfleetv1alpha1.AnnotationPaused) })
+	}
 
 	t.Log("paused: the claim says so and by whom; nothing changed, so it stays Ready")
 	pause()

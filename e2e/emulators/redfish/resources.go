@@ -185,7 +185,7 @@ func (b *BMC) system() map[string]any {
 		"Manufacturer": hw.Manufacturer, "Model": hw.Model, "SerialNumber": hw.SerialNumber, "BiosVersion": hw.BIOSVersion,
 		"UUID":       "00000000-0000-0000-0000-" + fmt.Sprintf("%012x", len(hw.SerialNumber)),
 		"PowerState": b.power, "HostName": hw.HostName,
-		"Status":     map[string]string{"State": "Enabled", "Health": "OK"},
+		"Status": map[string]string{"State": "Enabled", "Health": "OK"},
 		"Boot": map[string]any{
 			"BootSourceOverrideEnabled": b.boot.Enabled, "BootSourceOverrideTarget": b.boot.Target,
 			"BootSourceOverrideMode":                           b.boot.Mode,
