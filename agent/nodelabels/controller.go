@@ -219,7 +219,10 @@ func (r *Reconciler) hardware(ctx context.Context, c *metal3api.HostClaim) *meta
 // manager hostfleet-labelsync (server-side apply, forced: an edit by hand
 // is taken back), then removes what must go.
 func (r *Reconciler) sync(ctx context.Context, n *corev1.Node, wanted map[string]string, prefixes []string) error {
-	extracted, err := corev1ac.ExtractNode(n, hostfleetv1alpha1.FieldManagerLabelSync)
+	// Only the metadata: a Node's status may hold what its typed schema
+	// refuses (two InternalIP addresses on a dual-stack Node, which the
+	// address list's merge key cannot tell apart).
+	extracted, err := corev1ac.ExtractNode(&corev1.Node{ObjectMeta: n.ObjectMeta}, hostfleetv1alpha1.FieldManagerLabelSync)
 	if err != nil {
 		return fmt.Errorf("read the labels hostfleet-labelsync owns on Node %s: %w", n.Name, err)
 	}

@@ -278,12 +278,13 @@ func TestLabelsReachTheNode(t *testing.T) {
 		g.Expect(cond.Message).To(And(ContainSubstring("192.168.100.1"), ContainSubstring("metal3://"+tenantNS+"/c2"), ContainSubstring(hostfleetv1alpha1.AnnotationNode)))
 	}).WithTimeout(30 * time.Second).Should(Succeed())
 
-	t.Log("kubelet registers c2's Node (an address of c2's HardwareData copy): labelled within seconds")
+	t.Log("kubelet registers c2's Node (an address of c2's HardwareData copy; dual-stack: two InternalIP addresses): labelled within seconds")
 	registered := time.Now()
 	mustCreate(g, wl, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n2", Labels: map[string]string{"kubernetes.io/hostname": "n2"}}})
 	n2 := &corev1.Node{}
 	g.Expect(wl.Get(ctx, client.ObjectKey{Name: "n2"}, n2)).To(Succeed())
-	n2.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "192.168.100.1"}, {Type: corev1.NodeHostName, Address: "n2"}}
+	n2.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "192.168.100.1"}, {Type: corev1.NodeInternalIP, Address: "fd00::1"},
+		{Type: corev1.NodeHostName, Address: "n2"}}
 	g.Expect(wl.Status().Update(ctx, n2)).To(Succeed())
 	g.Eventually(func(g Gomega) {
 		g.Expect(nodeLabels(g, wl, "n2")).To(HaveKeyWithValue(rack, "r2"))
