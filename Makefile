@@ -65,7 +65,7 @@ images: ## The hub, agent and operator images into bin/images: OCI layouts (linu
 # The slowest packages first: go test starts packages in the order given,
 # TEST_P at a time, so the longest do not start last. The race-detector
 # packages run beside them (their output follows).
-SLOW_PKGS := ./e2e/suites/local/ ./agent/claim/ ./agent/cmd/hostfleet-agent/ ./e2e/suites/forwarding/ ./e2e/programs/chaos/ \
+SLOW_PKGS := ./e2e/suites/local/ ./agent/claim/ ./e2e/suites/capi/ ./agent/cmd/hostfleet-agent/ ./e2e/suites/forwarding/ ./e2e/programs/chaos/ \
 	./e2e/programs/demo/ ./e2e/harness/planes/ ./agent/bmcdriver/ ./operator/controller/
 TEST_P ?= 3
 

@@ -358,6 +358,12 @@ func (r *Reconciler) withdraw(ctx context.Context, c *metal3api.HostClaim, clust
 			SetStatus(c, State{Cluster: cluster, Deleting: true, PausedBy: &by})
 		})
 	}
+	if w != nil && w.DeletionTimestamp.IsZero() {
+		if done, err := r.unpauseTarget(ctx, w); err != nil || !done {
+			// The work's update, or its status, brings the claim back.
+			return ctrl.Result{RequeueAfter: time.Second}, err
+		}
+	}
 	if w != nil {
 		if w.DeletionTimestamp.IsZero() {
 			// The work has no dependents on the hub; its deleteOption

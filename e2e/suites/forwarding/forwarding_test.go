@@ -335,3 +335,80 @@ func TestServedByBaremetalOperator(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// TestPausedRemoteClaim: the pause annotation of a remote claim flows to
+// its target, whose agent then changes nothing on the host: a power change
+// asked on the hub reaches the target claim but not the host. Deleting the
+// paused claim keeps its work, and so the target and its host, until the
+// pause ends; then the host is released and the claim goes.
+func TestPausedRemoteClaim(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	f, hub, infra := fleet(t, g)
+	iso := redfish.ImageServer()
+	t.Cleanup(iso.Close)
+	drivenHosts(t, g, infra, 1)
+	startAgent(t, f)
+	web := remoteClaim("web", func(c *metal3api.HostClaim) {
+		c.Labels[hostfleetv1alpha1.LabelCluster] = cluster
+		c.Spec.PoweredOn = true
+		c.Spec.Image = &metal3api.Image{URL: iso.URL + "/live.iso", DiskFormat: ptr("live-iso")}
+	})
+	g.Expect(hub.Create(ctx, web)).To(Succeed())
+	key := client.ObjectKeyFromObject(web)
+	target := client.ObjectKey{Namespace: forwarder.TargetNamespace(tenantNS), Name: "web"}
+	hostKey := client.ObjectKey{Namespace: hostsNS, Name: "rf00"}
+	g.Eventually(func(g Gomega) {
+		g.Expect(hub.Get(ctx, key, web)).To(Succeed())
+		g.Expect(cond(web, hostfleetv1alpha1.ConditionReady).Status).To(Equal(metav1.ConditionTrue))
+	}).WithTimeout(2 * time.Minute).Should(Succeed())
+	edit := func(change func(*metal3api.HostClaim)) {
+		g.Eventually(func() error {
+			if err := hub.Get(ctx, key, web); err != nil {
+				return err
+			}
+			change(web)
+			return hub.Update(ctx, web)
+		}).WithTimeout(10 * time.Second).Should(Succeed())
+	}
+
+	t.Log("paused on the hub, and asked to power off: the target is paused and asked too, the host stays on")
+	edit(func(c *metal3api.HostClaim) {
+		c.Annotations = map[string]string{hostfleetv1alpha1.AnnotationPaused: "metal3.io/capm3"}
+		c.Spec.PoweredOn = false
+	})
+	h := &metal3api.BareMetalHost{}
+	g.Eventually(func(g Gomega) {
+		tc := &metal3api.HostClaim{}
+		g.Expect(infra.Get(ctx, target, tc)).To(Succeed())
+		g.Expect(tc.Annotations).To(HaveKeyWithValue(hostfleetv1alpha1.AnnotationPaused, "metal3.io/capm3"))
+		g.Expect(tc.Spec.PoweredOn).To(BeFalse())
+		g.Expect(cond(tc, hostfleetv1alpha1.ConditionSynchronized).Reason).To(Equal(hostfleetv1alpha1.ReasonPaused))
+		g.Expect(hub.Get(ctx, key, web)).To(Succeed())
+		g.Expect(cond(web, hostfleetv1alpha1.ConditionPaused).Message).To(ContainSubstring(`paused by "metal3.io/capm3"`))
+		g.Expect(cond(web, hostfleetv1alpha1.ConditionSynchronized).Reason).To(Equal(hostfleetv1alpha1.ReasonPaused), "mirrored from the target")
+	}).WithTimeout(60 * time.Second).Should(Succeed())
+	g.Consistently(func(g Gomega) {
+		g.Expect(infra.Get(ctx, hostKey, h)).To(Succeed())
+		g.Expect(h.Spec.Online).To(BeTrue())
+	}).WithTimeout(3 * time.Second).Should(Succeed())
+
+	t.Log("deleted while paused: the work, the target and the host stay until it is unpaused")
+	g.Expect(hub.Delete(ctx, web)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		g.Expect(hub.Get(ctx, key, web)).To(Succeed())
+		g.Expect(cond(web, hostfleetv1alpha1.ConditionForwarded).Reason).To(Equal(hostfleetv1alpha1.ReasonPaused))
+	}).WithTimeout(30 * time.Second).Should(Succeed())
+	g.Consistently(func(g Gomega) {
+		g.Expect(infra.Get(ctx, target, &metal3api.HostClaim{})).To(Succeed())
+		g.Expect(infra.Get(ctx, hostKey, h)).To(Succeed())
+		g.Expect(h.Spec.ConsumerRef).NotTo(BeNil())
+	}).WithTimeout(3 * time.Second).Should(Succeed())
+	edit(func(c *metal3api.HostClaim) { delete(c.Annotations, hostfleetv1alpha1.AnnotationPaused) })
+	g.Eventually(func(g Gomega) {
+		err := hub.Get(ctx, key, &metal3api.HostClaim{})
+		g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "claim gone, got %v", err)
+		g.Expect(infra.Get(ctx, hostKey, h)).To(Succeed())
+		g.Expect(h.Spec.ConsumerRef).To(BeNil())
+	}).WithTimeout(2 * time.Minute).Should(Succeed())
+}
