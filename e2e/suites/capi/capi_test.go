@@ -202,11 +202,18 @@ func (fl *fleet) registerNode(t *testing.T, g *WithT, m *capi.Machine) {
 	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: m.Hostname, Labels: map[string]string{"hostfleet.io/labels-pending": "true"}},
 		Spec: corev1.NodeSpec{ProviderID: m.ProviderID}}
 	g.Expect(fl.wl.Create(ctx, n)).To(Succeed())
-	n.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeHostName, Address: m.Hostname}}
+	addresses := []corev1.NodeAddress{{Type: corev1.NodeHostName, Address: m.Hostname}}
 	for _, a := range m.Addresses {
-		n.Status.Addresses = append(n.Status.Addresses, corev1.NodeAddress{Type: corev1.NodeInternalIP, Address: a})
+		addresses = append(addresses, corev1.NodeAddress{Type: corev1.NodeInternalIP, Address: a})
 	}
-	g.Expect(fl.wl.Status().Update(ctx, n)).To(Succeed())
+	// The workload agent may label the Node (found by providerID) first.
+	g.Eventually(func() error {
+		if err := fl.wl.Get(ctx, client.ObjectKeyFromObject(n), n); err != nil {
+			return err
+		}
+		n.Status.Addresses = addresses
+		return fl.wl.Status().Update(ctx, n)
+	}).WithTimeout(10 * time.Second).Should(Succeed())
 	registered := time.Now()
 	g.Eventually(func(g Gomega) {
 		c := fl.claim(g, m.HostClaim)
