@@ -137,10 +137,14 @@ func (f *Fleet) StartBMO(plane string, namespaces ...string) (*Process, error) {
 		"-metrics-addr", "0",
 		"-health-addr", "127.0.0.1:0",
 	}
+	name := "baremetal-operator-" + plane
 	if len(namespaces) > 0 {
+		// One per namespace may run on a plane: in test mode each has its
+		// own fixture provisioner (one power flag).
 		args = append(args, "-namespace", strings.Join(namespaces, ","))
+		name += "-" + strings.Join(namespaces, "-")
 	}
-	return f.Run("baremetal-operator-"+plane, plane, bin, args)
+	return f.Run(name, plane, bin, args)
 }
 
 // StartControllerManager runs kube-controller-manager (from the assets

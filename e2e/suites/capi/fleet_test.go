@@ -31,17 +31,21 @@ func TestMain(m *testing.M) { planes.Main(m) }
 const (
 	tenantNS = "tenant-a"
 	rack     = "rack.example.com/rack"
-	bmoNS    = "hosts"  // hosts baremetal-operator (test mode) drives
 	drivenNS = "driven" // hosts the agent's BMC driver drives (Redfish emulators)
+	machines = 3
 )
 
-var infraClusters = []string{"infra-1", "infra-2", "infra-3"}
+var infraClusters = []string{"infra-1"}
 
-// fleet is a hub; three infrastructure clusters, each with one host
-// baremetal-operator drives (its own, so that test mode's one power flag
-// per operator serves one host) and one host the agent's BMC driver drives
-// through an emulated Redfish BMC; tenant a's workload cluster wl; and a
-// management cluster mgmt where the Cluster API client keeps its machines.
+// bmoNS is the namespace of the i-th host baremetal-operator drives.
+func bmoNS(i int) string { return fmt.Sprintf("bmo-%d", i) }
+
+// fleet is a hub; an infrastructure cluster with three hosts
+// baremetal-operator drives (one operator per host, each in its namespace,
+// so that test mode's one power flag per operator serves one host) and
+// three hosts the agent's BMC driver drives through emulated Redfish BMCs;
+// tenant a's workload cluster wl; and a management cluster mgmt where the
+// Cluster API client keeps its machines.
 // Every agent runs in this process. Alice is tenant a's admin: the client
 // reaches the hub with her kubeconfig and nothing more.
 type fleet struct {
@@ -72,21 +76,23 @@ func newFleet(t *testing.T, g *WithT) *fleet {
 	t.Cleanup(iso.Close)
 	fl.isoURL = iso.URL + "/live.iso"
 
-	for i, cluster := range infraClusters {
+	for _, cluster := range infraClusters {
 		fl.infra[cluster] = f.Plane(cluster).Client
-		fl.hosts(t, g, cluster, i)
-		f.StartBMOForTest(t, cluster, bmoNS)
+		for i := range machines {
+			fl.hosts(t, g, cluster, i)
+			f.StartBMOForTest(t, cluster, bmoNS(i))
+		}
 		startAgent(t, g, f.Plane("hub").Config, f.Plane(cluster).Config, cluster, func(o *app.Options) {
 			o.BMCNamespaces, o.BMCPoll, o.BMCTimeout = []string{drivenNS}, 2*time.Second, 5*time.Second
 		})
-	}
-	for _, cluster := range infraClusters {
-		for _, key := range []client.ObjectKey{{Namespace: bmoNS, Name: "bmo-" + cluster}, {Namespace: drivenNS, Name: "rf-" + cluster}} {
-			g.Eventually(func(g Gomega) {
-				h := &metal3api.BareMetalHost{}
-				g.Expect(fl.infra[cluster].Get(ctx, key, h)).To(Succeed())
-				g.Expect(h.Status.Provisioning.State).To(Equal(metal3api.StateAvailable), key.String())
-			}).WithTimeout(2 * time.Minute).WithPolling(500 * time.Millisecond).Should(Succeed())
+		for i := range machines {
+			for _, key := range []client.ObjectKey{{Namespace: bmoNS(i), Name: fmt.Sprintf("bmo-%d", i)}, {Namespace: drivenNS, Name: fmt.Sprintf("rf-%d", i)}} {
+				g.Eventually(func(g Gomega) {
+					h := &metal3api.BareMetalHost{}
+					g.Expect(fl.infra[cluster].Get(ctx, key, h)).To(Succeed())
+					g.Expect(h.Status.Provisioning.State).To(Equal(metal3api.StateAvailable), key.String())
+				}).WithTimeout(2 * time.Minute).WithPolling(500 * time.Millisecond).Should(Succeed())
+			}
 		}
 	}
 	served, err := app.ServedNamespaces(ctx, fl.hub, "wl", hostfleetv1alpha1.RoleWorkload)
@@ -135,22 +141,24 @@ func (fl *fleet) tenants(t *testing.T, g *WithT) {
 	g.Expect(fl.mgmt.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "capi"}})).To(Succeed())
 }
 
-// hosts makes the i-th infrastructure cluster's two hosts (rack r<i>):
-// bmo-<cluster>, which baremetal-operator drives, and rf-<cluster>, which
-// the agent drives through a Redfish BMC whose system reports a hostname and
-// an address; and policies admitting tenant a's namespaces.
+// hosts makes the cluster's i-th pair of hosts (rack r<i>): bmo-<i>, which
+// baremetal-operator drives, and rf-<i>, which the agent drives through a
+// Redfish BMC whose system reports a hostname and an address; and policies
+// admitting tenant a's namespaces.
 func (fl *fleet) hosts(t *testing.T, g *WithT, cluster string, i int) {
 	ctx := context.Background()
 	infra := fl.infra[cluster]
 	hw := redfish.DefaultHardware(fmt.Sprintf("RF%04d", i))
-	hw.HostName, hw.NICs[0].IP = "node-rf-"+cluster, fmt.Sprintf("192.0.2.%d", 10+i)
+	hw.HostName, hw.NICs[0].IP = fmt.Sprintf("node-rf-%d", i), fmt.Sprintf("192.0.2.%d", 10+i)
 	b := redfish.Start(redfish.Options{Username: "admin", Password: "secret", Hardware: hw})
 	t.Cleanup(b.Close)
-	labels := func(kind string) map[string]string {
-		return map[string]string{kindLabel: kind, rack: fmt.Sprintf("r%d", i)}
+	labels := func(kind string) map[string]string { return map[string]string{kindLabel: kind, rack: fmt.Sprintf("r%d", i)} }
+	namespaces := []string{bmoNS(i)}
+	if i == 0 {
+		namespaces = append(namespaces, drivenNS)
 	}
-	objs := []client.Object{}
-	for _, ns := range []string{bmoNS, drivenNS} {
+	var objs []client.Object
+	for _, ns := range namespaces {
 		objs = append(objs, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}},
 			&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "bmc"}, StringData: map[string]string{"username": "admin", "password": "secret"}},
 			&metal3api.HostDeployPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "tenant-a"},
@@ -158,10 +166,10 @@ func (fl *fleet) hosts(t *testing.T, g *WithT, cluster string, i int) {
 					HasLabels: []metal3api.NameValuePair{{Name: hostfleetv1alpha1.LabelTenant, Value: "a"}}}}})
 	}
 	objs = append(objs,
-		&metal3api.BareMetalHost{ObjectMeta: metav1.ObjectMeta{Namespace: bmoNS, Name: "bmo-" + cluster, Labels: labels("bmo")},
+		&metal3api.BareMetalHost{ObjectMeta: metav1.ObjectMeta{Namespace: bmoNS(i), Name: fmt.Sprintf("bmo-%d", i), Labels: labels("bmo")},
 			Spec: metal3api.BareMetalHostSpec{BMC: metal3api.BMCDetails{Address: fmt.Sprintf("ipmi://127.0.0.1:%d", 6230+i), CredentialsName: "bmc"},
 				BootMACAddress: fmt.Sprintf("00:11:22:33:44:%02x", i)}},
-		&metal3api.BareMetalHost{ObjectMeta: metav1.ObjectMeta{Namespace: drivenNS, Name: "rf-" + cluster, Labels: labels("bmc"),
+		&metal3api.BareMetalHost{ObjectMeta: metav1.ObjectMeta{Namespace: drivenNS, Name: fmt.Sprintf("rf-%d", i), Labels: labels("bmc"),
 			Annotations: map[string]string{hostfleetv1alpha1.AnnotationDriver: hostfleetv1alpha1.DriverBMCLib}},
 			Spec: metal3api.BareMetalHostSpec{BMC: metal3api.BMCDetails{
 				Address: "redfish-virtualmedia+http://" + b.HostPort() + redfish.SystemPath, CredentialsName: "bmc"},
