@@ -152,7 +152,9 @@ func (fl *fleet) hosts(t *testing.T, g *WithT, cluster string, i int) {
 	hw.HostName, hw.NICs[0].IP = fmt.Sprintf("node-rf-%d", i), fmt.Sprintf("192.0.2.%d", 10+i)
 	b := redfish.Start(redfish.Options{Username: "admin", Password: "secret", Hardware: hw})
 	t.Cleanup(b.Close)
-	labels := func(kind string) map[string]string { return map[string]string{kindLabel: kind, rack: fmt.Sprintf("r%d", i)} }
+	labels := func(kind string) map[string]string {
+		return map[string]string{kindLabel: kind, rack: fmt.Sprintf("r%d", i)}
+	}
 	namespaces := []string{bmoNS(i)}
 	if i == 0 {
 		namespaces = append(namespaces, drivenNS)
