@@ -20,7 +20,7 @@ help: ## List the targets.
 
 .PHONY: tools
 tools: ## Build every tool the tests need into $(HOSTFLEET_CACHE) (minutes the first time, seconds after).
-	$(TOOLS) envtest kube-controller-manager kubectl baremetal-operator controller-gen staticcheck kustomize helm shellcheck ipmi ocm clusteradm
+	$(TOOLS) envtest kube-controller-manager kubectl baremetal-operator controller-gen staticcheck kustomize helm shellcheck ipmi prometheus ocm clusteradm
 
 .PHONY: build
 build: ## Build the binaries into bin/ (the hub, the agent, the operator and kubectl-hostfleet).

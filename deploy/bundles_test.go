@@ -111,7 +111,12 @@ func TestBundlesAgree(t *testing.T) {
 	hubSM := monitoring["ServiceMonitor/hostfleet-system/hostfleet-hub"]
 	g.Expect(hubSM).NotTo(BeNil(), "the hub's metrics too")
 	g.Expect(withMonitor["ServiceMonitor/hostfleet-system/hostfleet-hub"].Object).To(Equal(hubSM.Object))
-	g.Expect(len(monitoring)).To(Equal(len(base)+3), "the base (with its namespace) and the two ServiceMonitors")
+	rule := monitoring["PrometheusRule/hostfleet-operator/hostfleet"]
+	g.Expect(rule).NotTo(BeNil(), "the alerts")
+	withRules := render(t, helm, "template", "hostfleet-operator", "helm/hostfleet-operator", "--namespace", "hostfleet-operator",
+		"--set", "prometheusRule.enabled=true", "--kube-version", "1.35.4")
+	g.Expect(withRules["PrometheusRule/hostfleet-operator/hostfleet"].Object).To(Equal(rule.Object))
+	g.Expect(len(monitoring)).To(Equal(len(base)+4), "the base (with its namespace), the two ServiceMonitors and the PrometheusRule")
 
 	t.Log("the agents' overlay: a PodMonitor presenting a token the agent's cluster allows to get /metrics")
 	agent := render(t, kustomize, "build", "monitoring/agent")

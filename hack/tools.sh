@@ -11,11 +11,11 @@
 # modules; controller-gen, staticcheck, kustomize and helm with go install. A tool whose binary is already in the cache is
 # skipped, so a second run takes seconds.
 #
-# The IPMI emulator (ipmi_sim), ipmitool and shellcheck are Debian packages:
-# "ipmi" and "shellcheck" install them with apt-get when they are missing (as
-# root, or with sudo).
+# The IPMI emulator (ipmi_sim), ipmitool, shellcheck and Prometheus (with
+# promtool) are Debian packages: "ipmi", "shellcheck" and "prometheus" install
+# them with apt-get when they are missing (as root, or with sudo).
 #
-# usage: hack/tools.sh [kube-apiserver|etcd|kube-controller-manager|kubectl|baremetal-operator|controller-gen|staticcheck|kustomize|helm|shellcheck|ipmi|ocm|clusteradm|all]...
+# usage: hack/tools.sh [kube-apiserver|etcd|kube-controller-manager|kubectl|baremetal-operator|controller-gen|staticcheck|kustomize|helm|shellcheck|ipmi|prometheus|ocm|clusteradm|all]...
 #        hack/tools.sh --print-assets   # the KUBEBUILDER_ASSETS directory
 set -euo pipefail
 
@@ -203,7 +203,7 @@ case "${1:-all}" in
 esac
 
 tools=("$@")
-[[ ${#tools[@]} -eq 0 || ${tools[0]} == all ]] && tools=(etcd kube-apiserver kube-controller-manager kubectl baremetal-operator controller-gen staticcheck kustomize helm shellcheck ipmi ocm clusteradm)
+[[ ${#tools[@]} -eq 0 || ${tools[0]} == all ]] && tools=(etcd kube-apiserver kube-controller-manager kubectl baremetal-operator controller-gen staticcheck kustomize helm shellcheck ipmi prometheus ocm clusteradm)
 for t in "${tools[@]}"; do
 	case "${t}" in
 	kube-apiserver) build_kube_apiserver; [[ -x ${CACHE}/etcd-${ETCD_VERSION}/bin/etcd ]] && link_assets ;;
@@ -226,6 +226,7 @@ for t in "${tools[@]}"; do
 		;;
 	ipmi) apt_install ipmi_sim ipmitool -- openipmi ipmitool ;;
 	shellcheck) apt_install shellcheck -- shellcheck ;;
+	prometheus) apt_install prometheus promtool -- prometheus ;;
 	*) log "unknown tool ${t}"; exit 2 ;;
 	esac
 done

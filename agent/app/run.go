@@ -197,7 +197,8 @@ func New(ctx context.Context, hubCfg, managedCfg *rest.Config, o *Options) (*Age
 	if err != nil {
 		return nil, err
 	}
-	if err := metrics.Register(metrics.NewClaimCollector(mgr.GetClient(), o.ClusterName)); err != nil {
+	if err := metrics.Register(metrics.NewClaimCollector(mgr.GetClient(), o.ClusterName),
+		metrics.NewHostCollector(managed.GetClient(), o.ClusterName)); err != nil {
 		return nil, fmt.Errorf("metrics: %w", err)
 	}
 	inv := &inventory.Writer{
@@ -374,7 +375,8 @@ func setupControllers(ctx context.Context, mgr ctrl.Manager, managed cluster.Clu
 		if err := (&bmcdriver.Reconciler{Client: managed.GetClient(), Secrets: managed.GetAPIReader(), All: o.BMHDriver == "all", Namespaces: o.BMCNamespaces,
 			Workers: o.BMCWorkers, Poll: o.BMCPoll, Recorder: hostEvents,
 			Power: bmcdriver.Timing{Wait: o.BMCPowerWait, SoftOff: o.BMCSoftPowerOff},
-			BMC:   bmc.Options{Timeout: o.BMCTimeout, IpmitoolPath: o.Ipmitool, Logger: ctrl.Log.WithName("bmc")},
+			BMC: bmc.Options{Timeout: o.BMCTimeout, IpmitoolPath: o.Ipmitool, Logger: ctrl.Log.WithName("bmc"),
+				Observe: metrics.ObserveBMC(o.ClusterName)},
 		}).SetupWithManager(mgr, managed); err != nil {
 			return nil, fmt.Errorf("BMC driver: %w", err)
 		}

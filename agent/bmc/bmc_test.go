@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -140,7 +141,13 @@ func TestRedfishFailures(t *testing.T) {
 	ctx := context.Background()
 	b := redfish.Start(redfish.Options{})
 	defer b.Close()
-	o := bmc.Options{Timeout: 2 * time.Second}
+	var mu sync.Mutex
+	results := map[string]int{}
+	o := bmc.Options{Timeout: 2 * time.Second, Observe: func(_, result string, _ time.Duration) {
+		mu.Lock()
+		defer mu.Unlock()
+		results[result]++
+	}}
 
 	_, err := bmc.Open(ctx, address(b), "admin", "wrong", o)
 	g.Expect(err).To(MatchError(bmc.ErrCredentials))
@@ -162,6 +169,10 @@ func TestRedfishFailures(t *testing.T) {
 	b.Close()
 	_, err = bmc.Open(ctx, address(b), "admin", "password", o)
 	g.Expect(err).To(MatchError(bmc.ErrUnreachable))
+	mu.Lock()
+	defer mu.Unlock()
+	g.Expect(results).To(And(HaveKey(bmc.ResultCredentials), HaveKey(bmc.ResultOK), HaveKey(bmc.ResultError), HaveKey(bmc.ResultTimeout),
+		HaveKey(bmc.ResultUnreachable)), "every call observed, by result")
 }
 
 func TestIPMIToolMissing(t *testing.T) {

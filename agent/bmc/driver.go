@@ -87,6 +87,34 @@ type Options struct {
 	IpmitoolPath string
 	// Logger receives bmclib's logs.
 	Logger logr.Logger
+	// Observe, when set, is told of every BMC call: its action, its
+	// result (Result) and how long it took.
+	Observe func(action, result string, took time.Duration)
+}
+
+// Results of BMC calls, as Observe is told them.
+const (
+	ResultOK          = "ok"
+	ResultCredentials = "credentials"
+	ResultUnreachable = "unreachable"
+	ResultTimeout     = "timeout"
+	ResultError       = "error"
+)
+
+// Result names the outcome of a BMC call that returned err.
+func Result(err error) string {
+	switch {
+	case err == nil:
+		return ResultOK
+	case errors.Is(err, ErrCredentials):
+		return ResultCredentials
+	case errors.Is(err, context.DeadlineExceeded):
+		return ResultTimeout
+	case errors.Is(err, ErrUnreachable):
+		return ResultUnreachable
+	default:
+		return ResultError
+	}
 }
 
 // Kinds of failure a caller treats differently.
@@ -99,8 +127,18 @@ var (
 	ErrUnsupported = errors.New("not supported by this BMC")
 )
 
-// Open connects to the BMC at addr with the given credentials.
+// Open connects to the BMC at addr with the given credentials; Observe
+// is told of it as action "open session".
 func Open(ctx context.Context, addr Address, user, pass string, o Options) (Driver, error) {
+	start := time.Now()
+	d, err := open(ctx, addr, user, pass, o)
+	if o.Observe != nil {
+		o.Observe("open session", Result(err), time.Since(start))
+	}
+	return d, err
+}
+
+func open(ctx context.Context, addr Address, user, pass string, o Options) (Driver, error) {
 	if o.Timeout <= 0 {
 		o.Timeout = 30 * time.Second
 	}
@@ -123,7 +161,7 @@ func Open(ctx context.Context, addr Address, user, pass string, o Options) (Driv
 			return nil, fmt.Errorf("%w: no IPMI answer from %s: %v", ErrUnreachable, addr.HostPort(), err)
 		}
 		if o.IpmitoolPath == "" {
-			return openIPMI(ctx, addr, user, pass, o.Timeout)
+			return openIPMI(ctx, addr, user, pass, bmcCall{addr: addr, timeout: o.Timeout, observe: o.Observe})
 		}
 		path, err := exec.LookPath(o.IpmitoolPath)
 		if err != nil {
@@ -161,7 +199,7 @@ func Open(ctx context.Context, addr Address, user, pass string, o Options) (Driv
 		}
 		return nil, classify(fmt.Errorf("open %s: %w", addr.HostPort(), err))
 	}
-	d := &client{c: c, bmcCall: bmcCall{addr: addr, timeout: o.Timeout}, log: o.Logger}
+	d := &client{c: c, bmcCall: bmcCall{addr: addr, timeout: o.Timeout, observe: o.Observe}, log: o.Logger}
 	if addr.Protocol == Redfish {
 		d.rf = newRedfishSystem(addr, user, pass, o.InsecureSkipVerify)
 	}
@@ -206,6 +244,7 @@ type client struct {
 type bmcCall struct {
 	addr    Address
 	timeout time.Duration
+	observe func(action, result string, took time.Duration)
 }
 
 // call runs one BMC call under the per-call timeout, says which call failed
@@ -217,6 +256,13 @@ func (b bmcCall) call(ctx context.Context, what string, fn func(ctx context.Cont
 	err := fn(cctx)
 	if err != nil {
 		err = classify(fmt.Errorf("%s on %s: %w", what, b.addr.HostPort(), err))
+	}
+	if b.observe != nil {
+		result := Result(err)
+		if err != nil && errors.Is(cctx.Err(), context.DeadlineExceeded) {
+			result = ResultTimeout // the BMC did not answer within the bound
+		}
+		b.observe(what, result, time.Since(start))
 	}
 	if log := logr.FromContextOrDiscard(ctx).V(1); log.Enabled() {
 		result := "ok"

@@ -21,7 +21,8 @@ type ipmiClient struct {
 // packetTimeout bounds one UDP exchange; the library retries it.
 const packetTimeout = 2 * time.Second
 
-func openIPMI(ctx context.Context, addr Address, user, pass string, timeout time.Duration) (Driver, error) {
+func openIPMI(ctx context.Context, addr Address, user, pass string, call bmcCall) (Driver, error) {
+	timeout := call.timeout
 	port := 623
 	if addr.Port != "" {
 		p, err := strconv.Atoi(addr.Port)
@@ -37,7 +38,8 @@ func openIPMI(ctx context.Context, addr Address, user, pass string, timeout time
 	// Cipher suite 3 (RAKP-HMAC-SHA1, AES-CBC-128): what ipmi_sim and
 	// most BMCs speak, and what the ipmitool path asks for.
 	c.WithTimeout(min(timeout, packetTimeout)).WithCipherSuiteID(ipmi.CipherSuiteID3).WithMaxPrivilegeLevel(ipmi.PrivilegeLevelAdministrator)
-	d := &ipmiClient{c: c, bmcCall: bmcCall{addr: addr, timeout: timeout}}
+	// Open observes the session as a whole; its calls, once open.
+	d := &ipmiClient{c: c, bmcCall: bmcCall{addr: call.addr, timeout: call.timeout}}
 	if err := d.call(ctx, "open IPMI session", d.connect); err != nil {
 		if errors.Is(err, ErrUnreachable) || errors.Is(err, ErrCredentials) {
 			return nil, err
@@ -45,6 +47,7 @@ func openIPMI(ctx context.Context, addr Address, user, pass string, timeout time
 		// It answered the ping: the session was refused.
 		return nil, fmt.Errorf("%w: %s answers but refused the IPMI session: %v", ErrCredentials, addr.HostPort(), err)
 	}
+	d.bmcCall = call
 	return d, nil
 }
 

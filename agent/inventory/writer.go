@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/hostfleet/hostfleet/agent/labelsync"
+	"github.com/hostfleet/hostfleet/agent/metrics"
 	"github.com/hostfleet/hostfleet/agent/tenancy"
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
 )
@@ -139,6 +140,7 @@ func (w *Writer) Once(ctx context.Context) error {
 		prefixes = append(prefixes, valid...)
 	}
 	st := Build(Input{Hosts: hosts.Items, Policies: policies.Items, Namespaces: nss.Items, Prefixes: prefixes})
+	metrics.Heartbeat.WithLabelValues(w.ClusterName).SetToCurrentTime()
 	if w.written != nil {
 		last := w.written.Status
 		last.LastUpdated = nil

@@ -11,6 +11,8 @@ import (
 
 	metal3api "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
 	"github.com/prometheus/client_golang/prometheus"
+
+	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 )
@@ -61,18 +63,19 @@ func (c *ClaimCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 }
 
-// Register adds the agent's metrics to controller-runtime's registry.
-func Register(claims *ClaimCollector) error {
-	for _, col := range []prometheus.Collector{BindLatency, OrphansReleased, claims} {
+// Register adds the agent's metrics to controller-runtime's registry. The
+// collectors read the caches of the agent's current manager: one of a
+// manager that stopped (the agent's controllers started again over new
+// namespaces) is replaced.
+func Register(claims *ClaimCollector, hosts *HostCollector) error {
+	for _, col := range []prometheus.Collector{BindLatency, OrphansReleased, BMCRequests, BMCDuration, Heartbeat, claims, hosts} {
 		err := crmetrics.Registry.Register(col)
 		var dup prometheus.AlreadyRegisteredError
 		switch {
 		case err == nil:
 		case !errors.As(err, &dup):
 			return err
-		case col == prometheus.Collector(claims):
-			// The agent's controllers started again: count from the new
-			// manager's cache, not the stopped one's.
+		case col == prometheus.Collector(claims) || col == prometheus.Collector(hosts):
 			crmetrics.Registry.Unregister(dup.ExistingCollector)
 			if err := crmetrics.Registry.Register(col); err != nil {
 				return err
@@ -88,3 +91,82 @@ var OrphansReleased = prometheus.NewCounter(prometheus.CounterOpts{
 	Name: "hostfleet_agent_orphaned_hosts_released_total",
 	Help: "BareMetalHosts released because the claim that held them no longer exists.",
 })
+
+// BMCRequests counts the calls the BMC driver makes, by cluster, action
+// ("get power", "power On", "insert virtual media", …) and result (ok,
+// credentials, unreachable, timeout, error).
+var BMCRequests = prometheus.NewCounterVec(prometheus.CounterOpts{
+	Name: "hostfleet_bmc_requests_total",
+	Help: "BMC calls of the agent's BMC driver, by cluster, action and result (ok, credentials, unreachable, timeout, error).",
+}, []string{"cluster", "action", "result"})
+
+// BMCDuration observes how long BMC calls take, by cluster and action.
+var BMCDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+	Name:    "hostfleet_bmc_request_duration_seconds",
+	Help:    "Duration of the BMC driver's calls, by cluster and action.",
+	Buckets: prometheus.ExponentialBuckets(0.01, 2, 13),
+}, []string{"cluster", "action"})
+
+// ObserveBMC records one BMC call of cluster's agent (bmc.Options.Observe).
+func ObserveBMC(cluster string) func(action, result string, took time.Duration) {
+	return func(action, result string, took time.Duration) {
+		BMCRequests.WithLabelValues(cluster, action, result).Inc()
+		BMCDuration.WithLabelValues(cluster, action).Observe(took.Seconds())
+	}
+}
+
+// Heartbeat is when the agent last read its hosts for its HostInventory
+// (every --inventory-interval while it leads): a stalled agent stops it.
+var Heartbeat = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+	Name: "hostfleet_agent_last_heartbeat_timestamp_seconds",
+	Help: "When the agent last read its cluster's hosts for its HostInventory (Unix seconds).",
+}, []string{"cluster"})
+
+// HostCollector reports the cluster's BareMetalHosts by state
+// (hostfleet_agent_hosts{state}: the provisioning state, or "error") and
+// those whose claim is gone (hostfleet_agent_orphaned_hosts), from the
+// agent's cache at scrape time.
+type HostCollector struct {
+	Hosts          client.Reader
+	hosts, orphans *prometheus.Desc
+}
+
+// NewHostCollector returns a collector over the cached hosts.
+func NewHostCollector(hosts client.Reader, cluster string) *HostCollector {
+	l := prometheus.Labels{"cluster": cluster}
+	return &HostCollector{Hosts: hosts,
+		hosts: prometheus.NewDesc("hostfleet_agent_hosts", "BareMetalHosts the agent sees, by state (provisioning state, or error).",
+			[]string{"state"}, l),
+		orphans: prometheus.NewDesc("hostfleet_agent_orphaned_hosts",
+			"BareMetalHosts whose claim is gone, waiting for --orphan-grace before they are released.", nil, l)}
+}
+
+// Describe implements prometheus.Collector.
+func (c *HostCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.hosts; ch <- c.orphans }
+
+// Collect implements prometheus.Collector.
+func (c *HostCollector) Collect(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	var list metal3api.BareMetalHostList
+	if err := c.Hosts.List(ctx, &list); err != nil {
+		return
+	}
+	states, orphans := map[string]int{}, 0
+	for _, h := range list.Items {
+		state := string(h.Status.Provisioning.State)
+		if h.Status.OperationalStatus == metal3api.OperationalStatusError {
+			state = "error"
+		} else if state == "" {
+			state = "unknown"
+		}
+		states[state]++
+		if _, ok := h.Annotations[hostfleetv1alpha1.AnnotationOrphanedSince]; ok {
+			orphans++
+		}
+	}
+	for state, n := range states {
+		ch <- prometheus.MustNewConstMetric(c.hosts, prometheus.GaugeValue, float64(n), state)
+	}
+	ch <- prometheus.MustNewConstMetric(c.orphans, prometheus.GaugeValue, float64(orphans))
+}

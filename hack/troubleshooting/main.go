@@ -1,12 +1,15 @@
 // Command troubleshooting writes docs/troubleshooting.md from
 // hub/api/advice (make generate): every reason the hub and the agents
-// write, its cause and its fix.
+// write, its cause and its fix; then, from the PrometheusRule in
+// deploy/monitoring, every alert and its runbook.
 package main
 
 import (
 	"fmt"
 	"os"
 	"strings"
+
+	"sigs.k8s.io/yaml"
 
 	"github.com/hostfleet/hostfleet/hub/api/advice"
 )
@@ -18,16 +21,11 @@ kubectl -n tenant-acme get hostclaims                 # CLUSTER, HOST, POWER, RE
 kubectl -n tenant-acme describe hostclaim web-1       # every condition, its message, the Events
 ` + "`" + `` + "`" + `` + "`" + `
 
-A claim's ` + "`" + `Ready` + "`" + ` condition names the first thing in the way, and every
-condition's message says what to do. The path of a claim: **Scheduled**
-(the hub placed it on a cluster) → **Associated** (that cluster's agent
-bound a host) → **Synchronized** (image, power and secrets written to the
-host) → **Provisioned** → powered → **Ready**; ` + "`" + `NodeLabelsSynced` + "`" + ` for
-claims with a workload cluster, ` + "`" + `Forwarded` + "`" + ` for remote claims. Below, each
-reason the hub and the agents write, what causes it, and the fix. A tenant
-admin reads the claim; the host, the agent's log (` + "`" + `kubectl -n
-hostfleet-agent logs deploy/hostfleet-agent` + "`" + ` on the
-cluster) and the ManagedCluster need a platform administrator.
+A claim's ` + "`" + `Ready` + "`" + ` condition names the first thing in the way; its path:
+**Scheduled** → **Associated** → **Synchronized** → **Provisioned** →
+powered → **Ready** (` + "`" + `NodeLabelsSynced` + "`" + ` with a workload cluster,
+` + "`" + `Forwarded` + "`" + ` for remote claims). The host, the agent's log and the
+ManagedCluster need a platform administrator.
 
 `
 
@@ -36,7 +34,12 @@ func main() {
 	if len(os.Args) > 1 {
 		out = os.Args[1]
 	}
-	if err := os.WriteFile(out, []byte(render()), 0o644); err != nil {
+	alerts, err := alertsSection("deploy/monitoring/prometheusrule.yaml")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "troubleshooting:", err)
+		os.Exit(1)
+	}
+	if err := os.WriteFile(out, []byte(render()+alerts), 0o644); err != nil {
 		fmt.Fprintln(os.Stderr, "troubleshooting:", err)
 		os.Exit(1)
 	}
@@ -46,7 +49,7 @@ func main() {
 // the same cause and fix share a row.
 func render() string {
 	var b strings.Builder
-	b.WriteString("<!-- Generated from hub/api/advice by make generate: edit there. -->\n")
+	b.WriteString("<!-- Generated from hub/api/advice and deploy/monitoring/prometheusrule.yaml by make generate: edit there. -->\n")
 	b.WriteString(strings.TrimRight(header, "\n") + "\n")
 	for _, s := range advice.Sections {
 		fmt.Fprintf(&b, "\n## %s\n\n", s.Title)
@@ -63,4 +66,38 @@ func render() string {
 		}
 	}
 	return b.String()
+}
+
+// Rules is what the page reads of the PrometheusRule.
+type Rules struct {
+	Spec struct {
+		Groups []struct {
+			Rules []struct {
+				Alert       string            `json:"alert"`
+				For         string            `json:"for"`
+				Annotations map[string]string `json:"annotations"`
+			} `json:"rules"`
+		} `json:"groups"`
+	} `json:"spec"`
+}
+
+// alertsSection is the page's table of alerts, from the PrometheusRule at path.
+func alertsSection(path string) (string, error) {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return "", err
+	}
+	var r Rules
+	if err := yaml.Unmarshal(raw, &r); err != nil {
+		return "", fmt.Errorf("%s: %w", path, err)
+	}
+	var b strings.Builder
+	b.WriteString("\n## Alerts\n\nThe PrometheusRule `hostfleet` (deploy/monitoring; the chart's `prometheusRule.enabled`) fires these; metrics: [metrics.md](metrics.md).\n\n")
+	b.WriteString("| alert | after | what it means | runbook |\n|---|---|---|---|\n")
+	for _, g := range r.Spec.Groups {
+		for _, a := range g.Rules {
+			fmt.Fprintf(&b, "| `%s` | %s | %s | %s |\n", a.Alert, a.For, a.Annotations["summary"], a.Annotations["runbook"])
+		}
+	}
+	return b.String(), nil
 }

@@ -30,6 +30,7 @@ import (
 	"github.com/hostfleet/hostfleet/hub/api/scheme"
 	"github.com/hostfleet/hostfleet/hub/forwarder"
 	"github.com/hostfleet/hostfleet/hub/hardwarecopy"
+	hubmetrics "github.com/hostfleet/hostfleet/hub/metrics"
 	"github.com/hostfleet/hostfleet/hub/scheduler"
 	"github.com/hostfleet/hostfleet/hub/tenancy"
 	"github.com/hostfleet/hostfleet/hub/tenant"
@@ -168,6 +169,11 @@ func New(ctx context.Context, cfg *rest.Config, o *Options) (ctrl.Manager, error
 	})
 	if err != nil {
 		return nil, fmt.Errorf("hub manager: %w", err)
+	}
+	if o.MetricsAddr != "0" && o.MetricsAddr != "" {
+		if err := hubmetrics.Register(hubmetrics.NewCollector(mgr.GetClient())); err != nil {
+			return nil, fmt.Errorf("metrics: %w", err)
+		}
 	}
 	if err := mgr.Add(&admission.Installer{Client: mgr.GetClient()}); err != nil {
 		return nil, fmt.Errorf("admission policy installer: %w", err)

@@ -25,6 +25,7 @@ import (
 
 	"github.com/hostfleet/hostfleet/hub/api/requeue"
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
+	"github.com/hostfleet/hostfleet/hub/metrics"
 )
 
 // Indexes on HostClaims.
@@ -285,6 +286,7 @@ func (r *Reconciler) place(ctx context.Context, c *metal3api.HostClaim, res Resu
 	}
 	c.Labels[hostfleetv1alpha1.LabelCluster] = res.Cluster
 	c.Annotations[hostfleetv1alpha1.AnnotationPlacedBy] = hostfleetv1alpha1.PlacedByScheduler
+	metrics.Placements.WithLabelValues(hostfleetv1alpha1.ReasonPlaced).Inc()
 	// Before the write: its event may be reconciled before Patch returns.
 	r.confirm.add(c.UID)
 	if err := r.Client.Patch(ctx, c, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
@@ -443,6 +445,7 @@ func (r *Reconciler) candidates(ctx context.Context, c *metal3api.HostClaim, t *
 // Event when its status or reason changed: Normal when scheduled, Warning
 // when not.
 func (r *Reconciler) setScheduled(ctx context.Context, c *metal3api.HostClaim, ok bool, reason, msg string) error {
+	metrics.Placements.WithLabelValues(reason).Inc()
 	return r.writeScheduled(ctx, c, ok, reason, msg, true)
 }
 
