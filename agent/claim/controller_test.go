@@ -34,33 +34,7 @@ func startAgent(t *testing.T, f *planes.Fleet, cluster string, concurrency int, 
 // startAgentWith runs an agent with the given hub and managed configs.
 func startAgentWith(t *testing.T, hubCfg, managedCfg *rest.Config, cluster string, concurrency int, opts ...func(*app.Options)) context.CancelFunc {
 	t.Helper()
-	o := app.NewOptions()
-	o.ClusterName = cluster
-	o.Concurrency = concurrency
-	o.RetryAfter = 2 * time.Second
-	o.Resync = 2 * time.Second
-	o.InProcess = true
-	o.LeaderElect = false // several agents race on purpose in these tests
-	o.HealthLease = false // no add-on namespace on these planes
-	for _, opt := range opts {
-		opt(o)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	a, err := app.New(ctx, hubCfg, managedCfg, o)
-	if err != nil {
-		cancel()
-		t.Fatalf("agent manager: %v", err)
-	}
-	mgr := a.Manager
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("agent %s: %v", cluster, err)
-		}
-	})
-	return cancel
+	return planes.AgentForTest(t, hubCfg, managedCfg, cluster, append([]func(*app.Options){func(o *app.Options) { o.Concurrency = concurrency }}, opts...)...)
 }
 
 func mustCreate(t *testing.T, c client.Client, objs ...client.Object) {

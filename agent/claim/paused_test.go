@@ -7,7 +7,6 @@ import (
 
 	metal3api "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
 	. "github.com/onsi/gomega"
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -130,69 +129,4 @@ func TestPausedClaimFreezesItsHost(t *testing.T) {
 		g.Expect(infra.Get(ctx, hostKey, h)).To(Succeed())
 		g.Expect(h.Spec.ConsumerRef).To(BeNil())
 	}).WithTimeout(180 * time.Second).WithPolling(time.Second).Should(Succeed())
-}
-
-// TestNodeReuseKeepsTheHost: a claim kept with its image, data and power
-// cleared (Cluster API's node reuse) keeps its host through
-// deprovisioning, and gets the same host back when it asks for an image
-// again, though another host is free.
-func TestNodeReuseKeepsTheHost(t *testing.T) {
-	g := NewWithT(t)
-	ctx := context.Background()
-	s := newScene(t, g, true, "h0", "h1")
-	hub, infra := s.hub, s.infra
-	startAgent(t, s.f, "infra-1", 2)
-	mustCreate(t, hub, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: tenantNS, Name: "m0-userdata"},
-		StringData: map[string]string{"userData": "#cloud-config\n"}})
-
-	image := &metal3api.Image{URL: "http://127.0.0.1:8099/os.qcow2", Checksum: "http://127.0.0.1:8099/os.qcow2.sha256sum"}
-	c := hubClaim("m0", "infra-1", nil)
-	c.Labels["infrastructure.cluster.x-k8s.io/node-reuse"] = "md-0"
-	c.Spec.PoweredOn, c.Spec.Image, c.Spec.UserData = true, image, &corev1.SecretReference{Name: "m0-userdata"}
-	mustCreate(t, hub, c)
-	key := client.ObjectKeyFromObject(c)
-	ready := func(g Gomega) {
-		g.Expect(hub.Get(ctx, key, c)).To(Succeed())
-		r := condition(c, hostfleetv1alpha1.ConditionReady)
-		g.Expect(r.Status).To(Equal(metav1.ConditionTrue), r.Message)
-		g.Expect(r.ObservedGeneration).To(Equal(c.Generation))
-	}
-	g.Eventually(ready).WithTimeout(180 * time.Second).WithPolling(time.Second).Should(Succeed())
-	g.Expect(condition(c, hostfleetv1alpha1.ConditionProvisioned).Status).To(Equal(metav1.ConditionTrue))
-	host := *c.Status.BareMetalHost
-	uid := c.Annotations[hostfleetv1alpha1.AnnotationHostUID]
-
-	t.Log("scaled down with node reuse: image, data and power cleared, the claim kept")
-	g.Eventually(func() error {
-		if err := hub.Get(ctx, key, c); err != nil {
-			return err
-		}
-		c.Spec.Image, c.Spec.UserData, c.Spec.PoweredOn = nil, nil, false
-		return hub.Update(ctx, c)
-	}).WithTimeout(10 * time.Second).Should(Succeed())
-	h := &metal3api.BareMetalHost{}
-	g.Eventually(func(g Gomega) {
-		ready(g)
-		g.Expect(c.Status.BareMetalHost).To(HaveValue(Equal(host)), "the same host, through deprovisioning")
-		g.Expect(infra.Get(ctx, client.ObjectKey{Namespace: host.Namespace, Name: host.Name}, h)).To(Succeed())
-		g.Expect(h.Status.Provisioning.State).To(Equal(metal3api.StateAvailable))
-		g.Expect(h.Spec.ConsumerRef).NotTo(BeNil())
-		g.Expect(h.Spec.ConsumerRef.Name).To(Equal("m0"))
-	}).WithTimeout(180 * time.Second).WithPolling(time.Second).Should(Succeed())
-	g.Expect(c.Labels).To(HaveKeyWithValue("infrastructure.cluster.x-k8s.io/node-reuse", "md-0"), "the client's labels are its own")
-
-	t.Log("scaled up again: the same host is provisioned, though another one is free")
-	g.Eventually(func() error {
-		if err := hub.Get(ctx, key, c); err != nil {
-			return err
-		}
-		c.Spec.Image, c.Spec.UserData, c.Spec.PoweredOn = image, &corev1.SecretReference{Name: "m0-userdata"}, true
-		return hub.Update(ctx, c)
-	}).WithTimeout(10 * time.Second).Should(Succeed())
-	g.Eventually(func(g Gomega) {
-		ready(g)
-		g.Expect(condition(c, hostfleetv1alpha1.ConditionProvisioned).Status).To(Equal(metav1.ConditionTrue))
-	}).WithTimeout(180 * time.Second).WithPolling(time.Second).Should(Succeed())
-	g.Expect(c.Status.BareMetalHost).To(HaveValue(Equal(host)))
-	g.Expect(c.Annotations).To(HaveKeyWithValue(hostfleetv1alpha1.AnnotationHostUID, uid), "the same identity: the Node's providerID still names it")
 }

@@ -177,24 +177,11 @@ func mustClient(g Gomega, cfg *rest.Config) client.Client {
 }
 
 // startAgent runs an agent in this process until the test ends.
-func startAgent(t *testing.T, g *WithT, hubCfg, managedCfg *rest.Config, cluster string, opt func(*app.Options)) {
-	o := app.NewOptions()
-	o.ClusterName, o.InProcess, o.LeaderElect, o.HealthLease = cluster, true, false, false
-	o.RetryAfter, o.Resync = 2*time.Second, 2*time.Second
-	if opt != nil {
-		opt(o)
+func startAgent(t *testing.T, _ *WithT, hubCfg, managedCfg *rest.Config, cluster string, opt func(*app.Options)) {
+	if opt == nil {
+		opt = func(*app.Options) {}
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	a, err := app.New(ctx, hubCfg, managedCfg, o)
-	g.Expect(err).NotTo(HaveOccurred())
-	done := make(chan error, 1)
-	go func() { done <- a.Manager.Start(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("agent %s: %v", cluster, err)
-		}
-	})
+	planes.AgentForTest(t, hubCfg, managedCfg, cluster, opt)
 }
 
 func synced(g Gomega, hub client.Client, name string) *metav1.Condition {

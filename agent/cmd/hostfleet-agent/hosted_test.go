@@ -49,7 +49,7 @@ func TestHostedMode(t *testing.T) {
 		g.Expect(infra.Create(ctx, o)).To(Succeed())
 	}
 
-	metricsAddr := freeAddr(t)
+	metricsAddr := planes.FreeAddr(t)
 	proc, err := f.Run("agent-hosted", "hub", bin, []string{
 		"--hub-kubeconfig=" + f.Plane("hub").Kubeconfig,
 		"--bootstrap-managed-kubeconfig=" + f.Plane("infra-1").Kubeconfig,

@@ -5,7 +5,6 @@ import (
 	"crypto/tls"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -120,7 +119,7 @@ func TestBinaryBindsClaim(t *testing.T) {
 	ctx := context.Background()
 	bin, f, hub, infra := agentScene(t, 1, 6230, hostName)
 
-	metricsAddr, healthAddr := freeAddr(t), freeAddr(t)
+	metricsAddr, healthAddr := planes.FreeAddr(t), planes.FreeAddr(t)
 	proc, err := f.Run("hostfleet-agent-infra-1", "infra-1", bin, []string{
 		"--hub-kubeconfig=" + f.Plane("hub").Kubeconfig,
 		"--managed-kubeconfig=" + f.Plane("infra-1").Kubeconfig,
@@ -228,16 +227,6 @@ func scrape(addr, token string, code int, want ...string) func(g Gomega) {
 			g.Expect(string(body)).To(ContainSubstring(w))
 		}
 	}
-}
-
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
 }
 
 // TestStartsWhileTheHubIsDown: an agent started while its hub does not

@@ -88,7 +88,7 @@ func (fl *fleet) buildCluster(t *testing.T, kind string) {
 	for _, n := range names {
 		g.Expect(cl.Create(ctx, machine(n))).To(Succeed())
 	}
-	fl.timeline(t, g, cl, names[0])
+	fl.timeline(t, g, cl, names)
 	ready := fl.converge(g, cl, names)
 	for _, m := range ready {
 		fl.registerNode(t, g, m)
@@ -156,16 +156,21 @@ func (fl *fleet) converge(g *WithT, cl *capi.Client, names []string) []*capi.Mac
 	return out
 }
 
-// timeline follows one machine, logging when its claim was bound, its
-// data rendered and it was Ready, from the machine's creation.
-func (fl *fleet) timeline(t *testing.T, g *WithT, cl *capi.Client, name string) {
-	start, seen := time.Now(), map[string]time.Duration{}
+// timeline reconciles the machines and follows the first, logging when its
+// claim was bound, its data rendered and it was Ready, from its creation.
+func (fl *fleet) timeline(t *testing.T, g *WithT, cl *capi.Client, names []string) {
+	name, start, seen := names[0], time.Now(), map[string]time.Duration{}
 	mark := func(step string, now bool) {
 		if _, ok := seen[step]; !ok && now {
 			seen[step] = time.Since(start).Round(100 * time.Millisecond)
 		}
 	}
 	g.Eventually(func(g Gomega) {
+		for _, other := range names[1:] { // as the provider's controller does, concurrently
+			if _, err := cl.Reconcile(context.Background(), other); !errors.Is(err, capi.ErrWaiting) {
+				g.Expect(err).NotTo(HaveOccurred())
+			}
+		}
 		m, err := cl.Reconcile(context.Background(), name)
 		if !errors.Is(err, capi.ErrWaiting) {
 			g.Expect(err).NotTo(HaveOccurred())

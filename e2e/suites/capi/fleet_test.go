@@ -182,20 +182,11 @@ func (fl *fleet) hosts(t *testing.T, g *WithT, cluster string, i int) {
 }
 
 // startAgent runs an agent in this process until the test ends.
-func startAgent(t *testing.T, g *WithT, hubCfg, managedCfg *rest.Config, cluster string, opt func(*app.Options)) {
-	o := app.NewOptions()
-	o.ClusterName, o.InProcess, o.LeaderElect, o.HealthLease = cluster, true, false, false
-	o.RetryAfter, o.Resync, o.InventoryInterval = 2*time.Second, 5*time.Second, time.Second
-	opt(o)
-	ctx, cancel := context.WithCancel(context.Background())
-	a, err := app.New(ctx, hubCfg, managedCfg, o)
-	g.Expect(err).NotTo(HaveOccurred())
-	done := make(chan error, 1)
-	go func() { done <- a.Manager.Start(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("agent %s: %v", cluster, err)
+func startAgent(t *testing.T, _ *WithT, hubCfg, managedCfg *rest.Config, cluster string, opt func(*app.Options)) {
+	planes.AgentForTest(t, hubCfg, managedCfg, cluster, func(o *app.Options) {
+		o.Resync, o.InventoryInterval = 5*time.Second, time.Second
+		if opt != nil {
+			opt(o)
 		}
 	})
 }

@@ -113,28 +113,8 @@ func drivenHosts(t *testing.T, g Gomega, infra client.Client, n int) map[string]
 // startAgent runs the Hostfleet agent for the target in --local-claims mode
 // in this process.
 func startAgent(t *testing.T, f *planes.Fleet) {
-	o := app.NewOptions()
-	o.ClusterName = cluster
-	o.LocalClaims = true
-	o.InProcess = true
-	o.LeaderElect = false
-	o.HealthLease = false
-	o.RetryAfter = 2 * time.Second
-	o.BMCPoll = 2 * time.Second
-	o.BMCTimeout = 5 * time.Second
-	ctx, cancel := context.WithCancel(context.Background())
-	a, err := app.New(ctx, f.Plane("hub").Config, f.Plane(cluster).Config, o)
-	if err != nil {
-		cancel()
-		t.Fatalf("agent: %v", err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- a.Manager.Start(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("agent: %v", err)
-		}
+	planes.AgentForTest(t, f.Plane("hub").Config, f.Plane(cluster).Config, cluster, func(o *app.Options) {
+		o.LocalClaims, o.BMCPoll, o.BMCTimeout = true, 2*time.Second, 5*time.Second
 	})
 }
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -46,7 +45,7 @@ func TestPrometheusScrapesTheFleet(t *testing.T) {
 	fleet(t, g, hub, infra)
 
 	dir := t.TempDir()
-	hubAddr, agentAddr, promAddr := freeAddr(t), freeAddr(t), freeAddr(t)
+	hubAddr, agentAddr, promAddr := planes.FreeAddr(t), planes.FreeAddr(t), planes.FreeAddr(t)
 	_, err := f.Run("hostfleet-hub", "hub", build(t, dir, "hub/cmd/hostfleet-hub"), []string{
 		"--kubeconfig=" + f.Plane("hub").Kubeconfig, "--metrics-bind-address=" + hubAddr,
 		"--addon-manager=false", "--leader-election-namespace=default"})
@@ -247,14 +246,4 @@ func lookPath(t *testing.T, name string) string {
 		t.Fatalf("%s is not installed (run `hack/tools.sh prometheus` or `make tools`): %v", name, err)
 	}
 	return bin
-}
-
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
 }
