@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/hostfleet/hostfleet/agent/app"
+	"github.com/hostfleet/hostfleet/e2e/harness/agents"
 	"github.com/hostfleet/hostfleet/e2e/harness/planes"
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
 )
@@ -34,7 +35,7 @@ func startAgent(t *testing.T, f *planes.Fleet, cluster string, concurrency int, 
 // startAgentWith runs an agent with the given hub and managed configs.
 func startAgentWith(t *testing.T, hubCfg, managedCfg *rest.Config, cluster string, concurrency int, opts ...func(*app.Options)) context.CancelFunc {
 	t.Helper()
-	return planes.AgentForTest(t, hubCfg, managedCfg, cluster, append([]func(*app.Options){func(o *app.Options) { o.Concurrency = concurrency }}, opts...)...)
+	return agents.ForTest(t, hubCfg, managedCfg, cluster, append([]func(*app.Options){func(o *app.Options) { o.Concurrency = concurrency }}, opts...)...)
 }
 
 func mustCreate(t *testing.T, c client.Client, objs ...client.Object) {

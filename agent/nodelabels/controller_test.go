@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/hostfleet/hostfleet/agent/app"
+	"github.com/hostfleet/hostfleet/e2e/harness/agents"
 	"github.com/hostfleet/hostfleet/e2e/harness/planes"
 	"github.com/hostfleet/hostfleet/hub/addon"
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
@@ -181,7 +182,7 @@ func startAgent(t *testing.T, _ *WithT, hubCfg, managedCfg *rest.Config, cluster
 	if opt == nil {
 		opt = func(*app.Options) {}
 	}
-	planes.AgentForTest(t, hubCfg, managedCfg, cluster, opt)
+	agents.ForTest(t, hubCfg, managedCfg, cluster, opt)
 }
 
 func synced(g Gomega, hub client.Client, name string) *metav1.Condition {

@@ -20,6 +20,7 @@ import (
 
 	"github.com/hostfleet/hostfleet/agent/app"
 	"github.com/hostfleet/hostfleet/e2e/emulators/redfish"
+	"github.com/hostfleet/hostfleet/e2e/harness/agents"
 	"github.com/hostfleet/hostfleet/e2e/harness/planes"
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
 	"github.com/hostfleet/hostfleet/hub/hardwarecopy"
@@ -183,7 +184,7 @@ func (fl *fleet) hosts(t *testing.T, g *WithT, cluster string, i int) {
 
 // startAgent runs an agent in this process until the test ends.
 func startAgent(t *testing.T, _ *WithT, hubCfg, managedCfg *rest.Config, cluster string, opt func(*app.Options)) {
-	planes.AgentForTest(t, hubCfg, managedCfg, cluster, func(o *app.Options) {
+	agents.ForTest(t, hubCfg, managedCfg, cluster, func(o *app.Options) {
 		o.Resync, o.InventoryInterval = 5*time.Second, time.Second
 		if opt != nil {
 			opt(o)

@@ -21,6 +21,7 @@ import (
 
 	"github.com/hostfleet/hostfleet/agent/app"
 	"github.com/hostfleet/hostfleet/e2e/emulators/redfish"
+	"github.com/hostfleet/hostfleet/e2e/harness/agents"
 	"github.com/hostfleet/hostfleet/e2e/harness/planes"
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
 	"github.com/hostfleet/hostfleet/hub/forwarder"
@@ -113,7 +114,7 @@ func drivenHosts(t *testing.T, g Gomega, infra client.Client, n int) map[string]
 // startAgent runs the Hostfleet agent for the target in --local-claims mode
 // in this process.
 func startAgent(t *testing.T, f *planes.Fleet) {
-	planes.AgentForTest(t, f.Plane("hub").Config, f.Plane(cluster).Config, cluster, func(o *app.Options) {
+	agents.ForTest(t, f.Plane("hub").Config, f.Plane(cluster).Config, cluster, func(o *app.Options) {
 		o.LocalClaims, o.BMCPoll, o.BMCTimeout = true, 2*time.Second, 5*time.Second
 	})
 }

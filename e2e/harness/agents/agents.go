@@ -1,8 +1,10 @@
-package planes
+// Package agents runs Hostfleet agents in a test's process, against the
+// planes of e2e/harness/planes. (Apart from planes: the agent's own
+// packages test with planes, and the agent imports them.)
+package agents
 
 import (
 	"context"
-	"net"
 	"testing"
 	"time"
 
@@ -11,12 +13,12 @@ import (
 	"github.com/hostfleet/hostfleet/agent/app"
 )
 
-// AgentForTest runs the Hostfleet agent for cluster in this process, with
+// ForTest runs the Hostfleet agent for cluster in this process, with
 // hubCfg and managedCfg, until the test ends, and returns what stops it
 // sooner. Test defaults: no leader election (tests race agents on purpose),
 // no health Lease (the planes have no add-on namespace), claims retried and
 // resynced every 2 s; opts change any of them.
-func AgentForTest(t testing.TB, hubCfg, managedCfg *rest.Config, cluster string, opts ...func(*app.Options)) context.CancelFunc {
+func ForTest(t testing.TB, hubCfg, managedCfg *rest.Config, cluster string, opts ...func(*app.Options)) context.CancelFunc {
 	t.Helper()
 	o := app.NewOptions()
 	o.ClusterName, o.InProcess, o.LeaderElect, o.HealthLease = cluster, true, false, false
@@ -39,15 +41,4 @@ func AgentForTest(t testing.TB, hubCfg, managedCfg *rest.Config, cluster string,
 		}
 	})
 	return cancel
-}
-
-// FreeAddr is a loopback address with a port nothing listens on now.
-func FreeAddr(t testing.TB) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
 }
