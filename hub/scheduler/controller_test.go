@@ -373,7 +373,7 @@ func TestPlacementIsOneWrite(t *testing.T) {
 	ctx := context.Background()
 	const grace = 8 * time.Second
 	hub := schedulerPlaneWith(t, time.Hour, grace)
-	lab(g, hub, map[string][]hostfleetv1alpha1.HostPool{"c1": {{Namespaces: []string{"tenant-a"}, Total: 2, Available: 2}}})
+	lab(g, hub, map[string][]hostfleetv1alpha1.HostPool{"c1": {{Namespaces: []string{"tenant-a"}, Total: 3, Available: 3}}})
 	get := getter(hub)
 	placedOn := func(c *metal3api.HostClaim) time.Time {
 		g.Eventually(func(g Gomega) {
@@ -381,6 +381,10 @@ func TestPlacementIsOneWrite(t *testing.T) {
 		}).WithTimeout(20 * time.Second).WithPolling(20 * time.Millisecond).Should(Succeed())
 		return time.Now()
 	}
+	// The scheduler's cache may not show the tenant's clusters yet (it
+	// would rightly write NoCapacity first): a first claim placed says it
+	// does.
+	placedOn(createClaim(g, hub, "probe", nil))
 
 	t.Log("the agent writes the condition: the scheduler's one write was the label")
 	confirmed := createClaim(g, hub, "confirmed", nil)
