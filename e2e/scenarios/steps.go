@@ -356,8 +356,8 @@ func (e *fleet) hubHostedStep() {
 		deploys := &appsv1.DeploymentList{}
 		g.Expect(e.Client("infra-2").List(ctx, deploys, client.MatchingLabels{"app.kubernetes.io/name": hostfleetv1alpha1.AddonName})).To(Succeed())
 		g.Expect(deploys.Items).To(BeEmpty(), "nothing of the agent runs on infra-2")
-	}).WithTimeout(3*time.Minute).WithPolling(time.Second).Should(Succeed(),
-		"the Default-mode work OCM applied before the Hosted annotation is withdrawn by infra-2's work agent (over a minute under make test's load)")
+	}).WithTimeout(6*time.Minute).WithPolling(time.Second).Should(Succeed(),
+		"the Default-mode work OCM applied before the Hosted annotation is withdrawn by infra-2's work agent (over three minutes under make test's load)")
 
 	// Uninstall: the claim first, then the HostfleetHub; the operator
 	// takes the agent away through the hub, then the hub.

@@ -116,6 +116,7 @@ func drivenHosts(t *testing.T, g Gomega, infra client.Client, n int) map[string]
 func startAgent(t *testing.T, f *planes.Fleet) {
 	agents.ForTest(t, f.Plane("hub").Config, f.Plane(cluster).Config, cluster, func(o *app.Options) {
 		o.LocalClaims, o.BMCPoll, o.BMCTimeout = true, 2*time.Second, 5*time.Second
+		o.Resync = app.NewOptions().Resync // host and claim events drive it; a 2 s resync of 20 claims only costs CPU
 	})
 }
 
