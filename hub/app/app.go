@@ -77,8 +77,8 @@ func NewOptions() *Options {
 	if ns == "" {
 		ns = "hostfleet-system"
 	}
-	return &Options{LeaderElect: true, LeaderElectionNamespace: ns, LeaseDuration: 8 * time.Second, RenewDeadline: 6 * time.Second,
-		RetryPeriod: time.Second, MetricsAddr: "0", MetricsSecure: true, HealthAddr: "0", BindDeadline: 5 * time.Minute,
+	return &Options{LeaderElect: true, LeaderElectionNamespace: ns, LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second,
+		RetryPeriod: 2 * time.Second, MetricsAddr: "0", MetricsSecure: true, HealthAddr: "0", BindDeadline: 5 * time.Minute,
 		QPS: 300, Burst: 600, SchedulerWorkers: 16,
 		AddonManager: true,
 		Addon: addon.Options{Image: "ghcr.io/hostfleet/hostfleet-agent:latest", ImagePullPolicy: corev1.PullIfNotPresent,

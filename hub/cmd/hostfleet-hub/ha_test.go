@@ -32,9 +32,9 @@ const (
 	claims     = clusters * perCluster
 )
 
-// TestLeaderKilledMidStorm: two hub replicas; the leader is killed with
-// SIGKILL while claims arrive at 20/s; the standby takes the Lease and
-// places again within 15 s of the kill; every claim is placed once, and no
+// TestLeaderKilledMidStorm: two hub replicas with an 8 s Lease; the leader
+// is killed with SIGKILL while claims arrive at 20/s; the standby takes the
+// Lease and places again within 15 s of the kill; every claim is placed once, and no
 // cluster gets more claims than it has hosts.
 func TestLeaderKilledMidStorm(t *testing.T) {
 	g := NewWithT(t)
@@ -54,7 +54,8 @@ func TestLeaderKilledMidStorm(t *testing.T) {
 	for _, name := range []string{"hub-a", "hub-b"} {
 		addr := planes.FreeAddr(t)
 		p, err := f.Run(name, "hub", bin, []string{"--kubeconfig=" + f.Plane("hub").Kubeconfig, "--addon-manager=false",
-			"--leader-election-namespace=default", "--metrics-bind-address=" + addr, "--metrics-secure=false"})
+			"--leader-election-namespace=default", "--metrics-bind-address=" + addr, "--metrics-secure=false",
+			"--leader-elect-lease-duration=8s", "--leader-elect-renew-deadline=6s", "--leader-elect-retry-period=1s"})
 		g.Expect(err).NotTo(HaveOccurred())
 		replicas = append(replicas, replica{p, addr})
 	}
