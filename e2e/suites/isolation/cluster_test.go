@@ -82,6 +82,10 @@ func TestWhoMakesAWorkloadCluster(t *testing.T) {
 		g.ExpectWithOffset(1, err.Error()).To(ContainSubstring("ValidatingAdmissionPolicy 'hostfleet-cluster-tenant'"), what)
 		g.ExpectWithOffset(1, err.Error()).To(ContainSubstring("takes the right to update the Tenant"), what)
 	}
+	// The hub installs its policies as it starts, and the API server takes
+	// a moment to enforce a new one: wait until it does.
+	g.Eventually(func() error { return bootstrapSA.Create(ctx, cluster("probe", "a", false), client.DryRunAll) }).
+		WithTimeout(30*time.Second).Should(HaveOccurred(), "the cluster-tenant policy in force")
 	for who, c := range map[string]client.Client{"the agent-registration-bootstrap ServiceAccount": bootstrapSA, "a bootstrap token": bootstrapToken} {
 		g.Eventually(func() error { return c.Create(ctx, cluster("newcomer", "", false), client.DryRunAll) }).
 			WithTimeout(10*time.Second).Should(Succeed(), "positive control: %s may create a ManagedCluster, as joining needs", who)

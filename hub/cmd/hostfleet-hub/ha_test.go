@@ -72,13 +72,16 @@ func TestLeaderKilledMidStorm(t *testing.T) {
 
 	t.Logf("%d claims at 20/s; the leader, replica %d, is killed once a third are placed", claims, first)
 	placed := watchPlacements(t, g, hub)
+	arrivals := time.NewTicker(50 * time.Millisecond) // 20 claims a second
+	t.Cleanup(arrivals.Stop)
 	go func() {
 		for i := range claims {
 			c := &metal3api.HostClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant-a", Name: fmt.Sprintf("c%03d", i)}}
-			for hub.Create(ctx, c) != nil {
-				time.Sleep(100 * time.Millisecond) // the API server is busy: try again
+			for range arrivals.C {
+				if hub.Create(ctx, c) == nil { // else the API server is busy: at the next tick
+					break
+				}
 			}
-			time.Sleep(50 * time.Millisecond) // 20 claims a second: an arrival rate, not a wait
 		}
 	}()
 	g.Eventually(func() int { return placed.count() }).WithTimeout(2 * time.Minute).Should(BeNumerically(">=", claims/3))
