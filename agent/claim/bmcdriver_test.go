@@ -129,15 +129,7 @@ func TestClaimFollowsASlowBMC(t *testing.T) {
 		}).WithPolling(50 * time.Millisecond).WithTimeout(90 * time.Second).Should(Succeed())
 		return sawChanging
 	}
-	update := func(mut func(*metal3api.HostClaim)) {
-		g.Eventually(func() error {
-			if err := hub.Get(ctx, key, c); err != nil {
-				return err
-			}
-			mut(c)
-			return hub.Update(ctx, c)
-		}).WithTimeout(10 * time.Second).Should(Succeed())
-	}
+	update := func(mut func(*metal3api.HostClaim)) { updateClaim(g, hub, c, mut) }
 
 	ready("provisioning")
 	g.Expect(b.Resets()).To(Equal([]string{"On"}))

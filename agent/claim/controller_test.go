@@ -319,3 +319,15 @@ func newScene(t *testing.T, g Gomega, bmo bool, hosts ...string) *scene {
 	}
 	return s
 }
+
+// updateClaim changes claim c (re-read first, and again on a conflict)
+// until the hub takes the update.
+func updateClaim(g Gomega, hub client.Client, c *metal3api.HostClaim, change func(*metal3api.HostClaim)) {
+	g.Eventually(func() error {
+		if err := hub.Get(context.Background(), client.ObjectKeyFromObject(c), c); err != nil {
+			return err
+		}
+		change(c)
+		return hub.Update(context.Background(), c)
+	}).WithTimeout(10 * time.Second).Should(Succeed())
+}

@@ -47,15 +47,7 @@ func TestPausedClaimFreezesItsHost(t *testing.T) {
 	g.Expect(hub.Get(ctx, key, hw)).To(Succeed())
 	g.Expect(hw.Spec.HardwareDetails.NIC).To(ContainElement(HaveField("IP", "192.168.100.1")), "the copy carries the NIC addresses")
 
-	edit := func(change func(*metal3api.HostClaim)) {
-		g.Eventually(func() error {
-			if err := hub.Get(ctx, key, c); err != nil {
-				return err
-			}
-			change(c)
-			return hub.Update(ctx, c)
-		}).WithTimeout(10 * time.Second).Should(Succeed())
-	}
+	edit := func(change func(*metal3api.HostClaim)) { updateClaim(g, hub, c, change) }
 	pause := func() {
 		edit(func(c *metal3api.HostClaim) { c.Annotations[hostfleetv1alpha1.AnnotationPaused] = capm3Pause })
 	}
