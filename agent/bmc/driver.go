@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
+	"net/http/cookiejar"
 	"os/exec"
 	"regexp"
 	"strings"
@@ -178,9 +180,14 @@ func open(ctx context.Context, addr Address, user, pass string, o Options) (Driv
 		if addr.Port != "" {
 			opts = append(opts, bmclib.WithRedfishPort(addr.Port))
 		}
-		if !o.InsecureSkipVerify {
-			opts = append(opts, bmclib.WithSecureTLS(nil)) // the system's roots
-		}
+		// bmclib's own client opens a connection per request (keep-alives
+		// off), each a TLS handshake: this one keeps them for the session
+		// and resumes TLS sessions across sessions. The system's roots
+		// unless the host disables verification.
+		jar, _ := cookiejar.New(nil)
+		tr := http.DefaultTransport.(*http.Transport).Clone()
+		tr.TLSClientConfig = tlsConfig(o.InsecureSkipVerify)
+		opts = append(opts, bmclib.WithHTTPClient(&http.Client{Transport: tr, Jar: jar, Timeout: 2 * time.Minute}))
 		provider = "gofish"
 	default:
 		return nil, fmt.Errorf("%w: protocol %q", ErrUnsupported, addr.Protocol)

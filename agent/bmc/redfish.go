@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"sort"
 	"strings"
+	"sync"
 
 	metal3api "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
 )
@@ -37,9 +38,36 @@ func newRedfishSystem(addr Address, user, pass string, insecure bool) *redfishSy
 	if addr.Port != "" {
 		host = net.JoinHostPort(addr.Host, addr.Port)
 	}
+	base := scheme + "://" + host
+	return &redfishSystem{base: base, systemPath: addr.SystemPath, user: user, pass: pass, http: &http.Client{Transport: transport(base, insecure)}}
+}
+
+// transports are the Redfish connections kept between sessions, one pool
+// per BMC and TLS choice: a host's next reconcile reuses the connection of
+// the last one instead of a new TLS handshake (the BMC's CPU is scarce).
+var transports sync.Map
+
+// tlsSessions resumes the TLS sessions of every BMC connection, bmclib's
+// included (it copies the transport it is given, and this with it).
+var tlsSessions = tls.NewLRUClientSessionCache(4096)
+
+// transport is the connection pool for base.
+func transport(base string, insecure bool) *http.Transport {
+	key := fmt.Sprintf("%s %v", base, insecure)
+	if tr, ok := transports.Load(key); ok {
+		return tr.(*http.Transport)
+	}
 	tr := http.DefaultTransport.(*http.Transport).Clone()
-	tr.TLSClientConfig = &tls.Config{InsecureSkipVerify: insecure} //nolint:gosec // the BMH's disableCertificateVerification
-	return &redfishSystem{base: scheme + "://" + host, systemPath: addr.SystemPath, user: user, pass: pass, http: &http.Client{Transport: tr}}
+	tr.TLSClientConfig = tlsConfig(insecure)
+	tr.MaxIdleConnsPerHost = 1 // one kept per BMC: thousands of hosts, few requests each
+	actual, _ := transports.LoadOrStore(key, tr)
+	return actual.(*http.Transport)
+}
+
+// tlsConfig is the TLS of BMC connections: the system's roots unless the
+// host disables certificate verification; sessions resumed.
+func tlsConfig(insecure bool) *tls.Config {
+	return &tls.Config{InsecureSkipVerify: insecure, ClientSessionCache: tlsSessions} //nolint:gosec // the BMH's disableCertificateVerification
 }
 
 func (r *redfishSystem) get(ctx context.Context, path string, out any) error {
@@ -53,7 +81,7 @@ func (r *redfishSystem) get(ctx context.Context, path string, out any) error {
 	if err != nil {
 		return err
 	}
-	defer func() { _ = resp.Body.Close() }()
+	defer drain(resp)
 	if resp.StatusCode != http.StatusOK {
 		return fmt.Errorf("GET %s: %s", path, resp.Status)
 	}
@@ -78,7 +106,7 @@ func (r *redfishSystem) post(ctx context.Context, path string, body any) error {
 	if err != nil {
 		return err
 	}
-	defer func() { _ = resp.Body.Close() }()
+	defer drain(resp)
 	if resp.StatusCode/100 == 2 {
 		return nil
 	}
@@ -92,6 +120,14 @@ func (r *redfishSystem) post(ctx context.Context, path string, body any) error {
 		return fmt.Errorf("POST %s: %s: %s", path, resp.Status, e.Error.Message)
 	}
 	return fmt.Errorf("POST %s: %s", path, resp.Status)
+}
+
+// drain reads what is left of a response (a JSON document's last newline)
+// and closes it: only a body read to its end lets the connection serve the
+// next request.
+func drain(resp *http.Response) {
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
+	_ = resp.Body.Close()
 }
 
 // computerSystem is what the driver reads of a Redfish ComputerSystem.
