@@ -85,26 +85,16 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, managed cluster.Cluster)
 				CreateFunc:  func(e event.TypedCreateEvent[*metal3api.BareMetalHost]) bool { return r.drives(e.Object) },
 				DeleteFunc:  func(event.TypedDeleteEvent[*metal3api.BareMetalHost]) bool { return false },
 				GenericFunc: func(e event.TypedGenericEvent[*metal3api.BareMetalHost]) bool { return r.drives(e.Object) },
-				// Status writes and the power change it remembers are
-				// our own: spec, other annotations and deletion matter.
+				// Status writes are our own: spec, annotations and
+				// deletion matter.
 				UpdateFunc: func(e event.TypedUpdateEvent[*metal3api.BareMetalHost]) bool {
 					return r.drives(e.ObjectNew) && (e.ObjectOld.GetGeneration() != e.ObjectNew.GetGeneration() ||
-						!maps.Equal(othersThanOurs(e.ObjectOld.GetAnnotations()), othersThanOurs(e.ObjectNew.GetAnnotations())) ||
+						!maps.Equal(e.ObjectOld.GetAnnotations(), e.ObjectNew.GetAnnotations()) ||
 						e.ObjectNew.GetDeletionTimestamp() != nil)
 				},
 			})).
 		WithOptions(controller.Options{MaxConcurrentReconciles: r.Workers}).
 		Complete(r)
-}
-
-// othersThanOurs is annotations without the power change the driver keeps.
-func othersThanOurs(annotations map[string]string) map[string]string {
-	if _, ok := annotations[hostfleetv1alpha1.AnnotationPowerChange]; !ok {
-		return annotations
-	}
-	out := maps.Clone(annotations)
-	delete(out, hostfleetv1alpha1.AnnotationPowerChange)
-	return out
 }
 
 // drives says whether the driver drives host.
@@ -133,12 +123,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 	}
 	// One BMC session for as many steps as follow each other (registering
-	// to provisioning is four); each step's status is written before the
-	// next.
-	x := &run{Reconciler: r, host: host}
+	// to provisioning is four), and one status write for all of them: at
+	// the end, or before a power command (which it remembers).
+	x := &run{Reconciler: r, host: host, stored: host.DeepCopy()}
 	defer x.close(ctx)
-	for range maxSteps {
-		x.stored = host.DeepCopy()
+	if host.Status.OperationalStatus == "" {
+		host.Status.OperationalStatus = metal3api.OperationalStatusOK // a new host, until an error says otherwise
+	}
+	for i := range maxSteps {
 		var o outcome
 		if x.d == nil {
 			if err := x.open(ctx, errorKind(host)); err != nil {
@@ -151,12 +143,16 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		if o.err == nil {
 			o = x.step(ctx)
 		}
-		if done, res, err := x.record(ctx, o); done {
-			return res, err
+		if o.err == nil && o.proceed {
+			if i < maxSteps-1 {
+				continue
+			}
+			o = outcome{after: time.Millisecond} // the next steps in a reconcile of their own, at once
 		}
+		res, err := x.record(ctx, o)
+		return res, err
 	}
-	// The next steps in a reconcile of their own, at once.
-	return ctrl.Result{RequeueAfter: time.Millisecond}, nil
+	return ctrl.Result{}, nil
 }
 
 func (r *Reconciler) setFinalizer(ctx context.Context, host *metal3api.BareMetalHost, on bool) error {
@@ -194,7 +190,7 @@ func (r *Reconciler) delete(ctx context.Context, host *metal3api.BareMetalHost, 
 		if !off || o.err != nil {
 			// Kept until it is off; the detached annotation lets it go
 			// as is.
-			_, res, err := x.record(ctx, o)
+			res, err := x.record(ctx, o)
 			return res, client.IgnoreNotFound(err)
 		}
 	}
@@ -227,10 +223,9 @@ func (x *run) close(ctx context.Context) {
 	}
 }
 
-// record writes what a step did: its error or the end of one, the status,
-// and the annotations it changed. done: the reconcile ends here, with res
-// and err.
-func (x *run) record(ctx context.Context, o outcome) (done bool, _ ctrl.Result, _ error) {
+// record writes what the steps did: their error or the end of one, the
+// annotations they changed, then the status. It ends the reconcile.
+func (x *run) record(ctx context.Context, o outcome) (ctrl.Result, error) {
 	host, orig := x.host, x.stored
 	if e := o.err; e != nil {
 		switch {
@@ -249,26 +244,21 @@ func (x *run) record(ctx context.Context, o outcome) (done bool, _ ctrl.Result, 
 		host.Status.ErrorCount, host.Status.ErrorMessage, host.Status.ErrorType = 0, "", ""
 		host.Status.OperationalStatus = metal3api.OperationalStatusOK
 	}
-	// The step's annotation changes (a done reboot or inspection request,
-	// the power change under way): the status update below answers with
-	// the stored object, which does not have them yet.
-	annotations := maps.Clone(host.Annotations)
-	if !equalStatus(orig, host) {
-		now := metav1.Now()
-		host.Status.LastUpdated = &now
-		// The whole status, as its only writer: a patch on a host that has
-		// none yet would lack the fields the schema requires.
-		if err := x.Client.Status().Update(ctx, host); err != nil {
-			return recordFailed(host, err)
-		}
-	}
-	if !maps.Equal(annotations, orig.Annotations) {
+	// The annotations first (a done reboot or inspection request): a status
+	// that says it is done never stands beside a request still there.
+	if !maps.Equal(host.Annotations, orig.Annotations) {
 		done := orig.DeepCopy()
-		done.Annotations = annotations
+		done.Annotations = maps.Clone(host.Annotations)
 		if err := x.Client.Patch(ctx, done, client.MergeFrom(orig)); err != nil {
 			return recordFailed(host, err)
 		}
-		host.ResourceVersion, host.Annotations = done.ResourceVersion, done.Annotations
+		host.ResourceVersion = done.ResourceVersion
+		orig.Annotations, orig.ResourceVersion = done.Annotations, done.ResourceVersion
+	}
+	if !equalStatus(orig, host) {
+		if err := x.writeStatus(ctx); err != nil {
+			return recordFailed(host, err)
+		}
 	}
 	switch {
 	case o.err != nil:
@@ -276,23 +266,37 @@ func (x *run) record(ctx context.Context, o outcome) (done bool, _ ctrl.Result, 
 		if o.after > 0 {
 			wait = min(wait, o.after) // a change under way is read again sooner
 		}
-		return true, ctrl.Result{RequeueAfter: wait}, nil
-	case !o.proceed:
-		return true, ctrl.Result{RequeueAfter: o.after}, nil
+		return ctrl.Result{RequeueAfter: wait}, nil
 	}
-	return false, ctrl.Result{}, nil
+	return ctrl.Result{RequeueAfter: o.after}, nil
+}
+
+// writeStatus writes the whole status, as its only writer (a patch on a
+// host that has none yet would lack the fields the schema requires), with
+// the host's resourceVersion: a host changed since it was read is not
+// written. The annotations the steps changed are kept for record.
+func (x *run) writeStatus(ctx context.Context) error {
+	annotations := maps.Clone(x.host.Annotations)
+	now := metav1.Now()
+	x.host.Status.LastUpdated = &now
+	if err := x.Client.Status().Update(ctx, x.host); err != nil {
+		return err
+	}
+	x.stored = x.host.DeepCopy()
+	x.host.Annotations = annotations
+	return nil
 }
 
 // recordFailed ends a reconcile whose write failed: quietly on a conflict
 // or a host that is gone.
-func recordFailed(host *metal3api.BareMetalHost, err error) (bool, ctrl.Result, error) {
+func recordFailed(host *metal3api.BareMetalHost, err error) (ctrl.Result, error) {
 	switch {
 	case apierrors.IsConflict(err):
-		return true, ctrl.Result{RequeueAfter: requeue.CacheLag}, nil
+		return ctrl.Result{RequeueAfter: requeue.CacheLag}, nil
 	case apierrors.IsNotFound(err):
-		return true, ctrl.Result{}, nil
+		return ctrl.Result{}, nil
 	}
-	return true, ctrl.Result{}, fmt.Errorf("status of %s: %w", klog.KObj(host), err)
+	return ctrl.Result{}, fmt.Errorf("status of %s: %w", klog.KObj(host), err)
 }
 
 // event records an Event on the host, when the Reconciler has a recorder.
@@ -434,13 +438,17 @@ func (x *run) step(ctx context.Context) outcome {
 // so it gets a new UID and every copy of it follows), owned by the host and
 // kept by a finalizer until the host itself goes.
 func (r *Reconciler) saveHardware(ctx context.Context, host *metal3api.BareMetalHost, hw *metal3api.HardwareDetails) error {
-	if err := r.releaseHardware(ctx, host, true); err != nil {
-		return err
-	}
 	hd := &metal3api.HardwareData{ObjectMeta: metav1.ObjectMeta{Namespace: host.Namespace, Name: host.Name,
 		Finalizers: []string{hostfleetv1alpha1.BMCDriverFinalizer}},
 		Spec: metal3api.HardwareDataSpec{HardwareDetails: hw.DeepCopy()}}
 	if err := controllerutil.SetControllerReference(host, hd, r.Client.Scheme()); err != nil {
+		return err
+	}
+	// The first inspection creates it: one write, no read.
+	if err := r.Client.Create(ctx, hd.DeepCopy()); !apierrors.IsAlreadyExists(err) {
+		return err
+	}
+	if err := r.releaseHardware(ctx, host, true); err != nil {
 		return err
 	}
 	return r.Client.Create(ctx, hd)

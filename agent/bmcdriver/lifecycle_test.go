@@ -11,6 +11,7 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -146,7 +147,7 @@ func TestLifecycle(t *testing.T) {
 	e.update(h, func(h *metal3api.BareMetalHost) { h.Annotations[metal3api.RebootAnnotationPrefix] = "" })
 	g.Eventually(func(g Gomega) {
 		g.Expect(e.get(g, h).Annotations).NotTo(HaveKey(metal3api.RebootAnnotationPrefix))
-		g.Expect(h.Annotations).NotTo(HaveKey(hostfleetv1alpha1.AnnotationPowerChange))
+		g.Expect(meta.IsStatusConditionTrue(h.Status.Conditions, hostfleetv1alpha1.ConditionPowerChanging)).To(BeFalse())
 		g.Expect(b.Resets()).To(Equal([]string{"On", "GracefulShutdown", "On"}))
 	}).WithTimeout(30 * time.Second).Should(Succeed())
 
@@ -286,7 +287,7 @@ func TestIPMIHost(t *testing.T) {
 			NewWithT(t).Expect(sim.Power()).To(BeTrue(), "the host says on: the BMC reported it")
 		}
 		g.Expect(h.Status.PoweredOn).To(BeTrue())
-		g.Expect(h.Annotations).NotTo(HaveKey(hostfleetv1alpha1.AnnotationPowerChange))
+		g.Expect(meta.IsStatusConditionTrue(h.Status.Conditions, hostfleetv1alpha1.ConditionPowerChanging)).To(BeFalse())
 	}).WithPolling(50 * time.Millisecond).WithTimeout(30 * time.Second).Should(Succeed())
 	g.Expect(sim.Log()).To(Equal([]string{"power 1"}), "one power-on")
 

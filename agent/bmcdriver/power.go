@@ -1,10 +1,13 @@
 package bmcdriver
 
 import (
-	"encoding/json"
 	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/hostfleet/hostfleet/agent/bmc"
@@ -26,21 +29,21 @@ const (
 const ForProvision = "provision"
 
 // Change is a power change under way: what the driver sent, how often and
-// when. It is kept on the host (hostfleet.io/power-change) and written
-// before each command, so that an agent restarted mid-change waits for the
-// BMC instead of sending again.
+// when. It is kept in the host's PowerChanging condition and written before
+// each command, so that an agent restarted mid-change waits for the BMC
+// instead of sending again.
 type Change struct {
-	Target  Target      `json:"target"`
-	Command bmc.Command `json:"command"`
+	Target  Target
+	Command bmc.Command
 	// Sent is how many times Command was sent, last at SentAt.
-	Sent   int              `json:"sent"`
-	SentAt metav1.MicroTime `json:"sentAt"`
+	Sent   int
+	SentAt metav1.MicroTime
 	// Since is when the change began.
-	Since metav1.MicroTime `json:"since"`
+	Since metav1.MicroTime
 	// Left: since the restart was sent, the BMC reported the host not On.
-	Left bool `json:"left,omitempty"`
+	Left bool
 	// For names the step the change belongs to (ForProvision), if any.
-	For string `json:"for,omitempty"`
+	For string
 }
 
 // Want is the power a host should have.
@@ -67,6 +70,16 @@ type Timing struct {
 	Settle time.Duration
 	// Poll is how often the power is read while a change is under way.
 	Poll time.Duration
+}
+
+// firstRead is how soon after a command the power is read again: a BMC
+// that answers at once is seen done at once; each later read waits as long
+// as the command has already taken, at most Timing.Poll.
+const firstRead = 250 * time.Millisecond
+
+// readAgain is when to read the power again, elapsed after the last send.
+func (t Timing) readAgain(elapsed time.Duration) time.Duration {
+	return max(min(firstRead, t.Poll), min(t.Poll, elapsed))
 }
 
 // maxSends is how many times a command is sent before the change is
@@ -114,6 +127,9 @@ func Decide(now time.Time, s bmc.PowerState, want Want, pc *Change, t Timing) St
 		c := *pc
 		switch {
 		case c.landed(s, now, t):
+			if c.Target == TargetReboot {
+				want.Reboot = false // the reboot asked for is this one
+			}
 			st := fresh(now, s, want, t)
 			st.Landed = &c
 			return st
@@ -154,7 +170,7 @@ func fresh(now time.Time, s bmc.PowerState, want Want, t Timing) Step {
 	}
 	at := metav1.NewMicroTime(now)
 	c := &Change{Target: target, Command: cmd, Sent: 1, SentAt: at, Since: at, For: want.For}
-	return Step{Send: cmd, Change: c, Started: true, Requeue: t.Poll}
+	return Step{Send: cmd, Change: c, Started: true, Requeue: t.readAgain(0)}
 }
 
 // wanted: the change still goes where want asks.
@@ -187,33 +203,33 @@ func (c *Change) landed(s bmc.PowerState, now time.Time, t Timing) bool {
 // follow waits for the change under way, and sends its command again only
 // when the last one timed out.
 func (c *Change) follow(now time.Time, s bmc.PowerState, t Timing) Step {
-	st := Step{Change: c, Requeue: t.Poll}
+	elapsed := now.Sub(c.SentAt.Time)
+	st := Step{Change: c, Requeue: t.readAgain(elapsed)}
 	if c.Command == bmc.CommandForceRestart && s != bmc.PowerOn {
 		c.Left = true
 	}
 	if c.Target == TargetReboot && c.Command != bmc.CommandOn && c.Command != bmc.CommandForceRestart && s == bmc.PowerOff {
 		// The reboot's power-off landed: power on.
 		c.Command, c.Sent, c.SentAt = bmc.CommandOn, 1, metav1.NewMicroTime(now)
-		st.Send = c.Command
+		st.Send, st.Requeue = c.Command, t.readAgain(0)
 		return st
 	}
-	elapsed := now.Sub(c.SentAt.Time)
 	switch {
 	case c.Command == bmc.CommandGracefulShutdown:
 		// The operating system may ignore it: never sent again, forced
 		// off once its time is up.
 		if elapsed >= t.SoftOff {
 			c.Command, c.Sent, c.SentAt = bmc.CommandForceOff, 1, metav1.NewMicroTime(now)
-			st.Send, st.Escalated = c.Command, true
+			st.Send, st.Escalated, st.Requeue = c.Command, true, t.readAgain(0)
 		} else {
-			st.Requeue = min(t.Poll, t.SoftOff-elapsed)
+			st.Requeue = min(st.Requeue, t.SoftOff-elapsed)
 		}
 	case elapsed >= t.wait(c.Sent):
 		c.Sent++
 		c.SentAt = metav1.NewMicroTime(now)
-		st.Send = c.Command
+		st.Send, st.Requeue = c.Command, t.readAgain(0)
 	default:
-		st.Requeue = min(t.Poll, t.wait(c.Sent)-elapsed)
+		st.Requeue = min(st.Requeue, t.wait(c.Sent)-elapsed)
 	}
 	if c.Sent > maxSends {
 		st.Stuck = fmt.Sprintf("%s since %s: the BMC still reports %s after %d × %s; check the BMC's event log, "+
@@ -246,7 +262,8 @@ func (c *Change) reason() string {
 }
 
 // PowerCondition is the host's PowerChanging condition: True, with what
-// was sent and what the BMC reports, while a change is under way.
+// was sent and what the BMC reports, while a change is under way. It is
+// the driver's record of the change too (ChangeOf reads it back).
 func PowerCondition(pc *Change, s bmc.PowerState, generation int64) metav1.Condition {
 	if pc == nil {
 		return metav1.Condition{Type: hostfleetv1alpha1.ConditionPowerChanging, Status: metav1.ConditionFalse,
@@ -257,32 +274,58 @@ func PowerCondition(pc *Change, s bmc.PowerState, generation int64) metav1.Condi
 	if pc.Sent > 1 {
 		times = fmt.Sprintf("%d times", pc.Sent)
 	}
+	var extra string
+	if pc.For == ForProvision {
+		extra += ", to provision"
+	}
+	if pc.Left {
+		extra += ", the host has left On"
+	}
 	return metav1.Condition{Type: hostfleetv1alpha1.ConditionPowerChanging, Status: metav1.ConditionTrue,
-		Reason: pc.reason(), ObservedGeneration: generation, LastTransitionTime: metav1.NewTime(pc.Since.Time),
-		Message: fmt.Sprintf("%s since %s: %s sent %s, the BMC reports %s", pc.words(),
-			pc.Since.UTC().Format(time.RFC3339), pc.Command, times, s)}
+		Reason: pc.reason(), ObservedGeneration: generation, LastTransitionTime: metav1.NewTime(pc.Since.Time).Rfc3339Copy(),
+		Message: fmt.Sprintf("%s since %s: %s sent %s, last at %s%s; the BMC reports %s", pc.words(),
+			pc.Since.UTC().Format(changeTime), pc.Command, times, pc.SentAt.UTC().Format(changeTime), extra, s)}
 }
 
-// ChangeOf reads the change under way from the host's annotations; a
-// malformed one is reported and counts as none.
-func ChangeOf(annotations map[string]string) (*Change, error) {
-	v, ok := annotations[hostfleetv1alpha1.AnnotationPowerChange]
-	if !ok {
+// changeTime is how a change's times are written: to the millisecond, which
+// its timing needs (a restart settles within seconds).
+const changeTime = "2006-01-02T15:04:05.000Z07:00"
+
+var changeMessage = regexp.MustCompile(`^(powering on|powering off|rebooting) since (\S+): (\w+) sent (once|\d+ times), last at ([^,;]+)(, to provision)?(, the host has left On)?; the BMC reports \w+$`)
+
+// ChangeOf reads the change under way from the host's PowerChanging
+// condition; one the agent did not write is reported and counts as none.
+func ChangeOf(conditions []metav1.Condition) (*Change, error) {
+	cond := meta.FindStatusCondition(conditions, hostfleetv1alpha1.ConditionPowerChanging)
+	if cond == nil || cond.Status != metav1.ConditionTrue {
 		return nil, nil
 	}
-	c := &Change{}
-	if err := json.Unmarshal([]byte(v), c); err != nil || c.Command == "" || c.Sent < 1 {
-		return nil, fmt.Errorf("annotation %s %q is not a power change the agent wrote: ignored", hostfleetv1alpha1.AnnotationPowerChange, v)
+	bad := fmt.Errorf("condition %s %q is not a power change the agent wrote: ignored", hostfleetv1alpha1.ConditionPowerChanging, cond.Message)
+	m := changeMessage.FindStringSubmatch(cond.Message)
+	if m == nil {
+		return nil, bad
+	}
+	c := &Change{Target: map[string]Target{"powering on": TargetOn, "powering off": TargetOff, "rebooting": TargetReboot}[m[1]],
+		Command: bmc.Command(m[3]), Sent: 1, Left: m[7] != ""}
+	if m[4] != "once" {
+		n, err := strconv.Atoi(strings.TrimSuffix(m[4], " times"))
+		if err != nil || n < 1 {
+			return nil, bad
+		}
+		c.Sent = n
+	}
+	for _, t := range []struct {
+		v   string
+		out *metav1.MicroTime
+	}{{m[2], &c.Since}, {m[5], &c.SentAt}} {
+		at, err := time.Parse(changeTime, t.v)
+		if err != nil {
+			return nil, bad
+		}
+		*t.out = metav1.NewMicroTime(at)
+	}
+	if m[6] != "" {
+		c.For = ForProvision
 	}
 	return c, nil
-}
-
-// setChange writes pc into annotations (nil removes it).
-func setChange(annotations map[string]string, pc *Change) {
-	if pc == nil {
-		delete(annotations, hostfleetv1alpha1.AnnotationPowerChange)
-		return
-	}
-	data, _ := json.Marshal(pc)
-	annotations[hostfleetv1alpha1.AnnotationPowerChange] = string(data)
 }

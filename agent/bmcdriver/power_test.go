@@ -5,6 +5,7 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/hostfleet/hostfleet/agent/bmc"
 	"github.com/hostfleet/hostfleet/agent/bmcdriver"
@@ -36,7 +37,13 @@ func TestDecideSoftThenHardPowerOff(t *testing.T) {
 	st := c.read(0, bmc.PowerOn, off)
 	g.Expect(st.Send).To(Equal(bmc.CommandGracefulShutdown), "soft first")
 	g.Expect(st.Started).To(BeTrue())
-	g.Expect(st.Requeue).To(Equal(timing.Poll))
+	g.Expect(st.Requeue).To(Equal(250*time.Millisecond), "read again soon after a command")
+	st = c.read(250*time.Millisecond, bmc.PowerOn, off)
+	g.Expect(st.Requeue).To(Equal(250 * time.Millisecond))
+	st = c.read(250*time.Millisecond, bmc.PowerOn, off)
+	g.Expect(st.Requeue).To(Equal(500*time.Millisecond), "then as long as the command has taken")
+	st = c.read(2*time.Second, bmc.PowerOn, off)
+	g.Expect(st.Requeue).To(Equal(timing.Poll), "at most every Poll")
 	for i := 0; i < 80; i++ {
 		st = c.read(2*time.Second, bmc.PowerOn, off)
 		g.Expect(st.Send).To(BeEmpty(), "a soft power-off is never sent again, however long the OS takes (%d)", i)
@@ -146,20 +153,37 @@ func TestDecideChangeOfMind(t *testing.T) {
 	g.Expect(st).To(Equal(bmcdriver.Step{Requeue: timing.Poll}))
 }
 
-func TestChangeAnnotation(t *testing.T) {
+// TestChangeCondition: the change under way is read back from the
+// PowerChanging condition the driver wrote; anything else is none.
+func TestChangeCondition(t *testing.T) {
 	g := NewWithT(t)
-	c, err := bmcdriver.ChangeOf(map[string]string{})
+	c, err := bmcdriver.ChangeOf(nil)
 	g.Expect(c).To(BeNil())
 	g.Expect(err).NotTo(HaveOccurred())
-	c, err = bmcdriver.ChangeOf(map[string]string{hostfleetv1alpha1.AnnotationPowerChange: "{not json"})
+	settled := bmcdriver.PowerCondition(nil, bmc.PowerOn, 3)
+	c, err = bmcdriver.ChangeOf([]metav1.Condition{settled})
+	g.Expect(c).To(BeNil())
+	g.Expect(err).NotTo(HaveOccurred())
+	edited := metav1.Condition{Type: hostfleetv1alpha1.ConditionPowerChanging, Status: metav1.ConditionTrue, Reason: hostfleetv1alpha1.ReasonPoweringOff, Message: "off soon"}
+	c, err = bmcdriver.ChangeOf([]metav1.Condition{edited})
 	g.Expect(c).To(BeNil())
 	g.Expect(err).To(MatchError(ContainSubstring("is not a power change the agent wrote: ignored")))
-	c, err = bmcdriver.ChangeOf(map[string]string{hostfleetv1alpha1.AnnotationPowerChange: `{"target":"off","command":"ForceOff","sent":2,"sentAt":"2026-11-22T10:00:00.000000Z","since":"2026-11-22T09:58:00.000000Z"}`})
-	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(c.Target).To(Equal(bmcdriver.TargetOff))
-	g.Expect(c.Sent).To(Equal(2))
-	cond := bmcdriver.PowerCondition(c, bmc.PoweringOff, 3)
+
+	since := metav1.NewMicroTime(time.Date(2026, 11, 22, 9, 58, 0, 123_000_000, time.UTC))
+	sent := metav1.NewMicroTime(time.Date(2026, 11, 22, 10, 0, 0, 456_000_000, time.UTC))
+	for _, want := range []bmcdriver.Change{
+		{Target: bmcdriver.TargetOff, Command: bmc.CommandForceOff, Sent: 2, SentAt: sent, Since: since},
+		{Target: bmcdriver.TargetOn, Command: bmc.CommandOn, Sent: 1, SentAt: sent, Since: since, For: bmcdriver.ForProvision},
+		{Target: bmcdriver.TargetReboot, Command: bmc.CommandForceRestart, Sent: 12, SentAt: sent, Since: since, Left: true, For: bmcdriver.ForProvision},
+		{Target: bmcdriver.TargetReboot, Command: bmc.CommandGracefulShutdown, Sent: 1, SentAt: since, Since: since},
+	} {
+		cond := bmcdriver.PowerCondition(&want, bmc.PoweringOff, 3)
+		g.Expect(cond.LastTransitionTime.Time).To(Equal(since.Truncate(time.Second)), "as stored")
+		got, err := bmcdriver.ChangeOf([]metav1.Condition{cond})
+		g.Expect(err).NotTo(HaveOccurred(), cond.Message)
+		g.Expect(*got).To(Equal(want), cond.Message)
+	}
+	cond := bmcdriver.PowerCondition(&bmcdriver.Change{Target: bmcdriver.TargetOff, Command: bmc.CommandForceOff, Sent: 2, SentAt: sent, Since: since}, bmc.PoweringOff, 3)
 	g.Expect(cond.Reason).To(Equal(hostfleetv1alpha1.ReasonPoweringOff))
-	g.Expect(cond.Message).To(Equal("powering off since 2026-11-22T09:58:00Z: ForceOff sent 2 times, the BMC reports PoweringOff"))
-	g.Expect(cond.LastTransitionTime.Time).To(Equal(c.Since.Time))
+	g.Expect(cond.Message).To(Equal("powering off since 2026-11-22T09:58:00.123Z: ForceOff sent 2 times, last at 2026-11-22T10:00:00.456Z; the BMC reports PoweringOff"))
 }

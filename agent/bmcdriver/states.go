@@ -3,7 +3,6 @@ package bmcdriver
 import (
 	"context"
 	"errors"
-	"maps"
 	"time"
 
 	metal3api "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
@@ -11,7 +10,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/hostfleet/hostfleet/agent/bmc"
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
@@ -90,7 +88,7 @@ func (x *run) provision(ctx context.Context) outcome {
 	if err := ValidateImage(img); err != nil {
 		return failed(fail(metal3api.ProvisioningError, "%v", err))
 	}
-	pc, _ := ChangeOf(host.Annotations)
+	pc, _ := ChangeOf(host.Status.Conditions)
 	if pc != nil && pc.For != ForProvision {
 		// A change from before the consumer came: let it land first.
 		o := x.drivePower(ctx, Want{On: pc.Target != TargetOff}, metal3api.ProvisioningError)
@@ -186,9 +184,10 @@ func (x *run) consume(reboot Reboot) {
 }
 
 // drivePower reads the power and moves it one step towards want (Decide):
-// the status says what the BMC reported; a command is remembered on the
-// host before it is sent. After it, x.read is the power read, x.change the
-// change under way, x.landed the change that landed at this read.
+// the status says what the BMC reported; a command is remembered in the
+// host's status (its PowerChanging condition) before it is sent. After it,
+// x.read is the power read, x.change the change under way, x.landed the
+// change that landed at this read.
 func (x *run) drivePower(ctx context.Context, want Want, kind metal3api.ErrorType) outcome {
 	host := x.host
 	x.change, x.landed = nil, nil
@@ -197,7 +196,7 @@ func (x *run) drivePower(ctx context.Context, want Want, kind metal3api.ErrorTyp
 		return failed(fail(kind, "%v", err))
 	}
 	x.read = s
-	pc, perr := ChangeOf(host.Annotations)
+	pc, perr := ChangeOf(host.Status.Conditions)
 	if perr != nil {
 		ctrl.LoggerFrom(ctx).Info(perr.Error())
 	}
@@ -210,14 +209,14 @@ func (x *run) drivePower(ctx context.Context, want Want, kind metal3api.ErrorTyp
 	if c := st.Landed; c != nil {
 		x.event(corev1.EventTypeNormal, "PowerChanged", "Power", "%s done: the BMC reports %s %s after the request, %d × %s sent",
 			c.words(), s, now.Sub(c.Since.Time).Round(100*time.Millisecond), c.Sent, c.Command)
+		if c.Target == TargetReboot {
+			x.consume(RebootRequest(host.Annotations)) // carried out
+		}
 	}
-	if host.Annotations == nil {
-		host.Annotations = map[string]string{}
-	}
-	setChange(host.Annotations, st.Change)
+	x.setPowerCondition(s)
 	var f *hostError
 	if st.Send != "" {
-		f = x.send(ctx, st, want, kind)
+		f = x.send(ctx, st, kind)
 	}
 	if st.Stuck != "" {
 		stuck := fail(kind, "the BMC at %s: %s", x.bmcAddress(), st.Stuck)
@@ -226,22 +225,24 @@ func (x *run) drivePower(ctx context.Context, want Want, kind metal3api.ErrorTyp
 		}
 		f = stuck
 	}
-	meta.SetStatusCondition(&host.Status.Conditions, PowerCondition(x.change, s, host.Generation))
-	if c := meta.FindStatusCondition(host.Status.Conditions, hostfleetv1alpha1.ConditionPowerChanging); c != nil && x.change != nil {
-		c.LastTransitionTime = metav1.NewTime(x.change.Since.Time) // since the change began, not since the condition turned True
-	}
 	return outcome{after: st.Requeue, err: f}
 }
 
-// send remembers the change on the host, then sends its command once. A
-// change whose first command the BMC refused is forgotten (and a reboot
-// request it consumed restored), so that the next read starts over.
-func (x *run) send(ctx context.Context, st Step, want Want, kind metal3api.ErrorType) *hostError {
-	host := x.host
-	reboot := RebootRequest(host.Annotations)
-	if st.Started && want.Reboot {
-		x.consume(reboot) // carried by the change from now on
+// setPowerCondition writes the change under way, or none, into the host's
+// PowerChanging condition.
+func (x *run) setPowerCondition(s bmc.PowerState) {
+	meta.SetStatusCondition(&x.host.Status.Conditions, PowerCondition(x.change, s, x.host.Generation))
+	if c := meta.FindStatusCondition(x.host.Status.Conditions, hostfleetv1alpha1.ConditionPowerChanging); c != nil && x.change != nil {
+		// Since the change began, not since the condition turned True; to
+		// the second, as it is stored (else each read would write it again).
+		c.LastTransitionTime = metav1.NewTime(x.change.Since.Time).Rfc3339Copy()
 	}
+}
+
+// send remembers the change in the host's status, then sends its command
+// once. A change whose first command the BMC refused is forgotten, so that
+// the next read starts over.
+func (x *run) send(ctx context.Context, st Step, kind metal3api.ErrorType) *hostError {
 	if err := x.remember(ctx); err != nil {
 		return fail(kind, "remember the power change on the host before sending it: %v", err)
 	}
@@ -249,10 +250,7 @@ func (x *run) send(ctx context.Context, st Step, want Want, kind metal3api.Error
 		if st.Started {
 			// Nothing of this change reached the BMC: forget it.
 			x.change = nil
-			setChange(host.Annotations, nil)
-			for _, k := range reboot.Keys {
-				host.Annotations[k] = x.stored.Annotations[k]
-			}
+			x.setPowerCondition(x.read)
 		} // else an earlier command of the change may still land: kept
 		return fail(kind, "%s: %v", st.Change.words(), err)
 	}
@@ -267,21 +265,14 @@ func (x *run) send(ctx context.Context, st Step, want Want, kind metal3api.Error
 	return nil
 }
 
-// remember writes the host's annotations as the step left them (the change
-// about to be sent, the requests it consumed), only if the host has not
-// changed since it was read.
+// remember writes the host's status as the steps left it (the change about
+// to be sent among it), only if the host has not changed since it was read:
+// the write the steps would make anyway, made before the command.
 func (x *run) remember(ctx context.Context) error {
-	if maps.Equal(x.host.Annotations, x.stored.Annotations) {
+	if equalStatus(x.stored, x.host) {
 		return nil
 	}
-	done := x.stored.DeepCopy()
-	done.Annotations = maps.Clone(x.host.Annotations)
-	if err := x.Client.Patch(ctx, done, client.MergeFromWithOptions(x.stored, client.MergeFromWithOptimisticLock{})); err != nil {
-		return err
-	}
-	x.stored.Annotations, x.stored.ResourceVersion = done.Annotations, done.ResourceVersion
-	x.host.ResourceVersion = done.ResourceVersion
-	return nil
+	return x.writeStatus(ctx)
 }
 
 // bmcAddress is the host's BMC address, for messages to its administrator.

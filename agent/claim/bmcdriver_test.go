@@ -122,7 +122,7 @@ func TestClaimFollowsASlowBMC(t *testing.T) {
 			}
 			if r.Reason == hostfleetv1alpha1.ReasonPowerChanging {
 				sawChanging = true
-				g.Expect(r.Message).To(MatchRegexp(`^host hosts/slow0 is (((powering on|powering off|rebooting) since \S+: \w+ sent once, the BMC reports \w+)|rebooting: requested, not yet carried out|changing power: a command was sent to its BMC)$`))
+				g.Expect(r.Message).To(MatchRegexp(`^host hosts/slow0 is (((powering on|powering off|rebooting) since \S+: \w+ sent once, last at \S+?(, to provision)?; the BMC reports \w+)|rebooting: requested, not yet carried out)$`))
 			}
 			g.Expect(r.ObservedGeneration).To(Equal(c.Generation))
 			g.Expect(r.Status).To(Equal(metav1.ConditionTrue), r.Message)

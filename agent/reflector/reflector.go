@@ -110,15 +110,12 @@ func readiness(c *metal3api.HostClaim, h *metal3api.BareMetalHost, synced, avail
 }
 
 // powerChanging says what power change is under way on the host, or "":
-// the agent's BMC driver says so in the host's PowerChanging condition, and
-// remembers a command it sends (hostfleet.io/power-change) before its
-// status says so; a reboot request not yet taken up is one too.
+// the agent's BMC driver says so in the host's PowerChanging condition
+// (written before the command is sent); a reboot request not yet carried
+// out is one too.
 func powerChanging(h *metal3api.BareMetalHost) string {
 	if pc := meta.FindStatusCondition(h.Status.Conditions, hostfleetv1alpha1.ConditionPowerChanging); pc != nil && pc.Status == metav1.ConditionTrue {
 		return pc.Message
-	}
-	if _, ok := h.Annotations[hostfleetv1alpha1.AnnotationPowerChange]; ok {
-		return "changing power: a command was sent to its BMC"
 	}
 	if _, ok := h.Annotations[metal3api.RebootAnnotationPrefix]; ok {
 		return "rebooting: requested, not yet carried out"

@@ -550,8 +550,8 @@ func (e *fleet) ipmiFromImage(plane string) {
 		})
 		g.Eventually(func(g Gomega) {
 			g.Expect(bmc.Log()[before:]).To(Equal(r.want))
-			g.Expect(get(g).Annotations).NotTo(HaveKey(metal3api.RebootAnnotationPrefix), "the reboot is taken up")
-			g.Expect(h.Annotations).NotTo(HaveKey(hostfleetv1alpha1.AnnotationPowerChange), "and done")
+			g.Expect(get(g).Annotations).NotTo(HaveKey(metal3api.RebootAnnotationPrefix), "the reboot is carried out")
+			g.Expect(meta.IsStatusConditionTrue(h.Status.Conditions, hostfleetv1alpha1.ConditionPowerChanging)).To(BeFalse(), "and done")
 			g.Expect(h.Status.PoweredOn).To(BeTrue())
 			g.Expect(bmc.Power()).To(BeTrue())
 		}).WithTimeout(time.Minute).WithPolling(time.Second).Should(Succeed(), "rebooted (%v)", r.want)

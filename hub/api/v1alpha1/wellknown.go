@@ -93,11 +93,6 @@ const (
 	AnnotationDriver = "hostfleet.io/driver"
 	// DriverBMCLib is the value of AnnotationDriver for the agent's driver.
 	DriverBMCLib = "bmclib"
-	// AnnotationPowerChange on a driven BareMetalHost is the power change
-	// under way (JSON: target, command sent, how often, when): written
-	// before each command, so that a restarted agent waits for the BMC
-	// rather than sending again; removed once the BMC reports the change.
-	AnnotationPowerChange = "hostfleet.io/power-change"
 )
 
 // ConditionPowerChanging on a driven BareMetalHost is True while a power
