@@ -8,6 +8,7 @@ import (
 
 	metal3api "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
 	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -77,6 +78,32 @@ func TestBMCDriverServesClaims(t *testing.T) {
 	inserted, url, _ := b.Media()
 	g.Expect(inserted).To(BeTrue())
 	g.Expect(url).To(Equal(iso.URL + "/live.iso"))
+
+	t.Log("the BMC refuses the host's credentials: Ready says HostError, then Ready again once they are fixed")
+	secret := &corev1.Secret{}
+	g.Expect(infra.Get(ctx, client.ObjectKey{Namespace: h.Namespace, Name: h.Spec.BMC.CredentialsName}, secret)).To(Succeed())
+	good := secret.Data["password"]
+	setPassword := func(p []byte) {
+		g.Eventually(func() error {
+			if err := infra.Get(ctx, client.ObjectKeyFromObject(secret), secret); err != nil {
+				return err
+			}
+			secret.Data["password"] = p
+			return infra.Update(ctx, secret)
+		}).WithTimeout(10 * time.Second).Should(Succeed())
+	}
+	setPassword([]byte("wrong"))
+	g.Eventually(func(g Gomega) {
+		g.Expect(hub.Get(ctx, key, c)).To(Succeed())
+		ready := condition(c, hostfleetv1alpha1.ConditionReady)
+		g.Expect(ready.Reason).To(Equal(hostfleetv1alpha1.ReasonHostError), ready.Message)
+		g.Expect(ready.Message).To(ContainSubstring("host hosts/rf0 cannot be managed (registration error)"))
+	}).WithTimeout(30 * time.Second).Should(Succeed())
+	setPassword(good)
+	g.Eventually(func(g Gomega) {
+		g.Expect(hub.Get(ctx, key, c)).To(Succeed())
+		g.Expect(condition(c, hostfleetv1alpha1.ConditionReady).Status).To(Equal(metav1.ConditionTrue))
+	}).WithTimeout(30 * time.Second).Should(Succeed())
 
 	t.Log("the claim goes: the host is deprovisioned (off, media ejected) and available again")
 	g.Expect(hub.Delete(ctx, c)).To(Succeed())
@@ -155,4 +182,26 @@ func TestClaimFollowsASlowBMC(t *testing.T) {
 	}).WithPolling(20 * time.Millisecond).WithTimeout(20 * time.Second).Should(Succeed())
 	ready("reboot")
 	g.Expect(b.Resets()).To(Equal([]string{"On", "GracefulShutdown", "On", "ForceRestart"}))
+
+	t.Log("the image goes (deprovisioned: ForceOff), the host stays claimed powered on: a power-only claim")
+	update(func(c *metal3api.HostClaim) { c.Spec.Image = nil })
+	ready("power only")
+	g.Expect(b.Resets()[4:]).To(Equal([]string{"ForceOff", "On"}))
+
+	t.Log("released: the host is free only once its BMC reports it off")
+	infra := s.infra
+	h := &metal3api.BareMetalHost{}
+	g.Expect(infra.Get(ctx, client.ObjectKey{Namespace: "hosts", Name: "slow0"}, h)).To(Succeed())
+	g.Expect(hub.Delete(ctx, c)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		g.Expect(infra.Get(ctx, client.ObjectKeyFromObject(h), h)).To(Succeed())
+		bmcPower := b.Power() // after the read: it cannot turn on again without a command
+		if h.Spec.ConsumerRef == nil {
+			NewWithT(t).Expect(bmcPower).To(Equal("Off"), "a released host's BMC reports it off")
+		}
+		g.Expect(h.Spec.ConsumerRef).To(BeNil())
+	}).WithPolling(50 * time.Millisecond).WithTimeout(30 * time.Second).Should(Succeed())
+	g.Expect(b.Resets()[6:]).To(Equal([]string{"GracefulShutdown"}), "a power-only host is shut down softly")
+	g.Eventually(func() error { return hub.Get(ctx, key, &metal3api.HostClaim{}) }).WithTimeout(30*time.Second).
+		Should(Satisfy(apierrors.IsNotFound))
 }

@@ -612,7 +612,7 @@ func (r *Reconciler) releaseHeld(ctx context.Context, c *metal3api.HostClaim) (c
 		if !done {
 			// The host's status changes wake this claim up again.
 			if err := r.setStatus(ctx, c, h, c.Status.HardwareData, associatedCondition(c, metav1.ConditionTrue, hostfleetv1alpha1.ReasonReleasing,
-				fmt.Sprintf("releasing BareMetalHost %s: waiting for it to deprovision (%s)", klog.KObj(h), h.Status.Provisioning.State)),
+				fmt.Sprintf("releasing BareMetalHost %s: %s", klog.KObj(h), hostspec.Releasing(h))),
 				reflector.Conditions(c, h, reflector.Sync{OK: true})); err != nil {
 				res, err := requeue.OnConflict(err)
 				return res, false, err

@@ -108,6 +108,13 @@ func TestSettled(t *testing.T) {
 	h.Status.Provisioning.State = metal3api.StateAvailable
 	h.Spec.Image = &metal3api.Image{URL: "x"}
 	NewWithT(t).Expect(Settled(h)).To(BeFalse(), "an image still set will be provisioned")
+	NewWithT(t).Expect(Releasing(h)).To(Equal("waiting for its image to be removed"))
+	h.Spec.Image = nil
+	h.Status.PoweredOn = true
+	NewWithT(t).Expect(Settled(h)).To(BeFalse(), "a host its BMC reports on still runs the previous system")
+	NewWithT(t).Expect(Releasing(h)).To(Equal("waiting for its BMC to report it off"))
+	h.Status.Provisioning.State = metal3api.StateDeprovisioning
+	NewWithT(t).Expect(Releasing(h)).To(Equal("waiting for it to deprovision (deprovisioning)"))
 }
 
 func TestReboots(t *testing.T) {

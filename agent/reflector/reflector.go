@@ -98,6 +98,11 @@ func readiness(c *metal3api.HostClaim, h *metal3api.BareMetalHost, synced, avail
 	if want.Status != metav1.ConditionTrue {
 		return cond(t, false, want.Reason, want.Message)
 	}
+	if msg := HostErrorMessage(h); msg != "" {
+		// A provisioned host whose BMC fails (refused credentials, a power
+		// change stuck): its power cannot be what the claim asks.
+		return cond(t, false, hostfleetv1alpha1.ReasonHostError, msg)
+	}
 	if msg := powerChanging(h); msg != "" {
 		// The power is not what it will be: the BMC has not reported the
 		// change under way yet.

@@ -73,6 +73,12 @@ func TestConditions(t *testing.T) {
 			readyReason: hostfleetv1alpha1.ReasonHostError, provReason: hostfleetv1alpha1.ReasonNoWorkload, availReason: hostfleetv1alpha1.ReasonHostError},
 		{name: "power off under way, host still reported on: not ready", claim: claim(img, true), host: host(metal3api.StateProvisioned, true, withImage, changing), sync: ok,
 			readyReason: hostfleetv1alpha1.ReasonPowerChanging, provReason: hostfleetv1alpha1.ReasonProvisioned, availReason: hostfleetv1alpha1.ReasonHostAvailable},
+		{name: "provisioned, then the BMC refuses its credentials: the error, not the power", claim: claim(img, false),
+			host: host(metal3api.StateProvisioned, true, withImage, changing, inError(metal3api.PowerManagementError)), sync: ok,
+			readyReason: hostfleetv1alpha1.ReasonHostError, provReason: hostfleetv1alpha1.ReasonProvisioned, availReason: hostfleetv1alpha1.ReasonHostError},
+		{name: "provisioned, registration error: the error", claim: claim(img, true),
+			host: host(metal3api.StateProvisioned, true, withImage, inError(metal3api.RegistrationError)), sync: ok,
+			readyReason: hostfleetv1alpha1.ReasonHostError, provReason: hostfleetv1alpha1.ReasonProvisioned, availReason: hostfleetv1alpha1.ReasonHostError},
 		{name: "deprovisioning", claim: claim(nil, false), host: host(metal3api.StateDeprovisioning, false), sync: ok,
 			readyReason: hostfleetv1alpha1.ReasonDeprovisioning, provReason: hostfleetv1alpha1.ReasonNoWorkload, availReason: hostfleetv1alpha1.ReasonDeprovisioning},
 	}
