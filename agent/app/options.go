@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/hostfleet/hostfleet/agent/bmcdriver"
+	"github.com/hostfleet/hostfleet/hub/api/election"
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
 )
 
@@ -115,6 +116,8 @@ type Options struct {
 	// Lease named hostfleet-agent-<cluster> in AgentNamespace on the
 	// managed cluster.
 	LeaderElect bool
+	// Election times the leader election.
+	Election election.Timing
 	// AgentNamespace holds the agent's objects on the managed cluster: its
 	// Lease and, in Hosted mode, its ServiceAccount.
 	AgentNamespace string
@@ -148,6 +151,7 @@ func NewOptions() *Options {
 		MetricsSecure:     true,
 		HealthAddr:        "0",
 		LeaderElect:       true,
+		Election:          election.Default(),
 		HealthLease:       true,
 		BMHDriver:         "annotated",
 		ClaimScope:        "tenants",
@@ -213,6 +217,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.HostingNamespace, "hosting-namespace", o.HostingNamespace,
 		"Hosted mode: the agent's namespace on the hosting cluster, where the health Lease lives (default: $POD_NAMESPACE)")
 	fs.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect, "elect one active agent per cluster with a Lease on the managed cluster")
+	o.Election.AddFlags(fs)
 	fs.StringVar(&o.AgentNamespace, "agent-namespace", o.AgentNamespace,
 		"the agent's namespace on the managed cluster: its Lease and, in Hosted mode, its ServiceAccount (default: $POD_NAMESPACE, else hostfleet-agent)")
 	fs.StringVar(&o.BootstrapManagedKubeconfig, "bootstrap-managed-kubeconfig", o.BootstrapManagedKubeconfig,
@@ -249,6 +254,9 @@ func (o *Options) Validate() []error {
 	}
 	if o.Concurrency < 1 {
 		errs = append(errs, fmt.Errorf("--concurrency %d must be at least 1", o.Concurrency))
+	}
+	if err := o.Election.Validate(); o.LeaderElect && err != nil {
+		errs = append(errs, err)
 	}
 	if (o.LeaderElect || o.BootstrapManagedKubeconfig != "") && len(validation.IsDNS1123Label(o.AgentNamespace)) > 0 {
 		errs = append(errs, fmt.Errorf("--agent-namespace %q must be a namespace name", o.AgentNamespace))

@@ -17,6 +17,7 @@ func TestOptions(t *testing.T) {
 		{name: "missing both", args: nil, wantErr: []string{"--hub-kubeconfig is required", "--cluster-name is required"}},
 		{name: "bad cluster", args: []string{"--hub-kubeconfig=/h", "--cluster-name=Infra_1"}, wantErr: []string{`--cluster-name "Infra_1"`}},
 		{name: "bad concurrency", args: []string{"--hub-kubeconfig=/h", "--cluster-name=a", "--concurrency=0"}, wantErr: []string{"--concurrency 0"}},
+		{name: "bad leader election timing", args: []string{"--hub-kubeconfig=/h", "--cluster-name=a", "--leader-elect-lease-duration=5s"}, wantErr: []string{"--leader-elect-lease-duration 5s must exceed --leader-elect-renew-deadline 10s"}},
 		{name: "bad retry", args: []string{"--hub-kubeconfig=/h", "--cluster-name=a", "--retry-after=1ms"}, wantErr: []string{"--retry-after 1ms"}},
 		{name: "bad agent namespace", args: []string{"--hub-kubeconfig=/h", "--cluster-name=a", "--agent-namespace=Not_A_NS"}, wantErr: []string{"--agent-namespace"}},
 		{name: "no leader election, any namespace", args: []string{"--hub-kubeconfig=/h", "--cluster-name=a", "--leader-elect=false", "--agent-namespace=Not_A_NS"}},

@@ -239,7 +239,7 @@ func newManager(hubCfg, managedCfg *rest.Config, o *Options) (ctrl.Manager, clus
 	if err != nil {
 		return nil, nil, err
 	}
-	mgr, err := ctrl.NewManager(hubCfg, ctrl.Options{
+	mo := ctrl.Options{
 		Scheme:                 scheme,
 		Metrics:                metrics,
 		HealthProbeBindAddress: o.HealthAddr,
@@ -252,7 +252,9 @@ func newManager(hubCfg, managedCfg *rest.Config, o *Options) (ctrl.Manager, clus
 		LeaderElectionConfig:          managedCfg,
 		LeaderElectionReleaseOnCancel: true,
 		Cache:                         cache.Options{ByObject: hubCache(o), DefaultTransform: cache.TransformStripManagedFields()},
-	})
+	}
+	o.Election.Apply(&mo)
+	mgr, err := ctrl.NewManager(hubCfg, mo)
 	if err != nil {
 		return nil, nil, fmt.Errorf("hub manager: %w", err)
 	}

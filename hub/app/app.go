@@ -27,6 +27,7 @@ import (
 
 	"github.com/hostfleet/hostfleet/hub/addon"
 	"github.com/hostfleet/hostfleet/hub/admission"
+	"github.com/hostfleet/hostfleet/hub/api/election"
 	"github.com/hostfleet/hostfleet/hub/api/scheme"
 	"github.com/hostfleet/hostfleet/hub/forwarder"
 	"github.com/hostfleet/hostfleet/hub/hardwarecopy"
@@ -42,11 +43,9 @@ type Options struct {
 	Kubeconfig              string
 	LeaderElect             bool
 	LeaderElectionNamespace string
-	// LeaseDuration, RenewDeadline and RetryPeriod time the leader
-	// election: a standby takes over at most LeaseDuration after the
-	// leader's last renewal (plus RetryPeriod).
-	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
-	MetricsAddr                               string
+	// Election times the leader election.
+	Election    election.Timing
+	MetricsAddr string
 	// MetricsSecure serves metrics over HTTPS to callers the API server
 	// authenticates and allows (get on the non-resource URL /metrics).
 	MetricsSecure bool
@@ -77,8 +76,8 @@ func NewOptions() *Options {
 	if ns == "" {
 		ns = "hostfleet-system"
 	}
-	return &Options{LeaderElect: true, LeaderElectionNamespace: ns, LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second,
-		RetryPeriod: 2 * time.Second, MetricsAddr: "0", MetricsSecure: true, HealthAddr: "0", BindDeadline: 5 * time.Minute,
+	return &Options{LeaderElect: true, LeaderElectionNamespace: ns, Election: election.Default(),
+		MetricsAddr: "0", MetricsSecure: true, HealthAddr: "0", BindDeadline: 5 * time.Minute,
 		QPS: 300, Burst: 600, SchedulerWorkers: 16,
 		AddonManager: true,
 		Addon: addon.Options{Image: "ghcr.io/hostfleet/hostfleet-agent:latest", ImagePullPolicy: corev1.PullIfNotPresent,
@@ -91,10 +90,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect, "elect one active hub controller manager")
 	fs.StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", o.LeaderElectionNamespace,
 		"namespace of the leader election Lease (default: $POD_NAMESPACE, else hostfleet-system)")
-	fs.DurationVar(&o.LeaseDuration, "leader-elect-lease-duration", o.LeaseDuration,
-		"how long a standby waits after the leader's last renewal before it takes the Lease (a killed leader is replaced within it, plus the retry period)")
-	fs.DurationVar(&o.RenewDeadline, "leader-elect-renew-deadline", o.RenewDeadline, "how long the leader tries to renew before it gives up leading")
-	fs.DurationVar(&o.RetryPeriod, "leader-elect-retry-period", o.RetryPeriod, "how often replicas try to acquire or renew the Lease")
+	o.Election.AddFlags(fs)
 	fs.DurationVar(&o.BindDeadline, "bind-deadline", o.BindDeadline,
 		"a claim the scheduler placed that is not bound within this time is placed on another cluster (tenant pins are never moved)")
 	fs.BoolVar(&o.AddonManager, "addon-manager", o.AddonManager,
@@ -129,9 +125,8 @@ func (o *Options) Validate() []error {
 	if o.LeaderElect && len(validation.IsDNS1123Label(o.LeaderElectionNamespace)) > 0 {
 		errs = append(errs, fmt.Errorf("--leader-election-namespace %q must be a namespace name", o.LeaderElectionNamespace))
 	}
-	if o.LeaderElect && !(o.LeaseDuration > o.RenewDeadline && o.RenewDeadline > o.RetryPeriod && o.RetryPeriod > 0) {
-		errs = append(errs, fmt.Errorf("--leader-elect-lease-duration %s must exceed --leader-elect-renew-deadline %s, which must exceed --leader-elect-retry-period %s (> 0)",
-			o.LeaseDuration, o.RenewDeadline, o.RetryPeriod))
+	if err := o.Election.Validate(); o.LeaderElect && err != nil {
+		errs = append(errs, err)
 	}
 	if o.AddonManager {
 		if err := addon.ValidateImage(o.Addon.Image); err != nil {
@@ -169,7 +164,7 @@ func Scheme() *runtime.Scheme {
 func New(ctx context.Context, cfg *rest.Config, o *Options) (ctrl.Manager, error) {
 	scheme := Scheme()
 	// No decision reads managedFields: the cache keeps objects without them.
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+	mo := ctrl.Options{
 		Scheme:                        scheme,
 		Cache:                         cache.Options{ByObject: forwarder.CacheByObject(), DefaultTransform: cache.TransformStripManagedFields()},
 		Metrics:                       metricsOptions(o.MetricsAddr, o.MetricsSecure),
@@ -179,10 +174,9 @@ func New(ctx context.Context, cfg *rest.Config, o *Options) (ctrl.Manager, error
 		LeaderElectionID:              "hostfleet-hub",
 		LeaderElectionNamespace:       o.LeaderElectionNamespace,
 		LeaderElectionReleaseOnCancel: true,
-		LeaseDuration:                 &o.LeaseDuration,
-		RenewDeadline:                 &o.RenewDeadline,
-		RetryPeriod:                   &o.RetryPeriod,
-	})
+	}
+	o.Election.Apply(&mo)
+	mgr, err := ctrl.NewManager(cfg, mo)
 	if err != nil {
 		return nil, fmt.Errorf("hub manager: %w", err)
 	}

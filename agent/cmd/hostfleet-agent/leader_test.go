@@ -16,15 +16,18 @@ import (
 
 // TestLeaderElection: two replicas, one leader (the Lease on the managed
 // cluster says which); when the leader stops, the other takes over and serves
-// the next claim.
+// the next claim; when that one is killed (SIGKILL), a third takes over
+// within 15 s and binds the claim that waited.
 func TestLeaderElection(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	bin, f, hub, infra := agentScene(t, 2, 6230, hostName)
+	bin, f, hub, infra := agentScene(t, 3, 6230, hostName)
 	args := []string{
 		"--hub-kubeconfig=" + f.Plane("hub").Kubeconfig,
 		"--managed-kubeconfig=" + f.Plane("infra-1").Kubeconfig,
 		"--cluster-name=infra-1",
+		// An 8 s Lease: a killed leader is replaced within 9 s.
+		"--leader-elect-lease-duration=8s", "--leader-elect-renew-deadline=6s", "--leader-elect-retry-period=1s",
 	}
 	leaseKey := client.ObjectKey{Namespace: "hostfleet-agent", Name: "hostfleet-agent-infra-1"}
 	holder := func() string {
@@ -39,7 +42,7 @@ func TestLeaderElection(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Eventually(holder).WithTimeout(30 * time.Second).ShouldNot(BeEmpty())
 	first := holder()
-	_, err = f.Run("replica-b", "infra-1", bin, args)
+	b, err := f.Run("replica-b", "infra-1", bin, args)
 	g.Expect(err).NotTo(HaveOccurred())
 
 	claim := func(name string) *metal3api.HostClaim {
@@ -61,6 +64,23 @@ func TestLeaderElection(t *testing.T) {
 	// The leader stops (and releases the lease); b takes over.
 	g.Expect(a.Stop()).To(Succeed())
 	g.Eventually(holder).WithTimeout(30 * time.Second).ShouldNot(Or(BeEmpty(), Equal(first)))
-	t.Logf("leader %s stopped; %s took over", first, holder())
+	second := holder()
+	t.Logf("leader %s stopped; %s took over", first, second)
 	waitBound(claim("two"))
+
+	// c waits behind b; b is killed (SIGKILL: the Lease is not released)
+	// with a claim waiting; c takes the Lease once it expires and binds it.
+	_, err = f.Run("replica-c", "infra-1", bin, args)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Consistently(holder).WithTimeout(2*time.Second).Should(Equal(second), "c does not take the lease from a live leader")
+	killed := time.Now()
+	b.Kill()
+	three := claim("three")
+	g.Eventually(holder).WithTimeout(15 * time.Second).WithPolling(100 * time.Millisecond).ShouldNot(Equal(second),
+		"the standby takes the Lease of a killed leader within its 8 s duration and a retry")
+	took := time.Since(killed)
+	waitBound(three)
+	t.Logf("leader %s killed: %s led %s later, the waiting claim was bound %s after the kill",
+		second, holder(), took.Round(100*time.Millisecond), time.Since(killed).Round(100*time.Millisecond))
+	g.Expect(time.Since(killed)).To(BeNumerically("<", 15*time.Second), "served within 15 s of the kill")
 }
