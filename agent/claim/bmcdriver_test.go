@@ -202,6 +202,6 @@ func TestClaimFollowsASlowBMC(t *testing.T) {
 		g.Expect(h.Spec.ConsumerRef).To(BeNil())
 	}).WithPolling(50 * time.Millisecond).WithTimeout(30 * time.Second).Should(Succeed())
 	g.Expect(b.Resets()[6:]).To(Equal([]string{"GracefulShutdown"}), "a power-only host is shut down softly")
-	g.Eventually(func() error { return hub.Get(ctx, key, &metal3api.HostClaim{}) }).WithTimeout(30*time.Second).
+	g.Eventually(func() error { return hub.Get(ctx, key, &metal3api.HostClaim{}) }).WithTimeout(30 * time.Second).
 		Should(Satisfy(apierrors.IsNotFound))
 }

@@ -72,7 +72,7 @@ func (e *fleet) installByStrategy(set, cluster, hosting, installNamespace string
 				names = append(names, r.DesiredConfig.Namespace+"/"+r.DesiredConfig.Name)
 			}
 		}
-		g.Expect(names).To(ContainElement(ns+"/hosted-agents"))
+		g.Expect(names).To(ContainElement(ns + "/hosted-agents"))
 	}).WithTimeout(2*time.Minute).WithPolling(time.Second).Should(Succeed(), "OCM's addon-manager gives the add-on on %s the strategy's config", cluster)
 	e.t.Logf("the add-on on %s, Hosted on %s, configured by Placement %s/hostfleet-agents and the installStrategy (%s)",
 		cluster, hosting, ns, time.Since(start).Round(100*time.Millisecond))

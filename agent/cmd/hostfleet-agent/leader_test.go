@@ -76,7 +76,7 @@ func TestLeaderElection(t *testing.T) {
 	killed := time.Now()
 	b.Kill()
 	three := claim("three")
-	g.Eventually(holder).WithTimeout(15 * time.Second).WithPolling(100 * time.Millisecond).ShouldNot(Equal(second),
+	g.Eventually(holder).WithTimeout(15*time.Second).WithPolling(100*time.Millisecond).ShouldNot(Equal(second),
 		"the standby takes the Lease of a killed leader within its 8 s duration and a retry")
 	took := time.Since(killed)
 	waitBound(three)
