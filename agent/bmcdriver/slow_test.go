@@ -93,7 +93,7 @@ func (e *slowEnv) settle(h *metal3api.BareMetalHost, b *redfish.BMC, on bool) (t
 		}
 		if c.Status == metav1.ConditionTrue && h.Status.PoweredOn != on && strings.HasPrefix(bmcPower, "Powering") {
 			sawChange = true
-			g.Expect(c.Message).To(ContainSubstring("sent once, the BMC reports"))
+			g.Expect(c.Message).To(MatchRegexp(`sent once, last at \S+; the BMC reports`))
 		}
 		g.Expect(c.Status).To(Equal(metav1.ConditionFalse), c.Message)
 		g.Expect(h.Status.PoweredOn).To(Equal(on))

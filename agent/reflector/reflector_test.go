@@ -37,7 +37,7 @@ func TestConditions(t *testing.T) {
 	}
 	changing := func(h *metal3api.BareMetalHost) {
 		h.Status.Conditions = []metav1.Condition{{Type: hostfleetv1alpha1.ConditionPowerChanging, Status: metav1.ConditionTrue,
-			Reason: hostfleetv1alpha1.ReasonPoweringOff, Message: "powering off since 2026-11-22T10:00:00Z: GracefulShutdown sent once, the BMC reports On"}}
+			Reason: hostfleetv1alpha1.ReasonPoweringOff, Message: "powering off since 2026-11-22T10:00:00.000Z: GracefulShutdown sent once, last at 2026-11-22T10:00:00.000Z; the BMC reports On"}}
 	}
 	ok := Sync{OK: true}
 

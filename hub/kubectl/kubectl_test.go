@@ -58,7 +58,7 @@ var stuckClaims = []claim{
 	{name: "powering-on", labels: map[string]string{hostfleetv1alpha1.LabelCluster: "infra-1"}, on: true, host: "server-1",
 		conditions: [][4]string{{"Scheduled", "True", "Placed", "placed on infra-1"}, {"Associated", "True", "BareMetalHostAssociated", "bound"},
 			{"Synchronized", "True", "Synchronized", "synced"},
-			{"Ready", "False", "PowerChanging", "powering on since 2026-11-25T10:00:00Z: On sent once, the BMC reports PoweringOn"}},
+			{"Ready", "False", "PowerChanging", "powering on since 2026-11-25T10:00:00.000Z: On sent once, last at 2026-11-25T10:00:00.000Z; the BMC reports PoweringOn"}},
 		stuck: `Stuck at "powered" (PowerChanging)`, advice: "a soft power-off is forced after 3 min"},
 	{name: "image-404", labels: map[string]string{hostfleetv1alpha1.LabelCluster: "infra-1"}, image: true, on: true, poweredOn: true, host: "server-2",
 		conditions: [][4]string{{"Scheduled", "True", "Placed", "placed on infra-1"}, {"Associated", "True", "BareMetalHostAssociated", "bound"},
