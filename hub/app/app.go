@@ -29,6 +29,7 @@ import (
 	"github.com/hostfleet/hostfleet/hub/admission"
 	"github.com/hostfleet/hostfleet/hub/api/election"
 	"github.com/hostfleet/hostfleet/hub/api/scheme"
+	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
 	"github.com/hostfleet/hostfleet/hub/forwarder"
 	"github.com/hostfleet/hostfleet/hub/hardwarecopy"
 	hubmetrics "github.com/hostfleet/hostfleet/hub/metrics"
@@ -171,7 +172,7 @@ func New(ctx context.Context, cfg *rest.Config, o *Options) (ctrl.Manager, error
 		HealthProbeBindAddress:        o.HealthAddr,
 		PprofBindAddress:              o.PprofAddr,
 		LeaderElection:                o.LeaderElect,
-		LeaderElectionID:              "hostfleet-hub",
+		LeaderElectionID:              hostfleetv1alpha1.HubLease,
 		LeaderElectionNamespace:       o.LeaderElectionNamespace,
 		LeaderElectionReleaseOnCancel: true,
 	}

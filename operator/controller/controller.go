@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -42,6 +44,9 @@ type Reconciler struct {
 	// HubClient reaches the hub of a Hosted HostfleetHub from its external
 	// kubeconfig; nil means NewHubClient.
 	HubClient func(kubeconfig []byte, scheme *runtime.Scheme) (client.Client, error)
+	// APIReader reads, uncached, what the operator does not watch on its
+	// own cluster (the hub's leader Lease); nil means the manager's.
+	APIReader client.Reader
 }
 
 // SetupWithManager wires the controller.
@@ -54,6 +59,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}
 	if r.TokenTTL == 0 {
 		r.TokenTTL = time.Hour
+	}
+	if r.APIReader == nil {
+		r.APIReader = mgr.GetAPIReader()
 	}
 	byLabel := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
 		if name := o.GetLabels()[operatorv1alpha1.LabelHub]; name != "" {
@@ -123,8 +131,16 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	h.Status.Version = r.Release.Version
 	h.Status.HubImage, h.Status.AgentImage = images(h, r.Release)
 	h.Status.Namespace = Namespace(h)
-	return ctrl.Result{RequeueAfter: requeue}, r.available(ctx, h)
+	// The leader changes without an event the operator watches: looked at
+	// again every leaderCheck.
+	if requeue <= 0 || requeue > leaderCheck {
+		requeue = leaderCheck
+	}
+	return ctrl.Result{RequeueAfter: requeue}, r.available(ctx, h, hub)
 }
+
+// leaderCheck is how often the operator reads who leads the hub.
+const leaderCheck = 30 * time.Second
 
 // addFinalizer puts the operator's finalizer on the HostfleetHub, so that
 // deleting it uninstalls the hub first.
@@ -191,9 +207,11 @@ func (r *Reconciler) otherHub(ctx context.Context, h *operatorv1alpha1.Hostfleet
 	return "", nil
 }
 
-// available reports whether the hub's controllers run and are ready; when
-// it cannot tell, Available is Unknown and says why (Applied stands).
-func (r *Reconciler) available(ctx context.Context, h *operatorv1alpha1.HostfleetHub) error {
+// available reports whether the hub's controllers run and are ready, and
+// which replica leads; when it cannot tell, Available is Unknown and says
+// why (Applied stands).
+func (r *Reconciler) available(ctx context.Context, h *operatorv1alpha1.HostfleetHub, hub client.Client) error {
+	h.Status.Leader = ""
 	d := &appsv1.Deployment{}
 	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: Namespace(h), Name: HubName}, d); err != nil {
 		err = fmt.Errorf("hub Deployment %s/%s: %w", Namespace(h), HubName, err)
@@ -202,8 +220,24 @@ func (r *Reconciler) available(ctx context.Context, h *operatorv1alpha1.Hostflee
 	}
 	want := ptr.Deref(d.Spec.Replicas, 1)
 	if d.Status.ObservedGeneration >= d.Generation && d.Status.AvailableReplicas > 0 && d.Status.UpdatedReplicas >= want {
+		// Read, not watched: Leases change every few seconds.
+		var leases client.Reader = hub
+		if hub == r.Client {
+			leases = r.APIReader
+		}
+		lease := &coordinationv1.Lease{}
+		err := leases.Get(ctx, client.ObjectKey{Namespace: hubSideNamespace(h), Name: hostfleetv1alpha1.HubLease}, lease)
+		if apierrors.IsNotFound(err) {
+			lease, err = nil, nil
+		}
+		leads := ""
+		if err != nil {
+			leads = fmt.Sprintf("the leader Lease %s/%s cannot be read: %v", hubSideNamespace(h), hostfleetv1alpha1.HubLease, err)
+		} else {
+			h.Status.Leader, leads = LeaderOf(lease, time.Now())
+		}
 		setCondition(h, operatorv1alpha1.ConditionAvailable, metav1.ConditionTrue, operatorv1alpha1.ReasonDeploymentAvailable,
-			fmt.Sprintf("%d of %d hub replicas available in %s", d.Status.AvailableReplicas, want, Namespace(h)))
+			fmt.Sprintf("%d of %d hub replicas available in %s; %s", d.Status.AvailableReplicas, want, Namespace(h), leads))
 	} else {
 		setCondition(h, operatorv1alpha1.ConditionAvailable, metav1.ConditionFalse, operatorv1alpha1.ReasonDeploymentNotReady,
 			fmt.Sprintf("Deployment %s/%s: %d of %d replicas available, %d updated; see its pods' events and logs",
@@ -211,6 +245,26 @@ func (r *Reconciler) available(ctx context.Context, h *operatorv1alpha1.Hostflee
 	}
 	setCondition(h, operatorv1alpha1.ConditionDegraded, metav1.ConditionFalse, operatorv1alpha1.ReasonAsExpected, "")
 	return nil
+}
+
+// LeaderOf is the hub replica that holds the leader Lease (the pod name its
+// identity starts with) and a sentence saying so, or "" and why none does.
+func LeaderOf(lease *coordinationv1.Lease, now time.Time) (string, string) {
+	if lease == nil {
+		return "", "no replica has led yet (no leader Lease): nothing is placed until one does"
+	}
+	holder := ptr.Deref(lease.Spec.HolderIdentity, "")
+	if holder == "" {
+		return "", "no replica holds the leader Lease: nothing is placed until one does"
+	}
+	name, _, _ := strings.Cut(holder, "_")
+	if renew, d := lease.Spec.RenewTime, lease.Spec.LeaseDurationSeconds; renew != nil && d != nil {
+		if expiry := renew.Add(time.Duration(*d) * time.Second); now.After(expiry) {
+			return "", fmt.Sprintf("%s stopped renewing the leader Lease, which expired at %s: a standby takes it over, or none runs",
+				name, expiry.UTC().Format(time.RFC3339))
+		}
+	}
+	return name, name + " leads"
 }
 
 func (r *Reconciler) degraded(h *operatorv1alpha1.HostfleetHub, reason, msg string) {

@@ -231,8 +231,17 @@ func TestDefaultMode(t *testing.T) {
 	d.Status = appsv1.DeploymentStatus{ObservedGeneration: d.Generation, Replicas: 1, UpdatedReplicas: 1, ReadyReplicas: 1, AvailableReplicas: 1}
 	g.Expect(hub.Status().Update(ctx, d)).To(Succeed())
 	g.Eventually(func(g Gomega) {
-		g.Expect(condition(getHub(g, hub, "hub"), operatorv1alpha1.ConditionAvailable).Status).To(Equal(metav1.ConditionTrue))
+		c := condition(getHub(g, hub, "hub"), operatorv1alpha1.ConditionAvailable)
+		g.Expect(c.Status).To(Equal(metav1.ConditionTrue), c.Message)
 	}).WithTimeout(30 * time.Second).Should(Succeed())
+	t.Log("the status names the replica that leads: the hub running here (its identity starts with the host name)")
+	host, err := os.Hostname()
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Eventually(func(g Gomega) {
+		h := getHub(g, hub, "hub")
+		g.Expect(h.Status.Leader).To(Equal(host))
+		g.Expect(condition(h, operatorv1alpha1.ConditionAvailable).Message).To(HaveSuffix("; " + host + " leads"))
+	}).WithTimeout(45 * time.Second).Should(Succeed())
 
 	t.Log("the mode cannot change")
 	h := getHub(g, hub, "hub")

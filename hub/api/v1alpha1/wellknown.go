@@ -156,6 +156,9 @@ const (
 	// AddonName names the ClusterManagementAddOn, every
 	// ManagedClusterAddOn, the agent's Deployment and its health Lease.
 	AddonName = "hostfleet-agent"
+	// HubLease is the hub replicas' leader election Lease, in the hub's
+	// namespace on the hub cluster.
+	HubLease = "hostfleet-hub"
 	// AgentServiceAccount is the agent's ServiceAccount on the managed
 	// cluster (and its pod's, wherever it runs).
 	AgentServiceAccount = "hostfleet-agent"

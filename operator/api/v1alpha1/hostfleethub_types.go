@@ -96,6 +96,11 @@ type HostfleetHubStatus struct {
 	// mode, on the hosting cluster in Hosted mode).
 	// +optional
 	Namespace string `json:"namespace,omitempty"`
+	// Leader is the hub replica (its pod) that holds the leader Lease and
+	// so places claims; empty while none does, and the Available
+	// condition says why.
+	// +optional
+	Leader string `json:"leader,omitempty"`
 }
 
 // HostfleetHub installs one Hostfleet hub. There is one per hub cluster.
@@ -106,6 +111,7 @@ type HostfleetHubStatus struct {
 // +kubebuilder:printcolumn:name="Mode",type=string,JSONPath=`.spec.deployOption.mode`
 // +kubebuilder:printcolumn:name="Version",type=string,JSONPath=`.status.version`
 // +kubebuilder:printcolumn:name="Available",type=string,JSONPath=`.status.conditions[?(@.type=="Available")].status`
+// +kubebuilder:printcolumn:name="Leader",type=string,JSONPath=`.status.leader`
 // +kubebuilder:printcolumn:name="Degraded",type=string,JSONPath=`.status.conditions[?(@.type=="Degraded")].status`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type HostfleetHub struct {
