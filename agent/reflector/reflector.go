@@ -52,7 +52,7 @@ func Conditions(c *metal3api.HostClaim, h *metal3api.BareMetalHost, sync Sync) [
 	switch {
 	case errMsg != "":
 		avail = cond(hostfleetv1alpha1.ConditionAvailableForProvisioning, false, hostfleetv1alpha1.ReasonHostError, errMsg)
-	case h.Status.Provisioning.State == metal3api.StateDeprovisioning:
+	case h.Status.Provisioning.State == metal3api.StateDeprovisioning, leftoverImage(c, h):
 		avail = cond(hostfleetv1alpha1.ConditionAvailableForProvisioning, false, hostfleetv1alpha1.ReasonDeprovisioning,
 			fmt.Sprintf("host %s is being cleaned after a previous deployment; wait", hostName))
 	case !usable(h.Status.Provisioning.State):
@@ -63,6 +63,13 @@ func Conditions(c *metal3api.HostClaim, h *metal3api.BareMetalHost, sync Sync) [
 	prov := provisioned(c, h, hostName, errMsg, cond)
 	ready := readiness(c, h, synced, avail, prov, cond)
 	return []metav1.Condition{synced, prov, avail, ready}
+}
+
+// leftoverImage: the claim asks for no image but its host still runs one,
+// which it is about to remove (unless detached, when nothing changes it).
+func leftoverImage(c *metal3api.HostClaim, h *metal3api.BareMetalHost) bool {
+	_, detached := h.Annotations[metal3api.DetachedAnnotation]
+	return c.Spec.Image == nil && c.Spec.CustomDeploy == nil && h.Status.Provisioning.State == metal3api.StateProvisioned && !detached
 }
 
 func provisioned(c *metal3api.HostClaim, h *metal3api.BareMetalHost, hostName, errMsg string,

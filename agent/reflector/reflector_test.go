@@ -79,6 +79,9 @@ func TestConditions(t *testing.T) {
 		{name: "provisioned, registration error: the error", claim: claim(img, true),
 			host: host(metal3api.StateProvisioned, true, withImage, inError(metal3api.RegistrationError)), sync: ok,
 			readyReason: hostfleetv1alpha1.ReasonHostError, provReason: hostfleetv1alpha1.ReasonProvisioned, availReason: hostfleetv1alpha1.ReasonHostError},
+		{name: "image removed, host not yet deprovisioned: not ready on the old system", claim: claim(nil, true),
+			host: host(metal3api.StateProvisioned, true, withImage), sync: ok,
+			readyReason: hostfleetv1alpha1.ReasonDeprovisioning, provReason: hostfleetv1alpha1.ReasonNoWorkload, availReason: hostfleetv1alpha1.ReasonDeprovisioning},
 		{name: "deprovisioning", claim: claim(nil, false), host: host(metal3api.StateDeprovisioning, false), sync: ok,
 			readyReason: hostfleetv1alpha1.ReasonDeprovisioning, provReason: hostfleetv1alpha1.ReasonNoWorkload, availReason: hostfleetv1alpha1.ReasonDeprovisioning},
 	}
