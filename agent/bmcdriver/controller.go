@@ -130,7 +130,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if host.Status.OperationalStatus == "" {
 		host.Status.OperationalStatus = metal3api.OperationalStatusOK // a new host, until an error says otherwise
 	}
-	for i := range maxSteps {
+	for step := 1; ; step++ {
 		var o outcome
 		if x.d == nil {
 			if err := x.open(ctx, errorKind(host)); err != nil {
@@ -144,15 +144,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			o = x.step(ctx)
 		}
 		if o.err == nil && o.proceed {
-			if i < maxSteps-1 {
+			if step < maxSteps {
 				continue
 			}
 			o = outcome{after: time.Millisecond} // the next steps in a reconcile of their own, at once
 		}
-		res, err := x.record(ctx, o)
-		return res, err
+		return x.record(ctx, o)
 	}
-	return ctrl.Result{}, nil
 }
 
 func (r *Reconciler) setFinalizer(ctx context.Context, host *metal3api.BareMetalHost, on bool) error {
