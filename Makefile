@@ -63,12 +63,11 @@ images: ## The hub, agent and operator images into bin/images: OCI layouts (linu
 	go run ./hack/images -out $(BIN)/images
 
 # The slowest packages first: go test starts packages in the order given,
-# TEST_P at a time (four: they wait on processes as much as they compute,
-# and with three the two cores idle more), so the longest do not start
-# last. The race-detector packages run beside them (their output follows).
+# TEST_P at a time, so the longest do not start last. The race-detector
+# packages run beside them (their output follows).
 SLOW_PKGS := ./e2e/suites/local/ ./agent/claim/ ./e2e/suites/capi/ ./agent/cmd/hostfleet-agent/ ./e2e/suites/forwarding/ ./e2e/programs/chaos/ \
 	./e2e/programs/demo/ ./e2e/harness/planes/ ./agent/bmcdriver/ ./operator/controller/
-TEST_P ?= 4
+TEST_P ?= 3
 
 .PHONY: test
 test: verify lint tools images ## Everything CI runs: verify, lint, unit, integration and end-to-end tests on real control planes (root).

@@ -326,6 +326,17 @@ func TestLabelsReachTheNode(t *testing.T) {
 	orig := tn.DeepCopy()
 	tn.Spec.LabelSyncPrefixes = []string{"rack.example.com"}
 	g.Expect(hub.Patch(ctx, tn, client.MergeFrom(orig))).To(Succeed())
+	// The agents learn it from their clusters' ClusterTenancy: the host
+	// changes once infra-1's and wl's say so.
+	g.Eventually(func(g Gomega) {
+		for _, cluster := range []string{"infra-1", "wl"} {
+			ct := &hostfleetv1alpha1.ClusterTenancy{}
+			g.Expect(hub.Get(ctx, client.ObjectKey{Namespace: cluster, Name: hostfleetv1alpha1.TenancyName}, ct)).To(Succeed())
+			for _, served := range append(ct.Spec.Tenants, ct.Spec.WorkloadTenants...) {
+				g.Expect(served.LabelSyncPrefixes).To(Equal([]string{"rack.example.com"}), cluster)
+			}
+		}
+	}).WithTimeout(30 * time.Second).Should(Succeed())
 	setHostLabel(g, infra, "h1", zone, "z9")
 	setHostLabel(g, infra, "h1", rack, "r1-b")
 	g.Eventually(func(g Gomega) {

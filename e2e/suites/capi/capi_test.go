@@ -3,6 +3,8 @@ package capi_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -152,7 +154,7 @@ func (fl *fleet) converge(g *WithT, cl *capi.Client, names []string) []*capi.Mac
 			g.Expect(m.ProviderID).To(HavePrefix("metal3://"))
 			out[i] = m
 		}
-	}).WithTimeout(5 * time.Minute).WithPolling(time.Second).Should(Succeed())
+	}).WithTimeout(5*time.Minute).WithPolling(time.Second).Should(Succeed(), fl.report)
 	return out
 }
 
@@ -183,12 +185,44 @@ func (fl *fleet) timeline(t *testing.T, g *WithT, cl *capi.Client, names []strin
 		mark("data rendered", m.UserData != "")
 		mark("Ready", m.Ready)
 		g.Expect(m.Ready).To(BeTrue())
-	}).WithTimeout(5 * time.Minute).WithPolling(200 * time.Millisecond).Should(Succeed())
+	}).WithTimeout(5*time.Minute).WithPolling(200*time.Millisecond).Should(Succeed(), fl.report)
 	t.Logf("machine %s: created → bound %s → data rendered %s → powered on %s → Ready %s",
 		name, seen["bound"], seen["data rendered"], seen["powered on"], seen["Ready"])
 	fl.mu.Lock()
 	fl.started[name] = start
 	fl.mu.Unlock()
+}
+
+// report says, when a machine does not get Ready, where its claims and
+// hosts stand: each claim's conditions, each host's state, power, error and
+// PowerChanging.
+func (fl *fleet) report() string {
+	ctx := context.Background()
+	var b strings.Builder
+	claims := &metal3api.HostClaimList{}
+	if err := fl.hub.List(ctx, claims, client.InNamespace(tenantNS)); err != nil {
+		fmt.Fprintf(&b, "claims: %v\n", err)
+	}
+	for _, c := range claims.Items {
+		fmt.Fprintf(&b, "claim %s (generation %d, poweredOn %v):\n", c.Name, c.Generation, c.Spec.PoweredOn)
+		for _, cond := range c.Status.Conditions {
+			fmt.Fprintf(&b, "  %s=%s %s (gen %d): %s\n", cond.Type, cond.Status, cond.Reason, cond.ObservedGeneration, cond.Message)
+		}
+	}
+	for cluster, infra := range fl.infra {
+		hosts := &metal3api.BareMetalHostList{}
+		if err := infra.List(ctx, hosts); err != nil {
+			fmt.Fprintf(&b, "hosts of %s: %v\n", cluster, err)
+		}
+		for _, h := range hosts.Items {
+			fmt.Fprintf(&b, "host %s/%s on %s: %s, online %v, poweredOn %v, error %q %q, consumer %v\n", h.Namespace, h.Name, cluster,
+				h.Status.Provisioning.State, h.Spec.Online, h.Status.PoweredOn, h.Status.ErrorType, h.Status.ErrorMessage, h.Spec.ConsumerRef != nil)
+			for _, cond := range h.Status.Conditions {
+				fmt.Fprintf(&b, "  %s=%s %s: %s\n", cond.Type, cond.Status, cond.Reason, cond.Message)
+			}
+		}
+	}
+	return b.String()
 }
 
 // claim reads a claim as the tenant.
