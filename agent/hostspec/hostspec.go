@@ -215,26 +215,23 @@ func HasWorkload(c *metal3api.HostClaim) bool {
 // (status.poweredOn follows the reads, for baremetal-operator and the BMC
 // driver alike), so that no claim gets a host still running the previous
 // tenant's system.
-func Settled(h *metal3api.BareMetalHost) bool {
-	switch h.Status.Provisioning.State {
-	case metal3api.StateProvisioning, metal3api.StateProvisioned, metal3api.StateDeprovisioning,
-		metal3api.StateExternallyProvisioned, metal3api.StatePreparing:
-		return false
-	}
-	return h.Spec.Image == nil && h.Spec.CustomDeploy == nil && !h.Status.PoweredOn
-}
+func Settled(h *metal3api.BareMetalHost) bool { return Releasing(h) == "" }
 
-// Releasing says what a released host that is not Settled still waits for.
+// Releasing says what a released host still waits for, or "" when it is
+// Settled.
 func Releasing(h *metal3api.BareMetalHost) string {
 	switch h.Status.Provisioning.State {
 	case metal3api.StateProvisioning, metal3api.StateProvisioned, metal3api.StateDeprovisioning,
 		metal3api.StateExternallyProvisioned, metal3api.StatePreparing:
 		return fmt.Sprintf("waiting for it to deprovision (%s)", h.Status.Provisioning.State)
 	}
-	if h.Spec.Image != nil || h.Spec.CustomDeploy != nil {
+	switch {
+	case h.Spec.Image != nil || h.Spec.CustomDeploy != nil:
 		return "waiting for its image to be removed"
+	case h.Status.PoweredOn:
+		return "waiting for its BMC to report it off"
 	}
-	return "waiting for its BMC to report it off"
+	return ""
 }
 
 // ownedSpecFields are the host spec fields the agent owns.
