@@ -508,8 +508,14 @@ func forward(ctx context.Context, hub client.Client, timeout time.Duration, say 
 	c := &metal3api.HostClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant-acme", Name: "edge-fwd",
 		Labels: map[string]string{hostfleetv1alpha1.LabelKind: hostfleetv1alpha1.KindRemote, hostfleetv1alpha1.LabelCluster: edge}},
 		Spec: metal3api.HostClaimSpec{PoweredOn: true, HostSelector: metal3api.HostSelector{MatchLabels: map[string]string{"example.com/size": "large"}}}}
-	if err := create(ctx, hub, c); err != nil {
-		return err
+	// The quota's count of claims follows edge-2's deletion a moment
+	// later (kube-controller-manager recounts it): until then the claim is
+	// refused, and created again.
+	if err := poll(ctx, timeout, func() (bool, error) {
+		err := create(ctx, hub, c.DeepCopy())
+		return err == nil, err
+	}); err != nil {
+		return fmt.Errorf("create edge-fwd: %w", err)
 	}
 	say("edge-fwd, a remote claim (hostfleet.io/kind=remote) for the same host, is forwarded to infra-3 as a ManifestWork:")
 	if err := poll(ctx, timeout, func() (bool, error) {
