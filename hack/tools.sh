@@ -72,27 +72,33 @@ build_kubectl() {
 	build_tools_module kubectl "${KUBE_VERSION}" e2e/tools/kubernetes k8s.io/kubernetes/cmd/kubectl
 }
 
+# build_etcd builds etcd, and etcdctl and etcdutl beside it: the restore
+# tests save a plane's etcd and restore it as an operator does.
 build_etcd() {
-	local out="${CACHE}/etcd-${ETCD_VERSION}/bin/etcd"
-	if [[ -x ${out} ]]; then log "etcd ${ETCD_VERSION}: cached at ${out}"; return; fi
+	local bin="${CACHE}/etcd-${ETCD_VERSION}/bin"
+	if [[ -x ${bin}/etcd && -x ${bin}/etcdctl && -x ${bin}/etcdutl ]]; then log "etcd ${ETCD_VERSION}: cached in ${bin}"; return; fi
 	local src="${CACHE}/src/etcd-${ETCD_VERSION}"
-	log "etcd ${ETCD_VERSION}: building in ${src} (about 30 s)"
+	log "etcd ${ETCD_VERSION}: building etcd, etcdctl and etcdutl in ${src} (about a minute)"
 	wrapper "${src}" hostfleet.tools/etcd
 	(
 		cd "${src}"
 		cat >>go.mod <<MOD
 require (
 	go.etcd.io/etcd/server/v3 ${ETCD_VERSION}
+	go.etcd.io/etcd/etcdctl/v3 ${ETCD_VERSION}
+	go.etcd.io/etcd/etcdutl/v3 ${ETCD_VERSION}
 	go.etcd.io/etcd/api/v3 ${ETCD_VERSION}
 	go.etcd.io/etcd/client/pkg/v3 ${ETCD_VERSION}
 	go.etcd.io/etcd/client/v3 ${ETCD_VERSION}
 	go.etcd.io/etcd/pkg/v3 ${ETCD_VERSION}
 )
 MOD
-		go get "go.etcd.io/etcd/server/v3@${ETCD_VERSION}"
-		CGO_ENABLED=0 go build -trimpath -ldflags '-s -w' -o "${out}" go.etcd.io/etcd/server/v3
+		go get "go.etcd.io/etcd/server/v3@${ETCD_VERSION}" "go.etcd.io/etcd/etcdctl/v3@${ETCD_VERSION}" "go.etcd.io/etcd/etcdutl/v3@${ETCD_VERSION}"
+		CGO_ENABLED=0 go build -trimpath -ldflags '-s -w' -o "${bin}/etcd" go.etcd.io/etcd/server/v3
+		CGO_ENABLED=0 go build -trimpath -ldflags '-s -w' -o "${bin}/etcdctl" go.etcd.io/etcd/etcdctl/v3
+		CGO_ENABLED=0 go build -trimpath -ldflags '-s -w' -o "${bin}/etcdutl" go.etcd.io/etcd/etcdutl/v3
 	)
-	log "etcd ${ETCD_VERSION}: built ${out}"
+	log "etcd ${ETCD_VERSION}: built etcd, etcdctl and etcdutl in ${bin}"
 }
 
 build_bmo() {
@@ -178,13 +184,17 @@ apt_install() {
 	log "${cmds[*]}: installed"
 }
 
-# link_assets puts kube-apiserver and etcd in one directory for KUBEBUILDER_ASSETS.
+# link_assets puts kube-apiserver and etcd (with etcdctl and etcdutl) in one
+# directory for KUBEBUILDER_ASSETS.
 link_assets() {
 	local dir
 	dir=$(assets)
 	mkdir -p "${dir}"
 	ln -sf "${CACHE}/kube-apiserver-${KUBE_VERSION}/bin/kube-apiserver" "${dir}/kube-apiserver"
-	ln -sf "${CACHE}/etcd-${ETCD_VERSION}/bin/etcd" "${dir}/etcd"
+	local e
+	for e in etcd etcdctl etcdutl; do
+		if [[ -x ${CACHE}/etcd-${ETCD_VERSION}/bin/${e} ]]; then ln -sf "${CACHE}/etcd-${ETCD_VERSION}/bin/${e}" "${dir}/${e}"; fi
+	done
 	local kcm="${CACHE}/kube-controller-manager-${KUBE_VERSION}/bin/kube-controller-manager"
 	if [[ -x ${kcm} ]]; then ln -sf "${kcm}" "${dir}/kube-controller-manager"; fi
 }

@@ -2,11 +2,6 @@ package planes
 
 import (
 	"fmt"
-	"net/url"
-	"os"
-	"path/filepath"
-	"strconv"
-	"strings"
 	"syscall"
 )
 
@@ -32,29 +27,9 @@ func (p *Plane) signalAPIServer(sig syscall.Signal) error {
 
 // apiServerPID finds the plane's kube-apiserver by its secure port.
 func (p *Plane) apiServerPID() (int, error) {
-	u, err := url.Parse(p.Config.Host)
+	pid, _, err := findProcess("kube-apiserver", "--secure-port="+p.port())
 	if err != nil {
-		return 0, err
+		return 0, fmt.Errorf("%s: %w", p.Name, err)
 	}
-	want := "--secure-port=" + u.Port()
-	dirs, err := filepath.Glob("/proc/[0-9]*")
-	if err != nil {
-		return 0, err
-	}
-	for _, d := range dirs {
-		data, err := os.ReadFile(filepath.Join(d, "cmdline"))
-		if err != nil {
-			continue // gone meanwhile
-		}
-		args := strings.Split(string(data), "\x00")
-		if filepath.Base(args[0]) != "kube-apiserver" {
-			continue
-		}
-		for _, a := range args[1:] {
-			if a == want {
-				return strconv.Atoi(filepath.Base(d))
-			}
-		}
-	}
-	return 0, fmt.Errorf("%s: no kube-apiserver process with %s", p.Name, want)
+	return pid, nil
 }
