@@ -39,6 +39,13 @@ type Input struct {
 	// writes it, with the claim's resourceVersion, before it binds the host,
 	// so that a claim never has two bindings in flight.
 	Reserved *metal3api.ObjectReference
+	// ReservedHeldByGone is the reserved host when a claim that no longer
+	// exists holds it: a cluster restored from an older backup (the hub
+	// lost the holder, or the infrastructure cluster lost this claim's
+	// binding). The orphan controller releases it after --orphan-grace;
+	// the claim waits for it, keeping its reservation, rather than take
+	// another host (and another claim's reservation).
+	ReservedHeldByGone *metal3api.BareMetalHost
 }
 
 // OtherController is the finalizer another HostClaim controller keeps on a
@@ -108,6 +115,9 @@ type Decision struct {
 	// the one it keeps or reserves: left over from a binding that lost a
 	// race. They were never given the claim's spec and must be unbound.
 	Strays []*metal3api.BareMetalHost
+	// KeepReservation, with Wait, keeps the claim's reservation: its
+	// reserved host is released soon (ReservedHeldByGone) and then bound.
+	KeepReservation bool
 }
 
 // Decide returns what to do for a claim that is not being deleted.
@@ -213,6 +223,12 @@ func choose(in Input) Decision {
 			}
 			free = append(free, h)
 		}
+	}
+	if h := in.ReservedHeldByGone; h != nil && isRef(in.Reserved, h) {
+		ref := h.Spec.ConsumerRef
+		return Decision{Action: Wait, KeepReservation: true, Reason: hostfleetv1alpha1.ReasonReservedHostOrphaned, Message: fmt.Sprintf(
+			"BareMetalHost %s/%s, which the claim reserves, is held by claim %s/%s, which no longer exists (a cluster restored from an older backup?): "+
+				"the agent releases it after its --orphan-grace, then binds it to this claim again", h.Namespace, h.Name, ref.Namespace, ref.Name)}
 	}
 	if len(free) == 0 {
 		return Decision{Action: Wait, Reason: hostfleetv1alpha1.ReasonNoHostAvailable,

@@ -69,6 +69,9 @@ func TestDecide(t *testing.T) {
 		wantHost   string
 		wantReason string
 		wantStrays []string
+		// heldByGone: the reserved host is held by a claim that is gone.
+		heldByGone bool
+		wantKeep   bool
 	}{
 		{
 			name: "binds the only free host", claim: claim(), policies: admitAll,
@@ -123,6 +126,19 @@ func TestDecide(t *testing.T) {
 			wantAction: Keep, wantHost: "mine",
 		},
 		{
+			name: "a reserved host held by a claim that is gone is waited for, the reservation kept", claim: claim(), policies: admitAll,
+			reserved:   &metal3api.ObjectReference{Namespace: "hosts", Name: "h2"},
+			hosts:      []metal3api.BareMetalHost{host("hosts", "h1"), host("hosts", "h2", heldBy(other))},
+			heldByGone: true,
+			wantAction: Wait, wantReason: hostfleetv1alpha1.ReasonReservedHostOrphaned, wantKeep: true,
+		},
+		{
+			name: "once released, the reserved host is bound again", claim: claim(), policies: admitAll,
+			reserved:   &metal3api.ObjectReference{Namespace: "hosts", Name: "h2"},
+			hosts:      []metal3api.BareMetalHost{host("hosts", "h1"), host("hosts", "h2")},
+			wantAction: Bind, wantHost: "h2",
+		},
+		{
 			name: "a host held by an earlier claim of the same name is not this claim's", claim: claim(), policies: admitAll,
 			hosts:      []metal3api.BareMetalHost{host("hosts", "old", heldBy(sameNameOldUID))},
 			wantAction: Wait, wantReason: hostfleetv1alpha1.ReasonNoHostAvailable,
@@ -131,8 +147,13 @@ func TestDecide(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			g := NewWithT(t)
-			d := Decide(Input{Consumer: consumer, Claim: tt.claim, NamespaceLabels: tt.nsLabels, Policies: tt.policies, Hosts: ptrs(tt.hosts), Reserved: tt.reserved})
+			in := Input{Consumer: consumer, Claim: tt.claim, NamespaceLabels: tt.nsLabels, Policies: tt.policies, Hosts: ptrs(tt.hosts), Reserved: tt.reserved}
+			if tt.heldByGone {
+				in.ReservedHeldByGone = in.Hosts[slices.IndexFunc(in.Hosts, func(h *metal3api.BareMetalHost) bool { return isRef(tt.reserved, h) })]
+			}
+			d := Decide(in)
 			g.Expect(d.Action).To(Equal(tt.wantAction), d.Message)
+			g.Expect(d.KeepReservation).To(Equal(tt.wantKeep))
 			if tt.wantHost != "" {
 				g.Expect(d.Host).NotTo(BeNil())
 				g.Expect(d.Host.Name).To(Equal(tt.wantHost))

@@ -143,7 +143,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, man
 		claimIndexer = managed.GetFieldIndexer()
 	}
 	if err := indexWaiting(ctx, claimIndexer); err != nil {
-		return fmt.Errorf("index waiting claims: %w", err)
+		return fmt.Errorf("index waiting and reserving claims: %w", err)
 	}
 	// The agent's own writes come back as watch events: the claim's (the
 	// reservation, the status) and the bind's are not reconciled again.
@@ -173,7 +173,8 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, man
 }
 
 // claimsForHost maps a host event to the claim that holds it, or, for a free
-// host, to every claim still waiting for one.
+// host, to the claims reserving it and (coalesced) every claim still
+// waiting for one.
 func (r *Reconciler) claimsForHost(ctx context.Context, h *metal3api.BareMetalHost) []reconcile.Request {
 	if ref := h.Spec.ConsumerRef; r.Consumer.Names(ref) {
 		if r.Consumer.Hub != "" && h.Annotations[hostfleetv1alpha1.AnnotationHub] != r.Consumer.Hub {
@@ -181,10 +182,22 @@ func (r *Reconciler) claimsForHost(ctx context.Context, h *metal3api.BareMetalHo
 		}
 		return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: ref.Namespace, Name: ref.Name}}}
 	}
-	if binder.Free(h) {
-		r.wakeWaiting()
+	if !binder.Free(h) {
+		return nil
 	}
-	return nil
+	r.wakeWaiting()
+	// A claim waiting with its reservation on this host (held by a claim
+	// that was gone, and just released) binds it now.
+	var claims metal3api.HostClaimList
+	if err := r.Claims.List(ctx, &claims, client.MatchingFields{reservedIndex: binder.ReservationValue(h)}, client.UnsafeDisableDeepCopy); err != nil {
+		logr.FromContextOrDiscard(ctx).Error(err, "list the claims reserving a freed host", "host", klog.KObj(h))
+		return nil
+	}
+	out := make([]reconcile.Request, 0, len(claims.Items))
+	for i := range claims.Items {
+		out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&claims.Items[i])})
+	}
+	return out
 }
 
 // wakeWaiting has every waiting claim looked at again, soon: a host became
@@ -228,12 +241,24 @@ func (r *Reconciler) waitingClaims(ctx context.Context) []reconcile.Request {
 // are not being deleted: those a freed host or a policy change may serve.
 const waitingIndex = "hostfleet.waiting"
 
+// reservedIndex indexes the claims by the host they reserve
+// ("<namespace>/<name>").
+const reservedIndex = "hostfleet.reserved"
+
 func indexWaiting(ctx context.Context, indexer client.FieldIndexer) error {
-	return indexer.IndexField(ctx, &metal3api.HostClaim{}, waitingIndex, func(o client.Object) []string {
+	if err := indexer.IndexField(ctx, &metal3api.HostClaim{}, waitingIndex, func(o client.Object) []string {
 		c := o.(*metal3api.HostClaim)
 		// A claim another controller serves waits for nothing of this agent's.
 		if binder.Reservation(c) == nil && c.DeletionTimestamp == nil && binder.OtherController(c) == "" {
 			return []string{"true"}
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	return indexer.IndexField(ctx, &metal3api.HostClaim{}, reservedIndex, func(o client.Object) []string {
+		if ref := binder.Reservation(o.(*metal3api.HostClaim)); ref != nil {
+			return []string{ref.Namespace + "/" + ref.Name}
 		}
 		return nil
 	})
@@ -296,7 +321,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 		log.Info("unbound a stray host that named the claim", "host", klog.KObj(h))
 	}
-	if in.Reserved != nil && (d.Action == binder.Reserve || d.Action == binder.Wait) {
+	if in.Reserved != nil && (d.Action == binder.Reserve || d.Action == binder.Wait && !d.KeepReservation) {
 		// About to move or drop the reservation: make sure, without the
 		// cache, that the claim does not hold the reserved host and that it
 		// is not about to be bound.
@@ -353,8 +378,10 @@ func (r *Reconciler) decide(ctx context.Context, c *metal3api.HostClaim) (binder
 // wait leaves the claim unbound, saying why, and looks again after
 // RetryAfter.
 func (r *Reconciler) wait(ctx context.Context, c *metal3api.HostClaim, d binder.Decision) (ctrl.Result, error) {
-	if err := r.syncMeta(ctx, c, nil, nil); err != nil {
-		return requeue.OnConflict(err)
+	if !d.KeepReservation {
+		if err := r.syncMeta(ctx, c, nil, nil); err != nil {
+			return requeue.OnConflict(err)
+		}
 	}
 	assoc := associatedCondition(c, metav1.ConditionFalse, d.Reason, d.Message)
 	if err := r.setStatus(ctx, c, nil, nil, assoc, nil); err != nil {
@@ -458,8 +485,35 @@ func (r *Reconciler) inputs(ctx context.Context, c *metal3api.HostClaim) (binder
 			hosts = append(hosts, &l.Items[i])
 		}
 	}
-	return binder.Input{Consumer: r.Consumer, Claim: c, NamespaceLabels: ns.Labels, Policies: policies.Items,
-		Hosts: hosts, Reserved: binder.Reservation(c)}, nil
+	in := binder.Input{Consumer: r.Consumer, Claim: c, NamespaceLabels: ns.Labels, Policies: policies.Items,
+		Hosts: hosts, Reserved: binder.Reservation(c)}
+	var err error
+	in.ReservedHeldByGone, err = r.heldByGone(ctx, in.Reserved)
+	return in, err
+}
+
+// heldByGone returns the reserved host when a claim this agent bound holds
+// it and the claim cache no longer has that claim (by UID), or nil.
+func (r *Reconciler) heldByGone(ctx context.Context, reserved *metal3api.ObjectReference) (*metal3api.BareMetalHost, error) {
+	if reserved == nil {
+		return nil, nil
+	}
+	h := &metal3api.BareMetalHost{}
+	if err := r.Managed.Get(ctx, client.ObjectKey{Namespace: reserved.Namespace, Name: reserved.Name}, h); err != nil {
+		return nil, client.IgnoreNotFound(err)
+	}
+	if !r.holdsAny(h) {
+		return nil, nil
+	}
+	ref, holder := h.Spec.ConsumerRef, &metal3api.HostClaim{}
+	err := r.Claims.Get(ctx, client.ObjectKey{Namespace: ref.Namespace, Name: ref.Name}, holder)
+	switch {
+	case apierrors.IsNotFound(err) || err == nil && string(holder.UID) != h.Annotations[hostfleetv1alpha1.AnnotationClaimUID]:
+		return h, nil
+	case err != nil:
+		return nil, fmt.Errorf("read the claim holding host %s: %w", klog.KObj(h), err)
+	}
+	return nil, nil
 }
 
 // hubGet reads a tenant namespace of the hub from the cache, which holds

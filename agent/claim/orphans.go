@@ -11,12 +11,15 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/hostfleet/hostfleet/agent/metrics"
@@ -46,27 +49,51 @@ const (
 	ReasonClaimUnreachable = "ClaimUnreachable"
 )
 
-// SetupWithManager watches the hosts this agent's consumer holds.
+// SetupWithManager watches the hosts this agent's consumer holds, and the
+// claims' deletions: a claim that vanishes without a release (its
+// finalizer forced off, a hub restored from an older backup) changes no
+// host, so its hosts are looked at when the claim cache drops it.
 func (o *Orphans) SetupWithManager(mgr ctrl.Manager, managed cluster.Cluster) error {
 	name := "orphaned-hosts"
+	claims := mgr.GetCache()
 	if o.local() {
-		name = "local-orphaned-hosts"
+		name, claims = "local-orphaned-hosts", managed.GetCache()
 	}
 	held := predicate.NewTypedPredicateFuncs(func(h *metal3api.BareMetalHost) bool { return o.holdsAny(h) })
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(name).
 		WatchesRawSource(source.Kind(managed.GetCache(), &metal3api.BareMetalHost{},
 			&handler.TypedEnqueueRequestForObject[*metal3api.BareMetalHost]{}, held)).
+		WatchesRawSource(source.Kind(claims, &metal3api.HostClaim{}, handler.TypedFuncs[*metal3api.HostClaim, reconcile.Request]{
+			DeleteFunc: func(ctx context.Context, e event.TypedDeleteEvent[*metal3api.HostClaim], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+				for _, r := range o.hostsOf(ctx, e.Object) {
+					q.Add(r)
+				}
+			}})).
 		Complete(o)
+}
+
+// hostsOf are the hosts whose consumerRef names the claim.
+func (o *Orphans) hostsOf(ctx context.Context, c *metal3api.HostClaim) []reconcile.Request {
+	var hosts metal3api.BareMetalHostList
+	if err := o.Managed.List(ctx, &hosts, client.MatchingFields{consumerIndex: consumerKey(o.Consumer.APIVersion, c.Namespace, c.Name)}); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "list the hosts of a deleted claim", "claim", klog.KObj(c))
+		return nil
+	}
+	out := make([]reconcile.Request, 0, len(hosts.Items))
+	for i := range hosts.Items {
+		out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&hosts.Items[i])})
+	}
+	return out
 }
 
 // holdsAny says whether h is held by a claim of this agent's consumer kind,
 // bound by this agent (it carries the claim's UID; a host another HostClaim
 // controller bound is never this agent's to release) and, for hub claims,
 // of this hub.
-func (o *Orphans) holdsAny(h *metal3api.BareMetalHost) bool {
-	return o.Consumer.Names(h.Spec.ConsumerRef) && h.Annotations[hostfleetv1alpha1.AnnotationClaimUID] != "" &&
-		(o.local() || h.Annotations[hostfleetv1alpha1.AnnotationHub] == o.Consumer.Hub)
+func (r *Reconciler) holdsAny(h *metal3api.BareMetalHost) bool {
+	return r.Consumer.Names(h.Spec.ConsumerRef) && h.Annotations[hostfleetv1alpha1.AnnotationClaimUID] != "" &&
+		(r.local() || h.Annotations[hostfleetv1alpha1.AnnotationHub] == r.Consumer.Hub)
 }
 
 // Reconcile checks that one held host's claim exists, and releases the

@@ -19,6 +19,7 @@ var Sections = []Section{
 		Reasons: []Reason{
 			{Reason: "BareMetalHostAssociated", Cause: "bound to the host in `status.bareMetalHost`", Fix: "nothing"},
 			{Reason: "NoBareMetalHostAvailable", Cause: "no free host on the cluster matches", Fix: "free or add a matching host; the hub moves the claim after `--bind-deadline`"},
+			{Reason: "ReservedHostOrphaned", Cause: "the claim's host is held by a claim that no longer exists: a hub or cluster restored from an older backup", Fix: "wait: the agent releases the host after its `--orphan-grace` and binds it to this claim again"},
 			{Reason: "NoHostDeployPolicy", Cause: "no HostDeployPolicy on the cluster admits the claim's namespace", Fix: "an administrator adds one beside the hosts (`hostClaimNamespaces`)"},
 			{Reason: "InvalidHostSelector", Cause: "`hostSelector` cannot be evaluated", Fix: "fix the selector the message quotes"},
 			{Reason: "NotAssociated", Cause: "not bound yet", Fix: "wait; the message says what the agent is waiting for"},

@@ -275,6 +275,10 @@ const (
 	// cluster (baremetal-operator's) serves a local claim, so the agent
 	// leaves it (an Event on the local claim says so).
 	ReasonServedByOtherController = "ServedByOtherController"
+	// ReasonReservedHostOrphaned: the claim's reserved host is held by a
+	// claim that no longer exists (a cluster restored from an older
+	// backup); the claim waits for its release.
+	ReasonReservedHostOrphaned = "ReservedHostOrphaned"
 	// ReasonNoHostAvailable: no free BareMetalHost matches the claim yet.
 	ReasonNoHostAvailable = "NoBareMetalHostAvailable"
 	// ReasonNoDeployPolicy: no HostDeployPolicy on the cluster admits the
