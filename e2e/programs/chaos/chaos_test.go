@@ -2,9 +2,12 @@ package chaos_test
 
 import (
 	"context"
+	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -19,14 +22,7 @@ import (
 // API server stopped for 15 s; then every invariant must hold.
 func TestChaos(t *testing.T) {
 	g := NewWithT(t)
-	bin := t.TempDir()
-	for pkg, name := range map[string]string{
-		"../../../agent/cmd/hostfleet-agent": "hostfleet-agent",
-		"../../../hub/cmd/hostfleet-hub":     "hostfleet-hub",
-	} {
-		out, err := exec.Command("go", "build", "-o", filepath.Join(bin, name), pkg).CombinedOutput()
-		g.Expect(err).NotTo(HaveOccurred(), string(out))
-	}
+	bin := build(t)
 	var out strings.Builder
 	rep, err := chaos.Run(context.Background(), chaos.Options{Bin: bin, Dir: t.TempDir(), Out: &out, Seed: 1,
 		Planes: 2, Hosts: 16, Claims: 60, Rate: 10, Kills: 4, Outage: 15 * time.Second, Converge: 4 * time.Minute})
@@ -38,4 +34,33 @@ func TestChaos(t *testing.T) {
 	g.Expect(rep.Outage).To(Equal(15 * time.Second))
 	g.Expect(rep.Final.Violations).To(BeEmpty())
 	g.Expect(rep.Final.Bound).To(BeNumerically(">", 0), "claims were served")
+}
+
+// binDir holds hostfleet-hub and hostfleet-agent, built once for the
+// package's tests.
+var binDir = sync.OnceValues(func() (string, error) {
+	bin, err := os.MkdirTemp("", "hostfleet-chaos-bin-")
+	if err != nil {
+		return "", err
+	}
+	for pkg, name := range map[string]string{
+		"../../../agent/cmd/hostfleet-agent": "hostfleet-agent",
+		"../../../hub/cmd/hostfleet-hub":     "hostfleet-hub",
+	} {
+		if out, err := exec.Command("go", "build", "-o", filepath.Join(bin, name), pkg).CombinedOutput(); err != nil {
+			return "", fmt.Errorf("go build %s: %w: %s", pkg, err, out)
+		}
+	}
+	return bin, nil
+})
+
+// build builds hostfleet-hub and hostfleet-agent (once) and returns their
+// directory.
+func build(t *testing.T) string {
+	t.Helper()
+	bin, err := binDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return bin
 }

@@ -72,7 +72,9 @@ type fleet struct {
 	f      *planes.Fleet
 	bin    string
 	infras []string
-	ctx    context.Context
+	// grace is the agents' --orphan-grace (30 s when zero).
+	grace time.Duration
+	ctx   context.Context
 
 	mu      sync.Mutex
 	procs   map[string]*planes.Process
@@ -105,12 +107,16 @@ func (fl *fleet) start(name string) error {
 	args := []string{"--kubeconfig=" + hubCfg, "--leader-elect=false", "--bind-deadline=30s"}
 	if name != "hub" {
 		bin, plane = "hostfleet-agent", name
+		grace := fl.grace
+		if grace == 0 {
+			grace = 30 * time.Second
+		}
 		args = []string{"--hub-kubeconfig=" + hubCfg, "--managed-kubeconfig=" + fl.f.Plane(name).Kubeconfig,
 			"--cluster-name=" + name, "--leader-elect=false", "--retry-after=5s", "--inventory-interval=2s",
 			"--health-lease=false", "--bmc-poll=10s",
 			// The emulated hosts run no OS to shut down; and a host whose
 			// claim vanished mid-bind is released after this grace.
-			"--bmc-soft-power-off-timeout=20s", "--orphan-grace=30s"}
+			"--bmc-soft-power-off-timeout=20s", "--orphan-grace=" + grace.String()}
 	}
 	p, err := fl.f.Run(fmt.Sprintf("%s-%s-%d", bin, plane, fl.started[name]), plane, filepath.Join(fl.bin, bin), args)
 	if err != nil {
@@ -142,6 +148,16 @@ func (fl *fleet) supervise(name string, p *planes.Process) {
 	_ = fl.start(name)
 }
 
+// kill kills the hub ("hub") or an infrastructure plane's agent with
+// SIGKILL; it is started again a second later.
+func (fl *fleet) kill(name string) {
+	fl.mu.Lock()
+	p := fl.procs[name]
+	fl.killed[name] = !p.Exited()
+	fl.mu.Unlock()
+	p.Kill()
+}
+
 // killRandom kills the hub or one agent with SIGKILL, as a crash or an
 // evicted pod would; it is started again a second later.
 func (fl *fleet) killRandom(r *rand.Rand) string {
@@ -155,10 +171,8 @@ func (fl *fleet) killRandom(r *rand.Rand) string {
 			break
 		}
 	}
-	p := fl.procs[name]
-	fl.killed[name] = !p.Exited()
 	fl.mu.Unlock()
-	p.Kill()
+	fl.kill(name)
 	if name == "hub" {
 		return "hostfleet-hub"
 	}
