@@ -8,6 +8,9 @@ TOOLS := hack/tools.sh
 CONTROLLER_GEN = $(shell $(TOOLS) --print-bin controller-gen)
 STATICCHECK = $(shell $(TOOLS) --print-bin staticcheck)
 BIN := bin
+# VERSION is stamped into the binaries and names the images and the plugin:
+# a release's tag (make images VERSION=v0.1.0), else what git describes.
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 # -vet=off: make lint has vetted every package already.
 GO_TEST_FLAGS ?= -count=1 -timeout 20m -vet=off
 # Packages tested with the race detector in `make test` (the rest run without
@@ -28,7 +31,7 @@ build: ## Build the binaries into bin/ (the hub, the agent, the operator and kub
 
 .PHONY: plugin
 plugin: ## kubectl-hostfleet for linux and darwin on amd64 and arm64 into bin/plugin/: archives and the krew manifest (docs/kubectl.md).
-	go run ./hack/krew -out $(BIN)/plugin -version "$$(git describe --tags --always --dirty 2>/dev/null || echo dev)"
+	go run ./hack/krew -out $(BIN)/plugin -version "$(VERSION)"
 
 .PHONY: generate
 generate: ## Generate deepcopy code, and docs/troubleshooting.md from hub/api/advice.
@@ -60,7 +63,7 @@ lint: ## gofmt, go vet, staticcheck (also with the e2ekind tag: the kind suite b
 
 .PHONY: images
 images: ## The hub, agent and operator images into bin/images: OCI layouts (linux/amd64 and arm64) and docker tarballs, no container engine.
-	go run ./hack/images -out $(BIN)/images
+	go run ./hack/images -out $(BIN)/images -version "$(VERSION)"
 
 # The slowest packages first: go test starts packages in the order given,
 # TEST_P at a time, so the longest do not start last. The race-detector
