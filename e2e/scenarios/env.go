@@ -51,6 +51,9 @@ type Env interface {
 	OCMVersion() string
 	// Image is the reference of hostfleet-operator, -hub or -agent.
 	Image(name string) string
+	// LoadImages makes the images hack/images wrote to dir (a release's)
+	// available to every cluster, and returns their references by name.
+	LoadImages(t *testing.T, dir string) map[string]string
 	// StartBMO runs baremetal-operator in test mode for a cluster,
 	// watching namespaces (all when none).
 	StartBMO(t *testing.T, cluster string, namespaces ...string)
@@ -83,6 +86,9 @@ type fleet struct {
 	t        *testing.T
 	hubToken string
 	hubURL   string
+	// top is the test Run was given; last is the last release, once built.
+	top  *testing.T
+	last *release
 }
 
 // Root is the repository's root.

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
-	appsv1 "k8s.io/api/apps/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -20,37 +19,31 @@ import (
 	operatorv1alpha1 "github.com/hostfleet/hostfleet/operator/api/v1alpha1"
 )
 
-// installOperator applies the operator's kustomize base, deploy/operator, to
-// a plane as `kubectl apply -k` would, and waits for the pod runner to run
-// the operator's Deployment.
-func (e *fleet) installOperator(plane string) {
+// installOperatorFrom applies a tree's operator kustomize base (this
+// repository's, or a release's worktree), deploy/operator, to a plane as
+// `kubectl apply -k` would, with the image a user pins in an overlay, and
+// waits for the pod runner to run that image. Applied again with another
+// tree and image, it upgrades the operator.
+func (e *fleet) installOperatorFrom(plane, root, ref string) {
 	e.t.Helper()
 	g := NewWithT(e.t)
 	ctx := context.Background()
 	c := e.Client(plane)
-	// An overlay naming this build's image, as a user pins a release.
-	overlay := filepath.Join(e.Dir(), "operator-overlay-"+plane)
-	g.Expect(os.MkdirAll(overlay, 0o755)).To(Succeed())
-	base, err := filepath.Rel(overlay, filepath.Join(Root(), "deploy", "operator"))
+	overlay, err := os.MkdirTemp(e.Dir(), "operator-overlay-"+plane+"-")
 	g.Expect(err).NotTo(HaveOccurred())
-	ref := e.Image("hostfleet-operator")
+	base, err := filepath.Rel(overlay, filepath.Join(root, "deploy", "operator"))
+	g.Expect(err).NotTo(HaveOccurred())
 	repo, tag, _ := strings.Cut(ref, ":")
 	g.Expect(os.WriteFile(filepath.Join(overlay, "kustomization.yaml"), fmt.Appendf(nil,
 		"resources:\n- %s\nimages:\n- name: %s\n  newTag: %q\n", base, repo, tag), 0o644)).To(Succeed())
 	out, err := exec.Command(Tool(e.t, "kustomize", "kustomize"), "build", overlay).Output()
-	g.Expect(err).NotTo(HaveOccurred(), "kustomize build deploy/operator with image %s", ref)
+	g.Expect(err).NotTo(HaveOccurred(), "kustomize build %s/deploy/operator with image %s", root, ref)
 	objs, err := planes.Decode(out)
 	g.Expect(err).NotTo(HaveOccurred())
 	for _, u := range objs {
-		g.Expect(c.Create(ctx, u)).To(Succeed(), "%s %s", u.GetKind(), u.GetName())
+		g.Expect(c.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner("kubectl"), client.ForceOwnership)).To(Succeed(), "%s %s", u.GetKind(), u.GetName())
 	}
-	start := time.Now()
-	g.Eventually(func(g Gomega) {
-		d := &appsv1.Deployment{}
-		g.Expect(c.Get(ctx, client.ObjectKey{Namespace: "hostfleet-operator", Name: "hostfleet-operator"}, d)).To(Succeed())
-		g.Expect(d.Status.AvailableReplicas).To(BeNumerically(">=", 1))
-	}).WithTimeout(time.Minute).WithPolling(time.Second).Should(Succeed(), "the operator runs on %s", plane)
-	e.t.Logf("hostfleet-operator runs on %s, from deploy/operator (%s)", plane, time.Since(start).Round(100*time.Millisecond))
+	e.expectDeployment(plane, "hostfleet-operator", "hostfleet-operator", ref)
 }
 
 // expectHubAvailable waits for a HostfleetHub to be Applied and Available:

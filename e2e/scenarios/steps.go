@@ -44,13 +44,14 @@ const hostedAgentNamespace = hostfleetv1alpha1.AgentNamespace
 // Run runs the scenarios in order on one fleet: each builds on the one
 // before, as a platform engineer's day would.
 func Run(t *testing.T, env Env) {
-	e := &fleet{Env: env}
+	e := &fleet{Env: env, top: t}
 	for _, s := range []struct {
 		name string
 		run  func(*fleet)
 	}{
 		{"Join", (*fleet).joinStep},
 		{"AddonDefault", (*fleet).addonDefaultStep},
+		{"Upgrade", (*fleet).upgradeStep},
 		{"AddonConfig", (*fleet).addonConfigStep},
 		{"IPMIFromImage", (*fleet).ipmiFromImageStep},
 		{"RemoteClaim", (*fleet).remoteClaimStep},
@@ -77,11 +78,13 @@ func (e *fleet) addonDefaultStep() {
 	ctx := context.Background()
 	hub := e.Client("hub")
 	g := NewWithT(e.t)
-	// The hub, installed the way a person would: the operator from
-	// deploy/operator, then a Default HostfleetHub. The operator renders
-	// the hub's Deployment and the pod runner runs it, with only the RBAC
-	// the operator installed.
-	e.installOperator("hub")
+	// The hub, installed the way a person would: the last release's
+	// operator from its deploy/operator (the next step upgrades it), then
+	// a Default HostfleetHub. The operator renders the hub's Deployment
+	// and the pod runner runs it, with only the RBAC the operator
+	// installed.
+	rel := e.release()
+	e.installOperatorFrom("hub", rel.Root, rel.Images["hostfleet-operator"])
 	g.Expect(hub.Create(ctx, &operatorv1alpha1.HostfleetHub{ObjectMeta: metav1.ObjectMeta{Name: "hub"},
 		Spec: operatorv1alpha1.HostfleetHubSpec{BindDeadline: &metav1.Duration{Duration: time.Minute}}})).To(Succeed())
 	e.expectHubAvailable("hub", "hub")
@@ -321,8 +324,11 @@ func (e *fleet) hubHostedStep() {
 	// the hub's administrator kubeconfig in external-hub-kubeconfig, a
 	// Hosted HostfleetHub. infra-2 (Hosted klusterlet on hosting) is still
 	// joined.
+	// The operator from the last release's Helm chart (upgraded below
+	// with this tree's).
 	hosting := e.Client("hosting")
-	e.installOperator("hosting")
+	rel := e.release()
+	e.helmOperator("hosting", rel.Root, rel.Images["hostfleet-operator"])
 	admin, err := os.ReadFile(e.InClusterKubeconfig("hub"))
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(hosting.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "lab-hub"}})).To(Succeed())
@@ -352,6 +358,14 @@ func (e *fleet) hubHostedStep() {
 	e.expectAgent("hosting", klusterletNS)
 	e.expectAddonAvailable("infra-2")
 	e.expectClaimReady("db-2", "infra-2")
+	// `helm upgrade` to this tree's chart: the operator rolls the hub and
+	// its agent to this tree's images; db-2 stays Ready on its host.
+	before := map[string]served{"db-2": e.servedNow(g, "db-2", "infra-2")}
+	e.helmOperator("hosting", Root(), e.Image("hostfleet-operator"))
+	e.expectDeployment("hosting", "lab-hub", "hostfleet-hub", e.Image("hostfleet-hub"))
+	e.expectDeployment("hosting", klusterletNS, hostfleetv1alpha1.AddonName, e.Image("hostfleet-agent"))
+	e.expectAddonAvailable("infra-2")
+	e.expectServedAsBefore(before, "infra-2")
 	// The add-on was Hosted from the start: nothing of the agent was ever
 	// applied to infra-2.
 	infra2Deploys := &appsv1.DeploymentList{}

@@ -202,8 +202,25 @@ func (e *env) HubAPIServer() string                      { return e.hubServer }
 func (e *env) HubCAFile() string                         { return e.hubCA }
 func (e *env) OCMVersion() string                        { return e.ocmVersion }
 func (e *env) Image(name string) string                  { return e.images[name] }
-func (e *env) BMC() scenarios.BMC                        { return e.ipmi }
-func (e *env) Dir() string                               { return e.dir }
+
+// LoadImages loads hack/images' docker tarballs in dir into every kind
+// cluster.
+func (e *env) LoadImages(t *testing.T, dir string) map[string]string {
+	refs := map[string]string{}
+	for _, name := range []string{"hostfleet-operator", "hostfleet-hub", "hostfleet-agent"} {
+		_, ref, err := registry.Layout(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		refs[name] = ref
+		for _, c := range scenarios.Clusters {
+			kind(t, "load", "image-archive", filepath.Join(dir, name+"-"+runtime.GOARCH+".tar"), "--name", e.prefix+"-"+c)
+		}
+	}
+	return refs
+}
+func (e *env) BMC() scenarios.BMC { return e.ipmi }
+func (e *env) Dir() string        { return e.dir }
 
 // StartBMO runs baremetal-operator (the tool cache's, test mode) on this
 // machine against the cluster until the whole test ends, as e2e-local does.

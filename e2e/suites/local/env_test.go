@@ -137,13 +137,27 @@ func TestOCM(t *testing.T) {
 	scenarios.Run(t, newEnv(t))
 }
 
-func (e *env) Client(cluster string) client.Client    { return e.fleet.Plane(cluster).Client }
-func (e *env) Kubeconfig(cluster string) string       { return e.fleet.Plane(cluster).Kubeconfig }
-func (e *env) InClusterKubeconfig(c string) string    { return e.fleet.Plane(c).Kubeconfig } // pods reach 127.0.0.1 ports
-func (e *env) HubAPIServer() string                   { return "" }
-func (e *env) HubCAFile() string                      { return e.hubCA }
-func (e *env) OCMVersion() string                     { return e.ocmVersion }
-func (e *env) Image(name string) string               { return e.images[name] }
+func (e *env) Client(cluster string) client.Client { return e.fleet.Plane(cluster).Client }
+func (e *env) Kubeconfig(cluster string) string    { return e.fleet.Plane(cluster).Kubeconfig }
+func (e *env) InClusterKubeconfig(c string) string { return e.fleet.Plane(c).Kubeconfig } // pods reach 127.0.0.1 ports
+func (e *env) HubAPIServer() string                { return "" }
+func (e *env) HubCAFile() string                   { return e.hubCA }
+func (e *env) OCMVersion() string                  { return e.ocmVersion }
+func (e *env) Image(name string) string            { return e.images[name] }
+
+// LoadImages pushes hack/images' layouts in dir to the registry the pod
+// runners pull from.
+func (e *env) LoadImages(t *testing.T, dir string) map[string]string {
+	refs := map[string]string{}
+	for _, name := range []string{"hostfleet-operator", "hostfleet-hub", "hostfleet-agent"} {
+		ref, err := e.registry.PushLayout(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		refs[name] = ref
+	}
+	return refs
+}
 func (e *env) BMC() scenarios.BMC                     { return e.ipmi }
 func (e *env) Dir() string                            { return e.fleet.Dir }
 func (e *env) Running(cluster, ns, d string) []string { return e.runners[cluster].Running(ns, d) }
