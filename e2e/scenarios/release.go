@@ -19,6 +19,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/hostfleet/hostfleet/e2e/programs/chaos"
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
 	operatorv1alpha1 "github.com/hostfleet/hostfleet/operator/api/v1alpha1"
 )
@@ -199,6 +200,25 @@ func (e *fleet) upgradeStep() {
 	e.expectAddonAvailable("infra-1")
 	e.expectServedAsBefore(before, "infra-1")
 	e.deleteClaim("skew-1")
+	e.expectInvariants("infra-1")
+}
+
+// expectInvariants waits until the invariants make chaos checks hold on
+// the hub and the named clusters, and the fleet is at rest.
+func (e *fleet) expectInvariants(clusters ...string) {
+	e.t.Helper()
+	infras := map[string]client.Client{}
+	for _, c := range clusters {
+		infras[c] = e.Client(c)
+	}
+	var last chaos.Check
+	NewWithT(e.t).Eventually(func(g Gomega) {
+		var err error
+		last, err = chaos.Invariants(context.Background(), e.Client("hub"), infras)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(last.Converged()).To(BeTrue(), last.String())
+	}).WithTimeout(time.Minute).WithPolling(time.Second).Should(Succeed())
+	e.t.Logf("the invariants of make chaos hold: %s", last)
 }
 
 // deleteClaim deletes a tenant's claim and waits until it is gone (its

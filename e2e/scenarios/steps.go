@@ -366,6 +366,7 @@ func (e *fleet) hubHostedStep() {
 	e.expectDeployment("hosting", klusterletNS, hostfleetv1alpha1.AddonName, e.Image("hostfleet-agent"))
 	e.expectAddonAvailable("infra-2")
 	e.expectServedAsBefore(before, "infra-2")
+	e.expectInvariants("infra-2")
 	// The add-on was Hosted from the start: nothing of the agent was ever
 	// applied to infra-2.
 	infra2Deploys := &appsv1.DeploymentList{}

@@ -53,8 +53,19 @@ func (c Check) String() string {
 //   - no secret copy or HardwareData copy outlives its claim;
 //   - every live claim is Ready or says why not.
 func check(ctx context.Context, f *planes.Fleet, infras []string) (Check, error) {
+	clusters := map[string]client.Client{}
+	for _, name := range infras {
+		clusters[name] = f.Plane(name).Client
+	}
+	return Invariants(ctx, f.Plane("hub").Client, clusters)
+}
+
+// Invariants checks what check does on any fleet: the hub's claims in
+// tenant-acme, and the hosts (namespace hosts) and secret copies of each
+// infrastructure cluster, by name. The end-to-end scenarios check it after
+// an upgrade.
+func Invariants(ctx context.Context, hub client.Client, infras map[string]client.Client) (Check, error) {
 	k := &checker{byUID: map[types.UID]*metal3api.HostClaim{}, held: map[types.UID]int{}, hosts: map[string]*metal3api.BareMetalHost{}}
-	hub := f.Plane("hub").Client
 	var claims metal3api.HostClaimList
 	if err := hub.List(ctx, &claims, client.InNamespace(tenantNS)); err != nil {
 		return k.Check, err
@@ -62,8 +73,7 @@ func check(ctx context.Context, f *planes.Fleet, infras []string) (Check, error)
 	for i := range claims.Items {
 		k.byUID[claims.Items[i].UID] = &claims.Items[i]
 	}
-	for _, plane := range infras {
-		pc := f.Plane(plane).Client
+	for plane, pc := range infras {
 		hosts, err := listHosts(ctx, pc)
 		if err != nil {
 			return k.Check, err
