@@ -204,7 +204,8 @@ func (fl *fleet) report() string {
 		fmt.Fprintf(&b, "claims: %v\n", err)
 	}
 	for _, c := range claims.Items {
-		fmt.Fprintf(&b, "claim %s (generation %d, poweredOn %v):\n", c.Name, c.Generation, c.Spec.PoweredOn)
+		fmt.Fprintf(&b, "claim %s (uid %s, generation %d, poweredOn %v, reserves %q, finalizers %v):\n", c.Name, c.UID, c.Generation, c.Spec.PoweredOn,
+			c.Annotations[hostfleetv1alpha1.AnnotationReservedHost], c.Finalizers)
 		for _, cond := range c.Status.Conditions {
 			fmt.Fprintf(&b, "  %s=%s %s (gen %d): %s\n", cond.Type, cond.Status, cond.Reason, cond.ObservedGeneration, cond.Message)
 		}
@@ -215,8 +216,14 @@ func (fl *fleet) report() string {
 			fmt.Fprintf(&b, "hosts of %s: %v\n", cluster, err)
 		}
 		for _, h := range hosts.Items {
-			fmt.Fprintf(&b, "host %s/%s on %s: %s, online %v, poweredOn %v, error %q %q, consumer %v\n", h.Namespace, h.Name, cluster,
-				h.Status.Provisioning.State, h.Spec.Online, h.Status.PoweredOn, h.Status.ErrorType, h.Status.ErrorMessage, h.Spec.ConsumerRef != nil)
+			consumer := "none"
+			if ref := h.Spec.ConsumerRef; ref != nil {
+				consumer = fmt.Sprintf("%s %s/%s uid %q hub %q", ref.Kind, ref.Namespace, ref.Name,
+					h.Annotations[hostfleetv1alpha1.AnnotationClaimUID], h.Annotations[hostfleetv1alpha1.AnnotationHub])
+			}
+			fmt.Fprintf(&b, "host %s/%s on %s: %s, online %v, poweredOn %v, error %q %q, consumer %s, orphaned since %q\n", h.Namespace, h.Name, cluster,
+				h.Status.Provisioning.State, h.Spec.Online, h.Status.PoweredOn, h.Status.ErrorType, h.Status.ErrorMessage, consumer,
+				h.Annotations[hostfleetv1alpha1.AnnotationOrphanedSince])
 			for _, cond := range h.Status.Conditions {
 				fmt.Fprintf(&b, "  %s=%s %s: %s\n", cond.Type, cond.Status, cond.Reason, cond.Message)
 			}
