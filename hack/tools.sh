@@ -58,7 +58,13 @@ wrapper() {
 # e2e/tools/kubernetes, whose replace block maps every staging module
 # k8s.io/kubernetes replaces locally to its published version.
 build_kube_apiserver() {
-	build_tools_module kube-apiserver "${KUBE_VERSION}" e2e/tools/kubernetes k8s.io/kubernetes/cmd/kube-apiserver
+	local bin="${CACHE}/kube-apiserver-${KUBE_VERSION}/bin/kube-apiserver"
+	# Its version is stamped, as a release's: clients such as Helm check it.
+	# One built before that (it says v0.0.0-master) is built again.
+	if [[ -x ${bin} ]] && ! "${bin}" --version | grep -qF "${KUBE_VERSION}"; then rm -f "${bin}"; fi
+	local minor=${KUBE_VERSION#v*.}
+	KUBE_LDFLAGS="-X k8s.io/component-base/version.gitVersion=${KUBE_VERSION} -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=${minor%%.*} -X k8s.io/component-base/version.gitTreeState=clean" \
+		build_tools_module kube-apiserver "${KUBE_VERSION}" e2e/tools/kubernetes k8s.io/kubernetes/cmd/kube-apiserver
 }
 
 # build_kube_controller_manager: the planes run it for garbage collection,
@@ -149,7 +155,7 @@ build_tools_module() {
 	(
 		cd "${ROOT}/${mod}"
 		# about-api is a pseudo-version the checksum database does not know.
-		GONOSUMDB="sigs.k8s.io/about-api" GOFLAGS=-mod=readonly CGO_ENABLED=0 go build -trimpath -ldflags '-s -w' -o "${dir}/" "$@"
+		GONOSUMDB="sigs.k8s.io/about-api" GOFLAGS=-mod=readonly CGO_ENABLED=0 go build -trimpath -ldflags "-s -w ${KUBE_LDFLAGS:-}" -o "${dir}/" "$@"
 	)
 	log "${name} ${version}: built into ${dir}"
 }
