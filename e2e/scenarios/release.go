@@ -192,7 +192,7 @@ func (e *fleet) upgradeStep() {
 	e.expectDeployment("infra-1", addonNamespace, hostfleetv1alpha1.AddonName, rel.Images["hostfleet-agent"])
 
 	// Skew: a claim bound by the release's agent under this tree's hub.
-	e.expectClaimReady("skew-1", "infra-1")
+	e.expectClaimOfSizeReady("skew-1", "infra-1", "large") // web-1 holds the medium host
 	before["skew-1"] = e.servedNow(g, "skew-1", "infra-1")
 
 	e.setAgentImage("hub", "hub", "")
@@ -214,7 +214,7 @@ func (e *fleet) expectInvariants(clusters ...string) {
 	var last chaos.Check
 	NewWithT(e.t).Eventually(func(g Gomega) {
 		var err error
-		last, err = chaos.Invariants(context.Background(), e.Client("hub"), infras)
+		last, err = chaos.Invariants(context.Background(), e.Client("hub"), "tenant-acme", infras)
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(last.Converged()).To(BeTrue(), last.String())
 	}).WithTimeout(time.Minute).WithPolling(time.Second).Should(Succeed())

@@ -421,6 +421,13 @@ func (e *fleet) expectAddonAvailable(cluster string) {
 // it to be Ready.
 func (e *fleet) expectClaimReady(name, cluster string) {
 	e.t.Helper()
+	e.expectClaimOfSizeReady(name, cluster, "medium")
+}
+
+// expectClaimOfSizeReady is expectClaimReady for a host of another size
+// (example.com/size).
+func (e *fleet) expectClaimOfSizeReady(name, cluster, size string) {
+	e.t.Helper()
 	start := time.Now()
 	hub := e.Client("hub")
 	ctx := context.Background()
@@ -429,7 +436,7 @@ func (e *fleet) expectClaimReady(name, cluster string) {
 		Spec: metal3api.HostClaimSpec{
 			PoweredOn:    true,
 			Image:        &metal3api.Image{URL: "http://images.example.com/os.qcow2", Checksum: "http://images.example.com/os.qcow2.sha256sum"},
-			HostSelector: metal3api.HostSelector{MatchLabels: map[string]string{"example.com/size": "medium"}},
+			HostSelector: metal3api.HostSelector{MatchLabels: map[string]string{"example.com/size": size}},
 		},
 	}
 	g := NewWithT(e.t)

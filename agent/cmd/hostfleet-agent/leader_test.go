@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hostfleet/hostfleet/e2e/programs/chaos"
+
 	metal3api "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
 	. "github.com/onsi/gomega"
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -83,4 +85,9 @@ func TestLeaderElection(t *testing.T) {
 	t.Logf("leader %s killed: %s led %s later, the waiting claim was bound %s after the kill",
 		second, holder(), took.Round(100*time.Millisecond), time.Since(killed).Round(100*time.Millisecond))
 	g.Expect(time.Since(killed)).To(BeNumerically("<", 15*time.Second), "served within 15 s of the kill")
+	g.Eventually(func(g Gomega) {
+		c, err := chaos.Invariants(ctx, hub, "tenant-a", map[string]client.Client{"infra-1": infra})
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(c.Converged()).To(BeTrue(), c.String())
+	}).WithTimeout(time.Minute).Should(Succeed(), "the invariants of make chaos hold")
 }

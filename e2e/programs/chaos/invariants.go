@@ -57,17 +57,17 @@ func check(ctx context.Context, f *planes.Fleet, infras []string) (Check, error)
 	for _, name := range infras {
 		clusters[name] = f.Plane(name).Client
 	}
-	return Invariants(ctx, f.Plane("hub").Client, clusters)
+	return Invariants(ctx, f.Plane("hub").Client, tenantNS, clusters)
 }
 
-// Invariants checks what check does on any fleet: the hub's claims in
-// tenant-acme, and the hosts (namespace hosts) and secret copies of each
-// infrastructure cluster, by name. The end-to-end scenarios check it after
-// an upgrade.
-func Invariants(ctx context.Context, hub client.Client, infras map[string]client.Client) (Check, error) {
+// Invariants checks what check does on any fleet: the hub's claims in a
+// tenant namespace, and the hosts (namespace hosts) and secret copies of
+// each infrastructure cluster, by name. The upgrade scenarios and the
+// agent's leader election test end with it.
+func Invariants(ctx context.Context, hub client.Client, namespace string, infras map[string]client.Client) (Check, error) {
 	k := &checker{byUID: map[types.UID]*metal3api.HostClaim{}, held: map[types.UID]int{}, hosts: map[string]*metal3api.BareMetalHost{}}
 	var claims metal3api.HostClaimList
-	if err := hub.List(ctx, &claims, client.InNamespace(tenantNS)); err != nil {
+	if err := hub.List(ctx, &claims, client.InNamespace(namespace)); err != nil {
 		return k.Check, err
 	}
 	for i := range claims.Items {
@@ -92,7 +92,7 @@ func Invariants(ctx context.Context, hub client.Client, infras map[string]client
 		}
 	}
 	var hw metal3api.HardwareDataList
-	if err := hub.List(ctx, &hw, client.InNamespace(tenantNS)); err != nil {
+	if err := hub.List(ctx, &hw, client.InNamespace(namespace)); err != nil {
 		return k.Check, err
 	}
 	for _, d := range hw.Items {
