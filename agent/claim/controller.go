@@ -193,11 +193,7 @@ func (r *Reconciler) claimsForHost(ctx context.Context, h *metal3api.BareMetalHo
 		logr.FromContextOrDiscard(ctx).Error(err, "list the claims reserving a freed host", "host", klog.KObj(h))
 		return nil
 	}
-	out := make([]reconcile.Request, 0, len(claims.Items))
-	for i := range claims.Items {
-		out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&claims.Items[i])})
-	}
-	return out
+	return requestsFor(claims.Items)
 }
 
 // wakeWaiting has every waiting claim looked at again, soon: a host became
@@ -230,9 +226,17 @@ func (r *Reconciler) waitingClaims(ctx context.Context) []reconcile.Request {
 		logr.FromContextOrDiscard(ctx).Error(err, "list waiting claims")
 		return nil
 	}
-	out := make([]reconcile.Request, 0, len(claims.Items))
-	for i := range claims.Items {
-		out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&claims.Items[i])})
+	return requestsFor(claims.Items)
+}
+
+// requestsFor are the reconcile requests of objects.
+func requestsFor[T any, PT interface {
+	*T
+	client.Object
+}](items []T) []reconcile.Request {
+	out := make([]reconcile.Request, 0, len(items))
+	for i := range items {
+		out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(PT(&items[i]))})
 	}
 	return out
 }

@@ -80,11 +80,7 @@ func (o *Orphans) hostsOf(ctx context.Context, c *metal3api.HostClaim) []reconci
 		ctrl.LoggerFrom(ctx).Error(err, "list the hosts of a deleted claim", "claim", klog.KObj(c))
 		return nil
 	}
-	out := make([]reconcile.Request, 0, len(hosts.Items))
-	for i := range hosts.Items {
-		out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&hosts.Items[i])})
-	}
-	return out
+	return requestsFor(hosts.Items)
 }
 
 // holdsAny says whether h is held by a claim of this agent's consumer kind,

@@ -25,6 +25,9 @@ import (
 // Clusters are the fleet's clusters.
 var Clusters = []string{"hub", "infra-1", "infra-2", "hosting"}
 
+// Images are the project's images, as hack/images names them.
+var Images = []string{"hostfleet-operator", "hostfleet-hub", "hostfleet-agent"}
+
 // BMCUsername and BMCPassword are the IPMI BMC's credentials.
 const (
 	BMCUsername = "admin"

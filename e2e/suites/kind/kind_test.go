@@ -81,18 +81,9 @@ func newEnv(t *testing.T) *env {
 		}
 	}
 	e := &env{t: t, prefix: "hostfleet", dir: t.TempDir(), clients: map[string]client.Client{}, kubeconfig: map[string]string{},
-		images: map[string]string{}, ocmVersion: kindOCMVersion}
+		ocmVersion: kindOCMVersion}
 	if p := os.Getenv("HOSTFLEET_KIND_PREFIX"); p != "" {
 		e.prefix = p
-	}
-
-	// The images `make images` built, for this machine's architecture.
-	for _, name := range []string{"hostfleet-operator", "hostfleet-hub", "hostfleet-agent"} {
-		_, ref, err := registry.Layout(filepath.Join(scenarios.Root(), "bin", "images", name))
-		if err != nil {
-			t.Fatalf("%v: the kind end-to-end tests load the images `make images` builds", err)
-		}
-		e.images[name] = ref
 	}
 
 	crds, err := manifests.CRDs(manifests.Hostfleet, manifests.Metal3)
@@ -144,10 +135,9 @@ func newEnv(t *testing.T) *env {
 				t.Fatalf("label node %s on %s: %v", n.Name, c, err)
 			}
 		}
-		for _, img := range []string{"hostfleet-operator", "hostfleet-hub", "hostfleet-agent"} {
-			kind(t, "load", "image-archive", filepath.Join(scenarios.Root(), "bin", "images", img+"-"+runtime.GOARCH+".tar"), "--name", name)
-		}
 	}
+	// The images `make images` built, for this machine's architecture.
+	e.images = e.LoadImages(t, filepath.Join(scenarios.Root(), "bin", "images"))
 
 	// ipmi_sim on the kind network's gateway: the agent's pods reach it there.
 	out, err := exec.Command("docker", "network", "inspect", "kind", "-f", "{{json .IPAM.Config}}").Output()
@@ -207,10 +197,10 @@ func (e *env) Image(name string) string                  { return e.images[name]
 // cluster.
 func (e *env) LoadImages(t *testing.T, dir string) map[string]string {
 	refs := map[string]string{}
-	for _, name := range []string{"hostfleet-operator", "hostfleet-hub", "hostfleet-agent"} {
+	for _, name := range scenarios.Images {
 		_, ref, err := registry.Layout(filepath.Join(dir, name))
 		if err != nil {
-			t.Fatal(err)
+			t.Fatalf("%v: the kind end-to-end tests load the images hack/images builds (make images)", err)
 		}
 		refs[name] = ref
 		for _, c := range scenarios.Clusters {

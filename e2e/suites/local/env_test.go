@@ -41,18 +41,12 @@ func newEnv(t *testing.T) *env {
 	if os.Geteuid() != 0 {
 		t.Fatal("the local end-to-end tests run OCM's pods in mount and network namespaces: run them as root")
 	}
-	e := &env{runners: map[string]*pods.Runner{}, images: map[string]string{}}
+	e := &env{runners: map[string]*pods.Runner{}}
 	e.registry = registry.Start()
 	t.Cleanup(e.registry.Close)
 	start := time.Now()
 	// Hostfleet's images, as `make images` built them.
-	for _, name := range []string{"hostfleet-operator", "hostfleet-hub", "hostfleet-agent"} {
-		ref, err := e.registry.PushLayout(filepath.Join("..", "..", "..", "bin", "images", name))
-		if err != nil {
-			t.Fatalf("%v: the local end-to-end tests run the images `make images` builds", err)
-		}
-		e.images[name] = ref
-	}
+	e.images = e.LoadImages(t, filepath.Join(scenarios.Root(), "bin", "images"))
 	// OCM's, at the references clusteradm names for the bundle the tool
 	// cache built: each binary where upstream's image keeps it, user 10001
 	// as upstream's, no entrypoint (the Deployments' args name the binary).
@@ -149,10 +143,10 @@ func (e *env) Image(name string) string            { return e.images[name] }
 // runners pull from.
 func (e *env) LoadImages(t *testing.T, dir string) map[string]string {
 	refs := map[string]string{}
-	for _, name := range []string{"hostfleet-operator", "hostfleet-hub", "hostfleet-agent"} {
+	for _, name := range scenarios.Images {
 		ref, err := e.registry.PushLayout(filepath.Join(dir, name))
 		if err != nil {
-			t.Fatal(err)
+			t.Fatalf("%v: the local end-to-end tests run the images hack/images builds (make images)", err)
 		}
 		refs[name] = ref
 	}
