@@ -67,7 +67,7 @@ func (e *fleet) release() *release {
 	start := time.Now()
 	dir := filepath.Join(e.Dir(), "release-"+version)
 	e.git("worktree", "add", "--detach", dir, commit)
-	e.top.Cleanup(func() { _ = exec.Command("git", "-C", Root(), "worktree", "remove", "--force", dir).Run() })
+	e.top.Cleanup(func() { _ = exec.Command("git", append(gitArgs(), "worktree", "remove", "--force", dir)...).Run() })
 	cmd := exec.Command("go", "run", "./hack/images", "-out", filepath.Join(dir, "bin", "images"),
 		"-version", version, "-revision", commit, "-arch", runtime.GOARCH)
 	cmd.Dir = dir
@@ -79,10 +79,14 @@ func (e *fleet) release() *release {
 	return e.last
 }
 
+// gitArgs run git in the repository, whoever owns its checkout (make
+// test runs as root).
+func gitArgs() []string { return []string{"-c", "safe.directory=*", "-C", Root()} }
+
 // git runs git in the repository.
 func (e *fleet) git(args ...string) {
 	e.t.Helper()
-	if out, err := exec.Command("git", append([]string{"-C", Root()}, args...)...).CombinedOutput(); err != nil {
+	if out, err := exec.Command("git", append(gitArgs(), args...)...).CombinedOutput(); err != nil {
 		e.t.Fatalf("git %s: %v\n%s (the upgrade scenarios need the repository's history)", strings.Join(args, " "), err, out)
 	}
 }

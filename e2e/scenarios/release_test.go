@@ -19,7 +19,7 @@ func TestLastRelease(t *testing.T) {
 		"deploy/helm/hostfleet-operator/values.yaml": "tag: " + version,
 		"deploy/helm/hostfleet-operator/Chart.yaml":  "appVersion: " + version,
 	} {
-		out, err := exec.Command("git", "-C", Root(), "show", commit+":"+path).CombinedOutput()
+		out, err := exec.Command("git", append(gitArgs(), "show", commit+":"+path)...).CombinedOutput()
 		g.Expect(err).NotTo(HaveOccurred(), "commit %s of %s is in the repository: %s", commit, version, out)
 		g.Expect(strings.Split(string(out), "\n")).To(ContainElement(HaveSuffix(want)), "%s at %s", path, version)
 	}
