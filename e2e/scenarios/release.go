@@ -130,9 +130,9 @@ func (e *fleet) expectDeployment(plane, namespace, name, image string) {
 // served is what must not change for a claim through an upgrade: its host,
 // the host's binding, and when its Ready and Associated last changed.
 type served struct {
-	Host, HostHolder      string
-	Ready, Associated     metav1.Time
-	ReadyStatus, Provided string
+	Host, HostHolder       string
+	Ready, Associated      metav1.Time
+	ReadyStatus, HostState string
 }
 
 // servedNow reads a claim (Ready, on cluster) and its host.
@@ -149,7 +149,7 @@ func (e *fleet) servedNow(g Gomega, name, cluster string) served {
 	g.Expect(e.Client(cluster).Get(ctx, client.ObjectKey{Namespace: c.Status.BareMetalHost.Namespace, Name: c.Status.BareMetalHost.Name}, h)).To(Succeed())
 	return served{Host: h.Namespace + "/" + h.Name, HostHolder: h.Annotations[hostfleetv1alpha1.AnnotationClaimUID],
 		Ready: ready.LastTransitionTime, Associated: assoc.LastTransitionTime, ReadyStatus: string(ready.Status),
-		Provided: string(h.Status.Provisioning.State)}
+		HostState: string(h.Status.Provisioning.State)}
 }
 
 // expectServedAsBefore checks that claims kept their hosts and their Ready

@@ -57,10 +57,11 @@ type RestoreReport struct {
 	// Touched are the claims bound before the snapshot whose BMC received
 	// a command after it: none may be.
 	Touched []string
-	// Before and After are the claims' hosts when the snapshot was taken,
-	// just before the restore, and once converged.
+	// Before, After and Final are the claims' hosts when the snapshot was
+	// taken, just before the restore, and once converged.
 	Before, After, Final map[string]string
-	Check                Check
+	// Check is the last check of the invariants.
+	Check Check
 }
 
 // The claims of a restore run: kept throughout, deleted after the
