@@ -61,7 +61,7 @@ func main() {
 	n := flag.Int("n", 1000, "claims and hosts")
 	workers := flag.Int("workers", 4, "agent workers, and baseline writers")
 	clusters := flag.Int("clusters", 50, "clusters the scheduler chooses from")
-	only := flag.String("only", "", "run one benchmark: binding, scheduling, bmc or labels; or scale, which only runs when asked (make bench-scale)")
+	only := flag.String("only", "", "run one benchmark: binding, scheduling, bmc, labels or fanout; or scale, which only runs when asked (make bench-scale)")
 	labelHosts := flag.Int("label-hosts", 20, "hosts, claims and Nodes of the label sync benchmark")
 	labelChanges := flag.Int("label-changes", 100, "host label changes the label sync benchmark times")
 	bmcs := flag.Int("bmcs", 200, "emulated Redfish BMCs the agent drives")
@@ -123,6 +123,9 @@ func main() {
 	}
 	if err == nil && (*only == "" || *only == "labels") {
 		err = runLabels(*labelHosts, *labelChanges)
+	}
+	if err == nil && (*only == "" || *only == "fanout") {
+		err = runFanout()
 	}
 	if err == nil && *only == "scale" {
 		var counts []int

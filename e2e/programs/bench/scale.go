@@ -460,8 +460,10 @@ func (b *scaleBench) measure(ctx context.Context, res *scaleResult, rate float64
 		tl.run(tlCtx, b.sample)
 	}()
 	// The claims, at a steady rate, unpinned: the hub scheduler places them.
+	start := time.Now()
 	obs, err := observe(ctx, observeRequest{Kubeconfig: b.hubPlane.Kubeconfig, Namespace: scaleNS, Claims: res.claims, Rate: rate})
 	if err != nil {
+		b.gaveUp(ctx, before, others, time.Since(start))
 		return obs, nil, b.hubFailed(err)
 	}
 	res.observerWaited = obs.Waited
@@ -491,6 +493,26 @@ func (b *scaleBench) measure(ctx context.Context, res *scaleResult, rate float64
 	res.agentsGC = time.Duration((after.gc - before.gc) * float64(time.Second))
 	res.countRequests(before.requests, after.requests)
 	return obs, tl, nil
+}
+
+// gaveUp prints where the CPU went over the claims of a run the observer
+// gave up on: the cores each part used on average.
+func (b *scaleBench) gaveUp(ctx context.Context, before usage, others func() map[string]time.Duration, d time.Duration) {
+	after, err := b.usage(ctx)
+	if err != nil {
+		return
+	}
+	cores := func(cpu time.Duration) float64 { return cpu.Seconds() / d.Seconds() }
+	var agents, infra time.Duration
+	for name, cpu := range others() {
+		if name == "" {
+			agents = cpu
+		} else {
+			infra += cpu
+		}
+	}
+	fmt.Printf("  gave up after %s; cores used on average: hub API server %.2f, hub controller %.2f, agents %.2f, infrastructure API servers %.2f\n",
+		d.Round(time.Second), cores(after.server.Sub(before.server).CPU), cores(after.controller.Sub(before.controller).CPU), cores(agents), cores(infra))
 }
 
 // sample is one point of the timeline: the hub API server's CPU and
