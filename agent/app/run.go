@@ -36,6 +36,7 @@ import (
 	"github.com/hostfleet/hostfleet/agent/metrics"
 	"github.com/hostfleet/hostfleet/agent/nodelabels"
 	"github.com/hostfleet/hostfleet/hub/api/permissions"
+	"github.com/hostfleet/hostfleet/hub/api/resume"
 	"github.com/hostfleet/hostfleet/hub/api/scheme"
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
 )
@@ -232,6 +233,8 @@ func finish(mgr ctrl.Manager, managed cluster.Cluster, hubCfg, managedCfg *rest.
 // newManager is the agent's manager on the hub, watching only the claims
 // placed on its cluster, with the managed cluster added to it.
 func newManager(hubCfg, managedCfg *rest.Config, o *Options) (ctrl.Manager, cluster.Cluster, error) {
+	// A stalled API server costs each informer a watch again, not a list.
+	hubCfg, managedCfg = resume.Watches(hubCfg), resume.Watches(managedCfg)
 	scheme := Scheme()
 	// No decision reads managedFields: the caches (hub and managed
 	// cluster) keep objects without them.

@@ -28,6 +28,7 @@ import (
 	"github.com/hostfleet/hostfleet/hub/addon"
 	"github.com/hostfleet/hostfleet/hub/admission"
 	"github.com/hostfleet/hostfleet/hub/api/election"
+	"github.com/hostfleet/hostfleet/hub/api/resume"
 	"github.com/hostfleet/hostfleet/hub/api/scheme"
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
 	"github.com/hostfleet/hostfleet/hub/forwarder"
@@ -177,7 +178,8 @@ func New(ctx context.Context, cfg *rest.Config, o *Options) (ctrl.Manager, error
 		LeaderElectionReleaseOnCancel: true,
 	}
 	o.Election.Apply(&mo)
-	mgr, err := ctrl.NewManager(cfg, mo)
+	// A stalled API server costs each informer a watch again, not a list.
+	mgr, err := ctrl.NewManager(resume.Watches(cfg), mo)
 	if err != nil {
 		return nil, fmt.Errorf("hub manager: %w", err)
 	}

@@ -1,0 +1,124 @@
+package claim_test
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	metal3api "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
+)
+
+// requestCounter counts an agent's hub requests: lists (a GET that is not
+// a watch, or a watch that begins with every object) and watches, by the
+// last element of their path (a resource, or an object's name).
+type requestCounter struct {
+	mu             sync.Mutex
+	lists, watches map[string]int
+}
+
+func (rc *requestCounter) wrap(cfg *rest.Config) *rest.Config {
+	cfg = rest.CopyConfig(cfg)
+	// A dialer of its own: a transport of its own, made after the test
+	// set the HTTP/2 health check's timeouts, not client-go's cached one.
+	cfg.Dial = (&net.Dialer{}).DialContext
+	rc.lists, rc.watches = map[string]int{}, map[string]int{}
+	cfg.Wrap(func(next http.RoundTripper) http.RoundTripper {
+		return roundTripperFunc(func(r *http.Request) (*http.Response, error) {
+			if r.Method == http.MethodGet {
+				parts := strings.Split(r.URL.Path, "/")
+				resource := parts[len(parts)-1]
+				q := r.URL.Query()
+				rc.mu.Lock()
+				if q.Get("watch") == "true" && q.Get("sendInitialEvents") != "true" {
+					rc.watches[resource]++
+				} else {
+					rc.lists[resource]++
+				}
+				rc.mu.Unlock()
+			}
+			return next.RoundTrip(r)
+		})
+	})
+	return cfg
+}
+
+func (rc *requestCounter) counts() (lists, watches map[string]int) {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	lists, watches = map[string]int{}, map[string]int{}
+	for k, v := range rc.lists {
+		lists[k] = v
+	}
+	for k, v := range rc.watches {
+		watches[k] = v
+	}
+	return lists, watches
+}
+
+type roundTripperFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripperFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// TestHubStall: the hub API server stops answering (SIGSTOP) long enough
+// for the agent's HTTP/2 health checks to drop its connections (2 s + 2 s
+// here; 30 s + 15 s by default), then runs again. The agent watches again
+// from the versions it had seen: it lists nothing again, and a claim made
+// after the stall binds.
+func TestHubStall(t *testing.T) {
+	t.Setenv("HTTP2_READ_IDLE_TIMEOUT_SECONDS", "2")
+	t.Setenv("HTTP2_PING_TIMEOUT_SECONDS", "2")
+	g := NewWithT(t)
+	ctx := context.Background()
+	s := newScene(t, g, false, "h0", "h1")
+	rc := &requestCounter{}
+	startAgentWith(t, rc.wrap(s.f.Plane("hub").Config), s.f.Plane("infra-1").Config, "infra-1", 2)
+
+	bound := func(c *metal3api.HostClaim) {
+		g.Eventually(func(g Gomega) {
+			g.Expect(s.hub.Get(ctx, client.ObjectKeyFromObject(c), c)).To(Succeed())
+			g.Expect(associated(c)).NotTo(BeNil())
+			g.Expect(associated(c).Status).To(Equal(metav1.ConditionTrue))
+		}).WithTimeout(60*time.Second).WithPolling(200*time.Millisecond).Should(Succeed(), "claim %s bound", c.Name)
+	}
+	// The cluster's namespace on the hub, for its HostInventory: once
+	// written, every hub informer of the agent has listed.
+	mustCreate(t, s.hub, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "infra-1"}})
+	before := hubClaim("before", "infra-1", nil)
+	mustCreate(t, s.hub, before)
+	bound(before)
+	g.Eventually(func() error {
+		return s.hub.Get(ctx, client.ObjectKey{Namespace: "infra-1", Name: "infra-1"}, &hostfleetv1alpha1.HostInventory{})
+	}).WithTimeout(60 * time.Second).Should(Succeed())
+	lists, watches := rc.counts()
+	t.Logf("before the stall: lists %v, watches %v", lists, watches)
+
+	hubPlane := s.f.Plane("hub")
+	g.Expect(hubPlane.PauseAPIServer()).To(Succeed())
+	t.Cleanup(func() { _ = hubPlane.ResumeAPIServer() })
+	g.Eventually(func() int {
+		l, w := rc.counts()
+		return l["hostclaims"] + w["hostclaims"]
+	}).WithTimeout(30*time.Second).WithPolling(100*time.Millisecond).Should(BeNumerically(">", lists["hostclaims"]+watches["hostclaims"]),
+		"the agent's client dropped its connection and asked again")
+	g.Expect(hubPlane.ResumeAPIServer()).To(Succeed())
+
+	after := hubClaim("after", "infra-1", nil)
+	mustCreate(t, s.hub, after)
+	bound(after)
+	listsAfter, watchesAfter := rc.counts()
+	t.Logf("after the stall: lists %v, watches %v", listsAfter, watchesAfter)
+	for _, resource := range []string{"hostclaims", "namespaces", "clustertenancies"} {
+		g.Expect(listsAfter[resource]).To(Equal(lists[resource]), "%s not listed again", resource)
+	}
+}

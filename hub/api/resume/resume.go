@@ -1,0 +1,68 @@
+// Package resume keeps watches through a stalled or unreachable API server.
+//
+// client-go's reflectors list everything again when a watch's connection
+// breaks ("http2: client connection lost") or when a new watch cannot reach
+// its server (a TLS handshake timeout): after a hub API server stall, every
+// informer of every agent lists at once. Through Watches, a broken watch
+// stream ends as an unexpected EOF, after which a reflector watches again
+// from the last version it saw; and a watch request that cannot reach its
+// server is tried again, backing off, until it does or its context ends. A
+// version the server no longer has still gets 410 Gone, and a list, as
+// before.
+package resume
+
+import (
+	"io"
+	"net/http"
+	"time"
+
+	"k8s.io/client-go/rest"
+)
+
+// Backoff bounds the waits between tries of a watch request.
+const (
+	firstWait = 200 * time.Millisecond
+	maxWait   = 10 * time.Second
+)
+
+// Watches returns a copy of cfg whose watches resume as the package says;
+// other requests are untouched.
+func Watches(cfg *rest.Config) *rest.Config {
+	cfg = rest.CopyConfig(cfg)
+	cfg.Wrap(func(next http.RoundTripper) http.RoundTripper { return &transport{next: next} })
+	return cfg
+}
+
+type transport struct{ next http.RoundTripper }
+
+func (t *transport) RoundTrip(r *http.Request) (*http.Response, error) {
+	if r.Method != http.MethodGet || r.URL.Query().Get("watch") != "true" {
+		return t.next.RoundTrip(r)
+	}
+	wait := firstWait
+	for {
+		resp, err := t.next.RoundTrip(r)
+		if err == nil {
+			resp.Body = &endOnBreak{resp.Body}
+			return resp, nil
+		}
+		select {
+		case <-r.Context().Done():
+			return nil, err
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, maxWait)
+	}
+}
+
+// endOnBreak ends a stream whose connection broke as an unexpected EOF,
+// which a watch takes for the end of the stream rather than an error.
+type endOnBreak struct{ io.ReadCloser }
+
+func (b *endOnBreak) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if err != nil && err != io.EOF {
+		err = io.ErrUnexpectedEOF
+	}
+	return n, err
+}
