@@ -181,10 +181,11 @@ func TestHostFeedback(t *testing.T) {
 
 	t.Log("release deletes the HardwareData copy")
 	g.Expect(hub.Delete(ctx, c)).To(Succeed())
+	// The release waits for baremetal-operator to power the host off.
 	g.Eventually(func(g Gomega) {
 		g.Expect(apierrors.IsNotFound(hub.Get(ctx, key, &metal3api.HardwareData{}))).To(BeTrue())
 		g.Expect(apierrors.IsNotFound(hub.Get(ctx, key, &metal3api.HostClaim{}))).To(BeTrue())
-	}).WithTimeout(120 * time.Second).Should(Succeed())
+	}).WithTimeout(bmoPowerWait).Should(Succeed())
 }
 
 // mutate gets obj, applies fn and updates it, again on conflicts: controllers

@@ -82,7 +82,11 @@ func TestHubStall(t *testing.T) {
 	ctx := context.Background()
 	s := newScene(t, g, false, "h0", "h1")
 	rc := &requestCounter{}
-	startAgentWith(t, rc.wrap(s.f.Plane("hub").Config), s.f.Plane("infra-1").Config, "infra-1", 2)
+	// The managed client also gets a transport of its own: one cached with
+	// these timeouts would outlive the test.
+	managed := rest.CopyConfig(s.f.Plane("infra-1").Config)
+	managed.Dial = (&net.Dialer{}).DialContext
+	startAgentWith(t, rc.wrap(s.f.Plane("hub").Config), managed, "infra-1", 2)
 
 	bound := func(c *metal3api.HostClaim) {
 		g.Eventually(func(g Gomega) {
