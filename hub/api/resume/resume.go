@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"k8s.io/client-go/rest"
+	"k8s.io/klog/v2"
 )
 
 // Backoff bounds the waits between tries of a watch request.
@@ -46,6 +47,12 @@ func (t *transport) RoundTrip(r *http.Request) (*http.Response, error) {
 			resp.Body = &endOnBreak{resp.Body}
 			return resp, nil
 		}
+		if r.Context().Err() != nil {
+			return nil, err
+		}
+		// Said each time, as a reflector says a failed watch: a watch
+		// that can never connect (a wrong CA, say) is not silent.
+		klog.FromContext(r.Context()).Info("watch failed; trying again", "url", r.URL.Redacted(), "in", wait, "err", err.Error())
 		select {
 		case <-r.Context().Done():
 			return nil, err
