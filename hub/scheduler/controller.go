@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	metal3api "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
@@ -294,7 +295,7 @@ func (r *Reconciler) place(ctx context.Context, c *metal3api.HostClaim, res Resu
 		r.confirm.forget(c.UID)
 		return requeue.OnConflict(fmt.Errorf("place claim %s on %s: %w", klog.KObj(c), res.Cluster, err))
 	}
-	r.Recorder.Eventf(c, nil, corev1.EventTypeNormal, hostfleetv1alpha1.ReasonPlaced, "Schedule", "%s", res.Message)
+	r.Recorder.Eventf(c, nil, corev1.EventTypeNormal, hostfleetv1alpha1.ReasonPlaced, "Schedule", "%s", eventNote(res.Message))
 	ctrl.LoggerFrom(ctx).V(1).Info("claim placed", "cluster", res.Cluster, "free", res.Free, "candidates", candidates)
 	return ctrl.Result{RequeueAfter: r.confirmGrace()}, nil
 }
@@ -471,7 +472,23 @@ func (r *Reconciler) writeScheduled(ctx context.Context, c *metal3api.HostClaim,
 		if ok {
 			kind = corev1.EventTypeNormal
 		}
-		r.Recorder.Eventf(c, nil, kind, reason, "Schedule", "%s", msg)
+		r.Recorder.Eventf(c, nil, kind, reason, "Schedule", "%s", eventNote(msg))
 	}
 	return nil
+}
+
+// eventNoteMax is the most an Event's note may hold (the API server refuses
+// a longer one, and the Event is lost).
+const eventNoteMax = 1024
+
+// eventNote is msg, cut to what an Event holds; the condition keeps it whole.
+func eventNote(msg string) string {
+	if len(msg) <= eventNoteMax {
+		return msg
+	}
+	cut := eventNoteMax - len("…")
+	for cut > 0 && !utf8.RuneStart(msg[cut]) {
+		cut--
+	}
+	return msg[:cut] + "…"
 }

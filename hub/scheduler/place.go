@@ -94,7 +94,7 @@ func Place(in Input) Result {
 		chosen := unknown[int(hash(in.Claim)%uint32(len(unknown)))]
 		msg := fmt.Sprintf("placed on %s, which publishes no HostInventory: the claim is forwarded there and its own HostClaim controller decides whether a host matches", chosen)
 		if len(why) > 0 {
-			msg += fmt.Sprintf(" (no cluster with an inventory has a free matching host: %s)", strings.Join(why, ", "))
+			msg += fmt.Sprintf(" (no cluster with an inventory has a free matching host: %s)", listed(why))
 		}
 		return Result{Cluster: chosen, Message: msg}
 	}
@@ -138,16 +138,28 @@ func nowhere(in Input, clusters, noInventory, why []string) Result {
 	switch {
 	case len(clusters) == 0 && in.Placement != "" && len(in.SetClusters) > 0:
 		return Result{Reason: hostfleetv1alpha1.ReasonNoCapacity, Message: fmt.Sprintf("Placement %s selects none of the tenant's clusters (%s): change the Placement, or remove the %s annotation",
-			in.Placement, strings.Join(in.SetClusters, ","), hostfleetv1alpha1.AnnotationPlacement)}
+			in.Placement, listed(in.SetClusters), hostfleetv1alpha1.AnnotationPlacement)}
 	case len(clusters) == 0:
 		return Result{Reason: hostfleetv1alpha1.ReasonNoCapacity, Message: "no cluster can serve the claim: the tenant's cluster set (and Placement, if any) has no clusters"}
 	case len(noInventory) == len(clusters):
 		return Result{Reason: hostfleetv1alpha1.ReasonWaitingForInventory, Message: fmt.Sprintf(
 			"waiting for the agents of %s to publish their HostInventories: no cluster has reported its hosts yet; the claim is placed as soon as one does",
-			strings.Join(noInventory, ", "))}
+			listed(noInventory))}
 	}
 	return Result{Reason: hostfleetv1alpha1.ReasonNoCapacity, Message: fmt.Sprintf("no cluster has a free host matching %s for namespace %s: %s; the claim is placed as soon as one has",
-		describe(in.Claim), in.Claim.Namespace, strings.Join(why, ", "))}
+		describe(in.Claim), in.Claim.Namespace, listed(why))}
+}
+
+// listedMax is how many clusters a message names: an Event's message holds
+// at most 1 024 characters, and a fleet has thousands of clusters.
+const listedMax = 5
+
+// listed names the first listedMax items, and how many more there are.
+func listed(items []string) string {
+	if len(items) <= listedMax {
+		return strings.Join(items, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(items[:listedMax], ", "), len(items)-listedMax)
 }
 
 // choose picks among the candidates: most free hosts first; among equals,

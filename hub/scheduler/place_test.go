@@ -2,7 +2,9 @@ package scheduler
 
 import (
 	"fmt"
+	"strings"
 	"testing"
+	"unicode/utf8"
 
 	metal3api "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
 	. "github.com/onsi/gomega"
@@ -119,6 +121,16 @@ func TestPlace(t *testing.T) {
 		{name: "no clusters at all",
 			in:       Input{Claim: claim()},
 			contains: "the tenant's cluster set (and Placement, if any) has no clusters"},
+		{name: "a fleet of full clusters is named in short",
+			in: func() Input {
+				in := Input{Claim: claim(), Inventories: map[string]*hostfleetv1alpha1.HostInventory{}}
+				for i := range 12 {
+					name := fmt.Sprintf("c%02d", i)
+					in.Clusters, in.Inventories[name] = append(in.Clusters, name), inv(pool(0, "", nil))
+				}
+				return in
+			}(),
+			contains: "c04 (0 free matching hosts after 0 pending claims) and 7 more; the claim is placed as soon as one has"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -172,4 +184,14 @@ func TestPlaceRemote(t *testing.T) {
 	res = Place(in)
 	g.Expect(res.Cluster).To(BeEmpty(), "a pull-path claim never goes where no agent serves it")
 	g.Expect(res.Reason).To(Equal(hostfleetv1alpha1.ReasonNoCapacity))
+}
+
+func TestEventNote(t *testing.T) {
+	g := NewWithT(t)
+	g.Expect(eventNote("placed on a")).To(Equal("placed on a"))
+	long := strings.Repeat("é", 600) // 1 200 bytes
+	note := eventNote(long)
+	g.Expect(len(note)).To(BeNumerically("<=", 1024), "what an Event holds")
+	g.Expect(utf8.ValidString(note)).To(BeTrue(), "cut between characters")
+	g.Expect(note).To(HaveSuffix("…"))
 }
