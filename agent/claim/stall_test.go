@@ -2,6 +2,7 @@ package claim_test
 
 import (
 	"context"
+	"maps"
 	"net"
 	"net/http"
 	"strings"
@@ -56,14 +57,7 @@ func (rc *requestCounter) wrap(cfg *rest.Config) *rest.Config {
 func (rc *requestCounter) counts() (lists, watches map[string]int) {
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
-	lists, watches = map[string]int{}, map[string]int{}
-	for k, v := range rc.lists {
-		lists[k] = v
-	}
-	for k, v := range rc.watches {
-		watches[k] = v
-	}
-	return lists, watches
+	return maps.Clone(rc.lists), maps.Clone(rc.watches)
 }
 
 type roundTripperFunc func(*http.Request) (*http.Response, error)
