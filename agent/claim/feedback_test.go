@@ -3,6 +3,7 @@ package claim_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"testing"
 	"time"
 
@@ -11,19 +12,23 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/hostfleet/hostfleet/e2e/harness/planes"
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
 )
 
+// bmoPowerWait bounds a power change that baremetal-operator (test mode)
+// makes. Its host reconciles end with "requeue now" while anything is under
+// way, and its work queue delays each such requeue twice as long as the
+// previous one (5 ms × 2^n, reset only by a reconcile that asks for
+// nothing), so a change late in a long test would wait minutes for its next
+// reconcile. Waits on power therefore nudge the host (see powerWait).
+const bmoPowerWait = 2 * time.Minute
+
 // TestHostFeedback: labels, HardwareData and reboots between a bound host and
 // its hub claim, with the real baremetal-operator driving the host.
-// bmoPowerWait bounds a power change that baremetal-operator (test mode)
-// makes: it requeues a host while the change is under way, with the
-// exponential backoff of its work queue, so a change late in a long test
-// can wait minutes for its next reconcile.
-const bmoPowerWait = 5 * time.Minute
 
 func TestHostFeedback(t *testing.T) {
 	g := NewWithT(t)
@@ -134,28 +139,28 @@ func TestHostFeedback(t *testing.T) {
 	waitAvailable(g, infra, "h0")
 
 	t.Log("a persistent reboot.metal3.io/<key> holds the host off until the key goes")
-	g.Eventually(func(g Gomega) {
+	powerWait(g, infra, hostKey, func(g Gomega) {
 		g.Expect(hub.Get(ctx, key, c)).To(Succeed())
 		g.Expect(c.Status.PoweredOn).To(BeTrue())
-	}).WithTimeout(bmoPowerWait).Should(Succeed())
+	})
 	// The host is not provisioned: baremetal-operator honours reboot requests
 	// on such hosts only with "force" (upstream semantics, passed through as is).
 	setAnnotation(g, hub, key, "reboot.metal3.io/maintenance", `{"force":true}`)
-	g.Eventually(func(g Gomega) {
+	powerWait(g, infra, hostKey, func(g Gomega) {
 		g.Expect(infra.Get(ctx, hostKey, h)).To(Succeed())
 		g.Expect(h.Annotations).To(HaveKey("reboot.metal3.io/maintenance"))
 		g.Expect(hub.Get(ctx, key, c)).To(Succeed())
 		g.Expect(c.Status.PoweredOn).To(BeFalse())
 		g.Expect(condition(c, hostfleetv1alpha1.ConditionReady).Reason).To(Equal(hostfleetv1alpha1.ReasonPowerPending))
-	}).WithTimeout(bmoPowerWait).Should(Succeed())
+	})
 	setAnnotation(g, hub, key, "reboot.metal3.io/maintenance", "-")
-	g.Eventually(func(g Gomega) {
+	powerWait(g, infra, hostKey, func(g Gomega) {
 		g.Expect(infra.Get(ctx, hostKey, h)).To(Succeed())
 		g.Expect(h.Annotations).NotTo(HaveKey("reboot.metal3.io/maintenance"))
 		g.Expect(hub.Get(ctx, key, c)).To(Succeed())
 		g.Expect(c.Status.PoweredOn).To(BeTrue())
 		g.Expect(condition(c, hostfleetv1alpha1.ConditionReady).Status).To(Equal(metav1.ConditionTrue))
-	}).WithTimeout(bmoPowerWait).Should(Succeed())
+	})
 
 	t.Log("a one-shot reboot.metal3.io is handed to the host once and removed from the claim")
 	setAnnotation(g, hub, key, "reboot.metal3.io", `{"mode":"hard","force":true}`)
@@ -173,19 +178,34 @@ func TestHostFeedback(t *testing.T) {
 		g.Expect(reasons).To(ContainElement("RebootRequested"))
 	}).WithTimeout(10 * time.Second).Should(Succeed())
 	// baremetal-operator performs it and clears the host annotation.
-	g.Eventually(func(g Gomega) {
+	powerWait(g, infra, hostKey, func(g Gomega) {
 		g.Expect(infra.Get(ctx, hostKey, h)).To(Succeed())
 		g.Expect(h.Annotations).NotTo(HaveKey("reboot.metal3.io"))
 		g.Expect(h.Status.PoweredOn).To(BeTrue())
-	}).WithTimeout(bmoPowerWait).Should(Succeed())
+	})
 
 	t.Log("release deletes the HardwareData copy")
 	g.Expect(hub.Delete(ctx, c)).To(Succeed())
 	// The release waits for baremetal-operator to power the host off.
-	g.Eventually(func(g Gomega) {
+	powerWait(g, infra, hostKey, func(g Gomega) {
 		g.Expect(apierrors.IsNotFound(hub.Get(ctx, key, &metal3api.HardwareData{}))).To(BeTrue())
 		g.Expect(apierrors.IsNotFound(hub.Get(ctx, key, &metal3api.HostClaim{}))).To(BeTrue())
-	}).WithTimeout(bmoPowerWait).Should(Succeed())
+	})
+}
+
+// powerWait waits for check while baremetal-operator carries out a power
+// change, touching an annotation of the host before each try (at most once a
+// second): baremetal-operator reconciles a host at once when its annotations
+// change, so the wait does not depend on its requeue backoff.
+func powerWait(g Gomega, infra client.Client, host client.ObjectKey, check func(Gomega)) {
+	tries := 0
+	g.Eventually(func(g Gomega) {
+		tries++
+		nudge := fmt.Sprintf(`{"metadata":{"annotations":{"test.hostfleet.io/nudge":"%d"}}}`, tries)
+		h := &metal3api.BareMetalHost{ObjectMeta: metav1.ObjectMeta{Namespace: host.Namespace, Name: host.Name}}
+		g.Expect(infra.Patch(context.Background(), h, client.RawPatch(types.MergePatchType, []byte(nudge)))).To(Succeed())
+		check(g)
+	}).WithPolling(time.Second).WithTimeout(bmoPowerWait).Should(Succeed())
 }
 
 // mutate gets obj, applies fn and updates it, again on conflicts: controllers
