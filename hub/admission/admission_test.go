@@ -255,6 +255,23 @@ func TestPolicies(t *testing.T) {
 		return tokenAgent.Update(ctx, fresh, client.DryRunAll)
 	}).WithTimeout(20*time.Second).Should(Succeed(), "the agent of c1 records its binding")
 
+	t.Log("an agent's CSR group is exempt only for a cluster of the tenant's set")
+	outsider := agentOf("c7")
+	g.Expect(admin.Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant-a", Name: "outsider"},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: hostfleetv1alpha1.TenantAdminClusterRole},
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.GroupKind, APIGroup: rbacv1.GroupName, Name: hostfleetv1alpha1.AgentHubGroup("c7")}}})).To(Succeed())
+	g.Eventually(func() error {
+		return outsider.Create(ctx, claim("outsider", func(c *metal3api.HostClaim) { c.Labels[hostfleetv1alpha1.LabelBoundHost] = "h0" }), client.DryRunAll)
+	}).WithTimeout(20 * time.Second).Should(MatchError(ContainSubstring("hostfleet.io/bound-host is set by Hostfleet")))
+	g.Eventually(func() error {
+		fresh := &metal3api.HostClaim{}
+		if err := c1.Get(ctx, client.ObjectKeyFromObject(onC1), fresh); err != nil {
+			return err
+		}
+		fresh.Labels[hostfleetv1alpha1.LabelBoundHost] = "h0"
+		return c1.Update(ctx, fresh, client.DryRunAll)
+	}).WithTimeout(20*time.Second).Should(Succeed(), "the CSR agent of c1 records its binding")
+
 	t.Log("a claim's secrets are named by object name only: no path, no upper case, at most 253 characters")
 	for _, name := range []string{"../tenant-x/web-userdata", "UD", strings.Repeat("u", 254)} {
 		refused(alice.Create(ctx, claim("bad-secret-name", func(c *metal3api.HostClaim) { c.Spec.MetaData = &corev1.SecretReference{Name: name} }), client.DryRunAll),
