@@ -246,14 +246,18 @@ func TestPolicies(t *testing.T) {
 	tokenAgent := user(hostfleetv1alpha1.AgentTokenUser("c1"), "system:serviceaccounts", "system:serviceaccounts:c1")
 	onC1 := claim("on-c1", func(c *metal3api.HostClaim) { c.Labels[hostfleetv1alpha1.LabelCluster] = "c1" })
 	g.Expect(admin.Create(ctx, onC1)).To(Succeed())
-	g.Eventually(func() error {
-		fresh := &metal3api.HostClaim{}
-		if err := tokenAgent.Get(ctx, client.ObjectKeyFromObject(onC1), fresh); err != nil {
-			return err
+	// recordsBinding: agent labels onC1 with its bound host (dry run).
+	recordsBinding := func(agent client.Client) func() error {
+		return func() error {
+			fresh := &metal3api.HostClaim{}
+			if err := agent.Get(ctx, client.ObjectKeyFromObject(onC1), fresh); err != nil {
+				return err
+			}
+			fresh.Labels[hostfleetv1alpha1.LabelBoundHost] = "h0"
+			return agent.Update(ctx, fresh, client.DryRunAll)
 		}
-		fresh.Labels[hostfleetv1alpha1.LabelBoundHost] = "h0"
-		return tokenAgent.Update(ctx, fresh, client.DryRunAll)
-	}).WithTimeout(20*time.Second).Should(Succeed(), "the agent of c1 records its binding")
+	}
+	g.Eventually(recordsBinding(tokenAgent)).WithTimeout(20*time.Second).Should(Succeed(), "the agent of c1 records its binding")
 
 	t.Log("an agent's CSR group is exempt only for a cluster of the tenant's set")
 	outsider := agentOf("c7")
@@ -263,14 +267,7 @@ func TestPolicies(t *testing.T) {
 	g.Eventually(func() error {
 		return outsider.Create(ctx, claim("outsider", func(c *metal3api.HostClaim) { c.Labels[hostfleetv1alpha1.LabelBoundHost] = "h0" }), client.DryRunAll)
 	}).WithTimeout(20 * time.Second).Should(MatchError(ContainSubstring("hostfleet.io/bound-host is set by Hostfleet")))
-	g.Eventually(func() error {
-		fresh := &metal3api.HostClaim{}
-		if err := c1.Get(ctx, client.ObjectKeyFromObject(onC1), fresh); err != nil {
-			return err
-		}
-		fresh.Labels[hostfleetv1alpha1.LabelBoundHost] = "h0"
-		return c1.Update(ctx, fresh, client.DryRunAll)
-	}).WithTimeout(20*time.Second).Should(Succeed(), "the CSR agent of c1 records its binding")
+	g.Eventually(recordsBinding(c1)).WithTimeout(20*time.Second).Should(Succeed(), "the CSR agent of c1 records its binding")
 
 	t.Log("a claim's secrets are named by object name only: no path, no upper case, at most 253 characters")
 	for _, name := range []string{"../tenant-x/web-userdata", "UD", strings.Repeat("u", 254)} {
