@@ -29,7 +29,6 @@ const bmoPowerWait = 2 * time.Minute
 
 // TestHostFeedback: labels, HardwareData and reboots between a bound host and
 // its hub claim, with the real baremetal-operator driving the host.
-
 func TestHostFeedback(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
