@@ -58,7 +58,8 @@ type Writer struct {
 	skips   atomic.Int64
 }
 
-// Writes is the number of inventory writes so far.
+// Writes is the number of inventory writes so far, a write in flight
+// included: a write the hub shows is counted.
 func (w *Writer) Writes() int64 { return w.writes.Load() }
 
 // Skips is the number of ticks skipped because the cache did not show the
@@ -209,13 +210,16 @@ func (w *Writer) write(ctx context.Context, st hostfleetv1alpha1.HostInventorySt
 	if w.written != nil {
 		inv := w.written.DeepCopy()
 		inv.Status = st
+		// Counted before it is sent: whoever sees a write on the hub sees
+		// it counted.
+		w.writes.Add(1)
 		if err := w.Hub.Status().Patch(ctx, inv, client.MergeFrom(w.written), client.FieldOwner(hostfleetv1alpha1.FieldManagerAgent)); err != nil {
+			w.writes.Add(-1)
 			// Deleted, or changed by someone else: applied whole next time.
 			w.written = nil
 			return fmt.Errorf("patch HostInventory status %s/%s: %w", w.ClusterName, w.ClusterName, err)
 		}
 		w.written = inv
-		w.writes.Add(1)
 		return nil
 	}
 	inv := &hostfleetv1alpha1.HostInventory{
@@ -238,7 +242,9 @@ func (w *Writer) write(ctx context.Context, st hostfleetv1alpha1.HostInventorySt
 	}
 	delete(status.Object, "spec")
 	ac := client.ApplyConfigurationFromUnstructured(status)
+	w.writes.Add(1)
 	if err := w.Hub.Status().Apply(ctx, ac, client.FieldOwner(hostfleetv1alpha1.FieldManagerAgent), client.ForceOwnership); err != nil {
+		w.writes.Add(-1)
 		return fmt.Errorf("apply HostInventory status %s/%s: %w", w.ClusterName, w.ClusterName, err)
 	}
 	out := &hostfleetv1alpha1.HostInventory{}
@@ -246,7 +252,6 @@ func (w *Writer) write(ctx context.Context, st hostfleetv1alpha1.HostInventorySt
 		return err
 	}
 	w.written = out
-	w.writes.Add(1)
 	return nil
 }
 
