@@ -210,11 +210,9 @@ func (w *Writer) write(ctx context.Context, st hostfleetv1alpha1.HostInventorySt
 	if w.written != nil {
 		inv := w.written.DeepCopy()
 		inv.Status = st
-		// Counted before it is sent: whoever sees a write on the hub sees
-		// it counted.
-		w.writes.Add(1)
-		if err := w.Hub.Status().Patch(ctx, inv, client.MergeFrom(w.written), client.FieldOwner(hostfleetv1alpha1.FieldManagerAgent)); err != nil {
-			w.writes.Add(-1)
+		if err := w.counted(func() error {
+			return w.Hub.Status().Patch(ctx, inv, client.MergeFrom(w.written), client.FieldOwner(hostfleetv1alpha1.FieldManagerAgent))
+		}); err != nil {
 			// Deleted, or changed by someone else: applied whole next time.
 			w.written = nil
 			return fmt.Errorf("patch HostInventory status %s/%s: %w", w.ClusterName, w.ClusterName, err)
@@ -242,9 +240,9 @@ func (w *Writer) write(ctx context.Context, st hostfleetv1alpha1.HostInventorySt
 	}
 	delete(status.Object, "spec")
 	ac := client.ApplyConfigurationFromUnstructured(status)
-	w.writes.Add(1)
-	if err := w.Hub.Status().Apply(ctx, ac, client.FieldOwner(hostfleetv1alpha1.FieldManagerAgent), client.ForceOwnership); err != nil {
-		w.writes.Add(-1)
+	if err := w.counted(func() error {
+		return w.Hub.Status().Apply(ctx, ac, client.FieldOwner(hostfleetv1alpha1.FieldManagerAgent), client.ForceOwnership)
+	}); err != nil {
 		return fmt.Errorf("apply HostInventory status %s/%s: %w", w.ClusterName, w.ClusterName, err)
 	}
 	out := &hostfleetv1alpha1.HostInventory{}
@@ -253,6 +251,17 @@ func (w *Writer) write(ctx context.Context, st hostfleetv1alpha1.HostInventorySt
 	}
 	w.written = out
 	return nil
+}
+
+// counted sends one inventory write, counted before it is sent (and
+// uncounted if it fails): whoever sees a write on the hub sees it counted.
+func (w *Writer) counted(send func() error) error {
+	w.writes.Add(1)
+	err := send()
+	if err != nil {
+		w.writes.Add(-1)
+	}
+	return err
 }
 
 // applyObject converts a typed object (with TypeMeta set) to an apply
