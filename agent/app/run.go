@@ -41,7 +41,8 @@ import (
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
 )
 
-// Scheme is the agent's scheme on both clusters.
+// Scheme is the agent's scheme on both clusters: a new one each time, as
+// controller-runtime's manager adds to the scheme it is given.
 func Scheme() *runtime.Scheme { return scheme.New() }
 
 // ClaimSelector selects the hub claims an agent serves: placed on its cluster
@@ -72,7 +73,7 @@ func Run(ctx context.Context, o *Options) error {
 	managedCfg.QPS, managedCfg.Burst = o.QPS, o.Burst
 	var reader client.Reader
 	if o.ClaimScope == "tenants" {
-		if reader, err = client.New(hubCfg, client.Options{Scheme: Scheme()}); err != nil {
+		if reader, err = newClient(hubCfg); err != nil {
 			return fmt.Errorf("hub client: %w", err)
 		}
 	}
@@ -244,6 +245,7 @@ func newManager(hubCfg, managedCfg *rest.Config, o *Options) (ctrl.Manager, clus
 	}
 	mo := ctrl.Options{
 		Scheme:                 scheme,
+		MapperProvider:         NewRESTMapper,
 		Metrics:                metrics,
 		HealthProbeBindAddress: o.HealthAddr,
 		Controller:             config.Controller{SkipNameValidation: &o.InProcess},
@@ -263,6 +265,7 @@ func newManager(hubCfg, managedCfg *rest.Config, o *Options) (ctrl.Manager, clus
 	}
 	managed, err := cluster.New(managedCfg, func(co *cluster.Options) {
 		co.Scheme = scheme
+		co.MapperProvider = NewRESTMapper
 		co.Cache.DefaultNamespaces = namespaceConfigs(o.HostNamespaces)
 		co.Cache.DefaultTransform = cache.TransformStripManagedFields()
 	})
