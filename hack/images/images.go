@@ -7,11 +7,13 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sync"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
@@ -83,13 +85,21 @@ func (b Build) Run(images []Image) ([]Result, error) {
 	if err != nil {
 		return nil, fmt.Errorf("the images carry CA certificates from %s (install Debian's ca-certificates): %w", b.CACerts, err)
 	}
-	var out []Result
-	for _, img := range images {
-		r, err := b.image(img, ca)
-		if err != nil {
-			return nil, fmt.Errorf("image %s: %w", img.Name, err)
-		}
-		out = append(out, r)
+	// The images are built side by side: each is a few links and a
+	// compressed layer per arch, one core's work.
+	out := make([]Result, len(images))
+	errs := make([]error, len(images))
+	var wg sync.WaitGroup
+	for i, img := range images {
+		wg.Go(func() {
+			if out[i], errs[i] = b.image(img, ca); errs[i] != nil {
+				errs[i] = fmt.Errorf("image %s: %w", img.Name, errs[i])
+			}
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
 	}
 	return out, nil
 }
