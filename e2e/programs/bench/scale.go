@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -74,6 +75,9 @@ type scaleResult struct {
 	slowCreates, slowEtcd float64
 	// tenantBytes are the bytes of Tenant events sent to the hub's watchers.
 	tenantBytes float64
+	// agentHeap is this process's live heap once every agent has started,
+	// per cluster: what a simulated agent holds.
+	agentHeap int64
 	// observerWaited is the longest a goroutine of the process that
 	// creates and watches the claims waited to run: a measure of the
 	// measurement.
@@ -85,10 +89,14 @@ type scaleResult struct {
 // hubPprof is the hub controller's --pprof-bind-address in scale runs.
 var hubPprof = flag.String("scale-hub-pprof", "0", "scale: the hub controller's --pprof-bind-address (e.g. localhost:6061; 0: none)")
 
+// scaleClaims caps the claims of a run: where the machine cannot keep up
+// with one claim per host at the largest sizes.
+var scaleClaims = flag.Int("scale-claims", 0, "scale: claims per run, at most (0: one per host)")
+
 func runScale(clusterCounts []int, hostsPer, infraPlanes int, rate float64, hubBin string) error {
 	var results []scaleResult
 	for _, c := range clusterCounts {
-		fmt.Printf("\nscale: %d clusters × %d hosts on %d infrastructure planes, %d claims at %.0f/s\n", c, hostsPer, infraPlanes, c*hostsPer, rate)
+		fmt.Printf("\nscale: %d clusters × %d hosts on %d infrastructure planes, %d claims at %.0f/s\n", c, hostsPer, infraPlanes, claimsOf(c, hostsPer), rate)
 		r, err := scaleRun(c, hostsPer, infraPlanes, rate, hubBin)
 		if err != nil {
 			return fmt.Errorf("%d clusters: %w", c, err)
@@ -133,6 +141,7 @@ func printScale(rs []scaleResult) {
 	row("infrastructure API servers' CPU per claim", func(r scaleResult) string {
 		return (r.infraServers / time.Duration(r.claims)).Round(10 * time.Microsecond).String()
 	})
+	row("agents' live heap per cluster", func(r scaleResult) string { return fmt.Sprintf("%.2f MB", float64(r.agentHeap)/1e6) })
 	row("hub controller RSS (peak)", func(r scaleResult) string {
 		return mib(r.hubController.RSS) + " (" + mib(r.hubController.PeakRSS) + ")"
 	})
@@ -197,8 +206,16 @@ func (b *scaleBench) hubFailed(err error) error {
 	return fmt.Errorf("%w\nhub: %s", err, tail(b.hubOut.String()))
 }
 
+// claimsOf is the number of claims of a run: one per host, or -scale-claims.
+func claimsOf(clusters, hostsPer int) int {
+	if *scaleClaims > 0 {
+		return min(*scaleClaims, clusters*hostsPer)
+	}
+	return clusters * hostsPer
+}
+
 func scaleRun(clusters, hostsPer, infraPlanes int, rate float64, hubBin string) (scaleResult, error) {
-	res := scaleResult{clusters: clusters, claims: clusters * hostsPer}
+	res := scaleResult{clusters: clusters, claims: claimsOf(clusters, hostsPer)}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	began := time.Now()
@@ -218,6 +235,10 @@ func scaleRun(clusters, hostsPer, infraPlanes int, rate float64, hubBin string) 
 		return res, err
 	}
 	res.setup = time.Since(began)
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	res.agentHeap = int64(ms.HeapAlloc) / int64(clusters)
 	obs, tl, err := b.measure(ctx, &res, rate)
 	if err != nil {
 		return res, err
