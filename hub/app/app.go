@@ -34,6 +34,7 @@ import (
 	"github.com/hostfleet/hostfleet/hub/forwarder"
 	"github.com/hostfleet/hostfleet/hub/hardwarecopy"
 	hubmetrics "github.com/hostfleet/hostfleet/hub/metrics"
+	"github.com/hostfleet/hostfleet/hub/placedclaim"
 	"github.com/hostfleet/hostfleet/hub/scheduler"
 	"github.com/hostfleet/hostfleet/hub/tenancy"
 	"github.com/hostfleet/hostfleet/hub/tenant"
@@ -66,6 +67,9 @@ type Options struct {
 	// SchedulerWorkers is how many claims the scheduler works on at once;
 	// it still decides one at a time.
 	SchedulerWorkers int
+	// PlacedClaims: keep a PlacedClaim of every placed claim in its
+	// cluster's namespace, and deploy agents that read them.
+	PlacedClaims bool
 	// AddonManager runs the hostfleet-agent add-on manager (needs OCM's
 	// CRDs on the hub); Addon is what it deploys.
 	AddonManager bool
@@ -81,6 +85,7 @@ func NewOptions() *Options {
 	return &Options{LeaderElect: true, LeaderElectionNamespace: ns, Election: election.Default(),
 		MetricsAddr: "0", MetricsSecure: true, HealthAddr: "0", BindDeadline: 5 * time.Minute,
 		QPS: 300, Burst: 600, SchedulerWorkers: 16,
+		PlacedClaims: true,
 		AddonManager: true,
 		Addon: addon.Options{Image: "ghcr.io/hostfleet/hostfleet-agent:latest", ImagePullPolicy: corev1.PullIfNotPresent,
 			HubName: "hub", Replicas: 1}}
@@ -95,6 +100,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	o.Election.AddFlags(fs)
 	fs.DurationVar(&o.BindDeadline, "bind-deadline", o.BindDeadline,
 		"a claim the scheduler placed that is not bound within this time is placed on another cluster (tenant pins are never moved)")
+	fs.BoolVar(&o.PlacedClaims, "placed-claims", o.PlacedClaims,
+		"keep a PlacedClaim of every placed claim in its cluster's namespace, and deploy agents that read their claims from them (--claim-watch=placed): each claim event then wakes one agent, not every agent of the fleet")
 	fs.BoolVar(&o.AddonManager, "addon-manager", o.AddonManager,
 		"register the hostfleet-agent OCM add-on and deploy agents to the clusters it is enabled for")
 	fs.StringVar(&o.Addon.Image, "agent-image", o.Addon.Image, "container image of the agents the add-on deploys")
@@ -192,6 +199,7 @@ func New(ctx context.Context, cfg *rest.Config, o *Options) (ctrl.Manager, error
 		return nil, fmt.Errorf("admission policy installer: %w", err)
 	}
 	if o.AddonManager {
+		o.Addon.PlacedClaims = o.PlacedClaims
 		if err := mgr.Add(&addon.Manager{Config: cfg, Options: o.Addon}); err != nil {
 			return nil, fmt.Errorf("add-on manager: %w", err)
 		}
@@ -207,6 +215,11 @@ func New(ctx context.Context, cfg *rest.Config, o *Options) (ctrl.Manager, error
 	}
 	if err := (&scheduler.Reconciler{Client: mgr.GetClient(), Deadline: o.BindDeadline, Workers: o.SchedulerWorkers}).SetupWithManager(ctx, mgr); err != nil {
 		return nil, fmt.Errorf("scheduler: %w", err)
+	}
+	if o.PlacedClaims {
+		if err := (&placedclaim.Reconciler{Client: mgr.GetClient()}).SetupWithManager(ctx, mgr); err != nil {
+			return nil, fmt.Errorf("PlacedClaim controller: %w", err)
+		}
 	}
 	if err := (&forwarder.Reconciler{Client: mgr.GetClient()}).SetupWithManager(ctx, mgr); err != nil {
 		return nil, fmt.Errorf("forwarder: %w", err)

@@ -181,6 +181,7 @@ func AgentHub() []rbacv1.PolicyRule {
 
 // AgentClusterNamespace is what an agent may do in its cluster's namespace
 // on the hub: read the cluster's ClusterTenancy (the tenants it serves),
+// read the PlacedClaims (the claims placed on the cluster, copied there),
 // write the cluster's HostInventory, and keep the add-on Lease
 // the agent keeps on the hub when its cluster has none. RBAC cannot limit a
 // create by name, so creating Leases is granted in the namespace, and
@@ -190,7 +191,7 @@ func AgentHub() []rbacv1.PolicyRule {
 func AgentClusterNamespace() []rbacv1.PolicyRule {
 	return []rbacv1.PolicyRule{
 		{APIGroups: []string{metal3Group}, Resources: []string{"hostclaims", "hardwaredata"}, Verbs: view},
-		{APIGroups: []string{hostfleetv1alpha1.GroupVersion.Group}, Resources: []string{"clustertenancies"}, Verbs: view},
+		{APIGroups: []string{hostfleetv1alpha1.GroupVersion.Group}, Resources: []string{"clustertenancies", "placedclaims"}, Verbs: view},
 		{APIGroups: []string{hostfleetv1alpha1.GroupVersion.Group}, Resources: []string{"hostinventories"},
 			Verbs: []string{"get", "list", "watch", "create", "update", "patch"}},
 		{APIGroups: []string{hostfleetv1alpha1.GroupVersion.Group}, Resources: []string{"hostinventories/status"}, Verbs: []string{"update", "patch"}},
@@ -299,7 +300,8 @@ func Hub() []rbacv1.PolicyRule {
 
 // HubOwn is what the hub's controllers do themselves: register tenants
 // (namespaces, quotas, RBAC, admission bindings, cluster set bindings, and
-// each cluster's ClusterTenancy), place claims, copy HardwareData, and run
+// each cluster's ClusterTenancy), place claims, copy them into their clusters'
+// namespaces (PlacedClaims), copy HardwareData, and run
 // the hostfleet-agent add-on (ClusterManagementAddOn, ManagedClusterAddOns,
 // ManifestWorks, the agents' CSRs), and forward remote claims (ManifestWorks
 // carrying the claim and copies of the secrets it references: the forwarder
@@ -321,7 +323,7 @@ func HubOwn() []rbacv1.PolicyRule {
 		{APIGroups: []string{hostfleet}, Resources: []string{"tenants/status"}, Verbs: []string{"update", "patch"}},
 		{APIGroups: []string{hostfleet}, Resources: []string{"tenants/finalizers"}, Verbs: []string{"update"}},
 		{APIGroups: []string{hostfleet}, Resources: []string{"hostinventories"}, Verbs: view},
-		{APIGroups: []string{hostfleet}, Resources: []string{"clustertenancies"}, Verbs: manage},
+		{APIGroups: []string{hostfleet}, Resources: []string{"clustertenancies", "placedclaims"}, Verbs: manage},
 		{APIGroups: []string{metal3Group}, Resources: []string{"hostclaims"}, Verbs: []string{"get", "list", "watch", "update", "patch"}},
 		{APIGroups: []string{metal3Group}, Resources: []string{"hostclaims/status"}, Verbs: []string{"update", "patch"}},
 		{APIGroups: []string{metal3Group}, Resources: []string{"hardwaredata"}, Verbs: manage},
