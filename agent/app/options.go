@@ -55,6 +55,12 @@ type Options struct {
 	// all its hub identity may read) or "all" (cluster-wide, for a hub
 	// identity that may list claims everywhere).
 	ClaimScope string
+	// ClaimWatch is how the infrastructure role reads its hub claims: "label"
+	// (a watch of the claims labelled with its cluster, which the API server
+	// filters per watcher after sending it every claim event) or "placed" (the
+	// PlacedClaims the hub keeps in its cluster's namespace: only its own
+	// claims' events).
+	ClaimWatch string
 	// ServedNamespaces, when not nil, are the hub namespaces whose claims the
 	// agent watches. Run sets it from the Tenants with ClaimScope "tenants";
 	// nil watches every namespace.
@@ -155,6 +161,7 @@ func NewOptions() *Options {
 		HealthLease:       true,
 		BMHDriver:         "annotated",
 		ClaimScope:        "tenants",
+		ClaimWatch:        "label",
 		OrphanGrace:       5 * time.Minute,
 		BMCWorkers:        50,
 		BMCTimeout:        30 * time.Second,
@@ -194,6 +201,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 		"a host whose claim has been gone (deleted with its finalizer forced off, lost with a hub restore) this long is released")
 	fs.StringVar(&o.ClaimScope, "claim-scope", o.ClaimScope,
 		"where hub claims are watched: tenants (the namespaces of the tenants whose cluster set holds this cluster, followed as they change) or all (cluster-wide; the hub identity must be allowed to list claims everywhere)")
+	fs.StringVar(&o.ClaimWatch, "claim-watch", o.ClaimWatch,
+		"how hub claims are read: label (a watch of the claims labelled with this cluster, woken by every claim of the fleet) or placed (the PlacedClaims the hub keeps in this cluster's namespace, woken only by its own claims; needs a hub that writes them)")
 	fs.StringVar(&o.BMHDriver, "bmh-driver", o.BMHDriver,
 		"BareMetalHosts the agent drives itself through their BMCs (no baremetal-operator): annotated (hostfleet.io/driver: bmclib), all, or none")
 	fs.StringSliceVar(&o.HostNamespaces, "host-namespaces", o.HostNamespaces,
@@ -275,6 +284,9 @@ func (o *Options) Validate() []error {
 	}
 	if o.ClaimScope != "tenants" && o.ClaimScope != "all" {
 		errs = append(errs, fmt.Errorf("--claim-scope %q must be tenants or all", o.ClaimScope))
+	}
+	if o.ClaimWatch != "label" && o.ClaimWatch != "placed" {
+		errs = append(errs, fmt.Errorf("--claim-watch %q must be label or placed", o.ClaimWatch))
 	}
 	switch o.BMHDriver {
 	case "annotated", "all", "none":

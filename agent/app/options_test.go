@@ -38,6 +38,8 @@ func TestOptions(t *testing.T) {
 		{name: "bad role", args: []string{"--hub-kubeconfig=/h", "--cluster-name=a", "--role=worker"}, wantErr: []string{`--role "worker" must be infrastructure or workload`}},
 		{name: "workload role reads its tenant only", args: []string{"--hub-kubeconfig=/h", "--cluster-name=a", "--role=workload", "--claim-scope=all", "--label-sync-interval=10ms"},
 			wantErr: []string{"--claim-scope must be tenants", "--label-sync-interval 10ms must be at least 1s"}},
+		{name: "placed claim watch", args: []string{"--hub-kubeconfig=/h", "--cluster-name=a", "--claim-watch=placed"}},
+		{name: "bad claim watch", args: []string{"--hub-kubeconfig=/h", "--cluster-name=a", "--claim-watch=labels"}, wantErr: []string{`--claim-watch "labels" must be label or placed`}},
 		{name: "bad hub name", args: []string{"--hub-kubeconfig=/h", "--cluster-name=a", "--hub-name="}, wantErr: []string{"--hub-name"}},
 	}
 	for _, tt := range tests {

@@ -35,6 +35,7 @@ import (
 	"github.com/hostfleet/hostfleet/agent/inventory"
 	"github.com/hostfleet/hostfleet/agent/metrics"
 	"github.com/hostfleet/hostfleet/agent/nodelabels"
+	"github.com/hostfleet/hostfleet/agent/placed"
 	"github.com/hostfleet/hostfleet/hub/api/permissions"
 	"github.com/hostfleet/hostfleet/hub/api/resume"
 	"github.com/hostfleet/hostfleet/hub/api/scheme"
@@ -258,6 +259,13 @@ func newManager(hubCfg, managedCfg *rest.Config, o *Options) (ctrl.Manager, clus
 		LeaderElectionReleaseOnCancel: true,
 		Cache:                         cache.Options{ByObject: hubCache(o), DefaultTransform: cache.TransformStripManagedFields()},
 	}
+	if readsPlaced(o) {
+		src, err := placedSource(hubCfg, scheme, o)
+		if err != nil {
+			return nil, nil, err
+		}
+		mo.Cache.NewInformer = src.NewInformer
+	}
 	o.Election.Apply(&mo)
 	mgr, err := ctrl.NewManager(hubCfg, mo)
 	if err != nil {
@@ -324,9 +332,15 @@ func hubCache(o *Options) map[client.Object]cache.ByObject {
 			&hostfleetv1alpha1.ClusterTenancy{}: tenancy,
 		}
 	}
+	claims := cache.ByObject{Label: ClaimSelector(o.ClusterName), Namespaces: served}
+	if readsPlaced(o) {
+		// One informer, over the PlacedClaims of the cluster's namespace
+		// (placedSource), which are only the served namespaces' claims.
+		claims = cache.ByObject{Transform: placed.Transform(cache.TransformStripManagedFields())}
+	}
 	return map[client.Object]cache.ByObject{
 		&hostfleetv1alpha1.ClusterTenancy{}: tenancy,
-		&metal3api.HostClaim{}:              {Label: ClaimSelector(o.ClusterName), Namespaces: served},
+		&metal3api.HostClaim{}:              claims,
 		// Tenant namespaces only: the claims' namespace labels and the
 		// inventory's namespaces come from the cache, not one read each.
 		&corev1.Namespace{}: {Label: labels.SelectorFromSet(nil).Add(tenantLabelExists())},
@@ -444,3 +458,28 @@ func (h healthLease) Start(ctx context.Context) error {
 }
 
 func (healthLease) NeedLeaderElection() bool { return false }
+
+// readsPlaced says whether the agent reads its hub claims from the
+// PlacedClaims of its cluster's namespace.
+func readsPlaced(o *Options) bool {
+	return o.Role != hostfleetv1alpha1.RoleWorkload && o.ClaimWatch == "placed"
+}
+
+// placedSource is where an agent with --claim-watch=placed reads its hub
+// claims: the PlacedClaims of its cluster's namespace, of the claims in
+// the namespaces it serves.
+func placedSource(hubCfg *rest.Config, scheme *runtime.Scheme, o *Options) (*placed.Source, error) {
+	hc, err := rest.HTTPClientFor(hubCfg)
+	if err != nil {
+		return nil, fmt.Errorf("hub client: %w", err)
+	}
+	mapper, err := NewRESTMapper(hubCfg, hc)
+	if err != nil {
+		return nil, err
+	}
+	c, err := client.NewWithWatch(hubCfg, client.Options{Scheme: scheme, Mapper: mapper, HTTPClient: hc})
+	if err != nil {
+		return nil, fmt.Errorf("hub client: %w", err)
+	}
+	return &placed.Source{Client: c, Cluster: o.ClusterName, Namespaces: o.ServedNamespaces}, nil
+}
