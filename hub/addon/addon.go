@@ -46,6 +46,10 @@ type Options struct {
 	// credentials there and nowhere else. Empty: the driver is off
 	// (--bmh-driver=none) and the agent reads no Secret on the cluster.
 	BMCNamespaces []string
+	// PlacedClaims: the hub writes PlacedClaims, and infrastructure agents
+	// read their claims from them (--claim-watch=placed) unless a cluster's
+	// AddOnDeploymentConfig sets claimWatch.
+	PlacedClaims bool
 }
 
 // New is the hostfleet-agent add-on, ready for an addon-framework manager.
@@ -213,7 +217,12 @@ func (r renderer) values(cluster *clusterv1.ManagedCluster, mca *addonv1beta1.Ma
 	if replicas < 1 {
 		replicas = 1
 	}
-	args := append([]string(nil), s.Args...)
+	var args []string
+	if s.PlacedClaims && !f.Workload {
+		// Before the config's variables, which may set it otherwise.
+		args = append(args, "--claim-watch=placed")
+	}
+	args = append(args, s.Args...)
 	bmhDriver := s.BMHDriver
 	if f.Workload {
 		// A workload cluster: Nodes, no host.

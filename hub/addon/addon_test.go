@@ -442,3 +442,24 @@ func TestWorkloadRole(t *testing.T) {
 		&addonv1beta1.ManagedClusterAddOn{ObjectMeta: metav1.ObjectMeta{Namespace: "apps", Name: hostfleetv1alpha1.AddonName}})
 	g.Expect(deploymentArgs(g, unlabelled, "Deployment/hostfleet-agent/hostfleet-agent")).NotTo(ContainElement("--role=workload"), "infrastructure by default")
 }
+
+// TestPlacedClaims: a hub that writes PlacedClaims deploys infrastructure
+// agents that read them; a workload agent reads its tenant's claims, and
+// a cluster's AddOnDeploymentConfig may still choose the label watch.
+func TestPlacedClaims(t *testing.T) {
+	g := NewWithT(t)
+	for _, placed := range []bool{true, false} {
+		a, err := addon.New(nil, nil, addon.Options{Image: "registry.example/hostfleet-agent:v1", HubName: "lab-hub", PlacedClaims: placed})
+		g.Expect(err).NotTo(HaveOccurred())
+		infra := renderAll(g, a, &clusterv1.ManagedCluster{ObjectMeta: metav1.ObjectMeta{Name: "c1"}},
+			&addonv1beta1.ManagedClusterAddOn{ObjectMeta: metav1.ObjectMeta{Namespace: "c1", Name: hostfleetv1alpha1.AddonName}})
+		wl := renderAll(g, a, &clusterv1.ManagedCluster{ObjectMeta: metav1.ObjectMeta{Name: "apps", Labels: map[string]string{hostfleetv1alpha1.LabelTenant: "acme"}}},
+			&addonv1beta1.ManagedClusterAddOn{ObjectMeta: metav1.ObjectMeta{Namespace: "apps", Name: hostfleetv1alpha1.AddonName}})
+		g.Expect(deploymentArgs(g, wl, "Deployment/hostfleet-agent/hostfleet-agent")).NotTo(ContainElement(HavePrefix("--claim-watch")))
+		if placed {
+			g.Expect(deploymentArgs(g, infra, "Deployment/hostfleet-agent/hostfleet-agent")).To(ContainElement("--claim-watch=placed"))
+		} else {
+			g.Expect(deploymentArgs(g, infra, "Deployment/hostfleet-agent/hostfleet-agent")).NotTo(ContainElement(HavePrefix("--claim-watch")))
+		}
+	}
+}

@@ -51,6 +51,8 @@ var Variables = map[string]variable{
 	"bmcPowerWait": {flag: "bmc-power-wait", check: duration, help: "how long a power command has to land before it is sent again"},
 	"bmcSoftPowerOffTimeout": {flag: "bmc-soft-power-off-timeout", check: duration,
 		help: "how long a soft power-off has before the host is forced off"},
+	"claimWatch": {flag: "claim-watch", check: oneOf("label", "placed"),
+		help: "label (a watch woken by every claim of the fleet) or placed (the PlacedClaims of the cluster's namespace; the hub default when it writes them)"},
 	"concurrency":       {flag: "concurrency", check: positive, help: "claims reconciled at once"},
 	"orphanGrace":       {flag: "orphan-grace", check: duration, help: "how long a host whose claim is gone stays bound"},
 	"inventoryInterval": {flag: "inventory-interval", check: duration, help: "how often the cluster's HostInventory is recomputed"},

@@ -2,6 +2,7 @@ package addon_test
 
 import (
 	"context"
+	"slices"
 	"testing"
 
 	. "github.com/onsi/gomega"
@@ -42,7 +43,7 @@ func TestDeploymentConfig(t *testing.T) {
 			CustomizedVariables: []addonv1beta1.CustomizedVariable{
 				{Name: "localClaims", Value: "true"}, {Name: "localClaimNamespaces", Value: "claims"},
 				{Name: "bmcNamespaces", Value: "hosts, edge"}, {Name: "bmcWorkers", Value: "8"},
-				{Name: "orphanGrace", Value: "10m"}},
+				{Name: "orphanGrace", Value: "10m"}, {Name: "claimWatch", Value: "label"}},
 			NodePlacement: &addonv1beta1.NodePlacement{NodeSelector: map[string]string{"node-role.kubernetes.io/infra": ""},
 				Tolerations: []corev1.Toleration{{Key: "node-role.kubernetes.io/infra", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}}},
 			ResourceRequirements: []addonv1beta1.ContainerResourceRequirements{
@@ -56,7 +57,7 @@ func TestDeploymentConfig(t *testing.T) {
 		}}
 	g.Expect(hub.Create(ctx, adc)).To(Succeed())
 
-	a, err := addon.New(nil, addons, addon.Options{Image: "registry.example/hostfleet-agent:v1", HubName: "lab-hub"})
+	a, err := addon.New(nil, addons, addon.Options{Image: "registry.example/hostfleet-agent:v1", HubName: "lab-hub", PlacedClaims: true})
 	g.Expect(err).NotTo(HaveOccurred())
 	cluster := &clusterv1.ManagedCluster{ObjectMeta: metav1.ObjectMeta{Name: "c1"}}
 	// What OCM's addon-manager writes once it has resolved the config
@@ -86,6 +87,7 @@ func TestDeploymentConfig(t *testing.T) {
 	g.Expect(d.Spec.Template.Spec.NodeSelector).To(BeEmpty())
 	g.Expect(d.Spec.Template.Spec.Containers[0].Resources).To(Equal(corev1.ResourceRequirements{}))
 	g.Expect(d.Spec.Template.Spec.Containers[0].Image).To(Equal("registry.example/hostfleet-agent:v1"))
+	g.Expect(d.Spec.Template.Spec.Containers[0].Args).To(ContainElement("--claim-watch=placed"))
 
 	t.Log("the config reaches the Deployment")
 	objs, err = render(configured("edge"))
@@ -101,6 +103,8 @@ func TestDeploymentConfig(t *testing.T) {
 	g.Expect(c.Env).To(ContainElements(corev1.EnvVar{Name: "HTTPS_PROXY", Value: "http://proxy.example:3128"}, corev1.EnvVar{Name: "NO_PROXY", Value: "10.0.0.0/8"}))
 	g.Expect(c.Args).To(ContainElements("--bmc-workers=8", "--orphan-grace=10m", "--local-claims=true", "--local-claim-namespaces=claims",
 		"--bmh-driver=annotated", "--bmc-namespaces=hosts,edge"))
+	g.Expect(c.Args).To(ContainElement("--claim-watch=placed"))
+	g.Expect(c.Args[slices.Index(c.Args, "--claim-watch=placed")+1:]).To(ContainElement("--claim-watch=label"), "the config's choice comes after the hub's, and wins")
 
 	t.Log("the variables that change what the agent does change its rights with it")
 	cr := objs["ClusterRole//"+hostfleetv1alpha1.AgentManagedRole].(*rbacv1.ClusterRole)
