@@ -93,10 +93,14 @@ var hubPprof = flag.String("scale-hub-pprof", "0", "scale: the hub controller's 
 // with one claim per host at the largest sizes.
 var scaleClaims = flag.Int("scale-claims", 0, "scale: claims per run, at most (0: one per host)")
 
+// scaleClaimWatch is the agents' --claim-watch in scale runs; the hub writes
+// PlacedClaims only for "placed".
+var scaleClaimWatch = flag.String("scale-claim-watch", "placed", "scale: the agents' --claim-watch, label or placed (the hub writes PlacedClaims only for placed)")
+
 func runScale(clusterCounts []int, hostsPer, infraPlanes int, rate float64, hubBin string) error {
 	var results []scaleResult
 	for _, c := range clusterCounts {
-		fmt.Printf("\nscale: %d clusters × %d hosts on %d infrastructure planes, %d claims at %.0f/s\n", c, hostsPer, infraPlanes, claimsOf(c, hostsPer), rate)
+		fmt.Printf("\nscale: %d clusters × %d hosts on %d infrastructure planes, %d claims at %.0f/s, claim watch %s\n", c, hostsPer, infraPlanes, claimsOf(c, hostsPer), rate, *scaleClaimWatch)
 		r, err := scaleRun(c, hostsPer, infraPlanes, rate, hubBin)
 		if err != nil {
 			return fmt.Errorf("%d clusters: %w", c, err)
@@ -257,7 +261,8 @@ func (b *scaleBench) start(ctx context.Context, hubBin string) (stop func(), _ e
 	b.f, b.hubPlane = f, f.Plane("hub")
 	b.hub = b.hubPlane.Client
 	b.hubCmd = exec.Command(hubBin, "--kubeconfig", b.hubPlane.Kubeconfig, "--addon-manager=false", "--leader-elect=false",
-		"--metrics-bind-address=0", "--health-probe-bind-address=0", "--pprof-bind-address="+*hubPprof)
+		"--metrics-bind-address=0", "--health-probe-bind-address=0", "--pprof-bind-address="+*hubPprof,
+		fmt.Sprintf("--placed-claims=%t", *scaleClaimWatch == "placed"))
 	b.hubCmd.Stdout, b.hubCmd.Stderr = &b.hubOut, &b.hubOut
 	var logFile *os.File
 	if *keepLogs {
@@ -404,6 +409,7 @@ func (b *scaleBench) startAgents(ctx context.Context) error {
 		o.BMHDriver, o.LeaderElect, o.HealthLease, o.InProcess = "none", false, false, true
 		o.MetricsAddr, o.HealthAddr = "0", "0"
 		o.Concurrency = 1
+		o.ClaimWatch = *scaleClaimWatch
 		managedCfg := rest.CopyConfig(b.infraOf(i).Config)
 		hubCfg := rest.CopyConfig(b.agentCfgs[i])
 		hubCfg.QPS, hubCfg.Burst = o.QPS, o.Burst
