@@ -217,26 +217,7 @@ func (r renderer) values(cluster *clusterv1.ManagedCluster, mca *addonv1beta1.Ma
 	if replicas < 1 {
 		replicas = 1
 	}
-	var args []string
-	if s.PlacedClaims && !f.Workload {
-		// Before the config's variables, which may set it otherwise.
-		args = append(args, "--claim-watch=placed")
-	}
-	args = append(args, s.Args...)
-	bmhDriver := s.BMHDriver
-	if f.Workload {
-		// A workload cluster: Nodes, no host.
-		args, bmhDriver = append(args, "--role="+hostfleetv1alpha1.RoleWorkload), "none"
-	}
-	if f.LocalClaims {
-		args = append(args, "--local-claims=true")
-		if len(s.LocalClaimNamespaces) > 0 {
-			args = append(args, "--local-claim-namespaces="+strings.Join(s.LocalClaimNamespaces, ","))
-		}
-	}
-	if f.BMCDriver {
-		args = append(args, "--bmc-namespaces="+strings.Join(s.BMCNamespaces, ","))
-	}
+	args, bmhDriver := s.agentArgs()
 	values := addonfactory.Values{
 		"AgentName":               hostfleetv1alpha1.AddonName,
 		"ContainerName":           AgentContainer,

@@ -290,3 +290,29 @@ func anys[T any](in []T) []any {
 	}
 	return out
 }
+
+// agentArgs are the agent's flags beyond the template's, and its
+// --bmh-driver.
+func (s settings) agentArgs() (args []string, bmhDriver string) {
+	f := s.features()
+	if s.PlacedClaims && !f.Workload {
+		// Before the config's variables, which may set it otherwise.
+		args = append(args, "--claim-watch=placed")
+	}
+	args = append(args, s.Args...)
+	bmhDriver = s.BMHDriver
+	if f.Workload {
+		// A workload cluster: Nodes, no host.
+		args, bmhDriver = append(args, "--role="+hostfleetv1alpha1.RoleWorkload), "none"
+	}
+	if f.LocalClaims {
+		args = append(args, "--local-claims=true")
+		if len(s.LocalClaimNamespaces) > 0 {
+			args = append(args, "--local-claim-namespaces="+strings.Join(s.LocalClaimNamespaces, ","))
+		}
+	}
+	if f.BMCDriver {
+		args = append(args, "--bmc-namespaces="+strings.Join(s.BMCNamespaces, ","))
+	}
+	return args, bmhDriver
+}

@@ -102,8 +102,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	switch {
 	case apierrors.IsConflict(err), apierrors.IsAlreadyExists(err):
-		// The cache is behind the copy: its event brings the claim back.
-		return ctrl.Result{Requeue: true}, nil
+		// The cache is behind the copy: the copy's event, which the cache
+		// has yet to see, enqueues the claim again.
+		return ctrl.Result{}, nil
 	case apierrors.IsNotFound(err) && !plan.Update:
 		return ctrl.Result{}, fmt.Errorf("copy claim %s to cluster namespace %q, which does not exist: %w", req, pc.Namespace, err)
 	case err != nil:
