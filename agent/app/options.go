@@ -161,7 +161,7 @@ func NewOptions() *Options {
 		HealthLease:       true,
 		BMHDriver:         "annotated",
 		ClaimScope:        "tenants",
-		ClaimWatch:        "label",
+		ClaimWatch:        defaultClaimWatch(),
 		OrphanGrace:       5 * time.Minute,
 		BMCWorkers:        50,
 		BMCTimeout:        30 * time.Second,
@@ -286,7 +286,7 @@ func (o *Options) Validate() []error {
 		errs = append(errs, fmt.Errorf("--claim-scope %q must be tenants or all", o.ClaimScope))
 	}
 	if o.ClaimWatch != "label" && o.ClaimWatch != "placed" {
-		errs = append(errs, fmt.Errorf("--claim-watch %q must be label or placed", o.ClaimWatch))
+		errs = append(errs, fmt.Errorf("--claim-watch (or $%s) %q must be label or placed", hostfleetv1alpha1.EnvClaimWatch, o.ClaimWatch))
 	}
 	switch o.BMHDriver {
 	case "annotated", "all", "none":
@@ -330,6 +330,14 @@ func (o *Options) validateLists() []error {
 		}
 	}
 	return errs
+}
+
+// defaultClaimWatch is $HOSTFLEET_CLAIM_WATCH (set by the add-on), else label.
+func defaultClaimWatch() string {
+	if v := os.Getenv(hostfleetv1alpha1.EnvClaimWatch); v != "" {
+		return v
+	}
+	return "label"
 }
 
 func defaultNamespace() string {

@@ -1,6 +1,7 @@
 package app
 
 import (
+	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
 	"testing"
 
 	. "github.com/onsi/gomega"
@@ -39,7 +40,7 @@ func TestOptions(t *testing.T) {
 		{name: "workload role reads its tenant only", args: []string{"--hub-kubeconfig=/h", "--cluster-name=a", "--role=workload", "--claim-scope=all", "--label-sync-interval=10ms"},
 			wantErr: []string{"--claim-scope must be tenants", "--label-sync-interval 10ms must be at least 1s"}},
 		{name: "placed claim watch", args: []string{"--hub-kubeconfig=/h", "--cluster-name=a", "--claim-watch=placed"}},
-		{name: "bad claim watch", args: []string{"--hub-kubeconfig=/h", "--cluster-name=a", "--claim-watch=labels"}, wantErr: []string{`--claim-watch "labels" must be label or placed`}},
+		{name: "bad claim watch", args: []string{"--hub-kubeconfig=/h", "--cluster-name=a", "--claim-watch=labels"}, wantErr: []string{`--claim-watch (or $HOSTFLEET_CLAIM_WATCH) "labels" must be label or placed`}},
 		{name: "bad hub name", args: []string{"--hub-kubeconfig=/h", "--cluster-name=a", "--hub-name="}, wantErr: []string{"--hub-name"}},
 	}
 	for _, tt := range tests {
@@ -66,4 +67,17 @@ func TestDefaults(t *testing.T) {
 	g.Expect(o.AgentNamespace).To(Equal("hostfleet-agent"))
 	t.Setenv("POD_NAMESPACE", "open-cluster-management-agent-addon")
 	g.Expect(NewOptions().AgentNamespace).To(Equal("open-cluster-management-agent-addon"))
+}
+
+// TestClaimWatchFromEnvironment: the add-on chooses the claim watch through
+// the environment; the flag still overrides it.
+func TestClaimWatchFromEnvironment(t *testing.T) {
+	g := NewWithT(t)
+	t.Setenv(hostfleetv1alpha1.EnvClaimWatch, "placed")
+	o := NewOptions()
+	g.Expect(o.ClaimWatch).To(Equal("placed"))
+	fs := pflag.NewFlagSet("t", pflag.ContinueOnError)
+	o.AddFlags(fs)
+	g.Expect(fs.Parse([]string{"--claim-watch=label"})).To(Succeed())
+	g.Expect(o.ClaimWatch).To(Equal("label"))
 }

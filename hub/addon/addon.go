@@ -235,7 +235,7 @@ func (r renderer) values(cluster *clusterv1.ManagedCluster, mca *addonv1beta1.Ma
 		"BMHDriver":               bmhDriver,
 	}
 	// Lists the templates range over: one JSON (so YAML-safe) item each.
-	for name, items := range map[string][]any{"ExtraArgs": anys(args), "Env": anys(s.Env)} {
+	for name, items := range map[string][]any{"ExtraArgs": anys(args), "Env": anys(s.agentEnv())} {
 		var out []string
 		for _, item := range items {
 			v, err := jsonValue(item)

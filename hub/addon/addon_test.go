@@ -444,22 +444,30 @@ func TestWorkloadRole(t *testing.T) {
 }
 
 // TestPlacedClaims: a hub that writes PlacedClaims deploys infrastructure
-// agents that read them; a workload agent reads its tenant's claims, and
-// a cluster's AddOnDeploymentConfig may still choose the label watch.
+// agents that read them, through the environment (an agent older than
+// --claim-watch, held back through an upgrade, ignores it); a workload
+// agent reads its tenant's claims.
 func TestPlacedClaims(t *testing.T) {
 	g := NewWithT(t)
+	placedEnv := corev1.EnvVar{Name: hostfleetv1alpha1.EnvClaimWatch, Value: "placed"}
+	container := func(objs map[string]runtime.Object) corev1.Container {
+		d, ok := objs["Deployment/hostfleet-agent/hostfleet-agent"].(*appsv1.Deployment)
+		g.Expect(ok).To(BeTrue())
+		return d.Spec.Template.Spec.Containers[0]
+	}
 	for _, placed := range []bool{true, false} {
 		a, err := addon.New(nil, nil, addon.Options{Image: "registry.example/hostfleet-agent:v1", HubName: "lab-hub", PlacedClaims: placed})
 		g.Expect(err).NotTo(HaveOccurred())
-		infra := renderAll(g, a, &clusterv1.ManagedCluster{ObjectMeta: metav1.ObjectMeta{Name: "c1"}},
-			&addonv1beta1.ManagedClusterAddOn{ObjectMeta: metav1.ObjectMeta{Namespace: "c1", Name: hostfleetv1alpha1.AddonName}})
-		wl := renderAll(g, a, &clusterv1.ManagedCluster{ObjectMeta: metav1.ObjectMeta{Name: "apps", Labels: map[string]string{hostfleetv1alpha1.LabelTenant: "acme"}}},
-			&addonv1beta1.ManagedClusterAddOn{ObjectMeta: metav1.ObjectMeta{Namespace: "apps", Name: hostfleetv1alpha1.AddonName}})
-		g.Expect(deploymentArgs(g, wl, "Deployment/hostfleet-agent/hostfleet-agent")).NotTo(ContainElement(HavePrefix("--claim-watch")))
+		infra := container(renderAll(g, a, &clusterv1.ManagedCluster{ObjectMeta: metav1.ObjectMeta{Name: "c1"}},
+			&addonv1beta1.ManagedClusterAddOn{ObjectMeta: metav1.ObjectMeta{Namespace: "c1", Name: hostfleetv1alpha1.AddonName}}))
+		wl := container(renderAll(g, a, &clusterv1.ManagedCluster{ObjectMeta: metav1.ObjectMeta{Name: "apps", Labels: map[string]string{hostfleetv1alpha1.LabelTenant: "acme"}}},
+			&addonv1beta1.ManagedClusterAddOn{ObjectMeta: metav1.ObjectMeta{Namespace: "apps", Name: hostfleetv1alpha1.AddonName}}))
+		g.Expect(wl.Env).NotTo(ContainElement(placedEnv))
+		g.Expect(infra.Args).NotTo(ContainElement(HavePrefix("--claim-watch")), "no flag an older agent would refuse")
 		if placed {
-			g.Expect(deploymentArgs(g, infra, "Deployment/hostfleet-agent/hostfleet-agent")).To(ContainElement("--claim-watch=placed"))
+			g.Expect(infra.Env).To(ContainElement(placedEnv))
 		} else {
-			g.Expect(deploymentArgs(g, infra, "Deployment/hostfleet-agent/hostfleet-agent")).NotTo(ContainElement(HavePrefix("--claim-watch")))
+			g.Expect(infra.Env).NotTo(ContainElement(placedEnv))
 		}
 	}
 }

@@ -295,10 +295,6 @@ func anys[T any](in []T) []any {
 // --bmh-driver.
 func (s settings) agentArgs() (args []string, bmhDriver string) {
 	f := s.features()
-	if s.PlacedClaims && !f.Workload {
-		// Before the config's variables, which may set it otherwise.
-		args = append(args, "--claim-watch=placed")
-	}
 	args = append(args, s.Args...)
 	bmhDriver = s.BMHDriver
 	if f.Workload {
@@ -315,4 +311,16 @@ func (s settings) agentArgs() (args []string, bmhDriver string) {
 		args = append(args, "--bmc-namespaces="+strings.Join(s.BMCNamespaces, ","))
 	}
 	return args, bmhDriver
+}
+
+// agentEnv is the agent's environment: the config's (proxies), and with
+// PlacedClaims on an infrastructure cluster, EnvClaimWatch=placed (a
+// variable, not a flag, so that an agent older than the flag still runs;
+// a config's claimWatch, a flag, overrides it).
+func (s settings) agentEnv() []corev1.EnvVar {
+	env := slices.Clone(s.Env)
+	if s.PlacedClaims && !s.features().Workload {
+		env = append(env, corev1.EnvVar{Name: hostfleetv1alpha1.EnvClaimWatch, Value: "placed"})
+	}
+	return env
 }

@@ -2,7 +2,6 @@ package addon_test
 
 import (
 	"context"
-	"slices"
 	"testing"
 
 	. "github.com/onsi/gomega"
@@ -87,7 +86,7 @@ func TestDeploymentConfig(t *testing.T) {
 	g.Expect(d.Spec.Template.Spec.NodeSelector).To(BeEmpty())
 	g.Expect(d.Spec.Template.Spec.Containers[0].Resources).To(Equal(corev1.ResourceRequirements{}))
 	g.Expect(d.Spec.Template.Spec.Containers[0].Image).To(Equal("registry.example/hostfleet-agent:v1"))
-	g.Expect(d.Spec.Template.Spec.Containers[0].Args).To(ContainElement("--claim-watch=placed"))
+	g.Expect(d.Spec.Template.Spec.Containers[0].Env).To(ContainElement(corev1.EnvVar{Name: hostfleetv1alpha1.EnvClaimWatch, Value: "placed"}))
 
 	t.Log("the config reaches the Deployment")
 	objs, err = render(configured("edge"))
@@ -103,8 +102,8 @@ func TestDeploymentConfig(t *testing.T) {
 	g.Expect(c.Env).To(ContainElements(corev1.EnvVar{Name: "HTTPS_PROXY", Value: "http://proxy.example:3128"}, corev1.EnvVar{Name: "NO_PROXY", Value: "10.0.0.0/8"}))
 	g.Expect(c.Args).To(ContainElements("--bmc-workers=8", "--orphan-grace=10m", "--local-claims=true", "--local-claim-namespaces=claims",
 		"--bmh-driver=annotated", "--bmc-namespaces=hosts,edge"))
-	g.Expect(c.Args).To(ContainElement("--claim-watch=placed"))
-	g.Expect(c.Args[slices.Index(c.Args, "--claim-watch=placed")+1:]).To(ContainElement("--claim-watch=label"), "the config's choice comes after the hub's, and wins")
+	g.Expect(c.Env).To(ContainElement(corev1.EnvVar{Name: hostfleetv1alpha1.EnvClaimWatch, Value: "placed"}))
+	g.Expect(c.Args).To(ContainElement("--claim-watch=label"), "the config's choice, a flag, overrides the hub's default")
 
 	t.Log("the variables that change what the agent does change its rights with it")
 	cr := objs["ClusterRole//"+hostfleetv1alpha1.AgentManagedRole].(*rbacv1.ClusterRole)

@@ -12,6 +12,12 @@ const (
 	AnnotationPlacedClaimResourceVersion = "hostfleet.io/claim-resource-version"
 )
 
+// EnvClaimWatch is the agent's environment variable for --claim-watch's
+// default. The add-on sets it rather than the flag: an agent that predates
+// the flag, held back while its hub is upgraded, ignores the variable where
+// it would refuse the flag.
+const EnvClaimWatch = "HOSTFLEET_CLAIM_WATCH"
+
 // PlacedClaim is a hub claim placed on a cluster, as the hub last read it,
 // in the cluster's namespace, named after the claim's UID and labelled
 // with its namespace (LabelClaimNamespace). The hub writes it each time
