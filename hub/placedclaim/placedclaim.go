@@ -3,6 +3,7 @@ package placedclaim
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	metal3api "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -96,10 +97,6 @@ func Decide(claim *metal3api.HostClaim, existing []Existing) Plan {
 
 // splitKey splits an AnnotationPlacedClaim value.
 func splitKey(k string) (namespace, name string, ok bool) {
-	for i := 0; i < len(k); i++ {
-		if k[i] == '/' {
-			return k[:i], k[i+1:], i > 0 && i < len(k)-1
-		}
-	}
-	return "", "", false
+	namespace, name, ok = strings.Cut(k, "/")
+	return namespace, name, ok && namespace != "" && name != ""
 }
