@@ -342,6 +342,19 @@ func Reservation(c *metal3api.HostClaim) *metal3api.ObjectReference {
 	return &metal3api.ObjectReference{Namespace: ns, Name: name}
 }
 
+// Unconfirmed is the host the claim reserves when none of held (the hosts
+// a cache shows holding it) is that host, else nil: a binding the cache may
+// not show yet. A claim letting go reads it from the API server first; a
+// host bound a moment before the claim's deletion would otherwise stay
+// bound to a claim that is gone.
+func Unconfirmed(c *metal3api.HostClaim, held []*metal3api.BareMetalHost) *metal3api.ObjectReference {
+	r := Reservation(c)
+	if r == nil || slices.ContainsFunc(held, func(h *metal3api.BareMetalHost) bool { return h.Namespace == r.Namespace && h.Name == r.Name }) {
+		return nil
+	}
+	return r
+}
+
 // ReservationValue is the hostfleet.io/reserved-host annotation naming h.
 func ReservationValue(h *metal3api.BareMetalHost) string { return h.Namespace + "/" + h.Name }
 

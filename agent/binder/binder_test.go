@@ -260,3 +260,32 @@ func TestDetachAllowed(t *testing.T) {
 	g.Expect(DetachAllowed(Input{Consumer: consumer, Claim: claim(), Policies: []metal3api.HostDeployPolicy{*elsewhere}}, &h)).To(BeFalse(), "another namespace's policy")
 	g.Expect(DetachAllowed(Input{Consumer: consumer, Claim: claim(), Policies: []metal3api.HostDeployPolicy{refusing}}, &h)).To(BeFalse(), "does not admit the claim")
 }
+
+func TestUnconfirmed(t *testing.T) {
+	reserving := func(v string) func(*metal3api.HostClaim) {
+		return func(c *metal3api.HostClaim) {
+			c.Annotations = map[string]string{hostfleetv1alpha1.AnnotationReservedHost: v}
+		}
+	}
+	c := claim(reserving("hosts/h1"))
+	h1, h2 := host("hosts", "h1", heldBy(c)), host("hosts", "h2", heldBy(c))
+	for _, tc := range []struct {
+		name  string
+		claim *metal3api.HostClaim
+		held  []*metal3api.BareMetalHost
+		want  *metal3api.ObjectReference
+	}{
+		{"nothing reserved", claim(), nil, nil},
+		{"the reserved host shown held", c, []*metal3api.BareMetalHost{&h1}, nil},
+		{"the reserved host not shown held: read it", c, nil, &metal3api.ObjectReference{Namespace: "hosts", Name: "h1"}},
+		{"another host shown held", c, []*metal3api.BareMetalHost{&h2}, &metal3api.ObjectReference{Namespace: "hosts", Name: "h1"}},
+		{"a malformed reservation", claim(reserving("h1")), nil, nil},
+		{"reserved in status only", claim(func(c *metal3api.HostClaim) {
+			c.Status.BareMetalHost = &metal3api.ObjectReference{Namespace: "hosts", Name: "h2"}
+		}), nil, &metal3api.ObjectReference{Namespace: "hosts", Name: "h2"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			NewWithT(t).Expect(Unconfirmed(tc.claim, tc.held)).To(Equal(tc.want))
+		})
+	}
+}

@@ -646,15 +646,11 @@ func (r *Reconciler) dropDangling(ctx context.Context, c *metal3api.HostClaim) e
 // HardwareData copies; done once all of it is gone (else the result says
 // when to look again).
 func (r *Reconciler) releaseHeld(ctx context.Context, c *metal3api.HostClaim) (ctrl.Result, bool, error) {
-	var hosts metal3api.BareMetalHostList
-	if err := r.Managed.List(ctx, &hosts, client.MatchingFields{consumerIndex: consumerKey(r.Consumer.APIVersion, c.Namespace, c.Name)}); err != nil {
-		return ctrl.Result{}, false, fmt.Errorf("list hosts of %s: %w", klog.KObj(c), err)
+	held, err := r.held(ctx, c)
+	if err != nil {
+		return ctrl.Result{}, false, err
 	}
-	for i := range hosts.Items {
-		h := &hosts.Items[i]
-		if !r.Consumer.Holds(h, c) {
-			continue
-		}
+	for _, h := range held {
 		done, err := r.releaseHost(ctx, c, h)
 		if err != nil {
 			res, err := requeue.OnConflict(err)
@@ -682,6 +678,35 @@ func (r *Reconciler) releaseHeld(ctx context.Context, c *metal3api.HostClaim) (c
 		return ctrl.Result{}, false, err
 	}
 	return ctrl.Result{}, true, nil
+}
+
+// held are the hosts the claim holds: those the cache shows, and its
+// reserved host read from the API server when the cache does not show it
+// held (binder.Unconfirmed).
+func (r *Reconciler) held(ctx context.Context, c *metal3api.HostClaim) ([]*metal3api.BareMetalHost, error) {
+	var hosts metal3api.BareMetalHostList
+	if err := r.Managed.List(ctx, &hosts, client.MatchingFields{consumerIndex: consumerKey(r.Consumer.APIVersion, c.Namespace, c.Name)}); err != nil {
+		return nil, fmt.Errorf("list hosts of %s: %w", klog.KObj(c), err)
+	}
+	var held []*metal3api.BareMetalHost
+	for i := range hosts.Items {
+		if r.Consumer.Holds(&hosts.Items[i], c) {
+			held = append(held, &hosts.Items[i])
+		}
+	}
+	ref := binder.Unconfirmed(c, held)
+	if ref == nil {
+		return held, nil
+	}
+	h := &metal3api.BareMetalHost{}
+	err := r.ManagedReader.Get(ctx, client.ObjectKey{Namespace: ref.Namespace, Name: ref.Name}, h)
+	switch {
+	case err == nil && r.Consumer.Holds(h, c):
+		held = append(held, h)
+	case client.IgnoreNotFound(err) != nil:
+		return nil, fmt.Errorf("read host %s reserved by %s: %w", klog.KRef(ref.Namespace, ref.Name), klog.KObj(c), err)
+	}
+	return held, nil
 }
 
 // releaseHost powers a host held by the claim off and removes the image
