@@ -76,3 +76,30 @@ func (u Usage) Sub(before Usage) Usage {
 	u.CPU -= before.CPU
 	return u
 }
+
+// MachineCPU is the CPU time every core of the machine has spent busy
+// (neither idle nor waiting for I/O) since boot, from /proc/stat.
+func MachineCPU() (time.Duration, error) {
+	stat, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0, err
+	}
+	line, _, _ := strings.Cut(string(stat), "\n")
+	fields := strings.Fields(line)
+	if len(fields) < 6 || fields[0] != "cpu" {
+		return 0, fmt.Errorf("/proc/stat: unexpected first line %q", line)
+	}
+	var busy int64
+	for i, f := range fields[1:] {
+		n, err := strconv.ParseInt(f, 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("/proc/stat: %w", err)
+		}
+		// user nice system idle iowait irq softirq steal (guest time is
+		// already in user).
+		if i != 3 && i != 4 && i < 8 {
+			busy += n
+		}
+	}
+	return time.Duration(busy) * time.Second / clockTicks, nil
+}
