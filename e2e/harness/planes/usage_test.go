@@ -26,7 +26,7 @@ func TestUsage(t *testing.T) {
 		g.Expect(now.Sub(self).CPU).To(BeNumerically(">=", 100*time.Millisecond))
 		machine, err := planes.MachineCPU()
 		g.Expect(err).NotTo(HaveOccurred())
-		g.Expect(machine - busy).To(BeNumerically(">=", now.Sub(self).CPU-20*time.Millisecond), "the machine was at least as busy as this process")
+		g.Expect(machine-busy).To(BeNumerically(">=", now.Sub(self).CPU-20*time.Millisecond), "the machine was at least as busy as this process")
 	}).WithTimeout(10 * time.Second).WithPolling(time.Millisecond).Should(Succeed())
 }
 
