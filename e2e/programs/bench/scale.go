@@ -97,10 +97,25 @@ var scaleClaims = flag.Int("scale-claims", 0, "scale: claims per run, at most (0
 // PlacedClaims only for "placed".
 var scaleClaimWatch = flag.String("scale-claim-watch", "placed", "scale: the agents' --claim-watch, label or placed (the hub writes PlacedClaims only for placed)")
 
+// scaleAgentCores caps the cores the simulated agents' process runs on
+// while the claims are made: a fleet's agents run on their own clusters,
+// never on the hub's cores, and on a small machine their garbage collector
+// (whose idle workers take every core the Go scheduler sees idle) would
+// otherwise take the hub's.
+var scaleAgentCores = flag.Int("scale-agent-cores", 1, "scale: GOMAXPROCS of this process, which runs the agents, while the claims are made (0: unchanged)")
+
+// agentCores says what the agents' process runs on while the claims are made.
+func agentCores() string {
+	if *scaleAgentCores > 0 {
+		return fmt.Sprintf("%d of %d cores", min(*scaleAgentCores, runtime.NumCPU()), runtime.NumCPU())
+	}
+	return fmt.Sprintf("all %d cores", runtime.NumCPU())
+}
+
 func runScale(clusterCounts []int, hostsPer, infraPlanes int, rate float64, hubBin string) error {
 	var results []scaleResult
 	for _, c := range clusterCounts {
-		fmt.Printf("\nscale: %d clusters × %d hosts on %d infrastructure planes, %d claims at %.0f/s, claim watch %s\n", c, hostsPer, infraPlanes, claimsOf(c, hostsPer), rate, *scaleClaimWatch)
+		fmt.Printf("\nscale: %d clusters × %d hosts on %d infrastructure planes, %d claims at %.0f/s, claim watch %s, agents on %s\n", c, hostsPer, infraPlanes, claimsOf(c, hostsPer), rate, *scaleClaimWatch, agentCores())
 		r, err := scaleRun(c, hostsPer, infraPlanes, rate, hubBin)
 		if err != nil {
 			return fmt.Errorf("%d clusters: %w", c, err)
@@ -478,6 +493,9 @@ func (b *scaleBench) measure(ctx context.Context, res *scaleResult, rate float64
 	}
 	others := planeUsage(b.f, b.names[1:]...)
 	fmt.Printf("  %d claims at %.0f/s\n", res.claims, rate)
+	if *scaleAgentCores > 0 {
+		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(*scaleAgentCores))
+	}
 	tl := &timeline{window: 10 * time.Second}
 	tlCtx, tlStop := context.WithCancel(ctx)
 	defer tlStop()
