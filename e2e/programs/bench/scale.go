@@ -572,8 +572,17 @@ func (b *scaleBench) sample(ctx context.Context) (sample, error) {
 		return sample{}, err
 	}
 	own, err := planes.ProcessUsage(os.Getpid())
+	if err != nil {
+		return sample{}, err
+	}
+	controller, err := planes.ProcessUsage(b.hubCmd.Process.Pid)
+	if err != nil {
+		return sample{}, err
+	}
+	machine, err := planes.MachineCPU()
 	return sample{at: time.Now(), cpu: u.CPU, watches: req[keyWatches], terminated: req[keyTerminated], slowCreates: req[keySlowCreates],
-		slowEtcd: req[keySlowEtcd], tenantBytes: req[keyTenantBytes], serverGC: req[keyGC], agents: own.CPU, runtime: readRuntime()}, err
+		slowEtcd: req[keySlowEtcd], tenantBytes: req[keyTenantBytes], serverGC: req[keyGC], agents: own.CPU, controller: controller.CPU,
+		machine: machine, runtime: readRuntime()}, err
 }
 
 // countRequests records the hub API server's requests over the claims, by

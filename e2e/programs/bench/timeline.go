@@ -14,7 +14,7 @@ import (
 // requests it took over 1 s to serve; and this process (every agent): its
 // CPU, the longest a runnable goroutine waited to run and the longest
 // stop-the-world pause; of both processes' CPU, what their garbage collector
-// took. When claims were placed late, the windows they were
+// took; the hub controller's CPU and the machine's busy cores. When claims were placed late, the windows they were
 // created in are printed beside these, and the median window.
 type timeline struct {
 	window  time.Duration
@@ -23,7 +23,8 @@ type timeline struct {
 
 type sample struct {
 	at                             time.Time
-	cpu, agents                    time.Duration
+	cpu, agents, controller        time.Duration
+	machine                        time.Duration
 	watches, slowCreates, slowEtcd float64
 	terminated, tenantBytes        float64
 	// serverGC is the hub API server's garbage collector's CPU, in seconds.
@@ -96,6 +97,7 @@ func (t *timeline) print(start time.Time, created []time.Time, late []bool) {
 	type window struct {
 		created, late                  int
 		cores, agentCores              float64
+		controllerCores, machineCores  float64
 		watches, slowCreates, slowEtcd float64
 		terminated, tenantBytes        float64
 		serverGC, agentGC              float64 // cores
@@ -107,7 +109,8 @@ func (t *timeline) print(start time.Time, created []time.Time, late []bool) {
 		secs := b.at.Sub(a.at).Seconds()
 		ws[i] = window{cores: (b.cpu - a.cpu).Seconds() / secs, agentCores: (b.agents - a.agents).Seconds() / secs,
 			watches: b.watches - a.watches, terminated: b.terminated - a.terminated, tenantBytes: b.tenantBytes - a.tenantBytes, slowCreates: b.slowCreates - a.slowCreates, slowEtcd: b.slowEtcd - a.slowEtcd,
-			serverGC: (b.serverGC - a.serverGC) / secs}
+			serverGC: (b.serverGC - a.serverGC) / secs, controllerCores: (b.controller - a.controller).Seconds() / secs,
+			machineCores: (b.machine - a.machine).Seconds() / secs}
 		if len(a.runtime) == len(runtimeMetrics) && len(b.runtime) == len(runtimeMetrics) {
 			ws[i].wait, ws[i].pause = longest(a.runtime[0], b.runtime[0]), longest(a.runtime[1], b.runtime[1])
 			ws[i].agentGC = (float(b.runtime[2]) - float(a.runtime[2])) / secs
@@ -132,15 +135,17 @@ func (t *timeline) print(start time.Time, created []time.Time, late []bool) {
 		slices.Sort(v)
 		return v[len(v)/2]
 	}
-	fmt.Printf("    by %s window: the median one, hub API server %.2f cores (GC %.2f), %.0f watches ended; agents %.2f cores (GC %.2f), their goroutines waited up to %s\n",
-		t.window, median(func(w window) float64 { return w.cores }), median(func(w window) float64 { return w.serverGC }), median(func(w window) float64 { return w.watches }),
+	fmt.Printf("    by %s window: the median one, machine %.2f cores busy, hub API server %.2f cores (GC %.2f), %.0f watches ended; hub controller %.2f cores; agents %.2f cores (GC %.2f), their goroutines waited up to %s\n",
+		t.window, median(func(w window) float64 { return w.machineCores }), median(func(w window) float64 { return w.cores }), median(func(w window) float64 { return w.serverGC }),
+		median(func(w window) float64 { return w.watches }), median(func(w window) float64 { return w.controllerCores }),
 		median(func(w window) float64 { return w.agentCores }), median(func(w window) float64 { return w.agentGC }), time.Duration(median(func(w window) float64 { return float64(w.wait) })))
 	for i, w := range ws {
 		if w.late == 0 && (i+1 >= len(ws) || ws[i+1].late == 0) {
 			continue
 		}
-		fmt.Printf("    +%4.0fs: %3d created, %3d late; hub API server %.2f cores (GC %.2f), %.0f watches ended (%.0f closed for falling behind), %.0f creates and %.0f etcd requests over 1 s, "+
-			"%.1f MB of Tenant events sent; agents %.2f cores (GC %.2f), their goroutines waited up to %s, paused up to %s\n",
-			t.samples[i].at.Sub(start).Seconds(), w.created, w.late, w.cores, w.serverGC, w.watches, w.terminated, w.slowCreates, w.slowEtcd, w.tenantBytes/1e6, w.agentCores, w.agentGC, w.wait, w.pause)
+		fmt.Printf("    +%4.0fs: %3d created, %3d late; machine %.2f cores busy; hub API server %.2f cores (GC %.2f), %.0f watches ended (%.0f closed for falling behind), %.0f creates and %.0f etcd requests over 1 s, "+
+			"%.1f MB of Tenant events sent; hub controller %.2f cores; agents %.2f cores (GC %.2f), their goroutines waited up to %s, paused up to %s\n",
+			t.samples[i].at.Sub(start).Seconds(), w.created, w.late, w.machineCores, w.cores, w.serverGC, w.watches, w.terminated, w.slowCreates, w.slowEtcd, w.tenantBytes/1e6,
+			w.controllerCores, w.agentCores, w.agentGC, w.wait, w.pause)
 	}
 }
