@@ -26,6 +26,15 @@ func (p *Plane) APIServerUsage() (Usage, error) {
 	return ProcessUsage(pid)
 }
 
+// EtcdUsage is the CPU and memory the plane's etcd has used.
+func (p *Plane) EtcdUsage() (Usage, error) {
+	pid, _, err := findProcess("etcd", "--listen-client-urls="+p.etcdURL())
+	if err != nil {
+		return Usage{}, fmt.Errorf("%s: %w", p.Name, err)
+	}
+	return ProcessUsage(pid)
+}
+
 // clockTicks is the kernel's USER_HZ, 100 on every Linux architecture Go
 // supports.
 const clockTicks = 100

@@ -579,8 +579,12 @@ func (b *scaleBench) sample(ctx context.Context) (sample, error) {
 	if err != nil {
 		return sample{}, err
 	}
+	etcd, err := b.hubPlane.EtcdUsage()
+	if err != nil {
+		return sample{}, err
+	}
 	machine, err := planes.MachineCPU()
-	return sample{at: time.Now(), cpu: u.CPU, watches: req[keyWatches], terminated: req[keyTerminated], slowCreates: req[keySlowCreates],
+	return sample{etcd: etcd.CPU, at: time.Now(), cpu: u.CPU, watches: req[keyWatches], terminated: req[keyTerminated], slowCreates: req[keySlowCreates],
 		slowEtcd: req[keySlowEtcd], tenantBytes: req[keyTenantBytes], serverGC: req[keyGC], agents: own.CPU, controller: controller.CPU,
 		machine: machine, runtime: readRuntime()}, err
 }
