@@ -585,7 +585,7 @@ func (b *scaleBench) sample(ctx context.Context) (sample, error) {
 	}
 	machine, err := planes.MachineCPU()
 	return sample{etcd: etcd.CPU, at: time.Now(), cpu: u.CPU, watches: req[keyWatches], terminated: req[keyTerminated], slowCreates: req[keySlowCreates],
-		slowEtcd: req[keySlowEtcd], tenantBytes: req[keyTenantBytes], serverGC: req[keyGC], agents: own.CPU, controller: controller.CPU,
+		slowEtcd: req[keySlowEtcd], tenantBytes: req[keyTenantBytes], lists: req["LIST"], serverGC: req[keyGC], agents: own.CPU, controller: controller.CPU,
 		machine: machine, runtime: readRuntime()}, err
 }
 

@@ -27,7 +27,7 @@ type sample struct {
 	cpu, agents, controller        time.Duration
 	etcd, machine                  time.Duration
 	watches, slowCreates, slowEtcd float64
-	terminated, tenantBytes        float64
+	terminated, tenantBytes, lists float64
 	// serverGC is the hub API server's garbage collector's CPU, in seconds.
 	serverGC float64
 	runtime  []metrics.Sample
@@ -101,7 +101,7 @@ func (t *timeline) print(start time.Time, created []time.Time, late []bool) {
 		controllerCores, machineCores  float64
 		etcdCores                      float64
 		watches, slowCreates, slowEtcd float64
-		terminated, tenantBytes        float64
+		terminated, tenantBytes, lists float64
 		serverGC, agentGC              float64 // cores
 		wait, pause                    time.Duration
 	}
@@ -110,7 +110,7 @@ func (t *timeline) print(start time.Time, created []time.Time, late []bool) {
 		a, b := t.samples[i], t.samples[i+1]
 		secs := b.at.Sub(a.at).Seconds()
 		ws[i] = window{cores: (b.cpu - a.cpu).Seconds() / secs, agentCores: (b.agents - a.agents).Seconds() / secs,
-			watches: b.watches - a.watches, terminated: b.terminated - a.terminated, tenantBytes: b.tenantBytes - a.tenantBytes, slowCreates: b.slowCreates - a.slowCreates, slowEtcd: b.slowEtcd - a.slowEtcd,
+			watches: b.watches - a.watches, terminated: b.terminated - a.terminated, tenantBytes: b.tenantBytes - a.tenantBytes, lists: b.lists - a.lists, slowCreates: b.slowCreates - a.slowCreates, slowEtcd: b.slowEtcd - a.slowEtcd,
 			serverGC: (b.serverGC - a.serverGC) / secs, controllerCores: (b.controller - a.controller).Seconds() / secs,
 			machineCores: (b.machine - a.machine).Seconds() / secs, etcdCores: (b.etcd - a.etcd).Seconds() / secs}
 		if len(a.runtime) == len(runtimeMetrics) && len(b.runtime) == len(runtimeMetrics) {
@@ -145,9 +145,9 @@ func (t *timeline) print(start time.Time, created []time.Time, late []bool) {
 		if w.late == 0 && (i+1 >= len(ws) || ws[i+1].late == 0) {
 			continue
 		}
-		fmt.Printf("    +%4.0fs: %3d created, %3d late; machine %.2f cores busy; hub API server %.2f cores (GC %.2f), %.0f watches ended (%.0f closed for falling behind), %.0f creates and %.0f etcd requests over 1 s, "+
+		fmt.Printf("    +%4.0fs: %3d created, %3d late; machine %.2f cores busy; hub API server %.2f cores (GC %.2f), %.0f watches ended (%.0f closed for falling behind), %.0f LISTs, %.0f creates and %.0f etcd requests over 1 s, "+
 			"%.1f MB of Tenant events sent; hub etcd %.2f cores; hub controller %.2f cores; agents %.2f cores (GC %.2f), their goroutines waited up to %s, paused up to %s\n",
-			t.samples[i].at.Sub(start).Seconds(), w.created, w.late, w.machineCores, w.cores, w.serverGC, w.watches, w.terminated, w.slowCreates, w.slowEtcd, w.tenantBytes/1e6,
+			t.samples[i].at.Sub(start).Seconds(), w.created, w.late, w.machineCores, w.cores, w.serverGC, w.watches, w.terminated, w.lists, w.slowCreates, w.slowEtcd, w.tenantBytes/1e6,
 			w.etcdCores, w.controllerCores, w.agentCores, w.agentGC, w.wait, w.pause)
 	}
 }
