@@ -1,7 +1,11 @@
 package planes_test
 
 import (
+	"fmt"
 	"os"
+	"os/exec"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -34,4 +38,35 @@ func TestUsage(t *testing.T) {
 func spin(d time.Duration) {
 	for end := time.Now().Add(d); time.Now().Before(end); {
 	}
+}
+
+func TestReniceProcess(t *testing.T) {
+	g := NewWithT(t)
+	cmd := exec.Command("sleep", "60")
+	g.Expect(cmd.Start()).To(Succeed())
+	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	// Raising it needs no privilege (lowering it does): from the value
+	// the child inherited to the highest, or from the highest down.
+	was := niceOf(cmd.Process.Pid)
+	g.Expect(was).To(BeNumerically(">=", -20))
+	want := 19
+	if was == 19 {
+		want = 10
+	}
+	g.Expect(planes.ReniceProcess(cmd.Process.Pid, want)).To(Succeed())
+	g.Expect(niceOf(cmd.Process.Pid)).To(Equal(want))
+}
+
+// niceOf reads a process's nice value, field 19 of /proc/<pid>/stat.
+func niceOf(pid int) int {
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return -100
+	}
+	fields := strings.Fields(string(stat)[strings.LastIndexByte(string(stat), ')')+1:])
+	n, err := strconv.Atoi(fields[16])
+	if err != nil {
+		return -100
+	}
+	return n
 }

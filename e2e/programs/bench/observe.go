@@ -49,7 +49,7 @@ type observation struct {
 }
 
 // observe runs the observer in a child process and returns what it saw.
-func observe(ctx context.Context, req observeRequest) (observation, error) {
+func observe(ctx context.Context, req observeRequest, started func() error) (observation, error) {
 	spec, err := json.Marshal(req)
 	if err != nil {
 		return observation{}, err
@@ -57,7 +57,15 @@ func observe(ctx context.Context, req observeRequest) (observation, error) {
 	var out, errOut bytes.Buffer
 	cmd := exec.CommandContext(ctx, os.Args[0], "-scale-observe", string(spec))
 	cmd.Stdout, cmd.Stderr = &out, &errOut
-	if err := cmd.Run(); err != nil {
+	if err := cmd.Start(); err != nil {
+		return observation{}, fmt.Errorf("observer: %w", err)
+	}
+	if err := started(); err != nil {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		return observation{}, err
+	}
+	if err := cmd.Wait(); err != nil {
 		return observation{}, fmt.Errorf("observer: %w\n%s", err, tail(errOut.String()))
 	}
 	var o observation

@@ -105,6 +105,21 @@ var scaleClaimWatch = flag.String("scale-claim-watch", "placed", "scale: the age
 var scaleAgentCores = flag.Int("scale-agent-cores", 1, "scale: GOMAXPROCS of this process, which runs the agents, while the claims are made (0: unchanged)")
 
 // agentCores says what the agents' process runs on while the claims are made.
+// scaleFleetNice is the nice value of what simulates the fleet while the
+// claims are made: the infrastructure planes and this process.
+var scaleFleetNice = flag.Int("scale-fleet-nice", 0, "scale: while the claims are made, run the infrastructure planes and this process (the agents) at this nice value, so that they take only the CPU the hub leaves (0: as started; lowering it back needs CAP_SYS_NICE)")
+
+// reniceFleet sets the nice value of the infrastructure planes and of this
+// process.
+func (b *scaleBench) reniceFleet(nice int) error {
+	for _, name := range b.names[1:] {
+		if err := b.f.Plane(name).Renice(nice); err != nil {
+			return err
+		}
+	}
+	return planes.ReniceProcess(os.Getpid(), nice)
+}
+
 func agentCores() string {
 	if *scaleAgentCores > 0 {
 		return fmt.Sprintf("%d of %d cores", min(*scaleAgentCores, runtime.NumCPU()), runtime.NumCPU())
@@ -115,7 +130,7 @@ func agentCores() string {
 func runScale(clusterCounts []int, hostsPer, infraPlanes int, rate float64, hubBin string) error {
 	var results []scaleResult
 	for _, c := range clusterCounts {
-		fmt.Printf("\nscale: %d clusters × %d hosts on %d infrastructure planes, %d claims at %.0f/s, claim watch %s, agents on %s\n", c, hostsPer, infraPlanes, claimsOf(c, hostsPer), rate, *scaleClaimWatch, agentCores())
+		fmt.Printf("\nscale: %d clusters × %d hosts on %d infrastructure planes, %d claims at %.0f/s, claim watch %s, agents on %s, fleet at nice %d\n", c, hostsPer, infraPlanes, claimsOf(c, hostsPer), rate, *scaleClaimWatch, agentCores(), *scaleFleetNice)
 		r, err := scaleRun(c, hostsPer, infraPlanes, rate, hubBin)
 		if err != nil {
 			return fmt.Errorf("%d clusters: %w", c, err)
@@ -506,7 +521,18 @@ func (b *scaleBench) measure(ctx context.Context, res *scaleResult, rate float64
 	}()
 	// The claims, at a steady rate, unpinned: the hub scheduler places them.
 	start := time.Now()
-	obs, err := observe(ctx, observeRequest{Kubeconfig: b.hubPlane.Kubeconfig, Namespace: scaleNS, Claims: res.claims, Rate: rate})
+	// The observer starts as this process is: only then is the fleet
+	// reniced.
+	started := func() error { return nil }
+	if *scaleFleetNice != 0 {
+		started = func() error { return b.reniceFleet(*scaleFleetNice) }
+		defer func() {
+			if err := planes.ReniceProcess(os.Getpid(), 0); err != nil {
+				fmt.Printf("  this process stays at nice %d: %v\n", *scaleFleetNice, err)
+			}
+		}()
+	}
+	obs, err := observe(ctx, observeRequest{Kubeconfig: b.hubPlane.Kubeconfig, Namespace: scaleNS, Claims: res.claims, Rate: rate}, started)
 	if err != nil {
 		b.gaveUp(ctx, before, others, time.Since(start))
 		return obs, nil, b.hubFailed(err)
