@@ -609,8 +609,16 @@ func (b *scaleBench) sample(ctx context.Context) (sample, error) {
 	if err != nil {
 		return sample{}, err
 	}
+	var infra time.Duration
+	for _, name := range b.names[1:] {
+		u, err := b.f.Plane(name).APIServerUsage()
+		if err != nil {
+			return sample{}, err
+		}
+		infra += u.CPU
+	}
 	machine, err := planes.MachineCPU()
-	return sample{etcd: etcd.CPU, at: time.Now(), cpu: u.CPU, watches: req[keyWatches], terminated: req[keyTerminated], slowCreates: req[keySlowCreates],
+	return sample{etcd: etcd.CPU, infra: infra, at: time.Now(), cpu: u.CPU, watches: req[keyWatches], terminated: req[keyTerminated], slowCreates: req[keySlowCreates],
 		slowEtcd: req[keySlowEtcd], tenantBytes: req[keyTenantBytes], lists: req["LIST"], serverGC: req[keyGC], agents: own.CPU, controller: controller.CPU,
 		machine: machine, runtime: readRuntime()}, err
 }

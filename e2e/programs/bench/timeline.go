@@ -14,8 +14,8 @@ import (
 // requests it took over 1 s to serve; and this process (every agent): its
 // CPU, the longest a runnable goroutine waited to run and the longest
 // stop-the-world pause; of both processes' CPU, what their garbage collector
-// took; the hub controller's and the hub etcd's CPU, and the machine's busy
-// cores. When claims were placed late, the windows they were
+// took; the hub controller's, the hub etcd's and the infrastructure API
+// servers' CPU, and the machine's busy cores. When claims were placed late, the windows they were
 // created in are printed beside these, and the median window.
 type timeline struct {
 	window  time.Duration
@@ -25,7 +25,7 @@ type timeline struct {
 type sample struct {
 	at                             time.Time
 	cpu, agents, controller        time.Duration
-	etcd, machine                  time.Duration
+	etcd, machine, infra           time.Duration
 	watches, slowCreates, slowEtcd float64
 	terminated, tenantBytes, lists float64
 	// serverGC is the hub API server's garbage collector's CPU, in seconds.
@@ -99,7 +99,7 @@ func (t *timeline) print(start time.Time, created []time.Time, late []bool) {
 		created, late                  int
 		cores, agentCores              float64
 		controllerCores, machineCores  float64
-		etcdCores                      float64
+		etcdCores, infraCores          float64
 		watches, slowCreates, slowEtcd float64
 		terminated, tenantBytes, lists float64
 		serverGC, agentGC              float64 // cores
@@ -112,7 +112,8 @@ func (t *timeline) print(start time.Time, created []time.Time, late []bool) {
 		ws[i] = window{cores: (b.cpu - a.cpu).Seconds() / secs, agentCores: (b.agents - a.agents).Seconds() / secs,
 			watches: b.watches - a.watches, terminated: b.terminated - a.terminated, tenantBytes: b.tenantBytes - a.tenantBytes, lists: b.lists - a.lists, slowCreates: b.slowCreates - a.slowCreates, slowEtcd: b.slowEtcd - a.slowEtcd,
 			serverGC: (b.serverGC - a.serverGC) / secs, controllerCores: (b.controller - a.controller).Seconds() / secs,
-			machineCores: (b.machine - a.machine).Seconds() / secs, etcdCores: (b.etcd - a.etcd).Seconds() / secs}
+			machineCores: (b.machine - a.machine).Seconds() / secs, etcdCores: (b.etcd - a.etcd).Seconds() / secs,
+			infraCores: (b.infra - a.infra).Seconds() / secs}
 		if len(a.runtime) == len(runtimeMetrics) && len(b.runtime) == len(runtimeMetrics) {
 			ws[i].wait, ws[i].pause = longest(a.runtime[0], b.runtime[0]), longest(a.runtime[1], b.runtime[1])
 			ws[i].agentGC = (float(b.runtime[2]) - float(a.runtime[2])) / secs
@@ -137,17 +138,17 @@ func (t *timeline) print(start time.Time, created []time.Time, late []bool) {
 		slices.Sort(v)
 		return v[len(v)/2]
 	}
-	fmt.Printf("    by %s window: the median one, machine %.2f cores busy, hub API server %.2f cores (GC %.2f), %.0f watches ended; hub etcd %.2f cores; hub controller %.2f cores; agents %.2f cores (GC %.2f), their goroutines waited up to %s\n",
+	fmt.Printf("    by %s window: the median one, machine %.2f cores busy, hub API server %.2f cores (GC %.2f), %.0f watches ended; hub etcd %.2f cores; hub controller %.2f cores; infrastructure API servers %.2f cores; agents %.2f cores (GC %.2f), their goroutines waited up to %s\n",
 		t.window, median(func(w window) float64 { return w.machineCores }), median(func(w window) float64 { return w.cores }), median(func(w window) float64 { return w.serverGC }),
-		median(func(w window) float64 { return w.watches }), median(func(w window) float64 { return w.etcdCores }), median(func(w window) float64 { return w.controllerCores }),
+		median(func(w window) float64 { return w.watches }), median(func(w window) float64 { return w.etcdCores }), median(func(w window) float64 { return w.controllerCores }), median(func(w window) float64 { return w.infraCores }),
 		median(func(w window) float64 { return w.agentCores }), median(func(w window) float64 { return w.agentGC }), time.Duration(median(func(w window) float64 { return float64(w.wait) })))
 	for i, w := range ws {
 		if w.late == 0 && (i+1 >= len(ws) || ws[i+1].late == 0) {
 			continue
 		}
 		fmt.Printf("    +%4.0fs: %3d created, %3d late; machine %.2f cores busy; hub API server %.2f cores (GC %.2f), %.0f watches ended (%.0f closed for falling behind), %.0f LISTs, %.0f creates and %.0f etcd requests over 1 s, "+
-			"%.1f MB of Tenant events sent; hub etcd %.2f cores; hub controller %.2f cores; agents %.2f cores (GC %.2f), their goroutines waited up to %s, paused up to %s\n",
+			"%.1f MB of Tenant events sent; hub etcd %.2f cores; hub controller %.2f cores; infrastructure API servers %.2f cores; agents %.2f cores (GC %.2f), their goroutines waited up to %s, paused up to %s\n",
 			t.samples[i].at.Sub(start).Seconds(), w.created, w.late, w.machineCores, w.cores, w.serverGC, w.watches, w.terminated, w.lists, w.slowCreates, w.slowEtcd, w.tenantBytes/1e6,
-			w.etcdCores, w.controllerCores, w.agentCores, w.agentGC, w.wait, w.pause)
+			w.etcdCores, w.controllerCores, w.infraCores, w.agentCores, w.agentGC, w.wait, w.pause)
 	}
 }
