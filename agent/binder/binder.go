@@ -162,6 +162,20 @@ func Decide(in Input) Decision {
 	return d
 }
 
+// HeldDecides reports whether Decide's answer for in, whose Hosts are the
+// hosts naming the claim, stays the same whatever free hosts are added: the
+// claim keeps a host it holds, or is deferred to another HostClaim
+// controller. Free hosts need only be gathered when it is false, so a bound
+// claim costs no pass over every free host.
+func HeldDecides(in Input) bool {
+	switch Decide(in).Action {
+	case Keep, Defer:
+		return true
+	default:
+		return false
+	}
+}
+
 // deferTo is the Defer decision for a local claim that another HostClaim
 // controller serves.
 func deferTo(in Input, held []*metal3api.BareMetalHost) (Decision, bool) {

@@ -153,6 +153,7 @@ func TestDecide(t *testing.T) {
 			}
 			d := Decide(in)
 			g.Expect(d.Action).To(Equal(tt.wantAction), d.Message)
+			expectHeldDecides(g, in, d)
 			g.Expect(d.KeepReservation).To(Equal(tt.wantKeep))
 			if tt.wantHost != "" {
 				g.Expect(d.Host).NotTo(BeNil())
@@ -201,6 +202,23 @@ func TestPickIsDeterministicAndSpreads(t *testing.T) {
 }
 
 // ptrs points at each host, as the agent hands Decide the cache's objects.
+// expectHeldDecides checks HeldDecides against d, Decide's answer on every
+// host: the hosts naming the claim (what the consumer index returns) decide
+// alone exactly when d keeps or defers, and then decide the same.
+func expectHeldDecides(g Gomega, in Input, d Decision) {
+	named := in
+	named.Hosts = nil
+	for _, h := range in.Hosts {
+		if ref := h.Spec.ConsumerRef; in.Consumer.Names(ref) && ref.Namespace == in.Claim.Namespace && ref.Name == in.Claim.Name {
+			named.Hosts = append(named.Hosts, h)
+		}
+	}
+	g.Expect(HeldDecides(named)).To(Equal(d.Action == Keep || d.Action == Defer), "HeldDecides on the hosts naming the claim, against %s on all", d.Action)
+	if HeldDecides(named) {
+		g.Expect(Decide(named)).To(Equal(d))
+	}
+}
+
 func ptrs(hosts []metal3api.BareMetalHost) []*metal3api.BareMetalHost {
 	out := make([]*metal3api.BareMetalHost, len(hosts))
 	for i := range hosts {

@@ -189,8 +189,10 @@ func TestDeferToAnotherController(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			g := NewWithT(t)
-			d := Decide(Input{Consumer: tt.consumer, Claim: tt.claim, Policies: admitAll, Hosts: ptrs(tt.hosts)})
+			in := Input{Consumer: tt.consumer, Claim: tt.claim, Policies: admitAll, Hosts: ptrs(tt.hosts)}
+			d := Decide(in)
 			g.Expect(d.Action).To(Equal(tt.want), d.Message)
+			expectHeldDecides(g, in, d)
 			var strays []string
 			for _, h := range d.Strays {
 				strays = append(strays, h.Name)

@@ -472,28 +472,35 @@ func (r *Reconciler) inputs(ctx context.Context, c *metal3api.HostClaim) (binder
 	if err := r.Managed.List(ctx, &policies); err != nil {
 		return binder.Input{}, fmt.Errorf("list HostDeployPolicies: %w", err)
 	}
-	// The hosts that matter: those naming the claim, and the free ones.
-	// Decisions only read them: no deep copy per reconcile. Whatever is
-	// written is copied first (see Reconcile).
-	var held, free metal3api.BareMetalHostList
+	// The hosts that matter: those naming the claim, and the free ones
+	// unless the held ones decide. Decisions only read them: no deep copy
+	// per reconcile. Whatever is written is copied first (see Reconcile).
+	var held metal3api.BareMetalHostList
 	if err := r.Managed.List(ctx, &held, client.MatchingFields{consumerIndex: consumerKey(r.Consumer.APIVersion, c.Namespace, c.Name)},
 		client.UnsafeDisableDeepCopy); err != nil {
 		return binder.Input{}, fmt.Errorf("list the BareMetalHosts of %s: %w", klog.KObj(c), err)
 	}
+	in := binder.Input{Consumer: r.Consumer, Claim: c, NamespaceLabels: ns.Labels, Policies: policies.Items,
+		Hosts: pointers(held.Items), Reserved: binder.Reservation(c)}
+	var err error
+	if in.ReservedHeldByGone, err = r.heldByGone(ctx, in.Reserved); err != nil || binder.HeldDecides(in) {
+		return in, err
+	}
+	var free metal3api.BareMetalHostList
 	if err := r.Managed.List(ctx, &free, client.MatchingFields{freeIndex: "true"}, client.UnsafeDisableDeepCopy); err != nil {
 		return binder.Input{}, fmt.Errorf("list free BareMetalHosts: %w", err)
 	}
-	hosts := make([]*metal3api.BareMetalHost, 0, len(held.Items)+len(free.Items))
-	for _, l := range []*metal3api.BareMetalHostList{&held, &free} {
-		for i := range l.Items {
-			hosts = append(hosts, &l.Items[i])
-		}
+	in.Hosts = append(in.Hosts, pointers(free.Items)...)
+	return in, nil
+}
+
+// pointers points at each host of a list.
+func pointers(items []metal3api.BareMetalHost) []*metal3api.BareMetalHost {
+	out := make([]*metal3api.BareMetalHost, len(items))
+	for i := range items {
+		out[i] = &items[i]
 	}
-	in := binder.Input{Consumer: r.Consumer, Claim: c, NamespaceLabels: ns.Labels, Policies: policies.Items,
-		Hosts: hosts, Reserved: binder.Reservation(c)}
-	var err error
-	in.ReservedHeldByGone, err = r.heldByGone(ctx, in.Reserved)
-	return in, err
+	return out
 }
 
 // heldByGone returns the reserved host when a claim this agent bound holds
