@@ -17,9 +17,9 @@ func (p *Plane) Renice(nice int) error {
 	if err != nil {
 		return err
 	}
-	etcd, _, err := findProcess("etcd", "--listen-client-urls="+p.etcdURL())
+	etcd, err := p.etcdPID()
 	if err != nil {
-		return fmt.Errorf("%s: %w", p.Name, err)
+		return err
 	}
 	for _, pid := range []int{api, etcd} {
 		if err := ReniceProcess(pid, nice); err != nil {

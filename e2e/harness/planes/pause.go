@@ -33,3 +33,12 @@ func (p *Plane) apiServerPID() (int, error) {
 	}
 	return pid, nil
 }
+
+// etcdPID finds the plane's etcd by its client URL.
+func (p *Plane) etcdPID() (int, error) {
+	pid, _, err := findProcess("etcd", "--listen-client-urls="+p.etcdURL())
+	if err != nil {
+		return 0, fmt.Errorf("%s: %w", p.Name, err)
+	}
+	return pid, nil
+}

@@ -28,9 +28,9 @@ func (p *Plane) APIServerUsage() (Usage, error) {
 
 // EtcdUsage is the CPU and memory the plane's etcd has used.
 func (p *Plane) EtcdUsage() (Usage, error) {
-	pid, _, err := findProcess("etcd", "--listen-client-urls="+p.etcdURL())
+	pid, err := p.etcdPID()
 	if err != nil {
-		return Usage{}, fmt.Errorf("%s: %w", p.Name, err)
+		return Usage{}, err
 	}
 	return ProcessUsage(pid)
 }

@@ -104,7 +104,6 @@ var scaleClaimWatch = flag.String("scale-claim-watch", "placed", "scale: the age
 // otherwise take the hub's.
 var scaleAgentCores = flag.Int("scale-agent-cores", 1, "scale: GOMAXPROCS of this process, which runs the agents, while the claims are made (0: unchanged)")
 
-// agentCores says what the agents' process runs on while the claims are made.
 // scaleFleetNice is the nice value of what simulates the fleet while the
 // claims are made: the infrastructure planes and this process.
 var scaleFleetNice = flag.Int("scale-fleet-nice", 0, "scale: while the claims are made, run the infrastructure planes and this process (the agents) at this nice value, so that they take only the CPU the hub leaves (0: as started; lowering it back needs CAP_SYS_NICE)")
@@ -120,6 +119,7 @@ func (b *scaleBench) reniceFleet(nice int) error {
 	return planes.ReniceProcess(os.Getpid(), nice)
 }
 
+// agentCores says what the agents' process runs on while the claims are made.
 func agentCores() string {
 	if *scaleAgentCores > 0 {
 		return fmt.Sprintf("%d of %d cores", min(*scaleAgentCores, runtime.NumCPU()), runtime.NumCPU())
@@ -611,11 +611,11 @@ func (b *scaleBench) sample(ctx context.Context) (sample, error) {
 	}
 	var infra time.Duration
 	for _, name := range b.names[1:] {
-		u, err := b.f.Plane(name).APIServerUsage()
+		server, err := b.f.Plane(name).APIServerUsage()
 		if err != nil {
 			return sample{}, err
 		}
-		infra += u.CPU
+		infra += server.CPU
 	}
 	machine, err := planes.MachineCPU()
 	return sample{etcd: etcd.CPU, infra: infra, at: time.Now(), cpu: u.CPU, watches: req[keyWatches], terminated: req[keyTerminated], slowCreates: req[keySlowCreates],
