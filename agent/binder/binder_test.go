@@ -201,7 +201,6 @@ func TestPickIsDeterministicAndSpreads(t *testing.T) {
 	g.Expect(chosen).To(HaveLen(4), "40 claims should not all pick the same few of 4 hosts: %v", chosen)
 }
 
-// ptrs points at each host, as the agent hands Decide the cache's objects.
 // expectHeldDecides checks HeldDecides against d, Decide's answer on every
 // host: the hosts naming the claim (what the consumer index returns) decide
 // alone exactly when d keeps or defers, and then decide the same.
@@ -219,6 +218,7 @@ func expectHeldDecides(g Gomega, in Input, d Decision) {
 	}
 }
 
+// ptrs points at each host, as the agent hands Decide the cache's objects.
 func ptrs(hosts []metal3api.BareMetalHost) []*metal3api.BareMetalHost {
 	out := make([]*metal3api.BareMetalHost, len(hosts))
 	for i := range hosts {

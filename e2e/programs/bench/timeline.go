@@ -15,8 +15,9 @@ import (
 // CPU, the longest a runnable goroutine waited to run and the longest
 // stop-the-world pause; of both processes' CPU, what their garbage collector
 // took; the hub controller's, the hub etcd's and the infrastructure API
-// servers' CPU, and the machine's busy cores. When claims were placed late, the windows they were
-// created in are printed beside these, and the median window.
+// servers' CPU, and the machine's busy cores. When claims were placed late,
+// the windows they were created in are printed beside these, and the median
+// window.
 type timeline struct {
 	window  time.Duration
 	samples []sample
