@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	metal3api "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
+	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/selection"
@@ -200,8 +201,14 @@ func New(ctx context.Context, hubCfg, managedCfg *rest.Config, o *Options) (*Age
 	if err != nil {
 		return nil, err
 	}
-	if err := metrics.Register(metrics.NewClaimCollector(mgr.GetClient(), o.ClusterName),
-		metrics.NewHostCollector(managed.GetClient(), o.ClusterName)); err != nil {
+	cached := []prometheus.Collector{metrics.NewClaimCollector(mgr.GetClient(), o.ClusterName),
+		metrics.NewHostCollector(managed.GetClient(), o.ClusterName)}
+	if o.LocalClaims {
+		cached = append(cached, metrics.NewLocalClaimCollector(managed.GetClient(), o.ClusterName, func(c *metal3api.HostClaim) bool {
+			return binder.ServesLocal(c, o.LocalClaimNamespaces)
+		}))
+	}
+	if err := metrics.Register(cached...); err != nil {
 		return nil, fmt.Errorf("metrics: %w", err)
 	}
 	inv := &inventory.Writer{
@@ -387,10 +394,10 @@ func setupControllers(ctx context.Context, mgr ctrl.Manager, managed cluster.Clu
 	}
 	for _, r := range reconcilers {
 		if err := r.SetupWithManager(ctx, mgr, managed, o.Concurrency); err != nil {
-			return nil, fmt.Errorf("claim controller (%s): %w", r.Consumer.APIVersion, err)
+			return nil, fmt.Errorf("claim controller (%s): %w", r.Serving(), err)
 		}
 		if err := (&claim.Orphans{Reconciler: r, Grace: o.OrphanGrace, HostRecorder: hostEvents}).SetupWithManager(mgr, managed); err != nil {
-			return nil, fmt.Errorf("orphaned host controller (%s): %w", r.Consumer.APIVersion, err)
+			return nil, fmt.Errorf("orphaned host controller (%s): %w", r.Serving(), err)
 		}
 	}
 	if o.BMHDriver != "none" {

@@ -8,7 +8,6 @@ import (
 	"strings"
 
 	metal3api "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/apimachinery/pkg/util/sets"
@@ -32,8 +31,9 @@ type Input struct {
 	// Policies are the HostDeployPolicies of the infrastructure cluster.
 	Policies []metal3api.HostDeployPolicy
 	// Hosts are the BareMetalHosts of the infrastructure cluster that could
-	// matter: the ones held by this claim and the candidates. Decide only
-	// reads them: they may be the cache's own objects.
+	// matter: the ones naming this claim (whoever bound them) and the
+	// candidates. Decide only reads them: they may be the cache's own
+	// objects.
 	Hosts []*metal3api.BareMetalHost
 	// Reserved is the host the claim reserves (Reservation): the agent
 	// writes it, with the claim's resourceVersion, before it binds the host,
@@ -184,10 +184,9 @@ func deferTo(in Input, held []*metal3api.BareMetalHost) (Decision, bool) {
 	}
 	c := in.Claim
 	for _, h := range in.Hosts {
-		if ref := h.Spec.ConsumerRef; in.Consumer.Names(ref) && ref.Namespace == c.Namespace && ref.Name == c.Name &&
-			h.Annotations[hostfleetv1alpha1.AnnotationClaimUID] == "" {
+		if BoundByOther(h, c) {
 			return Decision{Action: Defer, Strays: held, Reason: hostfleetv1alpha1.ReasonServedByOtherController, Message: fmt.Sprintf(
-				"BareMetalHost %s/%s names the claim and was bound by another HostClaim controller (it carries no %s): that controller serves the claim",
+				"BareMetalHost %s/%s names the claim and was bound by another HostClaim controller (an upstream metal3.io consumerRef without the claim's %s): that controller serves the claim",
 				h.Namespace, h.Name, hostfleetv1alpha1.AnnotationClaimUID)}, true
 		}
 	}
@@ -285,60 +284,6 @@ func heldHosts(in Input) []*metal3api.BareMetalHost {
 		return out[i].Namespace+"/"+out[i].Name < out[j].Namespace+"/"+out[j].Name
 	})
 	return out
-}
-
-// Consumer is how a host's consumerRef names the claims of one kind: hub
-// claims (apiVersion hostfleet.io/v1alpha1, with the hub's name in the
-// hostfleet.io/hub annotation) or claims local to the infrastructure cluster
-// (the upstream metal3.io/v1alpha1 consumerRef). Either way the claim's UID is
-// in hostfleet.io/claim-uid, so a recreated claim of the same name never
-// inherits a host.
-type Consumer struct {
-	APIVersion string
-	Kind       string
-	// Hub is the hub's name for hub claims, "" for local claims.
-	Hub string
-}
-
-// HubConsumer names claims on the hub called hub.
-func HubConsumer(hub string) Consumer {
-	return Consumer{APIVersion: hostfleetv1alpha1.GroupVersion.String(), Kind: hostfleetv1alpha1.ConsumerKind, Hub: hub}
-}
-
-// LocalConsumer names upstream HostClaims on the infrastructure cluster itself.
-func LocalConsumer() Consumer {
-	return Consumer{APIVersion: metal3api.GroupVersion.String(), Kind: "HostClaim"}
-}
-
-// Names reports whether a consumerRef is of this kind of claim.
-func (c Consumer) Names(ref *corev1.ObjectReference) bool {
-	return ref != nil && ref.APIVersion == c.APIVersion && ref.Kind == c.Kind
-}
-
-// Ref is the consumerRef written on a host bound to the claim.
-func (c Consumer) Ref(claim *metal3api.HostClaim) *corev1.ObjectReference {
-	return &corev1.ObjectReference{APIVersion: c.APIVersion, Kind: c.Kind, Namespace: claim.Namespace, Name: claim.Name}
-}
-
-// Annotations are written on a host bound to the claim.
-func (c Consumer) Annotations(claim *metal3api.HostClaim) map[string]string {
-	a := map[string]string{hostfleetv1alpha1.AnnotationClaimUID: string(claim.UID)}
-	if c.Hub != "" {
-		a[hostfleetv1alpha1.AnnotationHub] = c.Hub
-	}
-	return a
-}
-
-// Holds reports whether the host's consumerRef names this claim.
-func (c Consumer) Holds(h *metal3api.BareMetalHost, claim *metal3api.HostClaim) bool {
-	ref := h.Spec.ConsumerRef
-	if !c.Names(ref) || ref.Namespace != claim.Namespace || ref.Name != claim.Name {
-		return false
-	}
-	if h.Annotations[hostfleetv1alpha1.AnnotationClaimUID] != string(claim.UID) {
-		return false
-	}
-	return c.Hub == "" || h.Annotations[hostfleetv1alpha1.AnnotationHub] == c.Hub
 }
 
 // Reservation is the host a claim reserves: its hostfleet.io/reserved-host

@@ -6,6 +6,7 @@ import (
 
 	metal3api "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
 	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -208,7 +209,7 @@ func expectHeldDecides(g Gomega, in Input, d Decision) {
 	named := in
 	named.Hosts = nil
 	for _, h := range in.Hosts {
-		if ref := h.Spec.ConsumerRef; in.Consumer.Names(ref) && ref.Namespace == in.Claim.Namespace && ref.Name == in.Claim.Name {
+		if ref := h.Spec.ConsumerRef; ref != nil && ref.Namespace == in.Claim.Namespace && ref.Name == in.Claim.Name {
 			named.Hosts = append(named.Hosts, h)
 		}
 	}
@@ -241,12 +242,31 @@ func TestConsumers(t *testing.T) {
 	for k, v := range local.Annotations(c) {
 		l.Annotations[k] = v
 	}
-	g.Expect(l.Spec.ConsumerRef.APIVersion).To(Equal("metal3.io/v1alpha1"))
+	g.Expect(l.Spec.ConsumerRef.APIVersion).To(Equal("hostfleet.io/v1alpha1"), "no other HostClaim controller takes the binding for its own")
+	g.Expect(Upstream(l.Spec.ConsumerRef)).To(BeFalse())
 	g.Expect(l.Annotations).NotTo(HaveKey(hostfleetv1alpha1.AnnotationHub))
 	g.Expect(local.Holds(&l, c)).To(BeTrue())
-	g.Expect(consumer.Holds(&l, c)).To(BeFalse())
+	g.Expect(consumer.Holds(&l, c)).To(BeFalse(), "a hub claim of the same name does not hold a local claim's host")
+	g.Expect(local.Bound(&h)).To(BeFalse(), "nor a local claim a hub claim's")
 	recreated := claim(func(c *metal3api.HostClaim) { c.UID = "uid-new" })
 	g.Expect(local.Holds(&l, recreated)).To(BeFalse(), "a recreated claim does not inherit the host")
+	g.Expect(local.IsLegacy(&l)).To(BeFalse())
+
+	legacy := l.DeepCopy()
+	legacy.Spec.ConsumerRef.APIVersion = "metal3.io/v1alpha1"
+	g.Expect(local.Holds(legacy, c)).To(BeTrue(), "a host an older agent bound with the upstream consumerRef is still the claim's")
+	g.Expect(local.IsLegacy(legacy)).To(BeTrue(), "and is rewritten")
+	g.Expect(BoundByOther(legacy, c)).To(BeFalse())
+	g.Expect(consumer.IsLegacy(&h)).To(BeFalse())
+
+	theirs := host("hosts", "t")
+	theirs.Spec.ConsumerRef = &corev1.ObjectReference{APIVersion: "metal3.io/v1alpha1", Kind: "HostClaim", Namespace: c.Namespace, Name: c.Name}
+	g.Expect(local.Bound(&theirs)).To(BeFalse(), "baremetal-operator's binding carries no claim UID")
+	g.Expect(BoundByOther(&theirs, c)).To(BeTrue())
+	stale := theirs.DeepCopy()
+	stale.Annotations[hostfleetv1alpha1.AnnotationClaimUID] = "uid-of-a-deleted-claim"
+	g.Expect(local.Holds(stale, c)).To(BeFalse(), "another claim's UID left behind does not make it ours")
+	g.Expect(BoundByOther(stale, c)).To(BeTrue())
 }
 
 func TestEligible(t *testing.T) {

@@ -161,7 +161,9 @@ func TestDeferToAnotherController(t *testing.T) {
 		}
 	}
 	theirs := func(c *metal3api.HostClaim) func(*metal3api.BareMetalHost) {
-		return func(h *metal3api.BareMetalHost) { h.Spec.ConsumerRef = local.Ref(c) } // upstream's association: no UID
+		return func(h *metal3api.BareMetalHost) { // upstream's association: its consumerRef, no UID
+			h.Spec.ConsumerRef = &corev1.ObjectReference{APIVersion: "metal3.io/v1alpha1", Kind: "HostClaim", Namespace: c.Namespace, Name: c.Name}
+		}
 	}
 	withFinalizer := claim(func(c *metal3api.HostClaim) { c.Finalizers = []string{metal3api.HostClaimFinalizer} })
 	for _, tt := range []struct {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -35,8 +36,8 @@ import (
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
 )
 
-// consumerIndex indexes BareMetalHosts by their consumer:
-// "<apiVersion>|<namespace>/<name>".
+// consumerIndex indexes BareMetalHosts by the claim their consumerRef
+// names, whoever bound them: "<namespace>/<name>".
 const consumerIndex = "hostfleet.consumer"
 
 // IndexHosts registers the host index the controllers use; call it once per
@@ -48,7 +49,7 @@ func IndexHosts(ctx context.Context, managed cluster.Cluster) error {
 			if ref == nil {
 				return nil
 			}
-			return []string{consumerKey(ref.APIVersion, ref.Namespace, ref.Name)}
+			return []string{consumerKey(ref.Namespace, ref.Name)}
 		}); err != nil {
 		return fmt.Errorf("index hosts by consumer: %w", err)
 	}
@@ -67,8 +68,8 @@ func IndexHosts(ctx context.Context, managed cluster.Cluster) error {
 // freeIndex marks ("true") the hosts that could be bound now (binder.Free).
 const freeIndex = "hostfleet.free"
 
-func consumerKey(apiVersion, namespace, name string) string {
-	return apiVersion + "|" + namespace + "/" + name
+func consumerKey(namespace, name string) string {
+	return namespace + "/" + name
 }
 
 // Reconciler binds claims to the hosts of one infrastructure cluster: hub
@@ -113,6 +114,9 @@ type Reconciler struct {
 	echo *echoes
 	// wake carries coalesced wake-ups of the waiting claims.
 	wake chan event.TypedGenericEvent[*metal3api.HostClaim]
+	// warned holds the UIDs of the claims whose Event already says that
+	// another HostClaim controller reconciles them too.
+	warned *sync.Map
 }
 
 // Kinds the echoes are remembered by.
@@ -123,6 +127,14 @@ const (
 
 // local reports whether the claims are local to the managed cluster.
 func (r *Reconciler) local() bool { return r.Consumer.Hub == "" }
+
+// Serving names the claims the reconciler serves, for messages.
+func (r *Reconciler) Serving() string {
+	if r.local() {
+		return "local claims"
+	}
+	return "hub claims"
+}
 
 // serves says whether the agent serves the claim: every hub claim the cache
 // holds; in local mode, the forwarded ones and those of LocalNamespaces.
@@ -138,6 +150,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, man
 		r.echo = &echoes{}
 	}
 	r.wake = make(chan event.TypedGenericEvent[*metal3api.HostClaim], 1)
+	r.warned = &sync.Map{}
 	claimIndexer := mgr.GetFieldIndexer()
 	if r.local() {
 		claimIndexer = managed.GetFieldIndexer()
@@ -172,14 +185,12 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, man
 		Complete(r)
 }
 
-// claimsForHost maps a host event to the claim that holds it, or, for a free
-// host, to the claims reserving it and (coalesced) every claim still
-// waiting for one.
+// claimsForHost maps a host event to the claim that holds it (in local
+// mode, also the claim another HostClaim controller bound it to: the agent
+// leaves that claim), or, for a free host, to the claims reserving it and
+// (coalesced) every claim still waiting for one.
 func (r *Reconciler) claimsForHost(ctx context.Context, h *metal3api.BareMetalHost) []reconcile.Request {
-	if ref := h.Spec.ConsumerRef; r.Consumer.Names(ref) {
-		if r.Consumer.Hub != "" && h.Annotations[hostfleetv1alpha1.AnnotationHub] != r.Consumer.Hub {
-			return nil
-		}
+	if ref := h.Spec.ConsumerRef; r.Consumer.Bound(h) || r.local() && binder.Upstream(ref) {
 		return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: ref.Namespace, Name: ref.Name}}}
 	}
 	if !binder.Free(h) {
@@ -214,7 +225,7 @@ func (r *Reconciler) claimsForHardware(ctx context.Context, hw *metal3api.Hardwa
 	if err := r.Managed.Get(ctx, client.ObjectKeyFromObject(hw), h); err != nil {
 		return nil
 	}
-	if !r.Consumer.Names(h.Spec.ConsumerRef) {
+	if !r.Consumer.Bound(h) {
 		return nil
 	}
 	return r.claimsForHost(ctx, h)
@@ -401,6 +412,10 @@ func (r *Reconciler) keep(ctx context.Context, c *metal3api.HostClaim, h *metal3
 	if err := r.syncMeta(ctx, c, h, prefixes); err != nil {
 		return requeue.OnConflict(err)
 	}
+	if err := r.migrate(ctx, c, h); err != nil {
+		return requeue.OnConflict(err)
+	}
+	r.warnOtherController(c, h)
 	plan, sync, err := r.planHost(ctx, c, h, binder.DetachAllowed(in, h))
 	if err != nil {
 		return ctrl.Result{}, err
@@ -437,6 +452,40 @@ func (r *Reconciler) keep(ctx context.Context, c *metal3api.HostClaim, h *metal3
 	}
 	// Hub secrets are read, not watched: look again now and then.
 	return ctrl.Result{RequeueAfter: r.Resync}, nil
+}
+
+// warnOtherController says, once per claim and agent process, in a Warning
+// Event, that another HostClaim controller (baremetal-operator's) also
+// reconciles a claim this agent serves, and what to turn off.
+func (r *Reconciler) warnOtherController(c *metal3api.HostClaim, h *metal3api.BareMetalHost) {
+	if !r.local() || binder.OtherController(c) == "" {
+		return
+	}
+	if _, done := r.warned.LoadOrStore(c.UID, true); done {
+		return
+	}
+	r.Recorder.Eventf(c, nil, corev1.EventTypeWarning, hostfleetv1alpha1.ReasonTwoHostClaimControllers, "Serve",
+		"baremetal-operator's HostClaim controller (finalizer %s) reconciles this claim too; the Hostfleet agent bound it to BareMetalHost %s and keeps serving it, "+
+			"leaving the Associated and Ready conditions to the other controller. Run one HostClaim controller on cluster %s: "+
+			"baremetal-operator without --hostclaims (or the agent without --local-claims)",
+		metal3api.HostClaimFinalizer, klog.KObj(h), r.ClusterName)
+}
+
+// migrate rewrites the upstream consumerRef of a host an older agent bound
+// to a local claim (binder.Consumer's Legacy) to the current one, which no
+// other HostClaim controller takes for its own, with the host's
+// resourceVersion.
+func (r *Reconciler) migrate(ctx context.Context, c *metal3api.HostClaim, h *metal3api.BareMetalHost) error {
+	if !r.Consumer.IsLegacy(h) {
+		return nil
+	}
+	orig := h.DeepCopy()
+	h.Spec.ConsumerRef = r.Consumer.Ref(c)
+	if err := r.echo.patchLocked(ctx, r.Managed, echoHost, h, orig); err != nil {
+		return fmt.Errorf("rewrite the consumerRef of host %s bound to %s: %w", klog.KObj(h), klog.KObj(c), err)
+	}
+	ctrl.LoggerFrom(ctx).Info("rewrote the host's upstream consumerRef", "host", klog.KObj(h), "apiVersion", h.Spec.ConsumerRef.APIVersion)
+	return nil
 }
 
 // confirmed reports whether the claim's status already records the binding
@@ -476,7 +525,7 @@ func (r *Reconciler) inputs(ctx context.Context, c *metal3api.HostClaim) (binder
 	// unless the held ones decide. Decisions only read them: no deep copy
 	// per reconcile. Whatever is written is copied first (see Reconcile).
 	var held metal3api.BareMetalHostList
-	if err := r.Managed.List(ctx, &held, client.MatchingFields{consumerIndex: consumerKey(r.Consumer.APIVersion, c.Namespace, c.Name)},
+	if err := r.Managed.List(ctx, &held, client.MatchingFields{consumerIndex: consumerKey(c.Namespace, c.Name)},
 		client.UnsafeDisableDeepCopy); err != nil {
 		return binder.Input{}, fmt.Errorf("list the BareMetalHosts of %s: %w", klog.KObj(c), err)
 	}
@@ -513,7 +562,7 @@ func (r *Reconciler) heldByGone(ctx context.Context, reserved *metal3api.ObjectR
 	if err := r.Managed.Get(ctx, client.ObjectKey{Namespace: reserved.Namespace, Name: reserved.Name}, h); err != nil {
 		return nil, client.IgnoreNotFound(err)
 	}
-	if !r.holdsAny(h) {
+	if !r.Consumer.Bound(h) {
 		return nil, nil
 	}
 	ref, holder := h.Spec.ConsumerRef, &metal3api.HostClaim{}
@@ -632,8 +681,8 @@ func (r *Reconciler) dropDangling(ctx context.Context, c *metal3api.HostClaim) e
 	if client.IgnoreNotFound(err) != nil {
 		return fmt.Errorf("read host %s named by %s/%s: %w", klog.KRef(ref.Namespace, ref.Name), c.Namespace, c.Name, err)
 	}
-	if err == nil && r.Consumer.Names(h.Spec.ConsumerRef) && h.Spec.ConsumerRef.Namespace == c.Namespace && h.Spec.ConsumerRef.Name == c.Name {
-		return nil
+	if ref := h.Spec.ConsumerRef; err == nil && ref != nil && ref.Kind == hostfleetv1alpha1.ConsumerKind && ref.Namespace == c.Namespace && ref.Name == c.Name {
+		return nil // bound to the claim: by the other controller
 	}
 	orig := c.DeepCopy()
 	c.Status.BareMetalHost = nil
@@ -692,7 +741,7 @@ func (r *Reconciler) releaseHeld(ctx context.Context, c *metal3api.HostClaim) (c
 // held (binder.Unconfirmed).
 func (r *Reconciler) held(ctx context.Context, c *metal3api.HostClaim) ([]*metal3api.BareMetalHost, error) {
 	var hosts metal3api.BareMetalHostList
-	if err := r.Managed.List(ctx, &hosts, client.MatchingFields{consumerIndex: consumerKey(r.Consumer.APIVersion, c.Namespace, c.Name)}); err != nil {
+	if err := r.Managed.List(ctx, &hosts, client.MatchingFields{consumerIndex: consumerKey(c.Namespace, c.Name)}); err != nil {
 		return nil, fmt.Errorf("list hosts of %s: %w", klog.KObj(c), err)
 	}
 	var held []*metal3api.BareMetalHost
@@ -757,12 +806,13 @@ func (r *Reconciler) setStatus(ctx context.Context, c *metal3api.HostClaim, h *m
 		c.Status.BareMetalHost = &metal3api.ObjectReference{Namespace: h.Namespace, Name: h.Name}
 		c.Status.PoweredOn = h.Status.PoweredOn
 	}
-	hostfleetv1alpha1.SetCondition(&c.Status.Conditions, assoc)
 	if conds == nil {
 		conds = reflector.Conditions(c, nil, reflector.Sync{})
 	}
-	for _, cond := range conds {
-		hostfleetv1alpha1.SetCondition(&c.Status.Conditions, cond)
+	for _, cond := range append([]metav1.Condition{assoc}, conds...) {
+		if r.owns(c, cond.Type) {
+			hostfleetv1alpha1.SetCondition(&c.Status.Conditions, cond)
+		}
 	}
 	if cond, ok := r.scheduled(c); ok {
 		hostfleetv1alpha1.SetCondition(&c.Status.Conditions, cond)
@@ -781,6 +831,21 @@ func (r *Reconciler) setStatus(ctx context.Context, c *metal3api.HostClaim, h *m
 		return fmt.Errorf("write status of %s: %w", klog.KObj(c), err)
 	}
 	return nil
+}
+
+// owns says whether the agent writes a condition of the claim. Beside
+// baremetal-operator's HostClaim controller, which reconciles every local
+// claim (its finalizer) and, on each reconcile of a claim whose status
+// names a host, sets Associated (True, BareMetalHostAssociated, no
+// message) and Ready (its summary of Associated, Synchronized and
+// Provisioned), the agent leaves those two to it: two writers of one
+// condition write forever. The agent's Synchronized and Provisioned still
+// decide that Ready.
+func (r *Reconciler) owns(c *metal3api.HostClaim, conditionType string) bool {
+	if !r.local() || binder.OtherController(c) == "" {
+		return true
+	}
+	return conditionType != hostfleetv1alpha1.ConditionAssociated && conditionType != hostfleetv1alpha1.ConditionReady
 }
 
 // scheduled is the Scheduled condition the scheduler leaves to this agent:

@@ -9,6 +9,7 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -21,8 +22,9 @@ import (
 // TestLocalClaims: with --local-claims, an upstream HostClaim on the
 // infrastructure cluster itself, in a namespace the administrator named (a
 // forwarded claim arrives the same way, marked by the forwarder), is bound
-// and synced by the same code as hub claims, beside a hub claim, with the
-// upstream metal3.io consumerRef and status written to the local claim. A
+// and synced by the same code as hub claims, beside a hub claim, with a
+// hostfleet.io consumerRef (no hub named) and status written to the local
+// claim. A
 // local claim the agent is not meant to serve is left alone.
 //
 // No baremetal-operator here (TestLocalClaimsBesideAnotherController plays
@@ -63,7 +65,7 @@ func TestLocalClaims(t *testing.T) {
 
 	h := &metal3api.BareMetalHost{}
 	g.Expect(infra.Get(ctx, client.ObjectKey{Namespace: hostsNS, Name: localHost}, h)).To(Succeed())
-	g.Expect(h.Spec.ConsumerRef).To(Equal(&corev1.ObjectReference{APIVersion: "metal3.io/v1alpha1", Kind: "HostClaim", Namespace: "tenant-local", Name: "fwd"}))
+	g.Expect(h.Spec.ConsumerRef).To(Equal(&corev1.ObjectReference{APIVersion: "hostfleet.io/v1alpha1", Kind: "HostClaim", Namespace: "tenant-local", Name: "fwd"}))
 	g.Expect(h.Annotations).To(HaveKeyWithValue(hostfleetv1alpha1.AnnotationClaimUID, string(local.UID)))
 	g.Expect(h.Annotations).NotTo(HaveKey(hostfleetv1alpha1.AnnotationHub))
 	copyName := hostspec.CopyName(local, hostspec.UserData)
@@ -89,22 +91,43 @@ func TestLocalClaims(t *testing.T) {
 // TestLocalClaimsBesideAnotherController: on a cluster where
 // baremetal-operator's HostClaim controller also runs (played here by the
 // test, as baremetal-operator v0.14 writes: finalizer metal3.io/hostclaim,
-// a host's consumerRef), the agent never binds a claim that controller
-// serves, leaves a claim whose host it bound, never releases that host, and
-// says so with an Event on the claim.
+// a host's upstream consumerRef, its Associated condition), the agent never
+// binds a claim that controller serves, leaves a claim whose host it bound,
+// never releases that host nor one carrying a stale hostfleet.io/claim-uid,
+// and says so with an Event on the claim. On a claim it serves that the
+// other controller reconciles too, it leaves Associated and Ready to it;
+// a host an older agent bound with the upstream consumerRef gets the
+// agent's.
 func TestLocalClaimsBesideAnotherController(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	s := newScene(t, g, false, "h0", "h1", "h2")
+	s := newScene(t, g, false, "h0", "h1", "h2", "h3", "h4")
 	infra, f := s.infra, s.f
 	mustCreate(t, infra, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "hf-tenant-a"}},
 		&metal3api.HostDeployPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: hostsNS, Name: "forwarded"},
 			Spec: metal3api.HostDeployPolicySpec{HostClaimNamespaces: &metal3api.HostClaimNamespaces{NameMatches: "^hf-"}}})
-	startAgent(t, f, "infra-1", 2, func(o *app.Options) { o.LocalClaims, o.OrphanGrace = true, time.Second })
 	forwarded := func(name string, finalizers ...string) *metal3api.HostClaim {
 		return &metal3api.HostClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "hf-tenant-a", Name: name, Finalizers: finalizers,
 			Annotations: map[string]string{hostfleetv1alpha1.AnnotationSourceClaimUID: "uid-" + name}}}
 	}
+	upstreamRef := func(c *metal3api.HostClaim) *corev1.ObjectReference {
+		return &corev1.ObjectReference{APIVersion: metal3api.GroupVersion.String(), Kind: "HostClaim", Namespace: c.Namespace, Name: c.Name}
+	}
+	bindHost := func(name string, c *metal3api.HostClaim, uid string) {
+		h := &metal3api.BareMetalHost{}
+		g.Expect(infra.Get(ctx, client.ObjectKey{Namespace: hostsNS, Name: name}, h)).To(Succeed())
+		h.Spec.ConsumerRef = upstreamRef(c)
+		if uid != "" {
+			h.Annotations = map[string]string{hostfleetv1alpha1.AnnotationClaimUID: uid}
+		}
+		g.Expect(infra.Update(ctx, h)).To(Succeed(), "as baremetal-operator's association does: an Update of the host")
+	}
+
+	t.Log("a host an older agent bound to a forwarded claim, with the upstream consumerRef, before this agent starts")
+	legacy := forwarded("legacy")
+	mustCreate(t, infra, legacy)
+	bindHost("h4", legacy, string(legacy.UID))
+	startAgent(t, f, "infra-1", 2, func(o *app.Options) { o.LocalClaims, o.OrphanGrace = true, time.Second })
 
 	t.Log("a forwarded claim baremetal-operator took first (its finalizer) is left to it")
 	theirs := forwarded("theirs", metal3api.HostClaimFinalizer)
@@ -112,10 +135,11 @@ func TestLocalClaimsBesideAnotherController(t *testing.T) {
 	t.Log("a forwarded claim whose host baremetal-operator bound (no hostfleet.io/claim-uid on it) is left to it, host and all")
 	bound := forwarded("bound")
 	mustCreate(t, infra, bound)
-	h2 := &metal3api.BareMetalHost{}
-	g.Expect(infra.Get(ctx, client.ObjectKey{Namespace: hostsNS, Name: "h2"}, h2)).To(Succeed())
-	h2.Spec.ConsumerRef = &corev1.ObjectReference{APIVersion: metal3api.GroupVersion.String(), Kind: "HostClaim", Namespace: bound.Namespace, Name: bound.Name}
-	g.Expect(infra.Update(ctx, h2)).To(Succeed(), "as baremetal-operator's association does: an Update of the host")
+	bindHost("h2", bound, "")
+	t.Log("and so is one whose host baremetal-operator bound over a deleted claim's leftover hostfleet.io/claim-uid")
+	stale := forwarded("stale")
+	mustCreate(t, infra, stale)
+	bindHost("h3", stale, "uid-of-a-deleted-claim")
 	t.Log("a forwarded claim nobody else serves is the agent's")
 	mine := forwarded("mine")
 	mustCreate(t, infra, mine)
@@ -123,13 +147,18 @@ func TestLocalClaimsBesideAnotherController(t *testing.T) {
 	g.Eventually(func(g Gomega) {
 		g.Expect(infra.Get(ctx, client.ObjectKeyFromObject(mine), mine)).To(Succeed())
 		g.Expect(associated(mine)).To(HaveField("Status", metav1.ConditionTrue))
-		for _, c := range []*metal3api.HostClaim{theirs, bound} {
+		for _, c := range []*metal3api.HostClaim{theirs, bound, stale} {
 			g.Expect(infra.Get(ctx, client.ObjectKeyFromObject(c), c)).To(Succeed())
 			g.Expect(planes.Events(ctx, infra, c)).To(ContainElement(ContainSubstring(hostfleetv1alpha1.ReasonServedByOtherController)), c.Name)
 		}
+		h4 := &metal3api.BareMetalHost{}
+		g.Expect(infra.Get(ctx, client.ObjectKey{Namespace: hostsNS, Name: "h4"}, h4)).To(Succeed())
+		g.Expect(h4.Spec.ConsumerRef.APIVersion).To(Equal(hostfleetv1alpha1.GroupVersion.String()), "the older agent's binding gets the agent's consumerRef")
+		g.Expect(infra.Get(ctx, client.ObjectKeyFromObject(legacy), legacy)).To(Succeed())
+		g.Expect(legacy.Status.BareMetalHost).To(HaveField("Name", "h4"), "the claim keeps its host")
 	}).WithTimeout(30 * time.Second).Should(Succeed())
 	g.Consistently(func(g Gomega) {
-		for _, c := range []*metal3api.HostClaim{theirs, bound} {
+		for _, c := range []*metal3api.HostClaim{theirs, bound, stale} {
 			g.Expect(infra.Get(ctx, client.ObjectKeyFromObject(c), c)).To(Succeed())
 			g.Expect(c.Finalizers).NotTo(ContainElement(hostfleetv1alpha1.AgentFinalizer), c.Name)
 			g.Expect(c.Annotations).NotTo(HaveKey(hostfleetv1alpha1.AnnotationReservedHost), c.Name)
@@ -143,8 +172,29 @@ func TestLocalClaimsBesideAnotherController(t *testing.T) {
 				held[h.Spec.ConsumerRef.Name] = h.Name
 			}
 		}
-		g.Expect(held).To(HaveLen(2), "the agent bound one host, for its own claim only: %v", held)
+		g.Expect(held).To(HaveLen(4), "the agent bound one host, for its own claim only: %v", held)
 		g.Expect(held).To(HaveKeyWithValue("bound", "h2"), "the other controller's host is kept, past the agent's orphan grace")
+		g.Expect(held).To(HaveKeyWithValue("stale", "h3"), "even with another claim's UID left on it")
 		g.Expect(held).To(HaveKey("mine"))
+	}).WithTimeout(5 * time.Second).Should(Succeed())
+
+	t.Log("the other controller starts reconciling the agent's claim: its finalizer, its Associated; the agent leaves that to it")
+	g.Eventually(func() error {
+		g.Expect(infra.Get(ctx, client.ObjectKeyFromObject(mine), mine)).To(Succeed())
+		mine.Finalizers = append(mine.Finalizers, metal3api.HostClaimFinalizer)
+		if err := infra.Update(ctx, mine); err != nil {
+			return err
+		}
+		meta.SetStatusCondition(&mine.Status.Conditions, metav1.Condition{Type: hostfleetv1alpha1.ConditionAssociated,
+			Status: metav1.ConditionTrue, Reason: hostfleetv1alpha1.ReasonHostAssociated})
+		return infra.Status().Update(ctx, mine)
+	}).WithTimeout(10 * time.Second).Should(Succeed())
+	g.Eventually(func(g Gomega) {
+		g.Expect(planes.Events(ctx, infra, mine)).To(ContainElement(ContainSubstring(hostfleetv1alpha1.ReasonTwoHostClaimControllers)))
+	}).WithTimeout(30 * time.Second).Should(Succeed())
+	g.Consistently(func(g Gomega) {
+		g.Expect(infra.Get(ctx, client.ObjectKeyFromObject(mine), mine)).To(Succeed())
+		g.Expect(associated(mine)).To(HaveField("Message", ""), "the other controller's Associated stands")
+		g.Expect(mine.Finalizers).To(ContainElement(hostfleetv1alpha1.AgentFinalizer), "the agent still serves its claim")
 	}).WithTimeout(5 * time.Second).Should(Succeed())
 }

@@ -59,7 +59,7 @@ func (o *Orphans) SetupWithManager(mgr ctrl.Manager, managed cluster.Cluster) er
 	if o.local() {
 		name, claims = "local-orphaned-hosts", managed.GetCache()
 	}
-	held := predicate.NewTypedPredicateFuncs(func(h *metal3api.BareMetalHost) bool { return o.holdsAny(h) })
+	held := predicate.NewTypedPredicateFuncs(func(h *metal3api.BareMetalHost) bool { return o.Consumer.Bound(h) })
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(name).
 		WatchesRawSource(source.Kind(managed.GetCache(), &metal3api.BareMetalHost{},
@@ -76,20 +76,11 @@ func (o *Orphans) SetupWithManager(mgr ctrl.Manager, managed cluster.Cluster) er
 // hostsOf are the hosts whose consumerRef names the claim.
 func (o *Orphans) hostsOf(ctx context.Context, c *metal3api.HostClaim) []reconcile.Request {
 	var hosts metal3api.BareMetalHostList
-	if err := o.Managed.List(ctx, &hosts, client.MatchingFields{consumerIndex: consumerKey(o.Consumer.APIVersion, c.Namespace, c.Name)}); err != nil {
+	if err := o.Managed.List(ctx, &hosts, client.MatchingFields{consumerIndex: consumerKey(c.Namespace, c.Name)}); err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "list the hosts of a deleted claim", "claim", klog.KObj(c))
 		return nil
 	}
 	return requestsFor(hosts.Items)
-}
-
-// holdsAny says whether h is held by a claim of this agent's consumer kind,
-// bound by this agent (it carries the claim's UID; a host another HostClaim
-// controller bound is never this agent's to release) and, for hub claims,
-// of this hub.
-func (r *Reconciler) holdsAny(h *metal3api.BareMetalHost) bool {
-	return r.Consumer.Names(h.Spec.ConsumerRef) && h.Annotations[hostfleetv1alpha1.AnnotationClaimUID] != "" &&
-		(r.local() || h.Annotations[hostfleetv1alpha1.AnnotationHub] == r.Consumer.Hub)
 }
 
 // Reconcile checks that one held host's claim exists, and releases the
@@ -99,7 +90,7 @@ func (o *Orphans) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result,
 	if err := o.Managed.Get(ctx, req.NamespacedName, h); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	if !o.holdsAny(h) || !h.DeletionTimestamp.IsZero() {
+	if !o.Consumer.Bound(h) || !h.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, nil
 	}
 	ref := h.Spec.ConsumerRef
@@ -123,6 +114,11 @@ func (o *Orphans) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result,
 		return ctrl.Result{RequeueAfter: o.Grace}, nil
 	case err != nil && !apierrors.IsNotFound(err):
 		return ctrl.Result{}, fmt.Errorf("check the claim %s of host %s: %w", klog.KRef(ref.Namespace, ref.Name), req, err)
+	case err == nil && o.Consumer.IsLegacy(h):
+		// A host bound with the upstream consumerRef (by an older agent)
+		// that names a live claim of another UID: baremetal-operator's
+		// HostClaim controller may have taken it over. Not this agent's.
+		return ctrl.Result{}, nil
 	}
 	since, perr := time.Parse(time.RFC3339, h.Annotations[hostfleetv1alpha1.AnnotationOrphanedSince])
 	if perr != nil {

@@ -7,6 +7,7 @@ package metrics
 import (
 	"context"
 	"errors"
+	"slices"
 	"time"
 
 	metal3api "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
@@ -63,23 +64,26 @@ func (c *ClaimCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 }
 
-// Register adds the agent's metrics to controller-runtime's registry. The
-// collectors read the caches of the agent's current manager: one of a
-// manager that stopped (the agent's controllers started again over new
-// namespaces) is replaced.
-func Register(claims *ClaimCollector, hosts *HostCollector) error {
-	for _, col := range []prometheus.Collector{BindLatency, OrphansReleased, BMCRequests, BMCDuration, Heartbeat, claims, hosts} {
-		err := crmetrics.Registry.Register(col)
+// Register adds the agent's metrics to controller-runtime's registry, with
+// the collectors that read the caches of the agent's current manager: one
+// of a manager that stopped (the agent's controllers started again over
+// new namespaces) is replaced.
+func Register(cached ...prometheus.Collector) error {
+	for _, col := range []prometheus.Collector{BindLatency, OrphansReleased, BMCRequests, BMCDuration, Heartbeat} {
 		var dup prometheus.AlreadyRegisteredError
-		switch {
-		case err == nil:
-		case !errors.As(err, &dup):
+		if err := crmetrics.Registry.Register(col); err != nil && !errors.As(err, &dup) {
 			return err
-		case col == prometheus.Collector(claims) || col == prometheus.Collector(hosts):
+		}
+	}
+	for _, col := range cached {
+		var dup prometheus.AlreadyRegisteredError
+		err := crmetrics.Registry.Register(col)
+		if errors.As(err, &dup) {
 			crmetrics.Registry.Unregister(dup.ExistingCollector)
-			if err := crmetrics.Registry.Register(col); err != nil {
-				return err
-			}
+			err = crmetrics.Registry.Register(col)
+		}
+		if err != nil {
+			return err
 		}
 	}
 	return nil
@@ -169,4 +173,44 @@ func (c *HostCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(c.hosts, prometheus.GaugeValue, float64(n), state)
 	}
 	ch <- prometheus.MustNewConstMetric(c.orphans, prometheus.GaugeValue, float64(orphans))
+}
+
+// LocalClaimCollector reports hostfleet_agent_local_claims_other_controller:
+// the local claims this agent serves (--local-claims) that another
+// HostClaim controller reconciles too (they carry baremetal-operator's
+// finalizer metal3.io/hostclaim), from the cache at scrape time. Above
+// zero, two HostClaim controllers run on the cluster.
+type LocalClaimCollector struct {
+	Claims client.Reader
+	// Serves says whether the agent serves a local claim.
+	Serves func(*metal3api.HostClaim) bool
+	desc   *prometheus.Desc
+}
+
+// NewLocalClaimCollector returns a collector over the cached local claims.
+func NewLocalClaimCollector(claims client.Reader, cluster string, serves func(*metal3api.HostClaim) bool) *LocalClaimCollector {
+	return &LocalClaimCollector{Claims: claims, Serves: serves, desc: prometheus.NewDesc(
+		"hostfleet_agent_local_claims_other_controller",
+		"Local claims the agent serves that another HostClaim controller (baremetal-operator's --hostclaims) reconciles too.",
+		nil, prometheus.Labels{"cluster": cluster})}
+}
+
+// Describe implements prometheus.Collector.
+func (c *LocalClaimCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
+
+// Collect implements prometheus.Collector.
+func (c *LocalClaimCollector) Collect(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	var list metal3api.HostClaimList
+	if err := c.Claims.List(ctx, &list); err != nil {
+		return
+	}
+	n := 0
+	for i := range list.Items {
+		if cl := &list.Items[i]; c.Serves(cl) && slices.Contains(cl.Finalizers, metal3api.HostClaimFinalizer) {
+			n++
+		}
+	}
+	ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, float64(n))
 }

@@ -125,7 +125,7 @@ func mirror(c *metal3api.HostClaim, s State, fb *Feedback) {
 		c.Status.LastUpdated = fb.LastUpdated
 	}
 	target := TargetNamespace(c.Namespace) + "/" + c.Name
-	servedBy := servedBy(fb)
+	servedBy := servedBy(fb, s.Cluster)
 	if fb.Bound() {
 		setCondition(c, hostfleetv1alpha1.ConditionForwarded, metav1.ConditionTrue, hostfleetv1alpha1.ReasonTargetBound, fmt.Sprintf(
 			"applied on %s as HostClaim %s; bound to BareMetalHost %s/%s%s", s.Cluster, target, fb.BareMetalHost.Namespace, fb.BareMetalHost.Name, servedBy))
@@ -173,13 +173,16 @@ func distrust(c *metal3api.HostClaim, s State, fb *Feedback) (reason, msg string
 }
 
 // servedBy names, for the Forwarded message, the HostClaim controllers
-// serving the target claim (their finalizers on it).
-func servedBy(fb *Feedback) string {
+// serving the target claim (their finalizers on it). With both, the
+// agent serves it (baremetal-operator's finalizer is on every claim its
+// controller reconciles) and the message says what to turn off.
+func servedBy(fb *Feedback, cluster string) string {
 	switch len(fb.ServedBy) {
 	case 0:
 		return ""
 	case 1:
 		return " by " + fb.ServedBy[0]
 	}
-	return fmt.Sprintf(" by %s (%s, its other HostClaim controller, took the same claim: run one per cluster)", fb.ServedBy[0], fb.ServedBy[1])
+	return fmt.Sprintf(" by %s; %s's HostClaim controller reconciles it too (finalizer %s): two HostClaim controllers run on %s, turn %s's --hostclaims off there",
+		fb.ServedBy[0], fb.ServedBy[1], metal3api.HostClaimFinalizer, cluster, fb.ServedBy[1])
 }

@@ -89,7 +89,7 @@ func TestSetStatus(t *testing.T) {
 		{"baremetal-operator took a claim the agent serves: the agent's word stands, and the Forwarded message says both", State{Cluster: "c1",
 			ClusterAvailable: true, Work: work(true, merge(bound, map[string]any{"finalizer.agent": "hostfleet.io/agent", "finalizer.baremetalOperator": "metal3.io/hostclaim"}))},
 			metav1.ConditionTrue, metav1.ConditionTrue, hostfleetv1alpha1.ReasonTargetBound, "Ready", true,
-			"by the Hostfleet agent (baremetal-operator, its other HostClaim controller, took the same claim: run one per cluster)"},
+			"by the Hostfleet agent; baremetal-operator's HostClaim controller reconciles it too (finalizer metal3.io/hostclaim): two HostClaim controllers run on c1, turn baremetal-operator's --hostclaims off there"},
 		{"deleting", State{Cluster: "c1", Deleting: true},
 			metav1.ConditionFalse, metav1.ConditionFalse, hostfleetv1alpha1.ReasonWithdrawing, hostfleetv1alpha1.ReasonWithdrawing, false, "releases its host first"},
 		{"deleting, paused: waits", State{Cluster: "c1", Deleting: true, PausedBy: ptr.To("metal3.io/capm3")},

@@ -64,6 +64,7 @@ var Sections = []Section{
 			{Reason: "ClusterUnavailable", Cause: "the cluster stopped reporting; the target's last status is stale", Fix: "bring the cluster's klusterlet back"},
 			{Reason: "AgentUnavailable", Cause: "the cluster's `hostfleet-agent` add-on is not Available", Fix: "check the agent there (`kubectl get managedclusteraddon -n <cluster>`)"},
 			{Reason: "ServedByBareMetalOperator", Cause: "only baremetal-operator's HostClaim controller serves the target: it associates a host, never provisions it", Fix: "run the agent with `--local-claims` there and baremetal-operator without `--hostclaims`; re-create the claim"},
+			{Reason: "TwoHostClaimControllers", Cause: "(an Event on the target claim; the Forwarded message says it too) baremetal-operator's HostClaim controller reconciles a claim the agent serves: the agent keeps its host and leaves Associated and Ready to the other controller", Fix: "run one HostClaim controller per cluster: baremetal-operator without `--hostclaims` (alert `HostfleetTwoHostClaimControllers`)"},
 			{Reason: "Withdrawing", Cause: "the claim is being deleted; the work and the target are going", Fix: "wait: the target's host is released first"},
 		}},
 	{Title: "NodeLabelsSynced (the agent of the tenant's workload cluster)", Condition: "NodeLabelsSynced",

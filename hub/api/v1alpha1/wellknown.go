@@ -275,6 +275,12 @@ const (
 	// cluster (baremetal-operator's) serves a local claim, so the agent
 	// leaves it (an Event on the local claim says so).
 	ReasonServedByOtherController = "ServedByOtherController"
+	// ReasonTwoHostClaimControllers: another HostClaim controller on the
+	// cluster (baremetal-operator's) reconciles a local claim the agent
+	// serves (an Event on the local claim, the agent's
+	// hostfleet_agent_local_claims_other_controller, and the hub claim's
+	// Forwarded message say so).
+	ReasonTwoHostClaimControllers = "TwoHostClaimControllers"
 	// ReasonReservedHostOrphaned: the claim's reserved host is held by a
 	// claim that no longer exists (a cluster restored from an older
 	// backup); the claim waits for its release.
