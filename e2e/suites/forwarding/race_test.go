@@ -7,16 +7,20 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	metal3api "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
 	. "github.com/onsi/gomega"
+	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
+	"github.com/hostfleet/hostfleet/e2e/harness/planes"
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
 	"github.com/hostfleet/hostfleet/hub/forwarder"
 )
@@ -48,6 +52,8 @@ type tally struct {
 	twoHosts, shared []string
 	// servedBy is, per claim, which controller bound its host.
 	servedBy map[string]string
+	// deleting counts the claims being deleted.
+	deleting int
 	// free are the hosts no claim holds, with their annotations.
 	free []string
 }
@@ -72,6 +78,10 @@ func count(ctx context.Context, infra client.Client) (tally, error) {
 	}
 	statusOf := map[string]string{}
 	for _, c := range claims.Items {
+		if c.DeletionTimestamp != nil {
+			t.deleting++
+			continue
+		}
 		hs := naming[c.Name]
 		switch {
 		case len(hs) > 1:
@@ -95,21 +105,98 @@ func count(ctx context.Context, infra client.Client) (tally, error) {
 	return t, nil
 }
 
-// TestOneControllerPerClaim: on a cluster where baremetal-operator v0.14's
-// HostClaim controller (played by a stand-in running upstream's association:
-// its finalizer, a random admitted host, the host's consumerRef by an Update
-// with its resourceVersion) runs beside the agent's --local-claims, 200
-// forwarded claims race for 100 hosts. Whichever controller binds a claim's
-// host serves it alone: no claim ends with two hosts, no host is named by
-// two claims, the agent keeps no claim the other bound, and each hub claim's
-// Forwarded condition names the controller that serves it.
+// TestOneControllerPerClaim: on a cluster where baremetal-operator
+// v0.14.0-rc.0's HostClaim controller (played by a stand-in running
+// upstream's association and cluster-api's patch helper: its finalizer on
+// every claim, its conditions on every reconcile, a release that clears a
+// consumerRef by name without deprovisioning) runs beside the agent's
+// --local-claims, forwarded claims with an image race, in bursts, for 100
+// hosts: the agent alone binds the first 50 (baremetal-operator upgraded to
+// v0.14 afterwards turns --hostclaims on), then both race for 150 more.
+// Whichever controller binds a claim's host serves it alone: no
+// claim ends with two hosts, no host is named by two claims, the agent
+// keeps no claim the other bound, and each hub claim's Forwarded condition
+// names the controller that serves it and what to turn off. Then half the
+// claims are deleted and half of those re-created: no host is taken from a
+// claim the other controller serves, none freed twice, none left with an
+// image or the agent's annotations without a claim the agent serves; and
+// once settled, claims are written at most 10 times a minute in all, over
+// HOSTFLEET_RACE_SOAK (default 5m) with both controllers running.
 func TestOneControllerPerClaim(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	const claims, hosts = 200, 100
+	soak := soakWindow(t, g)
 	standIn := buildStandIn(t)
 	f, hub, infra := fleet(t, g)
-	for i := range hosts {
+	makeAvailableHosts(ctx, g, infra, hosts)
+	rec := startRecord(t, g, f.Plane(cluster).Config)
+	startAgent(t, f)
+	all := names(0, claims)
+	t.Logf("the agent alone serves the first %d claims, as before baremetal-operator is upgraded to v0.14 (its --hostclaims on by default)", burst)
+	createBursts(ctx, g, hub, all[:burst])
+	g.Eventually(func(g Gomega) {
+		now, err := count(ctx, infra)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(now.byAgent).To(Equal(burst))
+	}).WithTimeout(2 * time.Minute).WithPolling(time.Second).Should(Succeed())
+	bmo, err := f.Run("baremetal-operator-hostclaims", cluster, standIn, []string{"-hostclaims", "-workers", "4"})
+	g.Expect(err).NotTo(HaveOccurred())
+
+	t.Logf("then %d more remote claims race for the other hosts (%d in all), pinned to %s, in bursts of %d", claims-burst, hosts, cluster, burst)
+	start := time.Now()
+	createBursts(ctx, g, hub, all[burst:])
+	sampled := sampleTwoHosts(ctx, infra)
+	final := settle(g, infra, bmo, claims, hosts)
+	seenTwo := sampled()
+	t.Logf("%d claims, %d hosts: %d bound by the agent, %d by the other controller, %d waiting; settled in %s; "+
+		"at most %d claims had two hosts at once while racing, none once settled",
+		claims, hosts, final.byAgent, final.byOther, final.waiting, time.Since(start).Round(100*time.Millisecond), seenTwo)
+	checkServed(ctx, t, g, hub, infra, final)
+
+	t.Log("half the claims deleted, then half of those re-created")
+	mark := time.Now()
+	deleted := everyOther(all)
+	deleteBursts(ctx, g, hub, deleted)
+	final = settle(g, infra, bmo, claims-len(deleted), hosts)
+	createBursts(ctx, g, hub, deleted[:len(deleted)/2])
+	final = settle(g, infra, bmo, claims-len(deleted)/2, hosts)
+	checkServed(ctx, t, g, hub, infra, final)
+	violations, freed := rec.audit(mark)
+	g.Expect(violations).To(BeEmpty(), "no host taken from the other controller's live claim, none freed twice")
+	g.Expect(hostsWrong(ctx, infra)).To(BeEmpty(), "no host provisioned without a claim the agent serves")
+	t.Logf("after deleting %d claims and re-creating %d: %d hosts freed from deleted claims, each once; none taken from a live claim; "+
+		"%d bound by the agent, %d by the other controller, %d waiting", len(deleted), len(deleted)/2, freed, final.byAgent, final.byOther, final.waiting)
+
+	total, most, top := rec.writesDuring(soak)
+	perMinute := float64(total) / soak.Minutes()
+	t.Logf("claim writes once settled, both controllers running: %d in %s (%.1f a minute, all claims); the most written: %q, %d times",
+		total, soak, perMinute, most, top)
+	g.Expect(perMinute).To(BeNumerically("<=", 10), "claims are not written over and over once settled")
+	g.Expect(bmo.Exited()).To(BeFalse(), "the stand-in exited; see %s", bmo.Log)
+	g.Expect(hostsWrong(ctx, infra)).To(BeEmpty())
+}
+
+// burst is how many claims are created or deleted at once.
+const burst = 50
+
+// soakWindow is how long the settled claims' writes are counted:
+// HOSTFLEET_RACE_SOAK, 5 minutes by default.
+func soakWindow(t *testing.T, g Gomega) time.Duration {
+	v := os.Getenv("HOSTFLEET_RACE_SOAK")
+	if v == "" {
+		return 5 * time.Minute
+	}
+	d, err := time.ParseDuration(v)
+	g.Expect(err).NotTo(HaveOccurred(), "HOSTFLEET_RACE_SOAK")
+	t.Logf("counting settled writes for %s (HOSTFLEET_RACE_SOAK)", d)
+	return d
+}
+
+// makeAvailableHosts makes n hosts on the target, available to either
+// controller (their status set, nothing driving them).
+func makeAvailableHosts(ctx context.Context, g Gomega, infra client.Client, n int) {
+	for i := range n {
 		h := &metal3api.BareMetalHost{ObjectMeta: metav1.ObjectMeta{Namespace: hostsNS, Name: fmt.Sprintf("h%03d", i)},
 			Spec: metal3api.BareMetalHostSpec{BMC: metal3api.BMCDetails{Address: fmt.Sprintf("ipmi://127.0.0.1:%d", 7000+i), CredentialsName: "bmc"}}}
 		g.Expect(infra.Create(ctx, h)).To(Succeed())
@@ -117,23 +204,65 @@ func TestOneControllerPerClaim(t *testing.T) {
 		h.Status.OperationalStatus = metal3api.OperationalStatusOK
 		g.Expect(infra.Status().Update(ctx, h)).To(Succeed())
 	}
-	startAgent(t, f)
-	bmo, err := f.Run("baremetal-operator-hostclaims", cluster, standIn, []string{"-hostclaims", "-workers", "4"})
-	g.Expect(err).NotTo(HaveOccurred())
+}
 
-	t.Logf("%d remote claims for %d hosts, pinned to %s", claims, hosts, cluster)
-	start := time.Now()
-	for i := range claims {
-		g.Expect(hub.Create(ctx, remoteClaim(fmt.Sprintf("c%03d", i), func(c *metal3api.HostClaim) {
-			c.Labels[hostfleetv1alpha1.LabelCluster] = cluster
-		}))).To(Succeed())
+func names(from, to int) []string {
+	var out []string
+	for i := from; i < to; i++ {
+		out = append(out, fmt.Sprintf("c%03d", i))
 	}
-	// While they race: how often, at any moment, a claim has two hosts.
+	return out
+}
+
+func everyOther(names []string) []string {
+	var out []string
+	for i := 0; i < len(names); i += 2 {
+		out = append(out, names[i])
+	}
+	return out
+}
+
+// createBursts creates remote claims with an image, pinned to the
+// cluster, burst at a time, each burst at once.
+func createBursts(ctx context.Context, g Gomega, hub client.Client, names []string) {
+	inBursts(g, names, func(name string) error {
+		return hub.Create(ctx, remoteClaim(name, func(c *metal3api.HostClaim) {
+			c.Labels[hostfleetv1alpha1.LabelCluster] = cluster
+			c.Spec.Image = &metal3api.Image{URL: "http://images.example/" + name + ".qcow2", Checksum: "http://images.example/" + name + ".qcow2.sha256",
+				ChecksumType: metal3api.SHA256}
+		}))
+	})
+}
+
+// deleteBursts deletes hub claims, burst at a time, each burst at once.
+func deleteBursts(ctx context.Context, g Gomega, hub client.Client, names []string) {
+	inBursts(g, names, func(name string) error {
+		return hub.Delete(ctx, &metal3api.HostClaim{ObjectMeta: metav1.ObjectMeta{Namespace: tenantNS, Name: name}})
+	})
+}
+
+func inBursts(g Gomega, names []string, do func(string) error) {
+	for i := 0; i < len(names); i += burst {
+		var wg sync.WaitGroup
+		errs := make([]error, min(burst, len(names)-i))
+		for j := range errs {
+			wg.Go(func() { errs[j] = do(names[i+j]) })
+		}
+		wg.Wait()
+		for _, err := range errs {
+			g.Expect(err).NotTo(HaveOccurred())
+		}
+	}
+}
+
+// sampleTwoHosts counts, while the claims race, the most claims seen with
+// two hosts at once; the returned func stops it and says.
+func sampleTwoHosts(ctx context.Context, infra client.Client) func() int32 {
 	var seenTwo atomic.Int32
-	sampling, stopSampling := context.WithCancel(ctx)
-	sampled := make(chan struct{})
+	sampling, stop := context.WithCancel(ctx)
+	done := make(chan struct{})
 	go func() {
-		defer close(sampled)
+		defer close(done)
 		for sampling.Err() == nil {
 			if t, err := count(sampling, infra); err == nil && len(t.twoHosts) > int(seenTwo.Load()) {
 				seenTwo.Store(int32(len(t.twoHosts)))
@@ -141,27 +270,34 @@ func TestOneControllerPerClaim(t *testing.T) {
 			time.Sleep(200 * time.Millisecond) // sampling, not waiting
 		}
 	}()
+	return func() int32 { stop(); <-done; return seenTwo.Load() }
+}
 
+// settle waits until every one of the claims is on the target, none
+// deleting, none with two hosts, every host taken, and no host named by two
+// claims' status.
+func settle(g Gomega, infra client.Client, bmo *planes.Process, claims, hosts int) tally {
+	ctx := context.Background()
 	var final tally
 	g.Eventually(func(g Gomega) {
 		g.Expect(bmo.Exited()).To(BeFalse(), "the stand-in exited; see %s", bmo.Log)
 		var err error
 		final, err = count(ctx, infra)
 		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(final.deleting).To(BeZero(), "claims being deleted")
 		g.Expect(final.byAgent+final.byOther+final.waiting+len(final.twoHosts)).To(Equal(claims), "every claim on the target")
 		g.Expect(final.twoHosts).To(BeEmpty(), func() string { return describe(ctx, infra, final.twoHosts) })
 		g.Expect(final.byAgent+final.byOther).To(Equal(hosts), "every host taken; free: %v", final.free)
+		g.Expect(final.shared).To(BeEmpty(), "no host named by two claims' status: %s", describe(ctx, infra, final.shared))
 	}).WithTimeout(5 * time.Minute).WithPolling(time.Second).Should(Succeed())
-	settled := time.Since(start)
-	stopSampling()
-	<-sampled
+	return final
+}
 
-	t.Log("settled: every claim served by one controller, and the hub says which")
-	g.Eventually(func(g Gomega) {
-		now, err := count(ctx, infra)
-		g.Expect(err).NotTo(HaveOccurred())
-		g.Expect(now.shared).To(BeEmpty(), "no host named by two claims' status: %s", describe(ctx, infra, now.shared))
-	}).WithTimeout(time.Minute).WithPolling(time.Second).Should(Succeed(), "statuses follow the bindings")
+// checkServed: once settled, nobody takes a host over; the agent keeps
+// nothing of a claim the other controller serves, and says once, in an
+// Event, that two controllers reconcile each claim it serves; each hub
+// claim's Forwarded condition names who serves it and what to turn off.
+func checkServed(ctx context.Context, t *testing.T, g Gomega, hub, infra client.Client, final tally) {
 	g.Consistently(func(g Gomega) {
 		now, err := count(ctx, infra)
 		g.Expect(err).NotTo(HaveOccurred())
@@ -178,6 +314,14 @@ func TestOneControllerPerClaim(t *testing.T) {
 		}
 	}
 	g.Eventually(func(g Gomega) {
+		warned := warnedClaims(ctx, g, infra)
+		for name, who := range final.servedBy {
+			if who == forwarder.ServedByAgent {
+				g.Expect(warned).To(HaveKey(name), "the Event on %s says two controllers reconcile it", name)
+			}
+		}
+	}).WithTimeout(30 * time.Second).WithPolling(time.Second).Should(Succeed())
+	g.Eventually(func(g Gomega) {
 		var list metal3api.HostClaimList
 		g.Expect(hub.List(ctx, &list, client.InNamespace(tenantNS))).To(Succeed())
 		for _, c := range list.Items {
@@ -187,14 +331,43 @@ func TestOneControllerPerClaim(t *testing.T) {
 			}
 			fwd := cond(&c, hostfleetv1alpha1.ConditionForwarded)
 			g.Expect(fwd.Message).To(ContainSubstring("by "+who), "%s on the hub", c.Name)
-			if who == forwarder.ServedByBMO && !strings.Contains(fwd.Message, forwarder.ServedByAgent) {
+			if who == forwarder.ServedByAgent {
+				g.Expect(fwd.Message).To(ContainSubstring("turn baremetal-operator's --hostclaims off there"), "%s on the hub", c.Name)
+			} else {
 				g.Expect(cond(&c, hostfleetv1alpha1.ConditionReady).Reason).To(Equal(hostfleetv1alpha1.ReasonServedByBareMetalOperator), c.Name)
 			}
 		}
 	}).WithTimeout(2 * time.Minute).WithPolling(time.Second).Should(Succeed())
-	t.Logf("%d claims, %d hosts: %d bound by the agent, %d by the other controller, %d waiting; settled in %s; "+
-		"at most %d claims had two hosts at once while racing, none once settled",
-		claims, hosts, final.byAgent, final.byOther, final.waiting, settled.Round(100*time.Millisecond), seenTwo.Load())
+	g.Expect(gauge(g, "hostfleet_agent_local_claims_other_controller")).To(BeNumerically(">", 0), "the agent's metric says two controllers run")
+	t.Logf("served as settled: the agent's claims carry the Event %s, its metric counts %v claims the other controller reconciles too, the hub says what to turn off",
+		hostfleetv1alpha1.ReasonTwoHostClaimControllers, gauge(g, "hostfleet_agent_local_claims_other_controller"))
+}
+
+// gauge is the value of one of the in-process agent's gauges.
+func gauge(g Gomega, name string) float64 {
+	families, err := crmetrics.Registry.Gather()
+	g.Expect(err).NotTo(HaveOccurred())
+	for _, f := range families {
+		if f.GetName() == name && len(f.Metric) == 1 {
+			return f.Metric[0].GetGauge().GetValue()
+		}
+	}
+	g.Expect(name).To(BeEmpty(), "gauge %s not registered", name)
+	return 0
+}
+
+// warnedClaims are the target claims an Event of the agent's says two
+// HostClaim controllers reconcile.
+func warnedClaims(ctx context.Context, g Gomega, infra client.Client) map[string]bool {
+	var events eventsv1.EventList
+	g.Expect(infra.List(ctx, &events, client.InNamespace(forwarder.TargetNamespace(tenantNS)))).To(Succeed())
+	out := map[string]bool{}
+	for _, e := range events.Items {
+		if e.Reason == hostfleetv1alpha1.ReasonTwoHostClaimControllers {
+			out[e.Regarding.Name] = true
+		}
+	}
+	return out
 }
 
 // describe says, for pairs of claims "a,b", what each carries: finalizers,

@@ -29,12 +29,15 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 )
 
 // writes counts the requests that change something.
@@ -86,7 +89,7 @@ func (r *reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 func main() {
 	namespace := flag.String("namespace", "", "the claims' namespace (empty: all)")
 	workers := flag.Int("workers", 4, "concurrent reconciles")
-	hostclaims := flag.Bool("hostclaims", false, "play baremetal-operator v0.14's HostClaim controller (its finalizer, association of every claim) instead of the association alone")
+	hostclaims := flag.Bool("hostclaims", false, "play baremetal-operator v0.14.0-rc.0's HostClaim controller (its finalizer on every claim, its conditions on every reconcile, its release without deprovisioning) instead of the association alone")
 	flag.Parse()
 	// -kubeconfig (controller-runtime's flag) names the cluster holding
 	// the claims and the hosts.
@@ -120,13 +123,13 @@ func run(namespace string, workers int, hostclaims bool) error {
 		return err
 	}
 	var r reconcile.Reconciler = &reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader()}
+	b := ctrl.NewControllerManagedBy(mgr).Named("upstream-hostclaim").For(&metal3api.HostClaim{}, builder.WithPredicates(inNamespace(namespace))).
+		WithOptions(controller.Options{MaxConcurrentReconciles: workers})
 	if hostclaims {
 		r = &hostClaimController{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader()}
+		b = b.WatchesRawSource(source.Kind(mgr.GetCache(), &metal3api.BareMetalHost{}, handler.TypedEnqueueRequestsFromMapFunc(claimOfHost)))
 	}
-	if err := ctrl.NewControllerManagedBy(mgr).Named("upstream-hostclaim").For(&metal3api.HostClaim{}).
-		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
-		WithEventFilter(inNamespace(namespace)).
-		Complete(r); err != nil {
+	if err := b.Complete(r); err != nil {
 		return err
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
