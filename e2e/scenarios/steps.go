@@ -645,7 +645,8 @@ func (e *fleet) remoteClaim(cluster, name string) {
 	g.Expect(target.Labels).NotTo(HaveKey(hostfleetv1alpha1.LabelKind), "a plain metal3 claim on the cluster")
 	h := &metal3api.BareMetalHost{}
 	g.Expect(managed.Get(ctx, client.ObjectKey{Namespace: claim.Status.BareMetalHost.Namespace, Name: claim.Status.BareMetalHost.Name}, h)).To(Succeed())
-	g.Expect(h.Spec.ConsumerRef).To(Equal(&corev1.ObjectReference{APIVersion: "metal3.io/v1alpha1", Kind: "HostClaim", Namespace: "hf-tenant-acme", Name: name}))
+	g.Expect(h.Spec.ConsumerRef).To(Equal(&corev1.ObjectReference{APIVersion: "hostfleet.io/v1alpha1", Kind: "HostClaim", Namespace: "hf-tenant-acme", Name: name}),
+		"the agent's consumerRef, which no other HostClaim controller takes for its own")
 	g.Expect(h.Labels).To(HaveKeyWithValue("example.com/size", "large"))
 	g.Expect(h.Spec.UserData).NotTo(BeNil(), "the agent read the forwarded copy and wrote its own next to the host")
 	ud := &corev1.Secret{}
