@@ -13,9 +13,12 @@
 #
 # The IPMI emulator (ipmi_sim), ipmitool, shellcheck and Prometheus (with
 # promtool) are Debian packages: "ipmi", "shellcheck" and "prometheus" install
-# them with apt-get when they are missing (as root, or with sudo).
+# them with apt-get when they are missing (as root, or with sudo); so are the
+# nodes' container runtime, networking and kernel tools: "node" installs
+# containerd, runc, the CNI plugins, iptables, iproute2 and conntrack beside
+# building kubelet, kube-proxy and kube-scheduler.
 #
-# usage: hack/tools.sh [kube-apiserver|etcd|kube-controller-manager|kubectl|baremetal-operator|controller-gen|staticcheck|kustomize|helm|shellcheck|ipmi|prometheus|ocm|clusteradm|all]...
+# usage: hack/tools.sh [kube-apiserver|etcd|kube-controller-manager|kubectl|node|baremetal-operator|controller-gen|staticcheck|kustomize|helm|shellcheck|ipmi|prometheus|ocm|clusteradm|all]...
 #        hack/tools.sh --print-assets   # the KUBEBUILDER_ASSETS directory
 set -euo pipefail
 
@@ -23,6 +26,8 @@ CACHE="${HOSTFLEET_CACHE:-${HOME}/.cache/hostfleet}"
 KUBE_VERSION="v1.35.4"                          # e2e/tools/kubernetes/go.mod
 # shellcheck disable=SC2034 # read by --print-bin through eval
 KUBECTL_VERSION="${KUBE_VERSION}"
+# shellcheck disable=SC2034 # read by --print-bin through eval
+NODE_VERSION="${KUBE_VERSION}"
 ETCD_VERSION="${ETCD_VERSION:-v3.6.16}"
 BMO_VERSION="${BMO_VERSION:-v0.13.2}"
 BMO_HWUTILS_VERSION="v0.5.1"
@@ -62,15 +67,28 @@ build_kube_apiserver() {
 	# Its version is stamped, as a release's: clients such as Helm check it.
 	# One built before that (it says v0.0.0-master) is built again.
 	if [[ -x ${bin} ]] && ! "${bin}" --version | grep -qF "${KUBE_VERSION}"; then rm -f "${bin}"; fi
+	KUBE_LDFLAGS=$(kube_ldflags) build_tools_module kube-apiserver "${KUBE_VERSION}" e2e/tools/kubernetes k8s.io/kubernetes/cmd/kube-apiserver
+}
+
+# kube_ldflags stamp KUBE_VERSION into a Kubernetes binary, as a release's.
+kube_ldflags() {
 	local minor=${KUBE_VERSION#v*.}
-	KUBE_LDFLAGS="-X k8s.io/component-base/version.gitVersion=${KUBE_VERSION} -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=${minor%%.*} -X k8s.io/component-base/version.gitTreeState=clean" \
-		build_tools_module kube-apiserver "${KUBE_VERSION}" e2e/tools/kubernetes k8s.io/kubernetes/cmd/kube-apiserver
+	echo "-X k8s.io/component-base/version.gitVersion=${KUBE_VERSION} -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=${minor%%.*} -X k8s.io/component-base/version.gitTreeState=clean"
 }
 
 # build_kube_controller_manager: the planes run it for garbage collection,
 # namespace deletion, service-account tokens and CSR signing.
 build_kube_controller_manager() {
 	build_tools_module kube-controller-manager "${KUBE_VERSION}" e2e/tools/kubernetes k8s.io/kubernetes/cmd/kube-controller-manager
+}
+
+# build_node: kubelet, kube-proxy and kube-scheduler, for the real nodes of
+# the end-to-end planes (e2e/harness/nodes); CGO off, as the others.
+build_node() {
+	local bin="${CACHE}/node-${KUBE_VERSION}/bin/kubelet"
+	if [[ -x ${bin} ]] && ! "${bin}" --version | grep -qF "${KUBE_VERSION}"; then rm -f "${bin}"; fi
+	KUBE_LDFLAGS=$(kube_ldflags) build_tools_module node "${KUBE_VERSION}" e2e/tools/kubernetes \
+		k8s.io/kubernetes/cmd/kubelet k8s.io/kubernetes/cmd/kube-proxy k8s.io/kubernetes/cmd/kube-scheduler
 }
 
 # build_kubectl: the tests run `kubectl hostfleet` through the real kubectl.
@@ -219,7 +237,7 @@ case "${1:-all}" in
 esac
 
 tools=("$@")
-[[ ${#tools[@]} -eq 0 || ${tools[0]} == all ]] && tools=(etcd kube-apiserver kube-controller-manager kubectl baremetal-operator controller-gen staticcheck kustomize helm shellcheck ipmi prometheus ocm clusteradm)
+[[ ${#tools[@]} -eq 0 || ${tools[0]} == all ]] && tools=(etcd kube-apiserver kube-controller-manager kubectl node baremetal-operator controller-gen staticcheck kustomize helm shellcheck ipmi prometheus ocm clusteradm)
 for t in "${tools[@]}"; do
 	case "${t}" in
 	kube-apiserver) build_kube_apiserver; [[ -x ${CACHE}/etcd-${ETCD_VERSION}/bin/etcd ]] && link_assets ;;
@@ -227,6 +245,11 @@ for t in "${tools[@]}"; do
 	envtest) build_etcd; build_kube_apiserver; link_assets ;;
 	kube-controller-manager) build_kube_controller_manager; link_assets ;;
 	kubectl) build_kubectl ;;
+	node)
+		build_node
+		apt_install containerd runc ctr iptables ip conntrack nsenter unshare /usr/lib/cni/bridge -- \
+			containerd runc containernetworking-plugins iptables iproute2 conntrack util-linux
+		;;
 	baremetal-operator) build_bmo ;;
 	controller-gen) go_install controller-gen sigs.k8s.io/controller-tools/cmd/controller-gen "${CONTROLLER_GEN_VERSION}" ;;
 	staticcheck) go_install staticcheck honnef.co/go/tools/cmd/staticcheck "${STATICCHECK_VERSION}" ;;
