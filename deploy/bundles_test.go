@@ -15,10 +15,13 @@ import (
 	"testing"
 
 	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/hostfleet/hostfleet/e2e/harness/planes"
+	"github.com/hostfleet/hostfleet/internal/hardening"
 	"github.com/hostfleet/hostfleet/manifests"
 )
 
@@ -77,6 +80,15 @@ func TestBundlesAgree(t *testing.T) {
 	g.Expect(keys(chart)).To(ConsistOf(keys(base)), "the chart and the kustomize base install the same objects")
 	for k, want := range base {
 		g.Expect(chart[k].Object).To(Equal(want.Object), "%s: the chart's default values give what the base has", k)
+	}
+
+	t.Log("the operator runs hardened")
+	for _, bundle := range []map[string]*unstructured.Unstructured{base, chart} {
+		u := bundle["Deployment/hostfleet-operator/hostfleet-operator"]
+		g.Expect(u).NotTo(BeNil())
+		d := &appsv1.Deployment{}
+		g.Expect(runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, d)).To(Succeed())
+		g.Expect(hardening.Check(&d.Spec.Template.Spec)).To(BeEmpty())
 	}
 
 	t.Log("the CRD is the one the operator's API generates")

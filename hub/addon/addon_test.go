@@ -39,6 +39,7 @@ import (
 	"github.com/hostfleet/hostfleet/hub/addon"
 	"github.com/hostfleet/hostfleet/hub/api/permissions"
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
+	"github.com/hostfleet/hostfleet/internal/hardening"
 )
 
 func TestMain(m *testing.M) { planes.Main(m) }
@@ -179,6 +180,7 @@ func TestAddonManager(t *testing.T) {
 	g.Expect(c.Args).To(ContainElements("--cluster-name=c2", "--agent-namespace=hostfleet-agent",
 		"--bootstrap-managed-kubeconfig=/var/run/managed/kubeconfig", "--token-dir=/var/run/token"))
 	g.Expect(d.Spec.Template.Spec.Volumes).To(ContainElement(HaveField("Secret.SecretName", addon.ExternalManagedKubeconfig)))
+	g.Expect(hardening.Check(&d.Spec.Template.Spec)).To(BeEmpty(), "the Hosted agent runs hardened")
 	g.Eventually(func() error {
 		return hub.Get(ctx, client.ObjectKey{Namespace: "c2", Name: "addon-hostfleet-agent-deploy-0"}, work)
 	}).WithTimeout(30 * time.Second).Should(Succeed())

@@ -3,6 +3,7 @@ package addon
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"regexp"
 	"slices"
 	"strconv"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/klog/v2"
 	"open-cluster-management.io/addon-framework/pkg/addonfactory"
@@ -116,7 +118,7 @@ func (s settings) features() permissions.Features {
 // resolve overlays an AddOnDeploymentConfig (nil: none) on the hub's
 // Options. It says everything wrong with the config at once, naming it.
 func (o Options) resolve(cluster *clusterv1.ManagedCluster, adc *addonv1beta1.AddOnDeploymentConfig) (settings, error) {
-	s := settings{Options: o, BMHDriver: "none", Role: hostfleetv1alpha1.RoleInfrastructure}
+	s := settings{Options: o, BMHDriver: "none", Role: hostfleetv1alpha1.RoleInfrastructure, Resources: DefaultResources()}
 	if cluster != nil && cluster.Labels[hostfleetv1alpha1.LabelTenant] != "" {
 		s.Role = hostfleetv1alpha1.RoleWorkload
 	}
@@ -173,6 +175,16 @@ func (o Options) resolve(cluster *clusterv1.ManagedCluster, adc *addonv1beta1.Ad
 	return s, nil
 }
 
+// DefaultResources are the agent container's requests and limits unless an
+// AddOnDeploymentConfig names others: room for a cluster of a few thousand
+// hosts (the agent caches them), within limits a node enforces.
+func DefaultResources() *corev1.ResourceRequirements {
+	return &corev1.ResourceRequirements{
+		Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("20m"), corev1.ResourceMemory: resource.MustParse("64Mi")},
+		Limits:   corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("512Mi")},
+	}
+}
+
 // deployment overlays the config's node placement, resources, proxy and
 // registries on the agent's Deployment; it says what is wrong with them.
 func (s *settings) deployment(adc *addonv1beta1.AddOnDeploymentConfig) []string {
@@ -186,9 +198,12 @@ func (s *settings) deployment(adc *addonv1beta1.AddOnDeploymentConfig) []string 
 	}
 	id := "deployments:" + hostfleetv1alpha1.AddonName + ":" + AgentContainer
 	for _, r := range reqs {
-		// The last match wins, as OCM documents.
+		// The last match wins, as OCM documents; each request and limit
+		// it names replaces the default's, the others stay.
 		if ok, _ := regexp.MatchString(r.ContainerIDRegex, id); ok {
-			s.Resources = r.ResourcesRaw.DeepCopy()
+			s.Resources = DefaultResources()
+			maps.Copy(s.Resources.Requests, r.ResourcesRaw.Requests)
+			maps.Copy(s.Resources.Limits, r.ResourcesRaw.Limits)
 		}
 	}
 	p := adc.Spec.ProxyConfig

@@ -21,6 +21,7 @@ import (
 	"github.com/hostfleet/hostfleet/hub/addon"
 	"github.com/hostfleet/hostfleet/hub/api/permissions"
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
+	"github.com/hostfleet/hostfleet/internal/hardening"
 )
 
 // TestDeploymentConfig: an AddOnDeploymentConfig, as OCM resolves it for a
@@ -84,7 +85,8 @@ func TestDeploymentConfig(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	d := objs["Deployment/hostfleet-agent/hostfleet-agent"].(*appsv1.Deployment)
 	g.Expect(d.Spec.Template.Spec.NodeSelector).To(BeEmpty())
-	g.Expect(d.Spec.Template.Spec.Containers[0].Resources).To(Equal(corev1.ResourceRequirements{}))
+	g.Expect(d.Spec.Template.Spec.Containers[0].Resources).To(Equal(*addon.DefaultResources()))
+	g.Expect(hardening.Check(&d.Spec.Template.Spec)).To(BeEmpty(), "the agent runs hardened")
 	g.Expect(d.Spec.Template.Spec.Containers[0].Image).To(Equal("registry.example/hostfleet-agent:v1"))
 	g.Expect(d.Spec.Template.Spec.Containers[0].Env).To(ContainElement(corev1.EnvVar{Name: hostfleetv1alpha1.EnvClaimWatch, Value: "placed"}))
 
@@ -97,7 +99,11 @@ func TestDeploymentConfig(t *testing.T) {
 	g.Expect(pod.NodeSelector).To(Equal(adc.Spec.NodePlacement.NodeSelector))
 	g.Expect(pod.Tolerations).To(Equal(adc.Spec.NodePlacement.Tolerations))
 	c := pod.Containers[0]
-	g.Expect(c.Resources).To(Equal(adc.Spec.ResourceRequirements[1].Resources), "the last matching entry wins")
+	g.Expect(c.Resources).To(Equal(corev1.ResourceRequirements{
+		Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("128Mi")},
+		Limits:   corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("512Mi")}}),
+		"the last matching entry wins over the defaults it names; the others (the CPU limit) stay")
+	g.Expect(hardening.Check(&pod)).To(BeEmpty(), "the configured agent runs hardened")
 	g.Expect(c.Image).To(Equal("mirror.example/hf/hostfleet-agent:v1"))
 	g.Expect(c.Env).To(ContainElements(corev1.EnvVar{Name: "HTTPS_PROXY", Value: "http://proxy.example:3128"}, corev1.EnvVar{Name: "NO_PROXY", Value: "10.0.0.0/8"}))
 	g.Expect(c.Args).To(ContainElements("--bmc-workers=8", "--orphan-grace=10m", "--local-claims=true", "--local-claim-namespaces=claims",

@@ -35,6 +35,7 @@ import (
 	"github.com/hostfleet/hostfleet/hub/api/permissions"
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
 	"github.com/hostfleet/hostfleet/hub/app"
+	"github.com/hostfleet/hostfleet/internal/hardening"
 	"github.com/hostfleet/hostfleet/manifests"
 	operatorv1alpha1 "github.com/hostfleet/hostfleet/operator/api/v1alpha1"
 	"github.com/hostfleet/hostfleet/operator/controller"
@@ -188,6 +189,7 @@ func TestDefaultMode(t *testing.T) {
 	g.Expect(c.Image).To(Equal(release.HubImage))
 	g.Expect(c.Args).To(ContainElements("--agent-image="+release.AgentImage, "--leader-election-namespace=hostfleet-system"))
 	g.Expect(d.Spec.Template.Spec.ServiceAccountName).To(Equal(controller.HubName))
+	g.Expect(hardening.Check(&d.Spec.Template.Spec)).To(BeEmpty(), "the hub runs hardened")
 
 	t.Log("the admission policies are in force before the hub runs, exempting the hub's user where it acts for everyone")
 	vap := &admissionv1.ValidatingAdmissionPolicy{}
@@ -387,6 +389,7 @@ func TestHostedMode(t *testing.T) {
 	g.Expect(d.Spec.Template.Spec.Volumes).To(ContainElement(HaveField("Secret.SecretName", controller.HubKubeconfigSecret)))
 	g.Expect(d.Spec.Template.Spec.Volumes).NotTo(ContainElement(HaveField("Secret.SecretName", operatorv1alpha1.ExternalHubKubeconfig)),
 		"the administrator's kubeconfig is the operator's only")
+	g.Expect(hardening.Check(&d.Spec.Template.Spec)).To(BeEmpty(), "the Hosted hub runs hardened")
 
 	t.Log("the controllers' kubeconfig is their own ServiceAccount's token on the hub")
 	s := &corev1.Secret{}

@@ -2,12 +2,14 @@ package controller
 
 import (
 	"fmt"
+	"maps"
 	"strconv"
 	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
@@ -180,6 +182,7 @@ func Workload(h *operatorv1alpha1.HostfleetHub, rel Release, kubeconfigSecret st
 				Path: "/readyz", Port: intstr.FromString("health")}}},
 			SecurityContext: &corev1.SecurityContext{AllowPrivilegeEscalation: ptr.To(false), ReadOnlyRootFilesystem: ptr.To(true),
 				Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}}},
+			Resources: hubResources(h),
 		}},
 	}
 	if kubeconfigSecret == "" {
@@ -202,4 +205,18 @@ func Workload(h *operatorv1alpha1.HostfleetHub, rel Release, kubeconfigSecret st
 			Spec: corev1.ServiceSpec{Selector: selector, Ports: []corev1.ServicePort{{Name: "metrics", Port: 8443,
 				TargetPort: intstr.FromString("metrics"), Protocol: corev1.ProtocolTCP}}}},
 	}
+}
+
+// hubResources are the hub container's requests and limits: the defaults,
+// each one the HostfleetHub names replaced.
+func hubResources(h *operatorv1alpha1.HostfleetHub) corev1.ResourceRequirements {
+	r := corev1.ResourceRequirements{
+		Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("50m"), corev1.ResourceMemory: resource.MustParse("128Mi")},
+		Limits:   corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2"), corev1.ResourceMemory: resource.MustParse("1Gi")},
+	}
+	if o := h.Spec.Resources; o != nil {
+		maps.Copy(r.Requests, o.Requests)
+		maps.Copy(r.Limits, o.Limits)
+	}
+	return r
 }

@@ -1,6 +1,7 @@
 package v1alpha1
 
 import (
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -67,6 +68,11 @@ type HostfleetHubSpec struct {
 	// Agent are the defaults of every agent.
 	// +optional
 	Agent AgentDefaults `json:"agent,omitempty"`
+	// Resources of the hub's controllers: each request and limit named
+	// replaces the default's (requests 50m CPU and 128Mi, limits 2 CPUs and
+	// 1Gi), the others stay.
+	// +optional
+	Resources *corev1.ResourceRequirements `json:"resources,omitempty"`
 	// AddonManager runs the hostfleet-agent OCM add-on manager (default on).
 	// Off: the agents are deployed by other means.
 	// +optional

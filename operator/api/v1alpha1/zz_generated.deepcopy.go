@@ -11,6 +11,7 @@ Licensed under the Apache License, Version 2.0.
 package v1alpha1
 
 import (
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1"
 	runtime "k8s.io/apimachinery/pkg/runtime"
 )
@@ -124,6 +125,11 @@ func (in *HostfleetHubSpec) DeepCopyInto(out *HostfleetHubSpec) {
 		**out = **in
 	}
 	in.Agent.DeepCopyInto(&out.Agent)
+	if in.Resources != nil {
+		in, out := &in.Resources, &out.Resources
+		*out = new(corev1.ResourceRequirements)
+		(*in).DeepCopyInto(*out)
+	}
 	if in.AddonManager != nil {
 		in, out := &in.AddonManager, &out.AddonManager
 		*out = new(bool)
