@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
+	"github.com/hostfleet/hostfleet/e2e/harness/nodes"
 	"github.com/hostfleet/hostfleet/hub/api/permissions"
 	"github.com/hostfleet/hostfleet/manifests"
 )
@@ -38,6 +39,8 @@ type Plane struct {
 	clientCA *clientCA
 	// snapshot is the plane's etcd as started, for a shared plane (pool.go).
 	snapshot snapshot
+	// nodes: the plane was started ForNodes.
+	nodes bool
 }
 
 // Fleet is a set of planes started together, and the processes started
@@ -53,6 +56,7 @@ type Fleet struct {
 	mu      sync.Mutex
 	procs   []*Process
 	closers []func() error
+	nodes   []*nodes.Node
 }
 
 // Options tune Start.
@@ -64,17 +68,19 @@ type Options struct {
 	Assets string
 	// CRDSets are the manifests CRD sets installed on every plane. Nil means
 	// all of them: Hostfleet, metal3 and OCM. With Hostfleet's (and not
-	// ForPods, where the operator does it), a plane also gets the
+	// ForNodes, where the operator does it), a plane also gets the
 	// ClusterRoles the hub binds (permissions.GrantedClusterRoles).
 	CRDSets []string
 	// StartTimeout bounds the start of each plane. Zero means one minute.
 	StartTimeout time.Duration
-	// ForPods prepares the planes for the pod runner (e2e/harness/pods): the API
-	// server calls webhooks at their Service's endpoints rather than its
-	// cluster IP, which nothing routes here (--enable-aggregator-routing), and
-	// the ServiceAccount admission plugin, which envtest disables, gives pods
-	// their token volume.
-	ForPods bool
+	// ForNodes prepares the planes for real nodes (StartNode): the API
+	// server serves on nodes.HostAddress, which nodes reach (nodes.PrepareHost
+	// must have put it on the host), with a certificate for the in-cluster
+	// names too, and reaches kubelets at their InternalIP; it calls webhooks
+	// at their Service's endpoints (--enable-aggregator-routing: the host
+	// runs no kube-proxy), and the ServiceAccount admission plugin, which
+	// envtest disables, gives pods their token volume.
+	ForNodes bool
 	// Logs keeps each plane's API server and etcd output in Dir
 	// (<plane>-apiserver.log, <plane>-etcd.log): the API server logs the
 	// steps of every request slower than 500 ms.
@@ -190,7 +196,14 @@ func (f *Fleet) startPlane(name, assets string, sets []string, timeout time.Dura
 				return nil, err
 			}
 		}
-		if opts.ForPods {
+		if opts.ForNodes {
+			certDir := filepath.Join(f.Dir, name+"-certs")
+			if err := os.MkdirAll(certDir, 0o700); err != nil {
+				return nil, err
+			}
+			if err := servingForNodes(env, ca, certDir); err != nil {
+				return nil, fmt.Errorf("serve for nodes: %w", err)
+			}
 			args := env.ControlPlane.GetAPIServer().Configure()
 			args.Set("enable-aggregator-routing", "true")
 			args.Disable("disable-admission-plugins")
@@ -201,7 +214,7 @@ func (f *Fleet) startPlane(name, assets string, sets []string, timeout time.Dura
 	if err != nil {
 		return nil, err
 	}
-	p := &Plane{Name: name, Config: cfg, env: env, assets: assets, clientCA: ca}
+	p := &Plane{Name: name, Config: cfg, env: env, assets: assets, clientCA: ca, nodes: opts.ForNodes}
 	if p.Client, err = client.New(cfg, client.Options{Scheme: f.Scheme}); err != nil {
 		return nil, errors.Join(err, env.Stop())
 	}
@@ -209,7 +222,7 @@ func (f *Fleet) startPlane(name, assets string, sets []string, timeout time.Dura
 	if err := os.WriteFile(p.Kubeconfig, env.KubeConfig, 0o600); err != nil {
 		return nil, errors.Join(err, env.Stop())
 	}
-	if slices.Contains(sets, manifests.Hostfleet) && !opts.ForPods {
+	if slices.Contains(sets, manifests.Hostfleet) && !opts.ForNodes {
 		if err := installGrantedRoles(p.Client); err != nil {
 			return nil, errors.Join(err, env.Stop())
 		}
@@ -218,7 +231,7 @@ func (f *Fleet) startPlane(name, assets string, sets []string, timeout time.Dura
 }
 
 // installGrantedRoles makes the ClusterRoles the hub binds for tenants and
-// agents, as the operator does with the hub (the pod runner's planes get
+// agents, as the operator does with the hub (the planes with nodes get
 // them from the operator itself).
 func installGrantedRoles(c client.Client) error {
 	for _, role := range permissions.GrantedClusterRoles() {
@@ -265,10 +278,13 @@ func (f *Fleet) Names() []string { return append([]string(nil), f.order...) }
 // Stop stops the processes, then the planes. It is safe to call more than once.
 func (f *Fleet) Stop() error {
 	f.mu.Lock()
-	procs, closers := f.procs, f.closers
-	f.procs, f.closers = nil, nil
+	procs, closers, started := f.procs, f.closers, f.nodes
+	f.procs, f.closers, f.nodes = nil, nil, nil
 	f.mu.Unlock()
 	var errs []error
+	for _, n := range started {
+		errs = append(errs, n.Stop())
+	}
 	for i := len(procs) - 1; i >= 0; i-- {
 		errs = append(errs, procs[i].Stop())
 	}

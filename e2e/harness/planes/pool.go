@@ -37,11 +37,11 @@ func poolKey(opts Options, names []string) string {
 
 // pooled says whether a fleet for opts can come from the pool: Main ran,
 // and the caller asked for nothing of its own (a directory, logs kept, the
-// pod runner's planes).
+// planes with nodes).
 func pooled(opts Options) bool {
 	pool.Lock()
 	defer pool.Unlock()
-	return pool.enabled && opts.Dir == "" && !opts.Logs && !opts.ForPods
+	return pool.enabled && opts.Dir == "" && !opts.Logs && !opts.ForNodes
 }
 
 // acquire hands the test a fleet of the pool, started if none is idle,

@@ -168,9 +168,15 @@ func (f *Fleet) StartControllerManager(plane string) (*Process, error) {
 	if err := os.WriteFile(ca, p.Config.CAData, 0o644); err != nil {
 		return nil, err
 	}
+	controllers := "garbage-collector-controller,namespace-controller,serviceaccount-controller,serviceaccount-token-controller,resourcequota-controller,certificatesigningrequest-signing-controller,clusterrole-aggregation-controller,root-ca-certificate-publisher-controller"
+	if p.nodes {
+		// Pods on nodes: Deployments, ReplicaSets, EndpointSlices and the
+		// rest of a cluster's controllers.
+		controllers = "*"
+	}
 	return f.Run("kube-controller-manager-"+plane, plane, bin, []string{
 		"--kubeconfig=" + p.Kubeconfig,
-		"--controllers=garbage-collector-controller,namespace-controller,serviceaccount-controller,serviceaccount-token-controller,resourcequota-controller,certificatesigningrequest-signing-controller,clusterrole-aggregation-controller,root-ca-certificate-publisher-controller",
+		"--controllers=" + controllers,
 		"--cluster-signing-kube-apiserver-client-cert-file=" + p.clientCA.certFile(),
 		"--cluster-signing-kube-apiserver-client-key-file=" + p.clientCA.keyFile(),
 		"--service-account-private-key-file=" + filepath.Join(certDir, "sa-signer.key"),

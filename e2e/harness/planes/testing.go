@@ -29,7 +29,7 @@ func ForTest(t testing.TB, names ...string) *Fleet {
 
 // ForTestWith is ForTest with options; Dir defaults to a test directory.
 // In a package whose TestMain is Main, a test that sets no Dir, Logs or
-// ForPods gets the package's shared planes, reset to how they started
+// ForNodes gets the package's shared planes, reset to how they started
 // (pool.go).
 func ForTestWith(t testing.TB, opts Options, names ...string) *Fleet {
 	t.Helper()

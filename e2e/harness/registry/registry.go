@@ -2,17 +2,21 @@
 // (go-containerregistry's registry on 127.0.0.1, blobs in memory). It serves
 // images at the references manifests name, laid out as a pull-through mirror
 // does: ghcr.io/hostfleet/hostfleet-agent:v1 is served as
-// <host>/ghcr.io/hostfleet/hostfleet-agent:v1, so a pod runner configured
+// <host>/ghcr.io/hostfleet/hostfleet-agent:v1, so a node's containerd configured
 // with the registry's host pulls every image from it.
 package registry
 
 import (
+	"context"
 	"fmt"
 	"log"
+	"net"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"runtime"
+	"sort"
+	"strings"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	ggcrregistry "github.com/google/go-containerregistry/pkg/registry"
@@ -33,10 +37,48 @@ type Registry struct {
 	srv  *httptest.Server
 }
 
-// Start starts a registry; Close stops it.
+// Start starts a registry on 127.0.0.1; Close stops it.
 func Start() *Registry {
 	srv := httptest.NewServer(ggcrregistry.New(ggcrregistry.Logger(log.New(discard{}, "", 0))))
 	return &Registry{Host: srv.Listener.Addr().String(), srv: srv}
+}
+
+// StartOn starts a registry on a free port of host (an address of this
+// machine's, such as the one nodes reach).
+func StartOn(host string) (*Registry, error) {
+	l, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
+	if err != nil {
+		return nil, fmt.Errorf("registry on %s: %w", host, err)
+	}
+	srv := httptest.NewUnstartedServer(ggcrregistry.New(ggcrregistry.Logger(log.New(discard{}, "", 0))))
+	_ = srv.Listener.Close()
+	srv.Listener = l
+	srv.Start()
+	return &Registry{Host: l.Addr().String(), srv: srv}, nil
+}
+
+// Upstreams are the registries whose images r serves (the first element of
+// each repository, as Mirror lays them out), sorted.
+func (r *Registry) Upstreams() ([]string, error) {
+	reg, err := name.NewRegistry(r.Host, name.Insecure)
+	if err != nil {
+		return nil, err
+	}
+	repos, err := remote.Catalog(context.Background(), reg)
+	if err != nil {
+		return nil, fmt.Errorf("catalog of %s: %w", r.Host, err)
+	}
+	seen := map[string]bool{}
+	var out []string
+	for _, repo := range repos {
+		host, _, _ := strings.Cut(repo, "/")
+		if !seen[host] {
+			seen[host] = true
+			out = append(out, host)
+		}
+	}
+	sort.Strings(out)
+	return out, nil
 }
 
 // Close stops the registry.
