@@ -1,7 +1,7 @@
 // Package scenarios is the end-to-end flow a platform engineer follows, run
 // against any fleet of four clusters (hub, infra-1, infra-2, hosting) that
 // an Env describes: e2e/suites/local runs it on local control planes with
-// the pod runner, e2e/suites/kind (build tag e2ekind) on kind clusters. The
+// real nodes, e2e/suites/kind (build tag e2ekind) on kind clusters. The
 // scenarios are the same code in both; only the Env differs.
 //
 // The steps: clusteradm init and join (Default and Hosted), the operator
@@ -24,6 +24,14 @@ import (
 
 // Clusters are the fleet's clusters.
 var Clusters = []string{"hub", "infra-1", "infra-2", "hosting"}
+
+// WorkloadCluster is the cluster that becomes tenant acme's workload
+// cluster, and WorkloadProviderID the providerID of its Node on the claimed
+// host: Cluster API's for claim db-1 (Metal3Machine m3m-0).
+const (
+	WorkloadCluster    = "hosting"
+	WorkloadProviderID = "metal3://tenant-acme/db-1/m3m-0"
+)
 
 // Images are the project's images, as hack/images names them.
 var Images = []string{"hostfleet-operator", "hostfleet-hub", "hostfleet-agent"}
@@ -70,6 +78,11 @@ type Env interface {
 	PodAddress(cluster, namespace, pod string, port int) (addr string, stop func(), err error)
 	// Dir is a scratch directory.
 	Dir() string
+	// WorkloadNode is the name of the Node of the workload cluster (on
+	// cluster) that runs on the claimed host, registered as its kubelet
+	// would: spec.providerID WorkloadProviderID, label
+	// hostfleet.io/labels-pending=true. It lasts at least until t ends.
+	WorkloadNode(t *testing.T, cluster string) string
 }
 
 // BMC is an IPMI BMC whose chassis the test can read.

@@ -22,7 +22,7 @@ import (
 // installOperatorFrom applies a tree's operator kustomize base (this
 // repository's, or a release's worktree), deploy/operator, to a plane as
 // `kubectl apply -k` would, with the image a user pins in an overlay, and
-// waits for the pod runner to run that image. Applied again with another
+// waits for the pods to run that image. Applied again with another
 // tree and image, it upgrades the operator.
 func (e *fleet) installOperatorFrom(plane, root, ref string) {
 	e.t.Helper()
@@ -47,7 +47,7 @@ func (e *fleet) installOperatorFrom(plane, root, ref string) {
 }
 
 // expectHubAvailable waits for a HostfleetHub to be Applied and Available:
-// the hub's Deployment, rendered by the operator, run by the pod runner.
+// the hub's Deployment, rendered by the operator, run on a node.
 func (e *fleet) expectHubAvailable(plane, name string) *operatorv1alpha1.HostfleetHub {
 	e.t.Helper()
 	start := time.Now()

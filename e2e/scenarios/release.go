@@ -113,7 +113,7 @@ func (e *fleet) helmOperator(plane, root, ref string) {
 }
 
 // expectDeployment waits until a Deployment runs an image: its template
-// names it and the pod runner has replaced its pods.
+// names it and its pods have been replaced.
 func (e *fleet) expectDeployment(plane, namespace, name, image string) {
 	e.t.Helper()
 	start := time.Now()
@@ -191,8 +191,12 @@ func (e *fleet) upgradeStep() {
 	e.setAgentImage("hub", "hub", rel.Images["hostfleet-agent"]) // hold the agents back
 	e.installOperatorFrom("hub", Root(), e.Image("hostfleet-operator"))
 	e.expectDeployment("hub", "hostfleet-system", "hostfleet-hub", e.Image("hostfleet-hub"))
-	h := e.expectHubAvailable("hub", "hub")
-	g.Expect(h.Status.Version).NotTo(Equal(rel.Version), "the operator of this tree applied the hub")
+	g.Eventually(func(g Gomega) {
+		h := &operatorv1alpha1.HostfleetHub{}
+		g.Expect(e.Client("hub").Get(context.Background(), client.ObjectKey{Name: "hub"}, h)).To(Succeed())
+		g.Expect(h.Status.Version).NotTo(Equal(rel.Version))
+	}).WithTimeout(time.Minute).WithPolling(time.Second).Should(Succeed(), "the operator of this tree applied the hub and says so")
+	e.expectHubAvailable("hub", "hub")
 	e.expectDeployment("infra-1", addonNamespace, hostfleetv1alpha1.AddonName, rel.Images["hostfleet-agent"])
 
 	// Skew: a claim bound by the release's agent under this tree's hub.

@@ -81,7 +81,7 @@ func (e *fleet) addonDefaultStep() {
 	// The hub, installed the way a person would: the last release's
 	// operator from its deploy/operator (the next step upgrades it), then
 	// a Default HostfleetHub. The operator renders the hub's Deployment
-	// and the pod runner runs it, with only the RBAC the operator
+	// and a node runs it, with only the RBAC the operator
 	// installed.
 	rel := e.release()
 	e.installOperatorFrom("hub", rel.Root, rel.Images["hostfleet-operator"])
@@ -123,8 +123,12 @@ func (e *fleet) addonConfigStep() {
 	ctx := context.Background()
 	hub := e.Client("hub")
 	g := NewWithT(e.t)
-	// An administrator configures every agent the OCM way: an
+	// An administrator dedicates nodes to infrastructure add-ons on the
+	// clusters that run agents, and configures every agent the OCM way: an
 	// AddOnDeploymentConfig as the ClusterManagementAddOn's default.
+	for _, cluster := range []string{"infra-1", WorkloadCluster} {
+		e.labelNodes(cluster, "node-role.kubernetes.io/infra", "")
+	}
 	adc := &addonv1beta1.AddOnDeploymentConfig{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: hostfleetv1alpha1.AddonName},
 		Spec: addonv1beta1.AddOnDeploymentConfigSpec{
 			NodePlacement: &addonv1beta1.NodePlacement{NodeSelector: map[string]string{"node-role.kubernetes.io/infra": ""},
@@ -262,7 +266,7 @@ func (e *fleet) addonHostedStep() {
 
 // workloadClusterStep makes the hosting cluster tenant acme's workload cluster: db-1's labels reach its Node.
 func (e *fleet) workloadClusterStep() {
-	e.workloadCluster("hosting", "infra-2", "db-1")
+	e.workloadCluster(WorkloadCluster, "infra-2", "db-1")
 }
 
 // teardownStep disables the add-on, unjoins infra-1 and uninstalls the hub: nothing of Hostfleet's is left.
@@ -387,7 +391,8 @@ func (e *fleet) hubHostedStep() {
 	}).WithTimeout(time.Minute).WithPolling(time.Second).Should(Succeed())
 }
 
-// expectAgent waits for the agent's Deployment on a plane to be available.
+// expectAgent waits for the agent's Deployment on a plane to be rolled out:
+// its current template's pods available, none of an older one left.
 func (e *fleet) expectAgent(plane, namespace string) {
 	e.t.Helper()
 	start := time.Now()
@@ -395,7 +400,10 @@ func (e *fleet) expectAgent(plane, namespace string) {
 	NewWithT(e.t).Eventually(func(g Gomega) {
 		d := &appsv1.Deployment{}
 		g.Expect(c.Get(context.Background(), client.ObjectKey{Namespace: namespace, Name: hostfleetv1alpha1.AddonName}, d)).To(Succeed())
+		g.Expect(d.Status.ObservedGeneration).To(BeNumerically(">=", d.Generation))
 		g.Expect(d.Status.AvailableReplicas).To(BeNumerically(">=", 1))
+		g.Expect(d.Status.UpdatedReplicas).To(Equal(d.Status.Replicas), "rolled out: %+v", d.Status)
+		g.Expect(d.Status.AvailableReplicas).To(Equal(d.Status.Replicas), "rolled out: %+v", d.Status)
 	}).WithTimeout(3*time.Minute).WithPolling(time.Second).Should(Succeed(), "the agent runs on %s in %s", plane, namespace)
 	e.t.Logf("hostfleet-agent is available on %s in %s (%s)", plane, namespace, time.Since(start).Round(100*time.Millisecond))
 }

@@ -20,9 +20,10 @@ import (
 
 // workloadCluster makes a joined cluster tenant acme's workload cluster: a
 // hub administrator labels its ManagedCluster, the add-on is enabled there
-// and runs in the workload role; a Node registered as kubelet would (a
-// Cluster API providerID naming the claim, the labels-pending gate) gets the
-// claim's host labels, and follows a change on the host.
+// and runs in the workload role; the Node of the claimed host (a Cluster
+// API providerID naming the claim, the labels-pending gate: Env's
+// WorkloadNode) gets the claim's host labels, and follows a change on the
+// host.
 func (e *fleet) workloadCluster(cluster, infra, claimName string) {
 	g := NewWithT(e.t)
 	ctx := context.Background()
@@ -47,10 +48,9 @@ func (e *fleet) workloadCluster(cluster, infra, claimName string) {
 	g.Expect(wanted).To(HaveKey("example.com/rack"), "the claim carries its host's labels")
 	registered := time.Now()
 	workload := e.Client(cluster)
-	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: claimName + "-node",
-		Labels: map[string]string{"kubernetes.io/hostname": claimName + "-node", hostfleetv1alpha1.LabelLabelsPending: "true"}},
-		Spec: corev1.NodeSpec{ProviderID: "metal3://tenant-acme/" + claimName + "/m3m-0"}}
-	g.Expect(workload.Create(ctx, node)).To(Succeed())
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: e.WorkloadNode(e.t, cluster)}}
+	g.Expect(workload.Get(ctx, client.ObjectKeyFromObject(node), node)).To(Succeed())
+	g.Expect(node.Spec.ProviderID).To(Equal(WorkloadProviderID), "the Node of the claimed host")
 	g.Eventually(func(g Gomega) {
 		g.Expect(workload.Get(ctx, client.ObjectKeyFromObject(node), node)).To(Succeed())
 		for k, v := range wanted {
@@ -59,7 +59,7 @@ func (e *fleet) workloadCluster(cluster, infra, claimName string) {
 		g.Expect(node.Labels).NotTo(HaveKey(hostfleetv1alpha1.LabelLabelsPending))
 		g.Expect(node.Labels).To(HaveKey("kubernetes.io/hostname"), "labels outside the prefixes are left")
 	}).WithTimeout(time.Minute).WithPolling(200 * time.Millisecond).Should(Succeed())
-	e.t.Logf("Node %s labelled from %s's host %s after it registered", node.Name, claimName, time.Since(registered).Round(10*time.Millisecond))
+	e.t.Logf("Node %s labelled from %s's host in %s", node.Name, claimName, time.Since(registered).Round(10*time.Millisecond))
 	g.Eventually(func(g Gomega) {
 		g.Expect(hub.Get(ctx, client.ObjectKeyFromObject(claim), claim)).To(Succeed())
 		cond := meta.FindStatusCondition(claim.Status.Conditions, hostfleetv1alpha1.ConditionNodeLabelsSynced)
@@ -80,5 +80,18 @@ func (e *fleet) workloadCluster(cluster, infra, claimName string) {
 		g.Expect(node.Labels).To(HaveKeyWithValue("example.com/rack", "r9"))
 	}).WithTimeout(time.Minute).WithPolling(200 * time.Millisecond).Should(Succeed())
 	e.t.Logf("host %s/%s on %s relabelled: the Node on %s followed in %s", host.Namespace, host.Name, infra, cluster, time.Since(changed).Round(10*time.Millisecond))
-	g.Expect(workload.Delete(ctx, node)).To(Succeed())
+}
+
+// labelNodes labels every Node of a cluster, as its administrator would.
+func (e *fleet) labelNodes(cluster, key, value string) {
+	e.t.Helper()
+	ctx := context.Background()
+	g := NewWithT(e.t)
+	var nodes corev1.NodeList
+	g.Expect(e.Client(cluster).List(ctx, &nodes)).To(Succeed())
+	g.Expect(nodes.Items).NotTo(BeEmpty(), "%s has nodes", cluster)
+	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"labels": map[string]string{key: value}}})
+	for _, n := range nodes.Items {
+		g.Expect(e.Client(cluster).Patch(ctx, &n, client.RawPatch(types.MergePatchType, patch))).To(Succeed())
+	}
 }

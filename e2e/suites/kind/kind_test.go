@@ -20,6 +20,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/tools/portforward"
@@ -30,6 +31,7 @@ import (
 	"github.com/hostfleet/hostfleet/e2e/harness/planes"
 	"github.com/hostfleet/hostfleet/e2e/harness/registry"
 	"github.com/hostfleet/hostfleet/e2e/scenarios"
+	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
 	"github.com/hostfleet/hostfleet/manifests"
 )
 
@@ -292,4 +294,19 @@ func (e *env) Running(cluster, namespace, deployment string) []string {
 		}
 	}
 	return out
+}
+
+// WorkloadNode registers, on the cluster, a Node as the kubelet of the
+// claimed host would (kind's own nodes are not on a claimed host), until
+// the step ends.
+func (e *env) WorkloadNode(t *testing.T, cluster string) string {
+	t.Helper()
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "db-1-node",
+		Labels: map[string]string{"kubernetes.io/hostname": "db-1-node", hostfleetv1alpha1.LabelLabelsPending: "true"}},
+		Spec: corev1.NodeSpec{ProviderID: scenarios.WorkloadProviderID}}
+	if err := e.clients[cluster].Create(context.Background(), node); err != nil {
+		t.Fatalf("register the workload cluster's Node: %v", err)
+	}
+	t.Cleanup(func() { _ = e.clients[cluster].Delete(context.Background(), node) })
+	return node.Name
 }
