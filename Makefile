@@ -15,7 +15,7 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 GO_TEST_FLAGS ?= -count=1 -timeout 20m -vet=off
 # Packages tested with the race detector in `make test` (the rest run without
 # it: -race costs CI more time than it has on the end-to-end suites).
-RACE_PKGS ?= $(shell hack/unit-packages.sh) ./hub/scheduler/ ./hub/tenant/ ./agent/binder/ ./agent/inventory/ ./e2e/harness/pods/
+RACE_PKGS ?= $(shell hack/unit-packages.sh) ./hub/scheduler/ ./hub/tenant/ ./agent/binder/ ./agent/inventory/
 
 .PHONY: help
 help: ## List the targets.
@@ -23,7 +23,7 @@ help: ## List the targets.
 
 .PHONY: tools
 tools: ## Build every tool the tests need into $(HOSTFLEET_CACHE) (minutes the first time, seconds after).
-	$(TOOLS) envtest kube-controller-manager kubectl baremetal-operator controller-gen staticcheck kustomize helm shellcheck ipmi prometheus ocm clusteradm
+	$(TOOLS) envtest kube-controller-manager kubectl node baremetal-operator controller-gen staticcheck kustomize helm shellcheck ipmi prometheus ocm clusteradm
 
 .PHONY: build
 build: ## Build the binaries into bin/ (the hub, the agent, the operator and kubectl-hostfleet).
@@ -71,7 +71,7 @@ images: ## The hub, agent and operator images into bin/images: OCI layouts (linu
 # programs tests build, are linked without a symbol table or DWARF
 # (-ldflags=-s): a third less linking; stack traces and race reports keep
 # their names and lines.
-SLOW_PKGS := ./e2e/suites/local/ ./agent/claim/ ./e2e/suites/capi/ ./agent/cmd/hostfleet-agent/ ./e2e/suites/forwarding/ ./e2e/programs/chaos/ \
+SLOW_PKGS := ./e2e/suites/local/ ./e2e/suites/forwarding/ ./e2e/programs/chaos/ ./agent/claim/ ./agent/cmd/hostfleet-agent/ ./e2e/suites/capi/ \
 	./e2e/programs/demo/ ./e2e/harness/planes/ ./agent/bmcdriver/ ./operator/controller/
 TEST_P ?= 3
 
@@ -88,10 +88,10 @@ test-unit: ## Only the tests that start no process (no control plane, no emulato
 	go test $(GO_TEST_FLAGS) $$(hack/unit-packages.sh)
 
 .PHONY: e2e-local
-e2e-local: images ## The real OCM flow on local planes, every pod from its image: clusteradm init/join (Default and Hosted), the add-on enabled, IPMI from the agent's image, claims Ready, teardown (root).
-	$(TOOLS) envtest kube-controller-manager baremetal-operator ocm clusteradm kustomize ipmi
+e2e-local: images ## The real OCM flow on local planes with real nodes (kubelet, containerd), every pod from its image: clusteradm init/join (Default and Hosted), the add-on enabled, IPMI from the agent's image, claims Ready, teardown (root).
+	$(TOOLS) envtest kube-controller-manager node baremetal-operator ocm clusteradm kustomize ipmi
 	KUBEBUILDER_ASSETS="$$($(TOOLS) --print-assets)" HOSTFLEET_BMO="$$($(TOOLS) --print-bmo)" \
-		go test $(GO_TEST_FLAGS) -v ./e2e/harness/pods/ ./e2e/suites/local/
+		go test $(GO_TEST_FLAGS) -v ./e2e/harness/nodes/ ./e2e/suites/local/
 
 .PHONY: e2e-kind
 e2e-kind: images ## The same scenarios as e2e-local on four kind clusters (needs kind and a container engine; not run by make test): see docs/e2e-kind.md.
