@@ -17,6 +17,7 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/static"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 )
@@ -41,9 +42,10 @@ type Config struct {
 	WorkingDir string
 	Env        []string
 	Labels     map[string]string
-	// Fast compresses the layer at gzip's best speed (test images of
-	// large binaries); otherwise at gzip's default.
-	Fast bool
+	// Uncompressed stores the layer as a plain tar (test images of large
+	// binaries, served on this machine: no CPU spent compressing them, nor
+	// by each node's containerd decompressing them); otherwise gzip.
+	Uncompressed bool
 }
 
 // NonRoot are the passwd and group files naming distroless's nonroot user
@@ -59,14 +61,14 @@ func NonRoot(ca string, caData []byte) []File {
 // Assemble builds an OCI image of one layer holding c.Files.
 func Assemble(c Config) (v1.Image, error) {
 	data := Tar(c.Files)
-	level := gzip.DefaultCompression
-	if c.Fast {
-		level = gzip.BestSpeed
-	}
-	layer, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(data)), nil },
-		tarball.WithMediaType(types.OCILayer), tarball.WithCompressionLevel(level), tarball.WithCompressedCaching)
-	if err != nil {
-		return nil, err
+	var layer v1.Layer = static.NewLayer(data, types.OCIUncompressedLayer)
+	if !c.Uncompressed {
+		var err error
+		layer, err = tarball.LayerFromOpener(func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(data)), nil },
+			tarball.WithMediaType(types.OCILayer), tarball.WithCompressionLevel(gzip.DefaultCompression), tarball.WithCompressedCaching)
+		if err != nil {
+			return nil, err
+		}
 	}
 	base := mutate.MediaType(empty.Image, types.OCIManifestSchema1)
 	base = mutate.ConfigMediaType(base, types.OCIConfigJSON)

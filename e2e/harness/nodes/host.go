@@ -2,11 +2,13 @@ package nodes
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 )
@@ -23,46 +25,118 @@ var kernelSettings = []string{
 	"kernel/keys/root_maxkeys", "kernel/keys/root_maxbytes",
 }
 
-// Host is what PrepareHost changed on the host, to be undone.
-type Host struct {
-	addedAddress bool
-	// madeNetnsDir: /run/netns, where `ip netns add` keeps namespaces, was
+// hostDir keeps, while processes of this machine run nodes (test packages
+// run at once), what the first of them found on the host and which of them
+// still run: the last one out restores the host.
+const hostDir = "/run/hostfleet-nodes"
+
+// hostState is what the first process that prepared the host found there.
+type hostState struct {
+	AddedAddress bool
+	// MadeNetnsDir: /run/netns, where `ip netns add` keeps namespaces, was
 	// not there.
-	madeNetnsDir bool
-	settings     map[string]string
-	iptables     []byte
+	MadeNetnsDir bool
+	Settings     map[string]string
+	IPTables     []byte
 }
 
-// PrepareHost puts HostAddress on the host's loopback if it is not there,
-// and records the kernel settings kubelet changes and the host's iptables
-// rules, for Restore and Leftovers.
+// Host is this process's use of the host, to be given back (Restore).
+type Host struct {
+	state hostState
+	// shared: when this process gave the host back, others still used it.
+	shared bool
+}
+
+// PrepareHost readies the host for nodes, or joins the processes of this
+// machine that did: the first puts HostAddress on the loopback and records
+// the kernel settings kubelet changes and the host's iptables rules.
 func PrepareHost() (*Host, error) {
-	h := &Host{settings: map[string]string{}}
+	unlock, err := lockHost()
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	h := &Host{}
+	if len(users()) > 0 {
+		b, err := os.ReadFile(filepath.Join(hostDir, "state.json"))
+		if err == nil && json.Unmarshal(b, &h.state) == nil {
+			return h, os.WriteFile(filepath.Join(hostDir, "users", strconv.Itoa(os.Getpid())), nil, 0o644)
+		}
+	}
+	if h.state, err = prepare(); err != nil {
+		return nil, err
+	}
+	b, err := json.Marshal(h.state)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(filepath.Join(hostDir, "state.json"), b, 0o644); err != nil {
+		return nil, err
+	}
+	return h, os.WriteFile(filepath.Join(hostDir, "users", strconv.Itoa(os.Getpid())), nil, 0o644)
+}
+
+// prepare records the host as it is and puts HostAddress on the loopback.
+func prepare() (hostState, error) {
+	st := hostState{Settings: map[string]string{}}
 	if _, err := os.Stat("/run/netns"); os.IsNotExist(err) {
-		h.madeNetnsDir = true
+		st.MadeNetnsDir = true
 	}
 	for _, k := range kernelSettings {
 		v, err := os.ReadFile(filepath.Join("/proc/sys", k))
 		if err != nil {
-			return nil, fmt.Errorf("read %s: %w", k, err)
+			return st, fmt.Errorf("read %s: %w", k, err)
 		}
-		h.settings[k] = strings.TrimSpace(string(v))
+		st.Settings[k] = strings.TrimSpace(string(v))
 	}
 	var err error
-	if h.iptables, err = iptablesRules(); err != nil {
+	if st.IPTables, err = iptablesRules(); err != nil {
+		return st, err
+	}
+	if !hasHostAddress() {
+		if err := run("ip", "addr", "add", HostAddress+"/32", "dev", "lo"); err != nil {
+			return st, err
+		}
+		st.AddedAddress = true
+	}
+	return st, nil
+}
+
+// lockHost takes the machine-wide lock of hostDir.
+func lockHost() (func(), error) {
+	if err := os.MkdirAll(filepath.Join(hostDir, "users"), 0o755); err != nil {
 		return nil, err
 	}
-	out, err := exec.Command("ip", "-4", "addr", "show", "dev", "lo").CombinedOutput()
+	f, err := os.OpenFile(filepath.Join(hostDir, "lock"), os.O_CREATE|os.O_RDWR, 0o644)
 	if err != nil {
-		return nil, fmt.Errorf("ip addr show dev lo: %v: %s", err, out)
+		return nil, err
 	}
-	if !strings.Contains(string(out), " "+HostAddress+"/") {
-		if err := run("ip", "addr", "add", HostAddress+"/32", "dev", "lo"); err != nil {
-			return nil, err
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+		_ = f.Close()
+		return nil, fmt.Errorf("lock %s: %w", hostDir, err)
+	}
+	return func() { _ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN); _ = f.Close() }, nil
+}
+
+// users are the live processes that use the host (their pids), the dead
+// ones' entries removed.
+func users() []int {
+	entries, _ := os.ReadDir(filepath.Join(hostDir, "users"))
+	var out []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err == nil && syscall.Kill(pid, 0) == nil {
+			out = append(out, pid)
+		} else {
+			_ = os.Remove(filepath.Join(hostDir, "users", e.Name()))
 		}
-		h.addedAddress = true
 	}
-	return h, nil
+	return out
+}
+
+func hasHostAddress() bool {
+	out, err := exec.Command("ip", "-4", "addr", "show", "dev", "lo").CombinedOutput()
+	return err == nil && strings.Contains(string(out), " "+HostAddress+"/")
 }
 
 // iptablesRules are the host's rules, without counters or comments.
@@ -87,18 +161,29 @@ func iptablesRules() ([]byte, error) {
 	return bytes.Join(kept, []byte("\n")), nil
 }
 
-// Restore undoes PrepareHost and what kubelet changed on the host.
+// Restore gives the host back; the last process out undoes what the first
+// did and what kubelet changed on the host.
 func (h *Host) Restore() error {
+	unlock, err := lockHost()
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	_ = os.Remove(filepath.Join(hostDir, "users", strconv.Itoa(os.Getpid())))
+	if len(users()) > 0 {
+		h.shared = true
+		return nil
+	}
 	var errs []error
-	for k, v := range h.settings {
+	for k, v := range h.state.Settings {
 		if err := os.WriteFile(filepath.Join("/proc/sys", k), []byte(v), 0o644); err != nil {
 			errs = append(errs, fmt.Errorf("restore %s: %w", k, err))
 		}
 	}
-	if h.addedAddress {
+	if h.state.AddedAddress {
 		errs = append(errs, run("ip", "addr", "del", HostAddress+"/32", "dev", "lo"))
 	}
-	if h.madeNetnsDir {
+	if h.state.MadeNetnsDir {
 		// `ip netns add` mounts /run/netns on itself; empty once the nodes
 		// are gone.
 		_ = syscall.Unmount("/run/netns", syscall.MNT_DETACH)
@@ -106,28 +191,38 @@ func (h *Host) Restore() error {
 			errs = append(errs, err)
 		}
 	}
+	errs = append(errs, os.RemoveAll(hostDir))
 	return errors.Join(errs...)
 }
 
-// Leftovers says what of the nodes remains on the host once they stopped
-// and Restore ran: kernel settings not restored, iptables rules changed,
-// the host address, network namespaces of nodes.
+// Shared reports whether, when this process gave the host back, other
+// processes still ran nodes (the last of them restores the host).
+func (h *Host) Shared() bool { return h.shared }
+
+// Leftovers says what of the nodes remains on the host once this process
+// gave it back, if it was the last to: kernel settings not restored,
+// iptables rules changed, the host address, network namespaces of nodes.
+// Nothing while other processes still run nodes.
 func (h *Host) Leftovers() []string {
+	if h.shared {
+		return nil
+	}
 	var out []string
-	for k, v := range h.settings {
+	for k, v := range h.state.Settings {
 		if now, err := os.ReadFile(filepath.Join("/proc/sys", k)); err != nil || strings.TrimSpace(string(now)) != v {
 			out = append(out, fmt.Sprintf("kernel setting %s is %q, was %q", k, strings.TrimSpace(string(now)), v))
 		}
 	}
-	if now, err := iptablesRules(); err != nil || !bytes.Equal(now, h.iptables) {
+	if now, err := iptablesRules(); err != nil || !bytes.Equal(now, h.state.IPTables) {
 		out = append(out, fmt.Sprintf("the host's iptables rules changed (%v)", err))
 	}
-	if h.addedAddress {
-		if o, _ := exec.Command("ip", "-4", "addr", "show", "dev", "lo").Output(); strings.Contains(string(o), " "+HostAddress+"/") {
-			out = append(out, "address "+HostAddress+" on lo")
-		}
+	if h.state.AddedAddress && hasHostAddress() {
+		out = append(out, "address "+HostAddress+" on lo")
 	}
-	if _, err := os.Stat("/run/netns"); h.madeNetnsDir && err == nil {
+	if _, err := os.Stat(hostDir); err == nil {
+		out = append(out, "directory "+hostDir)
+	}
+	if _, err := os.Stat("/run/netns"); h.state.MadeNetnsDir && err == nil {
 		out = append(out, "directory /run/netns")
 	}
 	entries, _ := os.ReadDir("/run/netns")

@@ -170,9 +170,10 @@ func (f *Fleet) StartControllerManager(plane string) (*Process, error) {
 	}
 	controllers := "garbage-collector-controller,namespace-controller,serviceaccount-controller,serviceaccount-token-controller,resourcequota-controller,certificatesigningrequest-signing-controller,clusterrole-aggregation-controller,root-ca-certificate-publisher-controller"
 	if p.nodes {
-		// Pods on nodes: Deployments, ReplicaSets, EndpointSlices and the
-		// rest of a cluster's controllers.
-		controllers = "*"
+		// Pods on nodes: Deployments make ReplicaSets, which make pods;
+		// Services get their endpoints; pods of deleted nodes go; a new
+		// node loses its not-ready taint once Ready.
+		controllers += ",deployment-controller,replicaset-controller,endpoints-controller,endpointslice-controller,pod-garbage-collector-controller,node-lifecycle-controller"
 	}
 	return f.Run("kube-controller-manager-"+plane, plane, bin, []string{
 		"--kubeconfig=" + p.Kubeconfig,

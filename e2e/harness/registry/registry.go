@@ -176,6 +176,8 @@ func Binary(binary, path, user string, entrypoint ...string) (v1.Image, error) {
 		Entrypoint: entrypoint,
 		User:       user,
 		Env:        []string{"PATH=/usr/local/bin:/usr/bin:/bin"},
-		Fast:       true,
+		// Served on this machine: a plain tar, nothing to compress or
+		// decompress.
+		Uncompressed: true,
 	})
 }
