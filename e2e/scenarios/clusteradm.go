@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -38,9 +39,16 @@ func (e *fleet) run(plane string, args ...string) string {
 var joinCommand = regexp.MustCompile(`join --hub-token (\S+) --hub-apiserver (\S+)`)
 
 // init installs the OCM hub with `clusteradm init` and keeps the join token.
+// The hub is one node: one replica of OCM's cluster-manager operator (its
+// chart's default is three; OCM itself runs one of each hub controller on
+// a single-node cluster).
 func (e *fleet) init() {
 	e.t.Helper()
-	out := e.run("hub", "init", "--wait", "--bundle-version", e.OCMVersion())
+	values := filepath.Join(e.t.TempDir(), "cluster-manager-values.yaml")
+	if err := os.WriteFile(values, []byte("replicaCount: 1\n"), 0o600); err != nil {
+		e.t.Fatal(err)
+	}
+	out := e.run("hub", "init", "--wait", "--bundle-version", e.OCMVersion(), "--cluster-manager-values-file", values)
 	if m := joinCommand.FindStringSubmatch(out); m != nil {
 		e.hubToken, e.hubURL = m[1], m[2]
 	}

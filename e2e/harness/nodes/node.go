@@ -107,7 +107,8 @@ func (n *Node) start(ctx context.Context) error {
 }
 
 // makeCgroupRoot makes the node's cgroup root in every hierarchy (kubelet
-// wants it there); a cpuset one gets its parent's CPUs and memory nodes.
+// wants it there); a cpuset one gets its parent's CPUs and memory nodes, a
+// cpu one the weight of this process (cpuShares).
 func (n *Node) makeCgroupRoot() error {
 	for _, h := range cgroupHierarchies() {
 		dir := filepath.Join(h, n.cgroupRoot())
@@ -119,6 +120,11 @@ func (n *Node) makeCgroupRoot() error {
 				if err := os.WriteFile(filepath.Join(dir, f), v, 0o644); err != nil {
 					return fmt.Errorf("cgroup %s: %s: %w", dir, f, err)
 				}
+			}
+		}
+		if _, err := os.Stat(filepath.Join(dir, "cpu.shares")); err == nil {
+			if err := os.WriteFile(filepath.Join(dir, "cpu.shares"), []byte(strconv.Itoa(cpuShares())), 0o644); err != nil {
+				return fmt.Errorf("cgroup %s: cpu.shares: %w", dir, err)
 			}
 		}
 	}

@@ -99,6 +99,9 @@ func TestNode(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	kubelet, containerd := node.Versions()
 	t.Logf("node Ready in %s: %s, %s", time.Since(start).Round(100*time.Millisecond), kubelet, containerd)
+	shares, err := os.ReadFile("/sys/fs/cgroup/cpu/hostfleet-node-1/cpu.shares")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(strings.TrimSpace(string(shares))).To(Equal("9548"), "the node's pods weigh together what a nice -10 process does")
 
 	c := f.Plane("node-1").Client
 	g.Expect(c.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "nodetest"}})).To(Succeed())

@@ -160,6 +160,7 @@ func TestOneControllerPerClaim(t *testing.T) {
 	deleted := everyOther(all)
 	deleteBursts(ctx, g, hub, deleted)
 	final = settle(g, infra, bmo, claims-len(deleted), hosts)
+	gone(g, hub, deleted)
 	createBursts(ctx, g, hub, deleted[:len(deleted)/2])
 	final = settle(g, infra, bmo, claims-len(deleted)/2, hosts)
 	checkServed(ctx, t, g, hub, infra, final)
@@ -293,6 +294,26 @@ func settle(g Gomega, infra client.Client, bmo *planes.Process, claims, hosts in
 		g.Expect(final.shared).To(BeEmpty(), "no host named by two claims' status: %s", describe(ctx, infra, final.shared))
 	}).WithTimeout(5 * time.Minute).WithPolling(time.Second).Should(Succeed())
 	return final
+}
+
+// gone waits until the hub claims named are deleted (the forwarder lets
+// them go once their forwarded claims are), so that they can be made again.
+func gone(g Gomega, hub client.Client, names []string) {
+	g.Eventually(func(g Gomega) {
+		var claims metal3api.HostClaimList
+		g.Expect(hub.List(context.Background(), &claims, client.InNamespace(tenantNS))).To(Succeed())
+		left := map[string]bool{}
+		for _, c := range claims.Items {
+			left[c.Name] = true
+		}
+		var still []string
+		for _, n := range names {
+			if left[n] {
+				still = append(still, n)
+			}
+		}
+		g.Expect(still).To(BeEmpty(), "hub claims still being deleted")
+	}).WithTimeout(2 * time.Minute).WithPolling(time.Second).Should(Succeed())
 }
 
 // checkServed: once settled, nobody takes a host over; the agent keeps
