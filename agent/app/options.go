@@ -10,8 +10,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/hostfleet/hostfleet/agent/bmcdriver"
-	"github.com/hostfleet/hostfleet/hub/api/election"
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
+	"github.com/hostfleet/hostfleet/internal/election"
 )
 
 // Options are the agent's flags.

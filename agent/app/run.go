@@ -37,10 +37,10 @@ import (
 	"github.com/hostfleet/hostfleet/agent/metrics"
 	"github.com/hostfleet/hostfleet/agent/nodelabels"
 	"github.com/hostfleet/hostfleet/agent/placed"
-	"github.com/hostfleet/hostfleet/hub/api/permissions"
-	"github.com/hostfleet/hostfleet/hub/api/resume"
-	"github.com/hostfleet/hostfleet/hub/api/scheme"
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
+	"github.com/hostfleet/hostfleet/internal/permissions"
+	"github.com/hostfleet/hostfleet/internal/resume"
+	"github.com/hostfleet/hostfleet/internal/scheme"
 )
 
 // Scheme is the agent's scheme on both clusters: a new one each time, as

@@ -25,8 +25,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/hostfleet/hostfleet/agent/bmc"
-	"github.com/hostfleet/hostfleet/hub/api/requeue"
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
+	"github.com/hostfleet/hostfleet/internal/requeue"
 )
 
 // Reconciler drives the BareMetalHosts Driven selects.

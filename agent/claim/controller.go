@@ -32,8 +32,9 @@ import (
 	"github.com/hostfleet/hostfleet/agent/hostspec"
 	"github.com/hostfleet/hostfleet/agent/metrics"
 	"github.com/hostfleet/hostfleet/agent/reflector"
-	"github.com/hostfleet/hostfleet/hub/api/requeue"
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
+	"github.com/hostfleet/hostfleet/internal/conditions"
+	"github.com/hostfleet/hostfleet/internal/requeue"
 )
 
 // consumerIndex indexes BareMetalHosts by the claim their consumerRef
@@ -316,7 +317,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if !r.serves(c) {
 		return ctrl.Result{}, nil
 	}
-	if by, ok := hostfleetv1alpha1.PausedBy(c.Annotations); ok {
+	if by, ok := conditions.PausedBy(c.Annotations); ok {
 		return r.paused(ctx, c, by)
 	}
 	if !c.DeletionTimestamp.IsZero() {
@@ -811,13 +812,13 @@ func (r *Reconciler) setStatus(ctx context.Context, c *metal3api.HostClaim, h *m
 	}
 	for _, cond := range append([]metav1.Condition{assoc}, conds...) {
 		if r.owns(c, cond.Type) {
-			hostfleetv1alpha1.SetCondition(&c.Status.Conditions, cond)
+			conditions.Set(&c.Status.Conditions, cond)
 		}
 	}
 	if cond, ok := r.scheduled(c); ok {
-		hostfleetv1alpha1.SetCondition(&c.Status.Conditions, cond)
+		conditions.Set(&c.Status.Conditions, cond)
 	}
-	hostfleetv1alpha1.SetPaused(&c.Status.Conditions, c.Annotations, !c.DeletionTimestamp.IsZero(), c.Generation)
+	conditions.SetPaused(&c.Status.Conditions, c.Annotations, !c.DeletionTimestamp.IsZero(), c.Generation)
 	if equalStatus(orig.Status, c.Status) {
 		return nil
 	}
@@ -858,11 +859,11 @@ func (r *Reconciler) scheduled(c *metal3api.HostClaim) (metav1.Condition, bool) 
 		c.Annotations[hostfleetv1alpha1.AnnotationPlacedBy] != hostfleetv1alpha1.PlacedByScheduler {
 		return metav1.Condition{}, false
 	}
-	if hostfleetv1alpha1.SaysPlaced(c.Status.Conditions) {
+	if conditions.SaysPlaced(c.Status.Conditions) {
 		return metav1.Condition{}, false
 	}
 	return metav1.Condition{Type: hostfleetv1alpha1.ConditionScheduled, Status: metav1.ConditionTrue,
-		Reason: hostfleetv1alpha1.ReasonPlaced, Message: hostfleetv1alpha1.PlacedMessage(r.ClusterName), ObservedGeneration: c.Generation}, true
+		Reason: hostfleetv1alpha1.ReasonPlaced, Message: conditions.PlacedMessage(r.ClusterName), ObservedGeneration: c.Generation}, true
 }
 
 func equalStatus(a, b metal3api.HostClaimStatus) bool {

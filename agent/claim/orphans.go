@@ -23,8 +23,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/hostfleet/hostfleet/agent/metrics"
-	"github.com/hostfleet/hostfleet/hub/api/requeue"
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
+	"github.com/hostfleet/hostfleet/internal/requeue"
 )
 
 // Orphans releases the hosts held by claims that no longer exist: deleted

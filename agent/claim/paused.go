@@ -12,8 +12,9 @@ import (
 	"github.com/hostfleet/hostfleet/agent/binder"
 	"github.com/hostfleet/hostfleet/agent/hostspec"
 	"github.com/hostfleet/hostfleet/agent/reflector"
-	"github.com/hostfleet/hostfleet/hub/api/requeue"
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
+	"github.com/hostfleet/hostfleet/internal/conditions"
+	"github.com/hostfleet/hostfleet/internal/requeue"
 )
 
 // paused serves a claim that carries baremetalhost.metal3.io/paused, as
@@ -28,7 +29,7 @@ func (r *Reconciler) paused(ctx context.Context, c *metal3api.HostClaim, by stri
 	}
 	h := heldHost(in)
 	if h == nil {
-		msg := hostfleetv1alpha1.PausedMessage(by) + ": no host is bound to a paused claim; remove the annotation to bind one"
+		msg := conditions.PausedMessage(by) + ": no host is bound to a paused claim; remove the annotation to bind one"
 		assoc := associatedCondition(c, metav1.ConditionFalse, hostfleetv1alpha1.ReasonPaused, msg)
 		return requeue.OnConflict(r.setStatus(ctx, c, nil, c.Status.HardwareData, assoc, nil))
 	}
@@ -81,5 +82,5 @@ func (r *Reconciler) pausedSync(ctx context.Context, c *metal3api.HostClaim, h *
 		return sync, nil
 	}
 	return reflector.Sync{Reason: hostfleetv1alpha1.ReasonPaused, Message: fmt.Sprintf(
-		"%s: the claim's changes reach host %s once the annotation is removed", hostfleetv1alpha1.PausedMessage(by), klog.KObj(h))}, nil
+		"%s: the claim's changes reach host %s once the annotation is removed", conditions.PausedMessage(by), klog.KObj(h))}, nil
 }

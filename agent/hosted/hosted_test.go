@@ -18,8 +18,8 @@ import (
 
 	"github.com/hostfleet/hostfleet/agent/hosted"
 	"github.com/hostfleet/hostfleet/e2e/harness/planes"
-	"github.com/hostfleet/hostfleet/hub/api/permissions"
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
+	"github.com/hostfleet/hostfleet/internal/permissions"
 )
 
 // TestLeastPrivilege bootstraps the agent's identity on a real API server

@@ -7,6 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
+	"github.com/hostfleet/hostfleet/internal/labelkeys"
 )
 
 // OwnPrefix is Hostfleet's label prefix; it and its sub-domains are never synced.
@@ -50,7 +51,7 @@ func Prefixes(configured []string) (valid []string, refused []error) {
 
 // Under reports whether a label key lives under one of the prefixes.
 func Under(key string, prefixes []string) bool {
-	return hostfleetv1alpha1.UnderPrefixes(key, prefixes)
+	return labelkeys.UnderPrefixes(key, prefixes)
 }
 
 // Desired returns the claim's labels after sync: claim labels outside the

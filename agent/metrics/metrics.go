@@ -6,16 +6,17 @@ package metrics
 
 import (
 	"context"
-	"errors"
 	"slices"
 	"time"
 
 	metal3api "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
 	"github.com/prometheus/client_golang/prometheus"
 
-	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
+
+	"github.com/hostfleet/hostfleet/internal/metrics"
 )
 
 // BindLatency observes, per claim, the seconds from creation to the first
@@ -64,29 +65,10 @@ func (c *ClaimCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 }
 
-// Register adds the agent's metrics to controller-runtime's registry, with
-// the collectors that read the caches of the agent's current manager: one
-// of a manager that stopped (the agent's controllers started again over
-// new namespaces) is replaced.
+// Register adds the agent's metrics, with the collectors that read the
+// caches of its current manager.
 func Register(cached ...prometheus.Collector) error {
-	for _, col := range []prometheus.Collector{BindLatency, OrphansReleased, BMCRequests, BMCDuration, Heartbeat} {
-		var dup prometheus.AlreadyRegisteredError
-		if err := crmetrics.Registry.Register(col); err != nil && !errors.As(err, &dup) {
-			return err
-		}
-	}
-	for _, col := range cached {
-		var dup prometheus.AlreadyRegisteredError
-		err := crmetrics.Registry.Register(col)
-		if errors.As(err, &dup) {
-			crmetrics.Registry.Unregister(dup.ExistingCollector)
-			err = crmetrics.Registry.Register(col)
-		}
-		if err != nil {
-			return err
-		}
-	}
-	return nil
+	return metrics.Register([]prometheus.Collector{BindLatency, OrphansReleased, BMCRequests, BMCDuration, Heartbeat}, cached...)
 }
 
 // OrphansReleased counts the hosts the agent released because the claim

@@ -32,6 +32,7 @@ import (
 	"github.com/hostfleet/hostfleet/agent/labelsync"
 	"github.com/hostfleet/hostfleet/agent/tenancy"
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
+	"github.com/hostfleet/hostfleet/internal/conditions"
 )
 
 // all is the one key every event maps to: finding Nodes compares every
@@ -278,7 +279,7 @@ func (r *Reconciler) report(ctx context.Context, c *metal3api.HostClaim, m Match
 		if prev != nil && prev.Status == status && prev.Reason == m.Reason && prev.Message == m.Message {
 			return nil
 		}
-		hostfleetv1alpha1.SetCondition(&c.Status.Conditions, metav1.Condition{Type: hostfleetv1alpha1.ConditionNodeLabelsSynced,
+		conditions.Set(&c.Status.Conditions, metav1.Condition{Type: hostfleetv1alpha1.ConditionNodeLabelsSynced,
 			Status: status, Reason: m.Reason, Message: m.Message, ObservedGeneration: c.Generation})
 		if prev == nil || prev.Status != status || prev.Reason != m.Reason {
 			kind := corev1.EventTypeNormal

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
+	"github.com/hostfleet/hostfleet/internal/labelkeys"
 )
 
 // workloadCluster makes a joined cluster tenant acme's workload cluster: a
@@ -41,7 +42,7 @@ func (e *fleet) workloadCluster(cluster, infra, claimName string) {
 	g.Expect(hub.Get(ctx, client.ObjectKey{Namespace: "tenant-acme", Name: claimName}, claim)).To(Succeed())
 	wanted := map[string]string{}
 	for k, v := range claim.Labels {
-		if hostfleetv1alpha1.UnderPrefixes(k, []string{"example.com"}) {
+		if labelkeys.UnderPrefixes(k, []string{"example.com"}) {
 			wanted[k] = v
 		}
 	}

@@ -159,7 +159,7 @@ func (b Build) image(img Image, ca []byte) (Result, error) {
 
 // compile builds a static binary with the version stamped.
 func (b Build) compile(img Image, arch, out string) error {
-	ldflags := fmt.Sprintf("-s -w -X github.com/hostfleet/hostfleet/hub/api/command.Version=%s", b.Version)
+	ldflags := fmt.Sprintf("-s -w -X github.com/hostfleet/hostfleet/internal/command.Version=%s", b.Version)
 	cmd := exec.Command("go", "build", "-trimpath", "-ldflags", ldflags, "-o", out, img.Package)
 	cmd.Dir = b.Root
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+arch)

@@ -51,7 +51,7 @@ func run(out, version string) error {
 		p := &platforms[i]
 		bin := filepath.Join(out, p.OS+"-"+p.Arch, "kubectl-hostfleet")
 		build := exec.Command("go", "build", "-trimpath", "-o", bin,
-			"-ldflags", "-s -w -X github.com/hostfleet/hostfleet/hub/api/command.Version="+version, "./hub/cmd/kubectl-hostfleet")
+			"-ldflags", "-s -w -X github.com/hostfleet/hostfleet/internal/command.Version="+version, "./hub/cmd/kubectl-hostfleet")
 		build.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS="+p.OS, "GOARCH="+p.Arch)
 		if msg, err := build.CombinedOutput(); err != nil {
 			return fmt.Errorf("build for %s/%s: %v: %s", p.OS, p.Arch, err, msg)

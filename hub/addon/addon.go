@@ -18,8 +18,8 @@ import (
 	addonclient "open-cluster-management.io/api/client/addon/clientset/versioned"
 	clusterv1 "open-cluster-management.io/api/cluster/v1"
 
-	"github.com/hostfleet/hostfleet/hub/api/permissions"
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
+	"github.com/hostfleet/hostfleet/internal/permissions"
 	"github.com/hostfleet/hostfleet/manifests"
 )
 
@@ -201,7 +201,7 @@ func AgentServiceAccount(mca *addonv1beta1.ManagedClusterAddOn) (rbacv1.Subject,
 // values are the template values beyond the framework's built-in ones
 // (ClusterName, AddonInstallNamespace, InstallMode, HubKubeConfigSecret).
 // Lists and objects are JSON, which is YAML: the templates render the rule
-// sets of hub/api/permissions, the same ones the Hosted agent gives itself,
+// sets of internal/permissions, the same ones the Hosted agent gives itself,
 // not a second copy.
 func (r renderer) values(cluster *clusterv1.ManagedCluster, mca *addonv1beta1.ManagedClusterAddOn) (addonfactory.Values, error) {
 	s, err := r.settings(cluster, mca)

@@ -37,9 +37,9 @@ import (
 
 	"github.com/hostfleet/hostfleet/e2e/harness/planes"
 	"github.com/hostfleet/hostfleet/hub/addon"
-	"github.com/hostfleet/hostfleet/hub/api/permissions"
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
 	"github.com/hostfleet/hostfleet/internal/hardening"
+	"github.com/hostfleet/hostfleet/internal/permissions"
 )
 
 func TestMain(m *testing.M) { planes.Main(m) }

@@ -19,8 +19,8 @@ import (
 	addonv1beta1 "open-cluster-management.io/api/addon/v1beta1"
 	clusterv1 "open-cluster-management.io/api/cluster/v1"
 
-	"github.com/hostfleet/hostfleet/hub/api/permissions"
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
+	"github.com/hostfleet/hostfleet/internal/permissions"
 )
 
 // AgentContainer names the agent's container; an AddOnDeploymentConfig's

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -13,7 +12,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 	addonv1beta1 "open-cluster-management.io/api/addon/v1beta1"
 	clusterv1 "open-cluster-management.io/api/cluster/v1"
 	clusterv1beta1 "open-cluster-management.io/api/cluster/v1beta1"
@@ -22,14 +20,9 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
-	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/hostfleet/hostfleet/hub/addon"
 	"github.com/hostfleet/hostfleet/hub/admission"
-	"github.com/hostfleet/hostfleet/hub/api/election"
-	"github.com/hostfleet/hostfleet/hub/api/resume"
-	"github.com/hostfleet/hostfleet/hub/api/scheme"
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
 	"github.com/hostfleet/hostfleet/hub/forwarder"
 	"github.com/hostfleet/hostfleet/hub/hardwarecopy"
@@ -38,21 +31,18 @@ import (
 	"github.com/hostfleet/hostfleet/hub/scheduler"
 	"github.com/hostfleet/hostfleet/hub/tenancy"
 	"github.com/hostfleet/hostfleet/hub/tenant"
+	"github.com/hostfleet/hostfleet/internal/election"
+	"github.com/hostfleet/hostfleet/internal/resume"
+	"github.com/hostfleet/hostfleet/internal/scheme"
+	"github.com/hostfleet/hostfleet/internal/serving"
 )
 
 // Options are the hub's flags.
 type Options struct {
-	// Kubeconfig reaches the hub; empty means in-cluster config or $KUBECONFIG.
-	Kubeconfig              string
-	LeaderElect             bool
-	LeaderElectionNamespace string
+	// Options: the hub cluster, leader election, metrics, health.
+	serving.Options
 	// Election times the leader election.
-	Election    election.Timing
-	MetricsAddr string
-	// MetricsSecure serves metrics over HTTPS to callers the API server
-	// authenticates and allows (get on the non-resource URL /metrics).
-	MetricsSecure bool
-	HealthAddr    string
+	Election election.Timing
 	// PprofAddr serves net/http/pprof (profiles of a live hub); "0" or
 	// empty disables it.
 	PprofAddr string
@@ -78,12 +68,7 @@ type Options struct {
 
 // NewOptions returns the defaults.
 func NewOptions() *Options {
-	ns := os.Getenv("POD_NAMESPACE")
-	if ns == "" {
-		ns = "hostfleet-system"
-	}
-	return &Options{LeaderElect: true, LeaderElectionNamespace: ns, Election: election.Default(),
-		MetricsAddr: "0", MetricsSecure: true, HealthAddr: "0", BindDeadline: 5 * time.Minute,
+	return &Options{Options: serving.NewOptions("hostfleet-system"), Election: election.Default(), BindDeadline: 5 * time.Minute,
 		QPS: 300, Burst: 600, SchedulerWorkers: 16,
 		PlacedClaims: true,
 		AddonManager: true,
@@ -93,10 +78,7 @@ func NewOptions() *Options {
 
 // AddFlags registers the options on fs.
 func (o *Options) AddFlags(fs *pflag.FlagSet) {
-	fs.StringVar(&o.Kubeconfig, "kubeconfig", o.Kubeconfig, "kubeconfig of the hub; empty means in-cluster config or $KUBECONFIG")
-	fs.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect, "elect one active hub controller manager")
-	fs.StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", o.LeaderElectionNamespace,
-		"namespace of the leader election Lease (default: $POD_NAMESPACE, else hostfleet-system)")
+	o.Options.AddFlags(fs, "the hub", "hub controller manager")
 	o.Election.AddFlags(fs)
 	fs.DurationVar(&o.BindDeadline, "bind-deadline", o.BindDeadline,
 		"a claim the scheduler placed that is not bound within this time is placed on another cluster (tenant pins are never moved)")
@@ -111,10 +93,6 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.Addon.HubName, "hub-name", o.Addon.HubName, "this hub's name, written by its agents on the hosts they bind")
 	fs.StringSliceVar(&o.Addon.BMCNamespaces, "agent-bmc-namespaces", o.Addon.BMCNamespaces,
 		"namespaces, on every managed cluster, whose hosts the agents drive through their BMCs; they read BMC credentials there and nowhere else (default: none, the BMC driver off)")
-	fs.StringVar(&o.MetricsAddr, "metrics-bind-address", o.MetricsAddr, "metrics listen address; 0 disables")
-	fs.BoolVar(&o.MetricsSecure, "metrics-secure", o.MetricsSecure,
-		"serve metrics over HTTPS, only to callers the API server authenticates and allows to get /metrics (false: plain HTTP to anyone)")
-	fs.StringVar(&o.HealthAddr, "health-probe-bind-address", o.HealthAddr, "healthz/readyz listen address; 0 disables")
 	fs.StringVar(&o.PprofAddr, "pprof-bind-address", o.PprofAddr, "net/http/pprof listen address (CPU and memory profiles of the live controller, unauthenticated: bind it to localhost); empty or 0 disables")
 	fs.Float32Var(&o.QPS, "kube-api-qps", o.QPS, "client-side queries per second to the hub API server (each placement makes three requests)")
 	fs.IntVar(&o.Burst, "kube-api-burst", o.Burst, "client-side burst above --kube-api-qps")
@@ -124,15 +102,12 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 
 // Validate says everything that is wrong with the options.
 func (o *Options) Validate() []error {
-	var errs []error
+	errs := o.Options.Validate()
 	if o.SchedulerWorkers < 1 {
 		errs = append(errs, fmt.Errorf("--scheduler-workers %d must be at least 1", o.SchedulerWorkers))
 	}
 	if o.QPS <= 0 || o.Burst < 1 {
 		errs = append(errs, fmt.Errorf("--kube-api-qps %v and --kube-api-burst %d must be positive", o.QPS, o.Burst))
-	}
-	if o.LeaderElect && len(validation.IsDNS1123Label(o.LeaderElectionNamespace)) > 0 {
-		errs = append(errs, fmt.Errorf("--leader-election-namespace %q must be a namespace name", o.LeaderElectionNamespace))
 	}
 	if err := o.Election.Validate(); o.LeaderElect && err != nil {
 		errs = append(errs, err)
@@ -172,25 +147,17 @@ func Scheme() *runtime.Scheme {
 // New builds the hub's manager with its controllers.
 func New(ctx context.Context, cfg *rest.Config, o *Options) (ctrl.Manager, error) {
 	scheme := Scheme()
+	mo := o.ManagerOptions(scheme, hostfleetv1alpha1.HubLease)
 	// No decision reads managedFields: the cache keeps objects without them.
-	mo := ctrl.Options{
-		Scheme:                        scheme,
-		Cache:                         cache.Options{ByObject: forwarder.CacheByObject(), DefaultTransform: cache.TransformStripManagedFields()},
-		Metrics:                       metricsOptions(o.MetricsAddr, o.MetricsSecure),
-		HealthProbeBindAddress:        o.HealthAddr,
-		PprofBindAddress:              o.PprofAddr,
-		LeaderElection:                o.LeaderElect,
-		LeaderElectionID:              hostfleetv1alpha1.HubLease,
-		LeaderElectionNamespace:       o.LeaderElectionNamespace,
-		LeaderElectionReleaseOnCancel: true,
-	}
+	mo.Cache = cache.Options{ByObject: forwarder.CacheByObject(), DefaultTransform: cache.TransformStripManagedFields()}
+	mo.PprofBindAddress = o.PprofAddr
 	o.Election.Apply(&mo)
 	// A stalled API server costs each informer a watch again, not a list.
 	mgr, err := ctrl.NewManager(resume.Watches(cfg), mo)
 	if err != nil {
 		return nil, fmt.Errorf("hub manager: %w", err)
 	}
-	if o.MetricsAddr != "0" && o.MetricsAddr != "" {
+	if serving.Serves(o.MetricsAddr) {
 		if err := hubmetrics.Register(hubmetrics.NewCollector(mgr.GetClient())); err != nil {
 			return nil, fmt.Errorf("metrics: %w", err)
 		}
@@ -224,7 +191,7 @@ func New(ctx context.Context, cfg *rest.Config, o *Options) (ctrl.Manager, error
 	if err := (&forwarder.Reconciler{Client: mgr.GetClient()}).SetupWithManager(ctx, mgr); err != nil {
 		return nil, fmt.Errorf("forwarder: %w", err)
 	}
-	if o.HealthAddr != "0" && o.HealthAddr != "" {
+	if serving.Serves(o.HealthAddr) {
 		check, err := ready(mgr, cfg)
 		if err != nil {
 			return nil, fmt.Errorf("readiness check: %w", err)
@@ -238,13 +205,7 @@ func New(ctx context.Context, cfg *rest.Config, o *Options) (ctrl.Manager, error
 
 // Run runs the hub until ctx is done.
 func Run(ctx context.Context, o *Options) error {
-	var cfg *rest.Config
-	var err error
-	if o.Kubeconfig != "" {
-		cfg, err = clientcmd.BuildConfigFromFlags("", o.Kubeconfig)
-	} else {
-		cfg, err = ctrl.GetConfig()
-	}
+	cfg, err := o.Config()
 	if err != nil {
 		return fmt.Errorf("hub config: %w", err)
 	}
@@ -288,16 +249,4 @@ func WaitForAPIServer(ctx context.Context, cfg *rest.Config) error {
 		case <-time.After(2 * time.Second):
 		}
 	}
-}
-
-// metricsOptions serve metrics on addr; secure, over HTTPS (a self-signed
-// certificate) to callers the API server authenticates (TokenReview) and
-// allows (SubjectAccessReview of get on /metrics).
-func metricsOptions(addr string, secure bool) metricsserver.Options {
-	o := metricsserver.Options{BindAddress: addr}
-	if secure {
-		o.SecureServing = true
-		o.FilterProvider = filters.WithAuthenticationAndAuthorization
-	}
-	return o
 }

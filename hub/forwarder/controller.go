@@ -32,8 +32,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/hostfleet/hostfleet/hub/addon"
-	"github.com/hostfleet/hostfleet/hub/api/requeue"
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
+	"github.com/hostfleet/hostfleet/internal/conditions"
+	"github.com/hostfleet/hostfleet/internal/requeue"
 )
 
 // Indexes on HostClaims.
@@ -172,7 +173,7 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, r.writeStatus(ctx, c, func(c *metal3api.HostClaim) {
 			msg := "waiting for the scheduler to place the claim on a cluster (see the Scheduled condition)"
 			for _, t := range []string{hostfleetv1alpha1.ConditionForwarded, hostfleetv1alpha1.ConditionReady} {
-				hostfleetv1alpha1.SetCondition(&c.Status.Conditions, metav1.Condition{Type: t, Status: metav1.ConditionFalse,
+				conditions.Set(&c.Status.Conditions, metav1.Condition{Type: t, Status: metav1.ConditionFalse,
 					Reason: hostfleetv1alpha1.ReasonNotPlaced, Message: msg, ObservedGeneration: c.Generation})
 			}
 		})
@@ -350,7 +351,7 @@ func (r *Reconciler) withdraw(ctx context.Context, c *metal3api.HostClaim, clust
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	if by, paused := hostfleetv1alpha1.PausedBy(c.Annotations); paused && w != nil && w.DeletionTimestamp.IsZero() {
+	if by, paused := conditions.PausedBy(c.Annotations); paused && w != nil && w.DeletionTimestamp.IsZero() {
 		// As baremetal-operator keeps a paused host: the target (paused
 		// too) is not released until the pause ends; its removal wakes
 		// the claim.

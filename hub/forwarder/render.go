@@ -15,8 +15,8 @@ import (
 	workv1 "open-cluster-management.io/api/work/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/hostfleet/hostfleet/hub/api/permissions"
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
+	"github.com/hostfleet/hostfleet/internal/permissions"
 )
 
 // Secret roles: the claim's secret references a target claim has, and the

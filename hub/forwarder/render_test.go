@@ -12,8 +12,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	workv1 "open-cluster-management.io/api/work/v1"
 
-	"github.com/hostfleet/hostfleet/hub/api/permissions"
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
+	"github.com/hostfleet/hostfleet/internal/permissions"
 )
 
 // TestTargetNamespace: deterministic, within the 63-character limit, and

@@ -10,6 +10,7 @@ import (
 	workv1 "open-cluster-management.io/api/work/v1"
 
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
+	"github.com/hostfleet/hostfleet/internal/conditions"
 )
 
 // State is what the forwarder knows of a remote claim's forwarding.
@@ -41,7 +42,7 @@ type State struct {
 // feedback is fresh, and a Ready that is never True on stale or incomplete
 // feedback.
 func SetStatus(c *metal3api.HostClaim, s State) {
-	hostfleetv1alpha1.SetPaused(&c.Status.Conditions, c.Annotations, s.Deleting, c.Generation)
+	conditions.SetPaused(&c.Status.Conditions, c.Annotations, s.Deleting, c.Generation)
 	set := func(t string, status metav1.ConditionStatus, reason, msg string) {
 		setCondition(c, t, status, reason, msg)
 	}
@@ -53,7 +54,7 @@ func SetStatus(c *metal3api.HostClaim, s State) {
 	case s.Deleting && s.PausedBy != nil:
 		notReady(hostfleetv1alpha1.ReasonPaused, fmt.Sprintf(
 			"%s: ManifestWork %s/%s is kept, and the target claim with it, until the annotation is removed; then the claim is withdrawn",
-			hostfleetv1alpha1.PausedMessage(*s.PausedBy), s.Cluster, WorkName(c.UID)))
+			conditions.PausedMessage(*s.PausedBy), s.Cluster, WorkName(c.UID)))
 		return
 	case s.Deleting:
 		notReady(hostfleetv1alpha1.ReasonWithdrawing, fmt.Sprintf(
@@ -99,7 +100,7 @@ func SetStatus(c *metal3api.HostClaim, s State) {
 
 // setCondition sets a condition of the claim, at its generation.
 func setCondition(c *metal3api.HostClaim, t string, status metav1.ConditionStatus, reason, msg string) {
-	hostfleetv1alpha1.SetCondition(&c.Status.Conditions, metav1.Condition{Type: t, Status: status, Reason: reason,
+	conditions.Set(&c.Status.Conditions, metav1.Condition{Type: t, Status: status, Reason: reason,
 		Message: msg, ObservedGeneration: c.Generation})
 }
 

@@ -17,7 +17,7 @@ import (
 	addonv1beta1 "open-cluster-management.io/api/addon/v1beta1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/hostfleet/hostfleet/hub/api/scheme"
+	"github.com/hostfleet/hostfleet/internal/scheme"
 )
 
 // Usage is the plugin's help.

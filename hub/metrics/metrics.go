@@ -10,7 +10,6 @@ package metrics
 
 import (
 	"context"
-	"errors"
 	"maps"
 	"slices"
 	"strings"
@@ -22,9 +21,9 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	addonv1beta1 "open-cluster-management.io/api/addon/v1beta1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
+	"github.com/hostfleet/hostfleet/internal/metrics"
 )
 
 // Placements counts the scheduler's decisions by outcome: the reason of
@@ -209,21 +208,5 @@ func PoolName(p hostfleetv1alpha1.HostPool) string {
 
 // Register adds the hub's metrics to controller-runtime's registry.
 func Register(c *Collector) error {
-	for _, col := range []prometheus.Collector{Placements, c} {
-		err := crmetrics.Registry.Register(col)
-		var dup prometheus.AlreadyRegisteredError
-		switch {
-		case err == nil:
-		case !errors.As(err, &dup):
-			return err
-		case col == prometheus.Collector(c):
-			// Another hub manager in this process (tests): read the new
-			// one's cache.
-			crmetrics.Registry.Unregister(dup.ExistingCollector)
-			if err := crmetrics.Registry.Register(col); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
+	return metrics.Register([]prometheus.Collector{Placements}, c)
 }

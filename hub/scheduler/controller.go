@@ -8,7 +8,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"unicode/utf8"
 
 	metal3api "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
@@ -24,9 +23,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	"github.com/hostfleet/hostfleet/hub/api/requeue"
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
 	"github.com/hostfleet/hostfleet/hub/metrics"
+	"github.com/hostfleet/hostfleet/internal/conditions"
+	"github.com/hostfleet/hostfleet/internal/requeue"
 )
 
 // Indexes on HostClaims.
@@ -295,7 +295,7 @@ func (r *Reconciler) place(ctx context.Context, c *metal3api.HostClaim, res Resu
 		r.confirm.forget(c.UID)
 		return requeue.OnConflict(fmt.Errorf("place claim %s on %s: %w", klog.KObj(c), res.Cluster, err))
 	}
-	r.Recorder.Eventf(c, nil, corev1.EventTypeNormal, hostfleetv1alpha1.ReasonPlaced, "Schedule", "%s", eventNote(res.Message))
+	r.Recorder.Eventf(c, nil, corev1.EventTypeNormal, hostfleetv1alpha1.ReasonPlaced, "Schedule", "%s", conditions.EventNote(res.Message))
 	ctrl.LoggerFrom(ctx).V(1).Info("claim placed", "cluster", res.Cluster, "free", res.Free, "candidates", candidates)
 	return ctrl.Result{RequeueAfter: r.confirmGrace()}, nil
 }
@@ -315,7 +315,7 @@ func (r *Reconciler) placed(ctx context.Context, c *metal3api.HostClaim, t *host
 	if c.Annotations[hostfleetv1alpha1.AnnotationPlacedBy] != hostfleetv1alpha1.PlacedByScheduler {
 		return r.pinned(ctx, c, t, cluster, clusters)
 	}
-	saysPlaced := hostfleetv1alpha1.SaysPlaced(c.Status.Conditions)
+	saysPlaced := conditions.SaysPlaced(c.Status.Conditions)
 	if !saysPlaced {
 		// The agent's to write, for a while: a remote claim's target
 		// writes none.
@@ -325,7 +325,7 @@ func (r *Reconciler) placed(ctx context.Context, c *metal3api.HostClaim, t *host
 	} else {
 		r.confirm.forget(c.UID)
 	}
-	_, paused := hostfleetv1alpha1.PausedBy(c.Annotations)
+	_, paused := conditions.PausedBy(c.Annotations)
 	served := associated(c) || holds(c) != "" || isRemote(c) || paused
 	switch {
 	case !saysPlaced:
@@ -333,7 +333,7 @@ func (r *Reconciler) placed(ctx context.Context, c *metal3api.HostClaim, t *host
 		// race to the agent is repaired, never left stale), or placed and
 		// the agent did not say so in time: the deadline starts now. (The
 		// placement's Event was recorded with the label.)
-		res, err := requeue.OnConflict(r.writeScheduled(ctx, c, true, hostfleetv1alpha1.ReasonPlaced, hostfleetv1alpha1.PlacedMessage(cluster), false))
+		res, err := requeue.OnConflict(r.writeScheduled(ctx, c, true, hostfleetv1alpha1.ReasonPlaced, conditions.PlacedMessage(cluster), false))
 		if err == nil && res.IsZero() && !served {
 			res.RequeueAfter = r.Deadline
 		}
@@ -462,7 +462,7 @@ func (r *Reconciler) writeScheduled(ctx context.Context, c *metal3api.HostClaim,
 	}
 	changed := cur == nil || cur.Status != status || cur.Reason != reason
 	orig := c.DeepCopy()
-	hostfleetv1alpha1.SetCondition(&c.Status.Conditions, metav1.Condition{Type: hostfleetv1alpha1.ConditionScheduled,
+	conditions.Set(&c.Status.Conditions, metav1.Condition{Type: hostfleetv1alpha1.ConditionScheduled,
 		Status: status, Reason: reason, Message: msg, ObservedGeneration: c.Generation})
 	if err := r.Client.Status().Patch(ctx, c, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
 		return fmt.Errorf("write the Scheduled condition of claim %s: %w", klog.KObj(c), err)
@@ -472,23 +472,7 @@ func (r *Reconciler) writeScheduled(ctx context.Context, c *metal3api.HostClaim,
 		if ok {
 			kind = corev1.EventTypeNormal
 		}
-		r.Recorder.Eventf(c, nil, kind, reason, "Schedule", "%s", eventNote(msg))
+		r.Recorder.Eventf(c, nil, kind, reason, "Schedule", "%s", conditions.EventNote(msg))
 	}
 	return nil
-}
-
-// eventNoteMax is the most an Event's note may hold (the API server refuses
-// a longer one, and the Event is lost).
-const eventNoteMax = 1024
-
-// eventNote is msg, cut to what an Event holds; the condition keeps it whole.
-func eventNote(msg string) string {
-	if len(msg) <= eventNoteMax {
-		return msg
-	}
-	cut := eventNoteMax - len("…")
-	for cut > 0 && !utf8.RuneStart(msg[cut]) {
-		cut--
-	}
-	return msg[:cut] + "…"
 }

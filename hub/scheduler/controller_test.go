@@ -22,6 +22,7 @@ import (
 	"github.com/hostfleet/hostfleet/e2e/harness/planes"
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
 	"github.com/hostfleet/hostfleet/hub/scheduler"
+	"github.com/hostfleet/hostfleet/internal/conditions"
 )
 
 func TestMain(m *testing.M) { planes.Main(m) }
@@ -256,7 +257,7 @@ func TestScheduling(t *testing.T) {
 	g.Eventually(func(g Gomega) {
 		get(g, huge)
 		g.Expect(scheduled(huge).Reason).To(Equal(hostfleetv1alpha1.ReasonNoCapacity))
-		g.Expect(len(scheduled(huge).Message)).To(BeNumerically("<=", hostfleetv1alpha1.MaxConditionMessage))
+		g.Expect(len(scheduled(huge).Message)).To(BeNumerically("<=", conditions.MaxConditionMessage))
 		g.Expect(scheduled(huge).Message).To(HavePrefix("Placement ppp"))
 	}).WithTimeout(20 * time.Second).Should(Succeed())
 }

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/selection"
 
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
+	"github.com/hostfleet/hostfleet/internal/labelkeys"
 )
 
 // Input is what Place looks at.
@@ -199,12 +200,12 @@ func hash(c *metal3api.HostClaim) uint32 {
 func unpublished(hs metal3api.HostSelector, prefixes []string) []string {
 	var keys []string
 	for k := range hs.MatchLabels {
-		if !hostfleetv1alpha1.UnderPrefixes(k, prefixes) {
+		if !labelkeys.UnderPrefixes(k, prefixes) {
 			keys = append(keys, k)
 		}
 	}
 	for _, e := range hs.MatchExpressions {
-		if !hostfleetv1alpha1.UnderPrefixes(e.Key, prefixes) && !slices.Contains(keys, e.Key) {
+		if !labelkeys.UnderPrefixes(e.Key, prefixes) && !slices.Contains(keys, e.Key) {
 			keys = append(keys, e.Key)
 		}
 	}
@@ -236,7 +237,7 @@ func admits(namespaces []string, ns string) bool {
 // selector keeps the requirements on keys the inventories report.
 func selector(hs metal3api.HostSelector, prefixes []string) (labels.Selector, error) {
 	sel := labels.NewSelector()
-	keep := func(key string) bool { return hostfleetv1alpha1.UnderPrefixes(key, prefixes) }
+	keep := func(key string) bool { return labelkeys.UnderPrefixes(key, prefixes) }
 	for k, v := range hs.MatchLabels {
 		if !keep(k) {
 			continue

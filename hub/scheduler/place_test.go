@@ -2,9 +2,7 @@ package scheduler
 
 import (
 	"fmt"
-	"strings"
 	"testing"
-	"unicode/utf8"
 
 	metal3api "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
 	. "github.com/onsi/gomega"
@@ -184,14 +182,4 @@ func TestPlaceRemote(t *testing.T) {
 	res = Place(in)
 	g.Expect(res.Cluster).To(BeEmpty(), "a pull-path claim never goes where no agent serves it")
 	g.Expect(res.Reason).To(Equal(hostfleetv1alpha1.ReasonNoCapacity))
-}
-
-func TestEventNote(t *testing.T) {
-	g := NewWithT(t)
-	g.Expect(eventNote("placed on a")).To(Equal("placed on a"))
-	long := strings.Repeat("é", 600) // 1 200 bytes
-	note := eventNote(long)
-	g.Expect(len(note)).To(BeNumerically("<=", 1024), "what an Event holds")
-	g.Expect(utf8.ValidString(note)).To(BeTrue(), "cut between characters")
-	g.Expect(note).To(HaveSuffix("…"))
 }

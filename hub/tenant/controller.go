@@ -33,8 +33,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	"github.com/hostfleet/hostfleet/hub/api/permissions"
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
+	"github.com/hostfleet/hostfleet/internal/conditions"
+	"github.com/hostfleet/hostfleet/internal/permissions"
 )
 
 // clusterSetLabel is OCM's exclusive cluster set label on ManagedClusters.
@@ -413,7 +414,7 @@ func (r *Reconciler) setStatus(ctx context.Context, t *hostfleetv1alpha1.Tenant,
 			changed = append(changed, cond)
 		}
 		cond.ObservedGeneration = t.Generation
-		hostfleetv1alpha1.SetCondition(&t.Status.Conditions, cond)
+		conditions.Set(&t.Status.Conditions, cond)
 	}
 	t.Status.ObservedGeneration = t.Generation
 	t.Status.Namespaces = owned

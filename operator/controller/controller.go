@@ -26,6 +26,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
+	"github.com/hostfleet/hostfleet/internal/conditions"
 	operatorv1alpha1 "github.com/hostfleet/hostfleet/operator/api/v1alpha1"
 )
 
@@ -274,7 +275,7 @@ func (r *Reconciler) degraded(h *operatorv1alpha1.HostfleetHub, reason, msg stri
 // setCondition sets one condition (its message cut, on a character
 // boundary, to what the API takes).
 func setCondition(h *operatorv1alpha1.HostfleetHub, typ string, status metav1.ConditionStatus, reason, msg string) {
-	hostfleetv1alpha1.SetCondition(&h.Status.Conditions, metav1.Condition{Type: typ, Status: status, Reason: reason, Message: msg,
+	conditions.Set(&h.Status.Conditions, metav1.Condition{Type: typ, Status: status, Reason: reason, Message: msg,
 		ObservedGeneration: h.Generation})
 }
 

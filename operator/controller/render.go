@@ -18,7 +18,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/hostfleet/hostfleet/hub/api/permissions"
+	"github.com/hostfleet/hostfleet/internal/permissions"
 	"github.com/hostfleet/hostfleet/manifests"
 	operatorv1alpha1 "github.com/hostfleet/hostfleet/operator/api/v1alpha1"
 )

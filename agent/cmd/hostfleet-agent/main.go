@@ -4,7 +4,7 @@ package main
 
 import (
 	"github.com/hostfleet/hostfleet/agent/app"
-	"github.com/hostfleet/hostfleet/hub/api/command"
+	"github.com/hostfleet/hostfleet/internal/command"
 )
 
 func main() { command.Main("agent", app.NewOptions(), app.Run) }

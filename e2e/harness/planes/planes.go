@@ -18,7 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/hostfleet/hostfleet/e2e/harness/nodes"
-	"github.com/hostfleet/hostfleet/hub/api/permissions"
+	"github.com/hostfleet/hostfleet/internal/permissions"
 	"github.com/hostfleet/hostfleet/manifests"
 )
 

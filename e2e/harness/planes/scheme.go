@@ -10,7 +10,7 @@ import (
 	clusterv1beta2 "open-cluster-management.io/api/cluster/v1beta2"
 	workv1 "open-cluster-management.io/api/work/v1"
 
-	"github.com/hostfleet/hostfleet/hub/api/scheme"
+	"github.com/hostfleet/hostfleet/internal/scheme"
 	operatorv1alpha1 "github.com/hostfleet/hostfleet/operator/api/v1alpha1"
 )
 

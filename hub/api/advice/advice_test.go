@@ -15,11 +15,12 @@ import (
 )
 
 // Every condition reason the hub and the agents write (the Reason
-// constants of hub/api/v1alpha1) has advice: what causes it and what to do.
+// constants of hub/api/v1alpha1/conditions.go) has advice: what causes it
+// and what to do.
 func TestEveryReasonHasAdvice(t *testing.T) {
 	g := NewWithT(t)
-	reasons := reasonConstants(t, "../v1alpha1/wellknown.go")
-	g.Expect(len(reasons)).To(BeNumerically(">", 40), "the reasons in wellknown.go")
+	reasons := reasonConstants(t, "../v1alpha1/conditions.go")
+	g.Expect(len(reasons)).To(BeNumerically(">", 40), "the reasons in conditions.go")
 	// Upstream's reasons the agent writes on Synchronized.
 	reasons["metal3 ConfigurationSyncedReason"] = metal3api.ConfigurationSyncedReason
 	reasons["metal3 BadUserDataSecretReason"] = metal3api.BadUserDataSecretReason

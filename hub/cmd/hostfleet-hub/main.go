@@ -3,8 +3,8 @@
 package main
 
 import (
-	"github.com/hostfleet/hostfleet/hub/api/command"
 	"github.com/hostfleet/hostfleet/hub/app"
+	"github.com/hostfleet/hostfleet/internal/command"
 )
 
 func main() { command.Main("hub", app.NewOptions(), app.Run) }

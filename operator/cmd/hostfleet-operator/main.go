@@ -4,7 +4,7 @@
 package main
 
 import (
-	"github.com/hostfleet/hostfleet/hub/api/command"
+	"github.com/hostfleet/hostfleet/internal/command"
 	"github.com/hostfleet/hostfleet/operator/app"
 )
 

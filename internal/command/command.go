@@ -17,7 +17,7 @@ import (
 )
 
 // Version is the release the binary was built from, stamped at build time:
-// -ldflags "-X github.com/hostfleet/hostfleet/hub/api/command.Version=v0.1.0".
+// -ldflags "-X github.com/hostfleet/hostfleet/internal/command.Version=v0.1.0".
 var Version = "dev"
 
 // Options are a binary's flags.

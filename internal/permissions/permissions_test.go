@@ -7,7 +7,7 @@ import (
 	. "github.com/onsi/gomega"
 	rbacv1 "k8s.io/api/rbac/v1"
 
-	"github.com/hostfleet/hostfleet/hub/api/permissions"
+	"github.com/hostfleet/hostfleet/internal/permissions"
 )
 
 func TestSecretsAreNeverListed(t *testing.T) {

@@ -8,7 +8,7 @@ import (
 	"github.com/spf13/pflag"
 	ctrl "sigs.k8s.io/controller-runtime"
 
-	"github.com/hostfleet/hostfleet/hub/api/election"
+	"github.com/hostfleet/hostfleet/internal/election"
 )
 
 func TestTiming(t *testing.T) {

@@ -1,0 +1,207 @@
+package v1alpha1
+
+// Condition types and their reasons, by condition. Reasons are CamelCase and
+// stable: tools may match on them; hub/api/advice says what each means and
+// what to do.
+
+// ConditionPowerChanging on a driven BareMetalHost is True while a power
+// change the driver asked for has not been reported by the BMC yet: its
+// reason says which (PoweringOn, PoweringOff, Rebooting), its message what
+// was sent and what the BMC reports, its lastTransitionTime since when.
+const (
+	ConditionPowerChanging = "PowerChanging"
+	ReasonPoweringOn       = "PoweringOn"
+	ReasonPoweringOff      = "PoweringOff"
+	ReasonRebooting        = "Rebooting"
+	// ReasonPowerSettled: no change under way; the BMC reports the power.
+	ReasonPowerSettled = "PowerSettled"
+)
+
+// Condition types on hub HostClaims. Ready summarises the others.
+const (
+	ConditionScheduled                = "Scheduled"
+	ConditionAssociated               = "Associated"
+	ConditionSynchronized             = "Synchronized"
+	ConditionProvisioned              = "Provisioned"
+	ConditionAvailableForProvisioning = "AvailableForProvisioning"
+	ConditionForwarded                = "Forwarded"
+	ConditionReady                    = "Ready"
+	// ConditionPaused is True while the claim carries
+	// baremetalhost.metal3.io/paused (reason ReasonPaused, the message
+	// naming the annotation's value: who paused it); absent otherwise.
+	ConditionPaused = "Paused"
+)
+
+// Condition reasons. They are CamelCase and stable: tools may match on them.
+const (
+	// ReasonHostAssociated: a BareMetalHost is bound to the claim.
+	ReasonHostAssociated = "BareMetalHostAssociated"
+	// ReasonServedByBareMetalOperator: a remote claim's target is served by
+	// baremetal-operator's HostClaim controller, which associates a host
+	// but (v0.14) does not provision it: the hub claim is not Ready.
+	ReasonServedByBareMetalOperator = "ServedByBareMetalOperator"
+	// ReasonServedByOtherController: another HostClaim controller on the
+	// cluster (baremetal-operator's) serves a local claim, so the agent
+	// leaves it (an Event on the local claim says so).
+	ReasonServedByOtherController = "ServedByOtherController"
+	// ReasonTwoHostClaimControllers: another HostClaim controller on the
+	// cluster (baremetal-operator's) reconciles a local claim the agent
+	// serves (an Event on the local claim, the agent's
+	// hostfleet_agent_local_claims_other_controller, and the hub claim's
+	// Forwarded message say so).
+	ReasonTwoHostClaimControllers = "TwoHostClaimControllers"
+	// ReasonReservedHostOrphaned: the claim's reserved host is held by a
+	// claim that no longer exists (a cluster restored from an older
+	// backup); the claim waits for its release.
+	ReasonReservedHostOrphaned = "ReservedHostOrphaned"
+	// ReasonNoHostAvailable: no free BareMetalHost matches the claim yet.
+	ReasonNoHostAvailable = "NoBareMetalHostAvailable"
+	// ReasonNoDeployPolicy: no HostDeployPolicy on the cluster admits the
+	// claim's namespace.
+	ReasonNoDeployPolicy = "NoHostDeployPolicy"
+	// ReasonInvalidSelector: the claim's hostSelector cannot be evaluated.
+	ReasonInvalidSelector = "InvalidHostSelector"
+	// ReasonReleasing: the claim is being deleted and its host released.
+	ReasonReleasing = "Releasing"
+	// ReasonDetachNotAllowed: the claim asks to detach its host and no
+	// policy allows it; everything else was synced.
+	ReasonDetachNotAllowed = "DetachNotAllowed"
+	// ReasonSynchronizing: the binding is confirmed and the claim's image,
+	// power and data secrets are being written to the host.
+	ReasonSynchronizing = "Synchronizing"
+	// ReasonPaused: the claim carries baremetalhost.metal3.io/paused (a
+	// Cluster API client pauses claims while its cluster is paused or
+	// moved): Hostfleet changes nothing on its host, binds no host to it
+	// and does not release it until the annotation is removed; its status
+	// keeps following the host. On Paused, and on Synchronized or
+	// Associated while something waits for the pause to end.
+	ReasonPaused = "Paused"
+)
+
+// Reasons the agent's reflector writes (Provisioned, AvailableForProvisioning,
+// Ready) from the bound host's state.
+const (
+	ReasonProvisioned    = "Provisioned"
+	ReasonProvisioning   = "Provisioning"
+	ReasonDeprovisioning = "Deprovisioning"
+	ReasonNoWorkload     = "NoImage"
+	ReasonHostError      = "HostError"
+	ReasonHostNotReady   = "HostNotReady"
+	ReasonHostAvailable  = "HostAvailable"
+	ReasonPowerPending   = "PowerChangePending"
+	// ReasonPowerChanging: the host's BMC has not yet reported the power
+	// change under way (the host's PowerChanging condition).
+	ReasonPowerChanging = "PowerChanging"
+	ReasonReady         = "Ready"
+	ReasonNotAssociated = "NotAssociated"
+)
+
+// Reasons of the Scheduled condition, written by the hub scheduler.
+const (
+	// ReasonPlaced: on the cluster the scheduler chose. The agent of that
+	// cluster writes it with its first status (the scheduler's placement is
+	// the label alone), or the scheduler once Reconciler.ConfirmGrace is
+	// over.
+	ReasonPlaced           = "Placed"
+	ReasonPinned           = "Pinned"
+	ReasonPinnedOutsideSet = "PinnedOutsideSet"
+	ReasonNoCapacity       = "NoCapacity"
+	// ReasonWaitingForInventory: none of the candidate clusters' agents has
+	// published a HostInventory yet (a hub that just started, say).
+	ReasonWaitingForInventory = "WaitingForInventory"
+	ReasonRescheduling        = "Rescheduling"
+	ReasonNoTenant            = "NoTenant"
+	// ReasonHoldsHost: the claim holds a host but lost its cluster label;
+	// the scheduler never places such a claim again.
+	ReasonHoldsHost = "HoldsHost"
+)
+
+// Reasons of a Tenant's Ready condition.
+const (
+	ReasonRegistered        = "Registered"
+	ReasonClusterSetMissing = "ClusterSetMissing"
+	ReasonNamespaceConflict = "NamespaceConflict"
+	ReasonDeletionBlocked   = "DeletionBlocked"
+	// ReasonGrantRolesMissing: a ClusterRole the hub binds for the tenant's
+	// admins and agents is not installed (the operator installs them with
+	// the hub): the bindings exist but grant nothing.
+	ReasonGrantRolesMissing = "GrantRolesMissing"
+)
+
+// ConditionWorkloadClusters on a Tenant says whether its workload clusters
+// (accepted ManagedClusters labelled LabelTenant=<tenant>) let every claim's
+// labels reach a Node: False, with what to do, when several are labelled
+// (a claim naming none with AnnotationWorkloadCluster then syncs to no
+// Node) or a labelled cluster is not accepted (it is ignored).
+const (
+	ConditionWorkloadClusters = "WorkloadClusters"
+	// ReasonNoWorkloadCluster: no accepted cluster is labelled; no Node
+	// labels are synced.
+	ReasonNoWorkloadCluster = "NoWorkloadCluster"
+	// ReasonOneWorkloadCluster: one is; claims sync to its Nodes unless
+	// they name another.
+	ReasonOneWorkloadCluster = "OneWorkloadCluster"
+	// ReasonSeveralWorkloadClusters: several are; a claim that names none
+	// syncs to no Node.
+	ReasonSeveralWorkloadClusters = "SeveralWorkloadClusters"
+	// ReasonWorkloadClusterNotAccepted: a labelled cluster is not accepted
+	// by the hub (hubAcceptsClient false, or not joined): it is ignored.
+	ReasonWorkloadClusterNotAccepted = "WorkloadClusterNotAccepted"
+)
+
+// Reasons of the Forwarded condition of a remote claim, and of the Ready
+// condition when the target's feedback cannot be trusted.
+const (
+	// ReasonTargetBound: the work is applied and the target claim is bound
+	// to a host.
+	ReasonTargetBound = "TargetBound"
+	// ReasonTargetNotBound: the work is applied; the target claim is not
+	// bound (yet).
+	ReasonTargetNotBound = "TargetNotBound"
+	// ReasonFeedbackPending: the work is applied; the work agent has not
+	// reported the target's status yet.
+	ReasonFeedbackPending = "FeedbackPending"
+	// ReasonWorkNotApplied: the cluster's work agent has not applied the
+	// work (none runs there, or it is down or refused).
+	ReasonWorkNotApplied = "WorkNotApplied"
+	// ReasonClusterUnavailable: the cluster's agents stopped reporting; the
+	// last feedback is stale.
+	ReasonClusterUnavailable = "ClusterUnavailable"
+	// ReasonAgentUnavailable: the cluster's hostfleet-agent add-on, which
+	// serves the target, is not Available: the target's status is not kept
+	// current.
+	ReasonAgentUnavailable = "AgentUnavailable"
+	// ReasonFeedbackIncomplete: the target reports some of its status but
+	// not what the hub needs (no Ready condition, say).
+	ReasonFeedbackIncomplete = "FeedbackIncomplete"
+	// ReasonWorkTooLarge: the work (the claim and its secrets) is over
+	// OCM's ManifestWork size limit.
+	ReasonWorkTooLarge = "WorkTooLarge"
+	// ReasonWorkRefused: the hub's API server refused the work.
+	ReasonWorkRefused = "WorkRefused"
+	// ReasonSecretInvalid: a secret the claim references cannot be
+	// forwarded (missing, in another namespace, or too large).
+	ReasonSecretInvalid = "SecretInvalid"
+	// ReasonNotPlaced: the claim has no cluster yet.
+	ReasonNotPlaced = "NotPlaced"
+	// ReasonWithdrawing: the claim is being deleted; its work and target
+	// claim are being removed.
+	ReasonWithdrawing = "Withdrawing"
+)
+
+// ConditionNodeLabelsSynced on a hub claim, written by the agent of the
+// tenant's workload cluster: whether the claim's labels under the tenant's
+// prefixes are on the Node that runs on its host, and if not why.
+const (
+	ConditionNodeLabelsSynced = "NodeLabelsSynced"
+	// ReasonLabelsSynced: the Node carries the claim's prefixed labels.
+	ReasonLabelsSynced = "LabelsSynced"
+	// ReasonNodeNotFound: no Node matches the claim (yet: kubelet may not
+	// have registered it).
+	ReasonNodeNotFound = "NodeNotFound"
+	// ReasonNodeAmbiguous: several Nodes match the claim, or the Node also
+	// matches another claim; nothing is guessed.
+	ReasonNodeAmbiguous = "NodeAmbiguous"
+	// ReasonLabelSyncFailed: the workload cluster refused the labels.
+	ReasonLabelSyncFailed = "LabelSyncFailed"
+)
