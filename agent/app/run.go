@@ -41,6 +41,7 @@ import (
 	"github.com/hostfleet/hostfleet/internal/permissions"
 	"github.com/hostfleet/hostfleet/internal/resume"
 	"github.com/hostfleet/hostfleet/internal/scheme"
+	"github.com/hostfleet/hostfleet/internal/setup"
 )
 
 // Scheme is the agent's scheme on both clusters: a new one each time, as
@@ -192,7 +193,7 @@ func New(ctx context.Context, hubCfg, managedCfg *rest.Config, o *Options) (*Age
 		}
 		if err := (&nodelabels.Reconciler{Hub: mgr.GetClient(), Nodes: managed.GetClient(), Kube: kube,
 			Recorder: mgr.GetEventRecorder("hostfleet-agent"), ClusterName: o.ClusterName, Interval: o.LabelSyncInterval,
-		}).SetupWithManager(mgr, managed); err != nil {
+		}).SetupWithManager(ctx, mgr, setup.Options{Managed: managed}); err != nil {
 			return nil, fmt.Errorf("node label controller: %w", err)
 		}
 		return finish(mgr, managed, hubCfg, managedCfg, o, nil)
@@ -393,20 +394,20 @@ func setupControllers(ctx context.Context, mgr ctrl.Manager, managed cluster.Clu
 		reconcilers = append(reconcilers, &local)
 	}
 	for _, r := range reconcilers {
-		if err := r.SetupWithManager(ctx, mgr, managed, o.Concurrency); err != nil {
+		if err := r.SetupWithManager(ctx, mgr, setup.Options{Managed: managed, Concurrency: o.Concurrency}); err != nil {
 			return nil, fmt.Errorf("claim controller (%s): %w", r.Serving(), err)
 		}
-		if err := (&claim.Orphans{Reconciler: r, Grace: o.OrphanGrace, HostRecorder: hostEvents}).SetupWithManager(mgr, managed); err != nil {
+		if err := (&claim.Orphans{Reconciler: r, Grace: o.OrphanGrace, HostRecorder: hostEvents}).SetupWithManager(ctx, mgr, setup.Options{Managed: managed}); err != nil {
 			return nil, fmt.Errorf("orphaned host controller (%s): %w", r.Serving(), err)
 		}
 	}
 	if o.BMHDriver != "none" {
 		if err := (&bmcdriver.Reconciler{Client: managed.GetClient(), Secrets: managed.GetAPIReader(), All: o.BMHDriver == "all", Namespaces: o.BMCNamespaces,
-			Workers: o.BMCWorkers, Poll: o.BMCPoll, Recorder: hostEvents,
+			Poll: o.BMCPoll, Recorder: hostEvents,
 			Power: bmcdriver.Timing{Wait: o.BMCPowerWait, SoftOff: o.BMCSoftPowerOff},
 			BMC: bmc.Options{Timeout: o.BMCTimeout, IpmitoolPath: o.Ipmitool, Logger: ctrl.Log.WithName("bmc"),
 				Observe: metrics.ObserveBMC(o.ClusterName)},
-		}).SetupWithManager(mgr, managed); err != nil {
+		}).SetupWithManager(ctx, mgr, setup.Options{Managed: managed, Concurrency: o.BMCWorkers}); err != nil {
 			return nil, fmt.Errorf("BMC driver: %w", err)
 		}
 	}

@@ -16,8 +16,6 @@ import (
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/cluster"
-	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
@@ -27,6 +25,7 @@ import (
 	"github.com/hostfleet/hostfleet/agent/bmc"
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
 	"github.com/hostfleet/hostfleet/internal/requeue"
+	"github.com/hostfleet/hostfleet/internal/setup"
 )
 
 // Reconciler drives the BareMetalHosts Driven selects.
@@ -46,8 +45,6 @@ type Reconciler struct {
 	Poll time.Duration
 	// Power bounds power changes: re-sends, soft power-off, reboots.
 	Power Timing
-	// Workers bounds the hosts driven at once (and so the BMC calls).
-	Workers int
 	// Recorder, when set, receives Events on the hosts: power changes,
 	// inspection, provisioning, errors.
 	Recorder events.EventRecorder
@@ -63,12 +60,9 @@ var DefaultTiming = Timing{Wait: 2 * time.Minute, SoftOff: 3 * time.Minute, Sett
 // SetupWithManager watches the hosts of the managed cluster, which mgr
 // runs (the agent's manager is the hub's; managed is added to it). Client
 // must be managed's.
-func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, managed cluster.Cluster) error {
+func (r *Reconciler) SetupWithManager(_ context.Context, mgr ctrl.Manager, o setup.Options) error {
 	if r.Poll <= 0 {
 		r.Poll = time.Minute
-	}
-	if r.Workers <= 0 {
-		r.Workers = 10
 	}
 	def := DefaultTiming
 	for _, f := range []struct{ v, d *time.Duration }{{&r.Power.Wait, &def.Wait}, {&r.Power.SoftOff, &def.SoftOff},
@@ -79,7 +73,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, managed cluster.Cluster)
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("bmc-driver").
-		WatchesRawSource(source.Kind(managed.GetCache(), &metal3api.BareMetalHost{},
+		WatchesRawSource(source.Kind(o.Managed.GetCache(), &metal3api.BareMetalHost{},
 			&handler.TypedEnqueueRequestForObject[*metal3api.BareMetalHost]{},
 			predicate.TypedFuncs[*metal3api.BareMetalHost]{
 				CreateFunc:  func(e event.TypedCreateEvent[*metal3api.BareMetalHost]) bool { return r.drives(e.Object) },
@@ -93,7 +87,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, managed cluster.Cluster)
 						e.ObjectNew.GetDeletionTimestamp() != nil)
 				},
 			})).
-		WithOptions(controller.Options{MaxConcurrentReconciles: r.Workers}).
+		WithOptions(o.Controller(10)).
 		Complete(r)
 }
 

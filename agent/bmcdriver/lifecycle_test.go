@@ -23,6 +23,7 @@ import (
 	"github.com/hostfleet/hostfleet/e2e/emulators/redfish"
 	"github.com/hostfleet/hostfleet/e2e/harness/planes"
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
+	"github.com/hostfleet/hostfleet/internal/setup"
 )
 
 func TestMain(m *testing.M) { planes.Main(m) }
@@ -100,7 +101,7 @@ func start(t *testing.T) env {
 	c := f.Plane("infra").Client
 	f.ManagerForTest(t, "infra", func(mgr ctrl.Manager) error {
 		return (&bmcdriver.Reconciler{Client: mgr.GetClient(), Poll: 2 * time.Second, Power: fastPower,
-			BMC: bmc.Options{Timeout: 3 * time.Second}}).SetupWithManager(mgr, mgr)
+			BMC: bmc.Options{Timeout: 3 * time.Second}}).SetupWithManager(context.Background(), mgr, setup.Options{Managed: mgr})
 	})
 	e := env{t: t, g: NewWithT(t), ctx: context.Background(), c: c}
 	e.g.Expect(c.Create(e.ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "hosts"}})).To(Succeed())

@@ -22,6 +22,7 @@ import (
 	"github.com/hostfleet/hostfleet/e2e/emulators/redfish"
 	"github.com/hostfleet/hostfleet/e2e/harness/planes"
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
+	"github.com/hostfleet/hostfleet/internal/setup"
 )
 
 // slowPower: commands are re-sent after 20 s and a soft power-off has 15
@@ -56,7 +57,7 @@ func startSlow(t *testing.T, timing bmcdriver.Timing) *slowEnv {
 func (e *slowEnv) startDriver() {
 	stop, err := e.f.StartManager("infra", func(mgr ctrl.Manager) error {
 		return (&bmcdriver.Reconciler{Client: mgr.GetClient(), Poll: 2 * time.Second, Power: e.timing,
-			Recorder: mgr.GetEventRecorder("hostfleet-agent"), BMC: bmc.Options{Timeout: 10 * time.Second}}).SetupWithManager(mgr, mgr)
+			Recorder: mgr.GetEventRecorder("hostfleet-agent"), BMC: bmc.Options{Timeout: 10 * time.Second}}).SetupWithManager(context.Background(), mgr, setup.Options{Managed: mgr})
 	})
 	e.g.Expect(err).NotTo(HaveOccurred())
 	e.stop = stop

@@ -20,7 +20,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
-	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
@@ -35,6 +34,7 @@ import (
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
 	"github.com/hostfleet/hostfleet/internal/conditions"
 	"github.com/hostfleet/hostfleet/internal/requeue"
+	"github.com/hostfleet/hostfleet/internal/setup"
 )
 
 // consumerIndex indexes BareMetalHosts by the claim their consumerRef
@@ -146,7 +146,8 @@ func (r *Reconciler) serves(c *metal3api.HostClaim) bool {
 // SetupWithManager wires the controller: claims from the manager's (hub)
 // cache, or from the managed cluster's in local mode; hosts, HardwareData and
 // policies from the managed cluster's cache. IndexHosts must have been called.
-func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, managed cluster.Cluster, concurrency int) error {
+func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, o setup.Options) error {
+	managed := o.Managed
 	if r.echo == nil {
 		r.echo = &echoes{}
 	}
@@ -182,7 +183,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, man
 			}))).
 		WatchesRawSource(source.Channel(r.wake, handler.TypedEnqueueRequestsFromMapFunc(
 			func(ctx context.Context, _ *metal3api.HostClaim) []reconcile.Request { return r.waitingClaims(ctx) }))).
-		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency}).
+		WithOptions(o.Controller(1)).
 		Complete(r)
 }
 

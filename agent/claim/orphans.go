@@ -15,7 +15,6 @@ import (
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/cluster"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
@@ -25,6 +24,7 @@ import (
 	"github.com/hostfleet/hostfleet/agent/metrics"
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
 	"github.com/hostfleet/hostfleet/internal/requeue"
+	"github.com/hostfleet/hostfleet/internal/setup"
 )
 
 // Orphans releases the hosts held by claims that no longer exist: deleted
@@ -53,7 +53,8 @@ const (
 // claims' deletions: a claim that vanishes without a release (its
 // finalizer forced off, a hub restored from an older backup) changes no
 // host, so its hosts are looked at when the claim cache drops it.
-func (o *Orphans) SetupWithManager(mgr ctrl.Manager, managed cluster.Cluster) error {
+func (o *Orphans) SetupWithManager(_ context.Context, mgr ctrl.Manager, so setup.Options) error {
+	managed := so.Managed
 	name := "orphaned-hosts"
 	claims := mgr.GetCache()
 	if o.local() {

@@ -17,6 +17,7 @@ import (
 	"github.com/hostfleet/hostfleet/e2e/harness/planes"
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
 	"github.com/hostfleet/hostfleet/hub/placedclaim"
+	"github.com/hostfleet/hostfleet/internal/setup"
 )
 
 // TestClaimWatchPlaced: an agent with --claim-watch=placed reads its claims
@@ -29,7 +30,7 @@ func TestClaimWatchPlaced(t *testing.T) {
 	f := planes.ForTest(t, "hub", "infra-1")
 	hub, infra := f.Plane("hub").Client, f.Plane("infra-1").Client
 	f.ManagerForTest(t, "hub", func(mgr ctrl.Manager) error {
-		return (&placedclaim.Reconciler{Client: mgr.GetClient()}).SetupWithManager(ctx, mgr)
+		return (&placedclaim.Reconciler{Client: mgr.GetClient()}).SetupWithManager(ctx, mgr, setup.Options{})
 	})
 	f.StartBMOForTest(t, "infra-1")
 	mustCreate(t, hub,

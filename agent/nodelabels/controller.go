@@ -22,7 +22,6 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/cluster"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
@@ -33,6 +32,7 @@ import (
 	"github.com/hostfleet/hostfleet/agent/tenancy"
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
 	"github.com/hostfleet/hostfleet/internal/conditions"
+	"github.com/hostfleet/hostfleet/internal/setup"
 )
 
 // all is the one key every event maps to: finding Nodes compares every
@@ -64,7 +64,8 @@ type Reconciler struct {
 // SetupWithManager wires the controller: the ClusterTenancy, claims and
 // HardwareData from the manager's (hub) cache, Nodes from the workload
 // cluster's.
-func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workload cluster.Cluster) error {
+func (r *Reconciler) SetupWithManager(_ context.Context, mgr ctrl.Manager, o setup.Options) error {
+	workload := o.Managed
 	toAll := handler.EnqueueRequestsFromMapFunc(func(context.Context, client.Object) []reconcile.Request {
 		return []reconcile.Request{all}
 	})

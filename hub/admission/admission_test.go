@@ -22,6 +22,7 @@ import (
 	"github.com/hostfleet/hostfleet/hub/admission"
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
 	"github.com/hostfleet/hostfleet/hub/tenant"
+	"github.com/hostfleet/hostfleet/internal/setup"
 )
 
 func TestMain(m *testing.M) { planes.Main(m) }
@@ -37,7 +38,7 @@ func TestPolicies(t *testing.T) {
 	g.Expect(admission.Install(ctx, admin)).To(Succeed(), "idempotent")
 
 	f.ManagerForTest(t, "hub", func(mgr ctrl.Manager) error {
-		return (&tenant.Reconciler{Client: mgr.GetClient(), Scheme: f.Scheme}).SetupWithManager(mgr)
+		return (&tenant.Reconciler{Client: mgr.GetClient(), Scheme: f.Scheme}).SetupWithManager(context.Background(), mgr, setup.Options{})
 	})
 
 	for _, o := range []client.Object{

@@ -35,6 +35,7 @@ import (
 	"github.com/hostfleet/hostfleet/internal/resume"
 	"github.com/hostfleet/hostfleet/internal/scheme"
 	"github.com/hostfleet/hostfleet/internal/serving"
+	"github.com/hostfleet/hostfleet/internal/setup"
 )
 
 // Options are the hub's flags.
@@ -171,24 +172,24 @@ func New(ctx context.Context, cfg *rest.Config, o *Options) (ctrl.Manager, error
 			return nil, fmt.Errorf("add-on manager: %w", err)
 		}
 	}
-	if err := (&tenant.Reconciler{Client: mgr.GetClient(), Scheme: scheme}).SetupWithManager(mgr); err != nil {
+	if err := (&tenant.Reconciler{Client: mgr.GetClient(), Scheme: scheme}).SetupWithManager(ctx, mgr, setup.Options{}); err != nil {
 		return nil, fmt.Errorf("tenant controller: %w", err)
 	}
-	if err := (&tenancy.Reconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
+	if err := (&tenancy.Reconciler{Client: mgr.GetClient()}).SetupWithManager(ctx, mgr, setup.Options{}); err != nil {
 		return nil, fmt.Errorf("cluster tenancy controller: %w", err)
 	}
-	if err := (&hardwarecopy.Reconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
+	if err := (&hardwarecopy.Reconciler{Client: mgr.GetClient()}).SetupWithManager(ctx, mgr, setup.Options{}); err != nil {
 		return nil, fmt.Errorf("HardwareData copy controller: %w", err)
 	}
-	if err := (&scheduler.Reconciler{Client: mgr.GetClient(), Deadline: o.BindDeadline, Workers: o.SchedulerWorkers}).SetupWithManager(ctx, mgr); err != nil {
+	if err := (&scheduler.Reconciler{Client: mgr.GetClient(), Deadline: o.BindDeadline}).SetupWithManager(ctx, mgr, setup.Options{Concurrency: o.SchedulerWorkers}); err != nil {
 		return nil, fmt.Errorf("scheduler: %w", err)
 	}
 	if o.PlacedClaims {
-		if err := (&placedclaim.Reconciler{Client: mgr.GetClient()}).SetupWithManager(ctx, mgr); err != nil {
+		if err := (&placedclaim.Reconciler{Client: mgr.GetClient()}).SetupWithManager(ctx, mgr, setup.Options{}); err != nil {
 			return nil, fmt.Errorf("PlacedClaim controller: %w", err)
 		}
 	}
-	if err := (&forwarder.Reconciler{Client: mgr.GetClient()}).SetupWithManager(ctx, mgr); err != nil {
+	if err := (&forwarder.Reconciler{Client: mgr.GetClient()}).SetupWithManager(ctx, mgr, setup.Options{}); err != nil {
 		return nil, fmt.Errorf("forwarder: %w", err)
 	}
 	if serving.Serves(o.HealthAddr) {

@@ -35,6 +35,7 @@ import (
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
 	"github.com/hostfleet/hostfleet/internal/conditions"
 	"github.com/hostfleet/hostfleet/internal/requeue"
+	"github.com/hostfleet/hostfleet/internal/setup"
 )
 
 // Indexes on HostClaims.
@@ -68,7 +69,7 @@ func remote(o client.Object) bool {
 
 // SetupWithManager wires the controller. The manager's cache should hold
 // only the forwarder's ManifestWorks (CacheOptions).
-func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) error {
+func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, o setup.Options) error {
 	if r.Recorder == nil {
 		r.Recorder = mgr.GetEventRecorder("hostfleet-forwarder")
 	}

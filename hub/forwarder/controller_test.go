@@ -24,6 +24,7 @@ import (
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
 	"github.com/hostfleet/hostfleet/hub/forwarder"
 	"github.com/hostfleet/hostfleet/hub/scheduler"
+	"github.com/hostfleet/hostfleet/internal/setup"
 )
 
 func TestMain(m *testing.M) { planes.Main(m) }
@@ -50,10 +51,10 @@ func setAvailable(g Gomega, hub client.Client, cluster string, status metav1.Con
 func fleet(t *testing.T, g Gomega) (hub, infra client.Client) {
 	f := planes.ForTest(t, "hub", "infra-1")
 	f.HubForTest(t, "hub", func(mgr ctrl.Manager) error {
-		if err := (&scheduler.Reconciler{Client: mgr.GetClient(), Deadline: 5 * time.Second}).SetupWithManager(context.Background(), mgr); err != nil {
+		if err := (&scheduler.Reconciler{Client: mgr.GetClient(), Deadline: 5 * time.Second}).SetupWithManager(context.Background(), mgr, setup.Options{}); err != nil {
 			return err
 		}
-		return (&forwarder.Reconciler{Client: mgr.GetClient()}).SetupWithManager(context.Background(), mgr)
+		return (&forwarder.Reconciler{Client: mgr.GetClient()}).SetupWithManager(context.Background(), mgr, setup.Options{})
 	})
 	hub, infra = f.Plane("hub").Client, f.Plane("infra-1").Client
 	ctx := context.Background()

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
+	"github.com/hostfleet/hostfleet/internal/setup"
 )
 
 // ReasonCopyRemoved is the reason of the Event on a claim whose copy was
@@ -35,7 +36,7 @@ type Reconciler struct {
 
 // SetupWithManager watches the copies, and the claims (a claim moved to
 // another cluster, or recreated, checks its copy again).
-func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+func (r *Reconciler) SetupWithManager(_ context.Context, mgr ctrl.Manager, o setup.Options) error {
 	if r.Recorder == nil {
 		r.Recorder = mgr.GetEventRecorder("hostfleet-hardwarecopy")
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/hostfleet/hostfleet/e2e/harness/planes"
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
 	"github.com/hostfleet/hostfleet/hub/hardwarecopy"
+	"github.com/hostfleet/hostfleet/internal/setup"
 )
 
 func TestMain(m *testing.M) { planes.Main(m) }
@@ -64,7 +65,7 @@ func TestRemovesCopiesThatAreNotTheClaims(t *testing.T) {
 	f := planes.ForTest(t, "hub")
 	hub := f.Plane("hub").Client
 	f.ManagerForTest(t, "hub", func(mgr ctrl.Manager) error {
-		return (&hardwarecopy.Reconciler{Client: mgr.GetClient()}).SetupWithManager(mgr)
+		return (&hardwarecopy.Reconciler{Client: mgr.GetClient()}).SetupWithManager(context.Background(), mgr, setup.Options{})
 	})
 	g.Expect(hub.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "tenant-a"}})).To(Succeed())
 	claim := func(name string) *metal3api.HostClaim {

@@ -11,11 +11,11 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
+	"github.com/hostfleet/hostfleet/internal/setup"
 )
 
 // claimIndex indexes PlacedClaims (metadata) by AnnotationPlacedClaim.
@@ -24,8 +24,6 @@ const claimIndex = "hostfleet.placed-claim"
 // Reconciler keeps each claim's PlacedClaim.
 type Reconciler struct {
 	Client client.Client
-	// Workers is how many claims are worked on at once (default 4).
-	Workers int
 }
 
 // metadata is the PlacedClaim kind as the hub caches it: metadata only.
@@ -37,7 +35,7 @@ func metadata() *metav1.PartialObjectMetadata {
 
 // SetupWithManager watches the claims, and the copies' metadata (a copy
 // deleted or changed by hand is written again).
-func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) error {
+func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, o setup.Options) error {
 	if err := mgr.GetFieldIndexer().IndexField(ctx, metadata(), claimIndex, func(o client.Object) []string {
 		if k := o.GetAnnotations()[hostfleetv1alpha1.AnnotationPlacedClaim]; k != "" {
 			return []string{k}
@@ -45,10 +43,6 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 		return nil
 	}); err != nil {
 		return err
-	}
-	workers := r.Workers
-	if workers < 1 {
-		workers = 4
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("placedclaim").
@@ -60,7 +54,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 			}
 			return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: ns, Name: name}}}
 		}), builder.OnlyMetadata).
-		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
+		WithOptions(o.Controller(4)).
 		Complete(r)
 }
 

@@ -16,6 +16,7 @@ import (
 	"github.com/hostfleet/hostfleet/e2e/harness/planes"
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
 	"github.com/hostfleet/hostfleet/hub/placedclaim"
+	"github.com/hostfleet/hostfleet/internal/setup"
 )
 
 func TestMain(m *testing.M) { planes.Main(m) }
@@ -29,7 +30,7 @@ func TestKeepsEachPlacedClaimsCopy(t *testing.T) {
 	f := planes.ForTest(t, "hub")
 	hub := f.Plane("hub").Client
 	f.ManagerForTest(t, "hub", func(mgr ctrl.Manager) error {
-		return (&placedclaim.Reconciler{Client: mgr.GetClient()}).SetupWithManager(ctx, mgr)
+		return (&placedclaim.Reconciler{Client: mgr.GetClient()}).SetupWithManager(ctx, mgr, setup.Options{})
 	})
 	for _, ns := range []string{"tenant-a", "c1", "c2"} {
 		g.Expect(hub.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())

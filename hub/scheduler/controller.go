@@ -19,7 +19,6 @@ import (
 	clusterv1beta1 "open-cluster-management.io/api/cluster/v1beta1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -27,6 +26,7 @@ import (
 	"github.com/hostfleet/hostfleet/hub/metrics"
 	"github.com/hostfleet/hostfleet/internal/conditions"
 	"github.com/hostfleet/hostfleet/internal/requeue"
+	"github.com/hostfleet/hostfleet/internal/setup"
 )
 
 // Indexes on HostClaims.
@@ -54,10 +54,6 @@ type Reconciler struct {
 	// status write says Placed. An agent that does not write in time gets
 	// it written by the scheduler, which also starts the Deadline.
 	ConfirmGrace time.Duration
-
-	// Workers is how many claims are worked on at once (default 1):
-	// decisions are still taken one at a time, their writes concurrently.
-	Workers int
 
 	// placed remembers the claims this scheduler placed until its cache
 	// shows them, so that the next decision counts them even if the watch
@@ -124,7 +120,7 @@ func uncounted(c *metal3api.HostClaim, inv *hostfleetv1alpha1.HostInventory) boo
 }
 
 // SetupWithManager wires the controller and its indexes.
-func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) error {
+func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, o setup.Options) error {
 	if r.Recorder == nil {
 		r.Recorder = mgr.GetEventRecorder("hostfleet-scheduler")
 	}
@@ -175,7 +171,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 		Watches(&hostfleetv1alpha1.HostInventory{}, unplaced).
 		Watches(&hostfleetv1alpha1.Tenant{}, unplaced).
 		Watches(&clusterv1beta1.PlacementDecision{}, unplaced).
-		WithOptions(controller.Options{MaxConcurrentReconciles: max(1, r.Workers)}).
+		WithOptions(o.Controller(1)).
 		Complete(r)
 }
 
@@ -226,7 +222,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 // decide takes one placement decision (Place) over the candidates'
 // inventories and pending claims, counting the placements decided before it
 // (expectations, recorded before their writes). Decisions are taken one at
-// a time; their writes run concurrently (Workers). stale: this view of the
+// a time; their writes run concurrently (setup.Options.Concurrency). stale: this view of the
 // claim is older than its own placement, which the cache does not show yet.
 func (r *Reconciler) decide(c *metal3api.HostClaim, t *hostfleetv1alpha1.Tenant, clusters []string) (res Result, stale bool, _ error) {
 	in := Input{Claim: c, Clusters: clusters, Inventories: map[string]*hostfleetv1alpha1.HostInventory{},

@@ -23,6 +23,7 @@ import (
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
 	"github.com/hostfleet/hostfleet/hub/scheduler"
 	"github.com/hostfleet/hostfleet/internal/conditions"
+	"github.com/hostfleet/hostfleet/internal/setup"
 )
 
 func TestMain(m *testing.M) { planes.Main(m) }
@@ -48,7 +49,7 @@ func schedulerPlane(t *testing.T, deadline time.Duration) client.Client {
 func schedulerPlaneWith(t *testing.T, deadline, confirmGrace time.Duration) client.Client {
 	f := planes.ForTest(t, "hub")
 	f.HubForTest(t, "hub", func(mgr ctrl.Manager) error {
-		return (&scheduler.Reconciler{Client: mgr.GetClient(), Deadline: deadline, ConfirmGrace: confirmGrace}).SetupWithManager(context.Background(), mgr)
+		return (&scheduler.Reconciler{Client: mgr.GetClient(), Deadline: deadline, ConfirmGrace: confirmGrace}).SetupWithManager(context.Background(), mgr, setup.Options{})
 	})
 	return f.Plane("hub").Client
 }

@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
+	"github.com/hostfleet/hostfleet/internal/setup"
 )
 
 // Reconciler keeps each ManagedCluster's ClusterTenancy. Requests are
@@ -30,7 +31,7 @@ type Reconciler struct {
 // SetupWithManager wires the controller: a ManagedCluster created, its
 // namespace created, its ClusterTenancy changed by anyone else, and the
 // Tenant changes that touch it.
-func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+func (r *Reconciler) SetupWithManager(_ context.Context, mgr ctrl.Manager, o setup.Options) error {
 	tenants := handler.Funcs{
 		CreateFunc: func(_ context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 			enqueue(q, affected(nil, asTenant(e.Object)))

@@ -36,6 +36,7 @@ import (
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
 	"github.com/hostfleet/hostfleet/internal/conditions"
 	"github.com/hostfleet/hostfleet/internal/permissions"
+	"github.com/hostfleet/hostfleet/internal/setup"
 )
 
 // clusterSetLabel is OCM's exclusive cluster set label on ManagedClusters.
@@ -54,7 +55,7 @@ type Reconciler struct {
 }
 
 // SetupWithManager wires the controller.
-func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+func (r *Reconciler) SetupWithManager(_ context.Context, mgr ctrl.Manager, o setup.Options) error {
 	if r.Recorder == nil {
 		r.Recorder = mgr.GetEventRecorder("hostfleet-tenant")
 	}

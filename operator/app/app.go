@@ -18,6 +18,7 @@ import (
 	"github.com/hostfleet/hostfleet/internal/command"
 	"github.com/hostfleet/hostfleet/internal/scheme"
 	"github.com/hostfleet/hostfleet/internal/serving"
+	"github.com/hostfleet/hostfleet/internal/setup"
 	operatorv1alpha1 "github.com/hostfleet/hostfleet/operator/api/v1alpha1"
 	"github.com/hostfleet/hostfleet/operator/controller"
 )
@@ -85,7 +86,7 @@ func New(cfg *rest.Config, o *Options) (ctrl.Manager, error) {
 	if err != nil {
 		return nil, fmt.Errorf("operator manager: %w", err)
 	}
-	if err := (&controller.Reconciler{Client: mgr.GetClient(), Scheme: scheme, Release: o.Release(), TokenTTL: o.TokenTTL}).SetupWithManager(mgr); err != nil {
+	if err := (&controller.Reconciler{Client: mgr.GetClient(), Scheme: scheme, Release: o.Release(), TokenTTL: o.TokenTTL}).SetupWithManager(context.Background(), mgr, setup.Options{}); err != nil {
 		return nil, fmt.Errorf("HostfleetHub controller: %w", err)
 	}
 	if serving.Serves(o.HealthAddr) {

@@ -36,6 +36,7 @@ import (
 	"github.com/hostfleet/hostfleet/hub/app"
 	"github.com/hostfleet/hostfleet/internal/hardening"
 	"github.com/hostfleet/hostfleet/internal/permissions"
+	"github.com/hostfleet/hostfleet/internal/setup"
 	"github.com/hostfleet/hostfleet/manifests"
 	operatorv1alpha1 "github.com/hostfleet/hostfleet/operator/api/v1alpha1"
 	"github.com/hostfleet/hostfleet/operator/controller"
@@ -78,7 +79,7 @@ func operator(t *testing.T, f *planes.Fleet, cfg *rest.Config, rel controller.Re
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := (&controller.Reconciler{Client: mgr.GetClient(), Scheme: f.Scheme, Release: rel, TokenTTL: ttl}).SetupWithManager(mgr); err != nil {
+	if err := (&controller.Reconciler{Client: mgr.GetClient(), Scheme: f.Scheme, Release: rel, TokenTTL: ttl}).SetupWithManager(context.Background(), mgr, setup.Options{}); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())

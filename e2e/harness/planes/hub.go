@@ -1,6 +1,7 @@
 package planes
 
 import (
+	"context"
 	"testing"
 
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -8,6 +9,7 @@ import (
 	"github.com/hostfleet/hostfleet/hub/admission"
 	"github.com/hostfleet/hostfleet/hub/tenancy"
 	"github.com/hostfleet/hostfleet/hub/tenant"
+	"github.com/hostfleet/hostfleet/internal/setup"
 )
 
 // HubForTest runs, on the named plane until the test ends, what every hub
@@ -22,10 +24,10 @@ func (f *Fleet) HubForTest(t testing.TB, plane string, extra ...func(mgr ctrl.Ma
 		if err := mgr.Add(&admission.Installer{Client: mgr.GetClient()}); err != nil {
 			return err
 		}
-		if err := (&tenant.Reconciler{Client: mgr.GetClient(), Scheme: f.Scheme}).SetupWithManager(mgr); err != nil {
+		if err := (&tenant.Reconciler{Client: mgr.GetClient(), Scheme: f.Scheme}).SetupWithManager(context.Background(), mgr, setup.Options{}); err != nil {
 			return err
 		}
-		if err := (&tenancy.Reconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
+		if err := (&tenancy.Reconciler{Client: mgr.GetClient()}).SetupWithManager(context.Background(), mgr, setup.Options{}); err != nil {
 			return err
 		}
 		for _, setup := range extra {

@@ -28,6 +28,7 @@ import (
 	"github.com/hostfleet/hostfleet/e2e/emulators/redfish"
 	"github.com/hostfleet/hostfleet/e2e/harness/planes"
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
+	"github.com/hostfleet/hostfleet/internal/setup"
 )
 
 // runBMCAgent is the child: the agent's BMC driver alone, until SIGTERM.
@@ -42,8 +43,8 @@ func runBMCAgent(kubeconfig string, workers, hosts int) error {
 	if err != nil {
 		return err
 	}
-	if err := (&bmcdriver.Reconciler{Client: mgr.GetClient(), Secrets: mgr.GetAPIReader(), Workers: workers,
-		BMC: bmc.Options{Timeout: 30 * time.Second}}).SetupWithManager(mgr, mgr); err != nil {
+	if err := (&bmcdriver.Reconciler{Client: mgr.GetClient(), Secrets: mgr.GetAPIReader(),
+		BMC: bmc.Options{Timeout: 30 * time.Second}}).SetupWithManager(context.Background(), mgr, setup.Options{Managed: mgr, Concurrency: workers}); err != nil {
 		return err
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)

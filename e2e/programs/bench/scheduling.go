@@ -15,6 +15,7 @@ import (
 
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
 	"github.com/hostfleet/hostfleet/hub/scheduler"
+	"github.com/hostfleet/hostfleet/internal/setup"
 )
 
 const benchTenant, benchNS = "bench", "tenant-bench"
@@ -50,7 +51,7 @@ func runScheduling(n, clusters int) error {
 	if err != nil {
 		return err
 	}
-	if err := (&scheduler.Reconciler{Client: mgr.GetClient(), Deadline: time.Hour}).SetupWithManager(ctx, mgr); err != nil {
+	if err := (&scheduler.Reconciler{Client: mgr.GetClient(), Deadline: time.Hour}).SetupWithManager(ctx, mgr, setup.Options{}); err != nil {
 		return err
 	}
 	runCtx, cancel := context.WithCancel(ctx)

@@ -25,6 +25,7 @@ import (
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
 	"github.com/hostfleet/hostfleet/hub/hardwarecopy"
 	"github.com/hostfleet/hostfleet/hub/scheduler"
+	"github.com/hostfleet/hostfleet/internal/setup"
 )
 
 func TestMain(m *testing.M) { planes.Main(m) }
@@ -67,10 +68,10 @@ func newFleet(t *testing.T, g *WithT) *fleet {
 	fl := &fleet{f: f, hub: f.Plane("hub").Client, mgmt: f.Plane("mgmt").Client, wl: f.Plane("wl").Client, infra: map[string]client.Client{},
 		diskURL: "http://images.example/os.qcow2", started: map[string]time.Time{}}
 	f.HubForTest(t, "hub", func(mgr ctrl.Manager) error {
-		if err := (&scheduler.Reconciler{Client: mgr.GetClient(), Deadline: 5 * time.Minute}).SetupWithManager(context.Background(), mgr); err != nil {
+		if err := (&scheduler.Reconciler{Client: mgr.GetClient(), Deadline: 5 * time.Minute}).SetupWithManager(context.Background(), mgr, setup.Options{}); err != nil {
 			return err
 		}
-		return (&hardwarecopy.Reconciler{Client: mgr.GetClient()}).SetupWithManager(mgr)
+		return (&hardwarecopy.Reconciler{Client: mgr.GetClient()}).SetupWithManager(context.Background(), mgr, setup.Options{})
 	})
 	fl.tenants(t, g)
 	iso := redfish.ImageServer()

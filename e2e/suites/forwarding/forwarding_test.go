@@ -27,6 +27,7 @@ import (
 	"github.com/hostfleet/hostfleet/hub/forwarder"
 	"github.com/hostfleet/hostfleet/hub/hardwarecopy"
 	"github.com/hostfleet/hostfleet/hub/scheduler"
+	"github.com/hostfleet/hostfleet/internal/setup"
 )
 
 func TestMain(m *testing.M) { planes.Main(m) }
@@ -53,13 +54,13 @@ func fleet(t *testing.T, g Gomega) (*planes.Fleet, client.Client, client.Client)
 	ctx := context.Background()
 	f := planes.ForTest(t, "hub", cluster)
 	f.HubForTest(t, "hub", func(mgr ctrl.Manager) error {
-		if err := (&scheduler.Reconciler{Client: mgr.GetClient(), Deadline: time.Minute}).SetupWithManager(context.Background(), mgr); err != nil {
+		if err := (&scheduler.Reconciler{Client: mgr.GetClient(), Deadline: time.Minute}).SetupWithManager(context.Background(), mgr, setup.Options{}); err != nil {
 			return err
 		}
-		if err := (&hardwarecopy.Reconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
+		if err := (&hardwarecopy.Reconciler{Client: mgr.GetClient()}).SetupWithManager(context.Background(), mgr, setup.Options{}); err != nil {
 			return err
 		}
-		return (&forwarder.Reconciler{Client: mgr.GetClient()}).SetupWithManager(context.Background(), mgr)
+		return (&forwarder.Reconciler{Client: mgr.GetClient()}).SetupWithManager(context.Background(), mgr, setup.Options{})
 	})
 	hub, infra := f.Plane("hub").Client, f.Plane(cluster).Client
 	for _, o := range []client.Object{
