@@ -36,7 +36,7 @@ import (
 	"github.com/hostfleet/hostfleet/agent/inventory"
 	"github.com/hostfleet/hostfleet/agent/metrics"
 	"github.com/hostfleet/hostfleet/agent/nodelabels"
-	"github.com/hostfleet/hostfleet/agent/placed"
+	"github.com/hostfleet/hostfleet/agent/placedcache"
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
 	"github.com/hostfleet/hostfleet/internal/permissions"
 	"github.com/hostfleet/hostfleet/internal/resume"
@@ -344,7 +344,7 @@ func hubCache(o *Options) map[client.Object]cache.ByObject {
 	if readsPlaced(o) {
 		// One informer, over the PlacedClaims of the cluster's namespace
 		// (placedSource), which are only the served namespaces' claims.
-		claims = cache.ByObject{Transform: placed.Transform(cache.TransformStripManagedFields())}
+		claims = cache.ByObject{Transform: placedcache.Transform(cache.TransformStripManagedFields())}
 	}
 	return map[client.Object]cache.ByObject{
 		&hostfleetv1alpha1.ClusterTenancy{}: tenancy,
@@ -476,7 +476,7 @@ func readsPlaced(o *Options) bool {
 // placedSource is where an agent with --claim-watch=placed reads its hub
 // claims: the PlacedClaims of its cluster's namespace, of the claims in
 // the namespaces it serves.
-func placedSource(hubCfg *rest.Config, scheme *runtime.Scheme, o *Options) (*placed.Source, error) {
+func placedSource(hubCfg *rest.Config, scheme *runtime.Scheme, o *Options) (*placedcache.Source, error) {
 	hc, err := rest.HTTPClientFor(hubCfg)
 	if err != nil {
 		return nil, fmt.Errorf("hub client: %w", err)
@@ -489,5 +489,5 @@ func placedSource(hubCfg *rest.Config, scheme *runtime.Scheme, o *Options) (*pla
 	if err != nil {
 		return nil, fmt.Errorf("hub client: %w", err)
 	}
-	return &placed.Source{Client: c, Cluster: o.ClusterName, Namespaces: o.ServedNamespaces}, nil
+	return &placedcache.Source{Client: c, Cluster: o.ClusterName, Namespaces: o.ServedNamespaces}, nil
 }

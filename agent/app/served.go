@@ -10,7 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/hostfleet/hostfleet/agent/tenancy"
+	"github.com/hostfleet/hostfleet/agent/servedtenants"
 )
 
 // WaitForServedNamespaces is ServedNamespaces, asked again every 2 s
@@ -44,7 +44,7 @@ func WaitForServedNamespaces(ctx context.Context, hub client.Reader, cluster, ro
 // namespace). Without a ClusterTenancy (the hub has not written it yet),
 // only that one. Sorted.
 func ServedNamespaces(ctx context.Context, hub client.Reader, cluster, role string) ([]string, error) {
-	ct, err := tenancy.Get(ctx, hub, cluster)
+	ct, err := servedtenants.Get(ctx, hub, cluster)
 	if err != nil {
 		return nil, err
 	}

@@ -29,9 +29,10 @@ import (
 
 	"github.com/hostfleet/hostfleet/agent/binder"
 	"github.com/hostfleet/hostfleet/agent/hostspec"
+	"github.com/hostfleet/hostfleet/agent/hoststatus"
 	"github.com/hostfleet/hostfleet/agent/metrics"
-	"github.com/hostfleet/hostfleet/agent/reflector"
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
+	"github.com/hostfleet/hostfleet/internal/claimstatus"
 	"github.com/hostfleet/hostfleet/internal/conditions"
 	"github.com/hostfleet/hostfleet/internal/requeue"
 	"github.com/hostfleet/hostfleet/internal/setup"
@@ -433,10 +434,10 @@ func (r *Reconciler) keep(ctx context.Context, c *metal3api.HostClaim, h *metal3
 		// write on the host, the claim's last write.
 		pending := sync
 		if plan != nil && plan.writes {
-			pending = reflector.Sync{Reason: hostfleetv1alpha1.ReasonSynchronizing, Message: fmt.Sprintf(
+			pending = hoststatus.Sync{Reason: hostfleetv1alpha1.ReasonSynchronizing, Message: fmt.Sprintf(
 				"writing the claim's image, power and data secrets to host %s", klog.KObj(h))}
 		}
-		if err := r.setStatus(ctx, c, h, hw, assoc, reflector.Conditions(c, h, pending)); err != nil {
+		if err := r.setStatus(ctx, c, h, hw, assoc, hoststatus.Conditions(c, h, pending)); err != nil {
 			return requeue.OnConflict(err)
 		}
 		metrics.BindLatency.Observe(time.Since(c.CreationTimestamp.Time).Seconds())
@@ -449,7 +450,7 @@ func (r *Reconciler) keep(ctx context.Context, c *metal3api.HostClaim, h *metal3
 	if err := r.forwardReboot(ctx, c, h); err != nil {
 		return ctrl.Result{}, err
 	}
-	if err := r.setStatus(ctx, c, h, hw, assoc, reflector.Conditions(c, h, sync)); err != nil {
+	if err := r.setStatus(ctx, c, h, hw, assoc, hoststatus.Conditions(c, h, sync)); err != nil {
 		return requeue.OnConflict(err)
 	}
 	// Hub secrets are read, not watched: look again now and then.
@@ -686,9 +687,8 @@ func (r *Reconciler) dropDangling(ctx context.Context, c *metal3api.HostClaim) e
 	if ref := h.Spec.ConsumerRef; err == nil && ref != nil && ref.Kind == hostfleetv1alpha1.ConsumerKind && ref.Namespace == c.Namespace && ref.Name == c.Name {
 		return nil // bound to the claim: by the other controller
 	}
-	orig := c.DeepCopy()
-	c.Status.BareMetalHost = nil
-	if err := r.Claims.Status().Patch(ctx, c, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); client.IgnoreNotFound(err) != nil {
+	_, err = claimstatus.Write(ctx, r.Claims, claimstatus.Agent, r.kind(c), c, func(st *metal3api.HostClaimStatus) { st.BareMetalHost = nil })
+	if client.IgnoreNotFound(err) != nil {
 		if apierrors.IsConflict(err) {
 			return nil // the claim moved on: looked at again on its event
 		}
@@ -725,7 +725,7 @@ func (r *Reconciler) releaseHeld(ctx context.Context, c *metal3api.HostClaim) (c
 			// The host's status changes wake this claim up again.
 			if err := r.setStatus(ctx, c, h, c.Status.HardwareData, associatedCondition(c, metav1.ConditionTrue, hostfleetv1alpha1.ReasonReleasing,
 				fmt.Sprintf("releasing BareMetalHost %s: %s", klog.KObj(h), hostspec.Releasing(h))),
-				reflector.Conditions(c, h, reflector.Sync{OK: true})); err != nil {
+				hoststatus.Conditions(c, h, hoststatus.Sync{OK: true})); err != nil {
 				res, err := requeue.OnConflict(err)
 				return res, false, err
 			}
@@ -796,32 +796,32 @@ func associatedCondition(c *metal3api.HostClaim, status metav1.ConditionStatus, 
 }
 
 // setStatus writes status.bareMetalHost, hardwareData, poweredOn and the
-// conditions, only when something changed (one status write per change, not
-// per reconcile), and only if the claim has not changed since it was read.
+// conditions the agent owns on the claim (claimstatus: on a local claim
+// baremetal-operator also reconciles, Associated and Ready are that
+// controller's, which rewrites them on every reconcile), only when
+// something changed (one status write per change, not per reconcile), and
+// only if the claim has not changed since it was read.
 func (r *Reconciler) setStatus(ctx context.Context, c *metal3api.HostClaim, h *metal3api.BareMetalHost, hw *metal3api.ObjectReference,
 	assoc metav1.Condition, conds []metav1.Condition) error {
-	orig := c.DeepCopy()
-	c.Status.BareMetalHost = nil
-	c.Status.PoweredOn = false
-	c.Status.HardwareData = hw
-	if h != nil {
-		c.Status.BareMetalHost = &metal3api.ObjectReference{Namespace: h.Namespace, Name: h.Name}
-		c.Status.PoweredOn = h.Status.PoweredOn
-	}
+	kind := r.kind(c)
 	if conds == nil {
-		conds = reflector.Conditions(c, nil, reflector.Sync{})
+		conds = hoststatus.Conditions(c, nil, hoststatus.Sync{})
 	}
-	for _, cond := range append([]metav1.Condition{assoc}, conds...) {
-		if r.owns(c, cond.Type) {
-			conditions.Set(&c.Status.Conditions, cond)
+	orig, changed, err := claimstatus.Update(claimstatus.Agent, kind, c, func(st *metal3api.HostClaimStatus) {
+		st.BareMetalHost, st.PoweredOn, st.HardwareData = nil, false, hw
+		if h != nil {
+			st.BareMetalHost = &metal3api.ObjectReference{Namespace: h.Namespace, Name: h.Name}
+			st.PoweredOn = h.Status.PoweredOn
 		}
-	}
-	if cond, ok := r.scheduled(c); ok {
-		conditions.Set(&c.Status.Conditions, cond)
-	}
-	conditions.SetPaused(&c.Status.Conditions, c.Annotations, !c.DeletionTimestamp.IsZero(), c.Generation)
-	if equalStatus(orig.Status, c.Status) {
-		return nil
+		for _, cond := range append([]metav1.Condition{assoc}, conds...) {
+			if claimstatus.Owns(claimstatus.Agent, kind, claimstatus.Condition(cond.Type)) {
+				conditions.Set(&st.Conditions, cond)
+			}
+		}
+		conditions.SetPaused(&st.Conditions, c.Annotations, !c.DeletionTimestamp.IsZero(), c.Generation)
+	})
+	if err != nil || !changed {
+		return err
 	}
 	now := metav1.Now()
 	c.Status.LastUpdated = &now
@@ -835,63 +835,12 @@ func (r *Reconciler) setStatus(ctx context.Context, c *metal3api.HostClaim, h *m
 	return nil
 }
 
-// owns says whether the agent writes a condition of the claim. Beside
-// baremetal-operator's HostClaim controller, which reconciles every local
-// claim (its finalizer) and, on each reconcile of a claim whose status
-// names a host, sets Associated (True, BareMetalHostAssociated, no
-// message) and Ready (its summary of Associated, Synchronized and
-// Provisioned), the agent leaves those two to it: two writers of one
-// condition write forever. The agent's Synchronized and Provisioned still
-// decide that Ready.
-func (r *Reconciler) owns(c *metal3api.HostClaim, conditionType string) bool {
-	if !r.local() || binder.OtherController(c) == "" {
-		return true
+// kind is the claim's kind for the status it writes: a hub claim on the
+// pull path, or a local claim (one baremetal-operator also reconciles, if
+// it carries that controller's finalizer).
+func (r *Reconciler) kind(c *metal3api.HostClaim) claimstatus.Kind {
+	if r.local() {
+		return claimstatus.LocalKind(c)
 	}
-	return conditionType != hostfleetv1alpha1.ConditionAssociated && conditionType != hostfleetv1alpha1.ConditionReady
-}
-
-// scheduled is the Scheduled condition the scheduler leaves to this agent:
-// a claim it placed on this cluster gets only the cluster label (one write,
-// one event for every agent's claim watch), and the agent's first status
-// says it is placed. False when there is nothing to add: a local or pinned
-// claim, or one that says so already.
-func (r *Reconciler) scheduled(c *metal3api.HostClaim) (metav1.Condition, bool) {
-	if r.local() || c.Labels[hostfleetv1alpha1.LabelCluster] != r.ClusterName ||
-		c.Annotations[hostfleetv1alpha1.AnnotationPlacedBy] != hostfleetv1alpha1.PlacedByScheduler {
-		return metav1.Condition{}, false
-	}
-	if conditions.SaysPlaced(c.Status.Conditions) {
-		return metav1.Condition{}, false
-	}
-	return metav1.Condition{Type: hostfleetv1alpha1.ConditionScheduled, Status: metav1.ConditionTrue,
-		Reason: hostfleetv1alpha1.ReasonPlaced, Message: conditions.PlacedMessage(r.ClusterName), ObservedGeneration: c.Generation}, true
-}
-
-func equalStatus(a, b metal3api.HostClaimStatus) bool {
-	if (a.BareMetalHost == nil) != (b.BareMetalHost == nil) || a.PoweredOn != b.PoweredOn {
-		return false
-	}
-	if !equalRef(a.HardwareData, b.HardwareData) {
-		return false
-	}
-	if a.BareMetalHost != nil && *a.BareMetalHost != *b.BareMetalHost {
-		return false
-	}
-	if len(a.Conditions) != len(b.Conditions) {
-		return false
-	}
-	for i := range a.Conditions {
-		x, y := a.Conditions[i], b.Conditions[i]
-		if x.Type != y.Type || x.Status != y.Status || x.Reason != y.Reason || x.Message != y.Message || x.ObservedGeneration != y.ObservedGeneration {
-			return false
-		}
-	}
-	return true
-}
-
-func equalRef(a, b *metal3api.ObjectReference) bool {
-	if a == nil || b == nil {
-		return a == b
-	}
-	return *a == *b
+	return claimstatus.HubKind(c)
 }

@@ -11,7 +11,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/hostfleet/hostfleet/agent/reflector"
+	"github.com/hostfleet/hostfleet/agent/hoststatus"
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
 )
 
@@ -46,7 +46,7 @@ func syncHubCopy(ctx context.Context, hub client.Client, reader client.Reader, c
 	existing := &metal3api.HardwareData{}
 	err := reader.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: c.Name}, existing)
 	switch {
-	case err == nil && reflector.CopyIsCurrent(existing, hw, cluster):
+	case err == nil && hoststatus.CopyIsCurrent(existing, hw, cluster):
 		return ref, nil
 	case err == nil:
 		// Inspected again, or not this agent's copy of this host: copies are
@@ -59,7 +59,7 @@ func syncHubCopy(ctx context.Context, hub client.Client, reader client.Reader, c
 	case !apierrors.IsNotFound(err):
 		return nil, fmt.Errorf("get HardwareData copy %s: %w", klog.KObj(c), err)
 	}
-	if err := hub.Create(ctx, reflector.HardwareCopy(c, hw, cluster)); err != nil {
+	if err := hub.Create(ctx, hoststatus.HardwareCopy(c, hw, cluster)); err != nil {
 		return nil, fmt.Errorf("copy HardwareData to %s: %w", klog.KObj(c), err)
 	}
 	return ref, nil
@@ -78,7 +78,7 @@ func (r *Reconciler) copyToSource(ctx context.Context, c *metal3api.HostClaim, h
 	}
 	existing := &metal3api.HardwareData{}
 	if err := r.HubReader.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, existing); err == nil &&
-		existing.Labels[hostfleetv1alpha1.LabelClaimUID] == uid && reflector.CopyIsCurrent(existing, hw, r.ClusterName) {
+		existing.Labels[hostfleetv1alpha1.LabelClaimUID] == uid && hoststatus.CopyIsCurrent(existing, hw, r.ClusterName) {
 		return nil // the steady state: one read
 	}
 	source := &metal3api.HostClaim{}

@@ -11,7 +11,7 @@ import (
 
 	"github.com/hostfleet/hostfleet/agent/binder"
 	"github.com/hostfleet/hostfleet/agent/labelsync"
-	"github.com/hostfleet/hostfleet/agent/tenancy"
+	"github.com/hostfleet/hostfleet/agent/servedtenants"
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
 )
 
@@ -23,7 +23,7 @@ func (r *Reconciler) tenantPrefixes(ctx context.Context, nsLabels map[string]str
 	if name == "" || r.local() {
 		return nil, nil
 	}
-	ct, err := tenancy.Get(ctx, r.Claims, r.ClusterName)
+	ct, err := servedtenants.Get(ctx, r.Claims, r.ClusterName)
 	if err != nil {
 		return nil, err
 	}

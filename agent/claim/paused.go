@@ -11,7 +11,7 @@ import (
 
 	"github.com/hostfleet/hostfleet/agent/binder"
 	"github.com/hostfleet/hostfleet/agent/hostspec"
-	"github.com/hostfleet/hostfleet/agent/reflector"
+	"github.com/hostfleet/hostfleet/agent/hoststatus"
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
 	"github.com/hostfleet/hostfleet/internal/conditions"
 	"github.com/hostfleet/hostfleet/internal/requeue"
@@ -50,7 +50,7 @@ func (r *Reconciler) paused(ctx context.Context, c *metal3api.HostClaim, by stri
 	}
 	assoc := associatedCondition(c, metav1.ConditionTrue, hostfleetv1alpha1.ReasonHostAssociated,
 		fmt.Sprintf("bound to BareMetalHost %s on cluster %s", klog.KObj(h), r.ClusterName))
-	if err := r.setStatus(ctx, c, h, hw, assoc, reflector.Conditions(c, h, sync)); err != nil {
+	if err := r.setStatus(ctx, c, h, hw, assoc, hoststatus.Conditions(c, h, sync)); err != nil {
 		return requeue.OnConflict(err)
 	}
 	return ctrl.Result{RequeueAfter: r.Resync}, nil
@@ -73,7 +73,7 @@ func heldHost(in binder.Input) *metal3api.BareMetalHost {
 // pausedSync is the Synchronized outcome of a paused claim bound to h: a
 // claim the host already follows is synchronized; one that changed since
 // (or whose secrets cannot be copied) says what waits for the pause to end.
-func (r *Reconciler) pausedSync(ctx context.Context, c *metal3api.HostClaim, h *metal3api.BareMetalHost, by string, allowDetach bool) (reflector.Sync, error) {
+func (r *Reconciler) pausedSync(ctx context.Context, c *metal3api.HostClaim, h *metal3api.BareMetalHost, by string, allowDetach bool) (hoststatus.Sync, error) {
 	plan, sync, err := r.planHost(ctx, c, h, allowDetach)
 	if err != nil || plan == nil {
 		return sync, err
@@ -81,6 +81,6 @@ func (r *Reconciler) pausedSync(ctx context.Context, c *metal3api.HostClaim, h *
 	if hostspec.UpToDate(h, hostspec.Bound(c, h, plan.refs, allowDetach)) {
 		return sync, nil
 	}
-	return reflector.Sync{Reason: hostfleetv1alpha1.ReasonPaused, Message: fmt.Sprintf(
+	return hoststatus.Sync{Reason: hostfleetv1alpha1.ReasonPaused, Message: fmt.Sprintf(
 		"%s: the claim's changes reach host %s once the annotation is removed", conditions.PausedMessage(by), klog.KObj(h))}, nil
 }

@@ -14,7 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/hostfleet/hostfleet/agent/hostspec"
-	"github.com/hostfleet/hostfleet/agent/reflector"
+	"github.com/hostfleet/hostfleet/agent/hoststatus"
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
 )
 
@@ -34,21 +34,21 @@ type hostPlan struct {
 // tenant must fix (a missing secret, a reference to another namespace) is a
 // failed Sync and no plan: nothing is written on the host until it is fixed,
 // so a host never deploys with half of its configuration.
-func (r *Reconciler) planHost(ctx context.Context, c *metal3api.HostClaim, h *metal3api.BareMetalHost, allowDetach bool) (*hostPlan, reflector.Sync, error) {
+func (r *Reconciler) planHost(ctx context.Context, c *metal3api.HostClaim, h *metal3api.BareMetalHost, allowDetach bool) (*hostPlan, hoststatus.Sync, error) {
 	refs, err := hostspec.SecretRefs(c)
 	var refErr *hostspec.RefError
 	if errors.As(err, &refErr) {
-		return nil, reflector.Sync{Reason: refErr.Role.SyncFailureReason(), Message: refErr.Msg}, nil
+		return nil, hoststatus.Sync{Reason: refErr.Role.SyncFailureReason(), Message: refErr.Msg}, nil
 	}
 	p := &hostPlan{refs: refs, allowDetach: allowDetach}
 	for _, ref := range refs {
 		hubSecret := &corev1.Secret{}
 		if err := r.ClaimReader.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: ref.Name}, hubSecret); err != nil {
 			if apierrors.IsNotFound(err) {
-				return nil, reflector.Sync{Reason: ref.Role.SyncFailureReason(), Message: fmt.Sprintf(
+				return nil, hoststatus.Sync{Reason: ref.Role.SyncFailureReason(), Message: fmt.Sprintf(
 					"secret %s/%s named by spec.%s does not exist; create it", c.Namespace, ref.Name, ref.Role.Field())}, nil
 			}
-			return nil, reflector.Sync{}, fmt.Errorf("get hub secret %s/%s: %w", c.Namespace, ref.Name, err)
+			return nil, hoststatus.Sync{}, fmt.Errorf("get hub secret %s/%s: %w", c.Namespace, ref.Name, err)
 		}
 		p.secrets = append(p.secrets, hubSecret)
 	}
@@ -59,16 +59,16 @@ func (r *Reconciler) planHost(ctx context.Context, c *metal3api.HostClaim, h *me
 // applyHost copies the planned secrets next to the host and applies the
 // host spec fields the agent owns. A copy or a spec the API server refuses
 // is a failed Sync.
-func (r *Reconciler) applyHost(ctx context.Context, c *metal3api.HostClaim, h *metal3api.BareMetalHost, p *hostPlan) (reflector.Sync, error) {
+func (r *Reconciler) applyHost(ctx context.Context, c *metal3api.HostClaim, h *metal3api.BareMetalHost, p *hostPlan) (hoststatus.Sync, error) {
 	keep := sets.New[string]()
 	for i, ref := range p.refs {
 		if err := r.Managed.Apply(ctx, hostspec.SecretCopy(c, ref, p.secrets[i], h.Namespace),
 			client.FieldOwner(hostfleetv1alpha1.FieldManagerAgent), client.ForceOwnership); err != nil {
 			if apierrors.IsRequestEntityTooLargeError(err) || apierrors.IsInvalid(err) {
-				return reflector.Sync{Reason: ref.Role.SyncFailureReason(), Message: fmt.Sprintf(
+				return hoststatus.Sync{Reason: ref.Role.SyncFailureReason(), Message: fmt.Sprintf(
 					"secret %s/%s named by spec.%s cannot be copied to the host: %v; make it smaller", c.Namespace, ref.Name, ref.Role.Field(), apierrors.ReasonForError(err))}, nil
 			}
-			return reflector.Sync{}, fmt.Errorf("copy secret %s/%s to %s/%s: %w", c.Namespace, ref.Name, h.Namespace, ref.Copy, err)
+			return hoststatus.Sync{}, fmt.Errorf("copy secret %s/%s to %s/%s: %w", c.Namespace, ref.Name, h.Namespace, ref.Copy, err)
 		}
 		keep.Insert(ref.Copy)
 	}
@@ -79,7 +79,7 @@ func (r *Reconciler) applyHost(ctx context.Context, c *metal3api.HostClaim, h *m
 		}
 		s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: h.Namespace, Name: name}}
 		if err := r.Managed.Delete(ctx, s); client.IgnoreNotFound(err) != nil {
-			return reflector.Sync{}, fmt.Errorf("delete secret copy %s/%s: %w", h.Namespace, name, err)
+			return hoststatus.Sync{}, fmt.Errorf("delete secret copy %s/%s: %w", h.Namespace, name, err)
 		}
 	}
 	want := hostspec.Bound(c, h, p.refs, p.allowDetach)
@@ -89,23 +89,23 @@ func (r *Reconciler) applyHost(ctx context.Context, c *metal3api.HostClaim, h *m
 	if err := r.Managed.Apply(ctx, client.ApplyConfigurationFromUnstructured(want),
 		client.FieldOwner(hostfleetv1alpha1.FieldManagerAgent), client.ForceOwnership); err != nil {
 		if apierrors.IsInvalid(err) {
-			return reflector.Sync{Reason: metal3api.BareMetalHostNotSynchronizedReason, Message: fmt.Sprintf(
+			return hoststatus.Sync{Reason: metal3api.BareMetalHostNotSynchronizedReason, Message: fmt.Sprintf(
 				"the host refused the claim's settings: %v; fix spec.image or spec.customDeploy", err)}, nil
 		}
-		return reflector.Sync{}, fmt.Errorf("apply host %s for %s/%s: %w", klog.KObj(h), c.Namespace, c.Name, err)
+		return hoststatus.Sync{}, fmt.Errorf("apply host %s for %s/%s: %w", klog.KObj(h), c.Namespace, c.Name, err)
 	}
 	return r.detachSync(c, h, p.allowDetach), nil
 }
 
 // detachSync is the sync outcome once everything else is written: failed
 // only if the claim asks to detach where that is not allowed.
-func (r *Reconciler) detachSync(c *metal3api.HostClaim, h *metal3api.BareMetalHost, allowDetach bool) reflector.Sync {
+func (r *Reconciler) detachSync(c *metal3api.HostClaim, h *metal3api.BareMetalHost, allowDetach bool) hoststatus.Sync {
 	if hostspec.WantsDetach(c) && !allowDetach {
-		return reflector.Sync{Reason: hostfleetv1alpha1.ReasonDetachNotAllowed, Message: fmt.Sprintf(
+		return hoststatus.Sync{Reason: hostfleetv1alpha1.ReasonDetachNotAllowed, Message: fmt.Sprintf(
 			"the claim asks to detach host %s/%s, but no HostDeployPolicy there allows it; remove %s from the claim, or ask the cluster administrator to annotate the policy %s=true",
 			h.Namespace, h.Name, metal3api.DetachedAnnotation, hostfleetv1alpha1.AnnotationAllowDetach)}
 	}
-	return reflector.Sync{OK: true}
+	return hoststatus.Sync{OK: true}
 }
 
 // deleteCopies deletes the claim's secret copies in the host's namespace,

@@ -18,7 +18,7 @@ import (
 
 	"github.com/hostfleet/hostfleet/agent/labelsync"
 	"github.com/hostfleet/hostfleet/agent/metrics"
-	"github.com/hostfleet/hostfleet/agent/tenancy"
+	"github.com/hostfleet/hostfleet/agent/servedtenants"
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
 )
 
@@ -131,7 +131,7 @@ func (w *Writer) Once(ctx context.Context) error {
 	if err := w.Hub.List(ctx, &nss, client.HasLabels{hostfleetv1alpha1.LabelTenant}, client.UnsafeDisableDeepCopy); err != nil {
 		return fmt.Errorf("list tenant namespaces on the hub: %w", err)
 	}
-	ct, err := tenancy.Get(ctx, w.Hub, w.ClusterName)
+	ct, err := servedtenants.Get(ctx, w.Hub, w.ClusterName)
 	if err != nil {
 		return err
 	}

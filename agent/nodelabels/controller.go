@@ -29,8 +29,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/hostfleet/hostfleet/agent/labelsync"
-	"github.com/hostfleet/hostfleet/agent/tenancy"
+	"github.com/hostfleet/hostfleet/agent/servedtenants"
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
+	"github.com/hostfleet/hostfleet/internal/claimstatus"
 	"github.com/hostfleet/hostfleet/internal/conditions"
 	"github.com/hostfleet/hostfleet/internal/setup"
 )
@@ -167,7 +168,7 @@ func syncedMessage(m Match, cluster string, prefixes []string) string {
 // ClusterTenancy says, or nil. A ManagedCluster carries one
 // hostfleet.io/tenant label: there is at most one.
 func (r *Reconciler) tenant(ctx context.Context) (*hostfleetv1alpha1.ServedTenant, error) {
-	ct, err := tenancy.Get(ctx, r.Hub, r.ClusterName)
+	ct, err := servedtenants.Get(ctx, r.Hub, r.ClusterName)
 	if err != nil {
 		return nil, err
 	}
@@ -265,39 +266,30 @@ func (r *Reconciler) sync(ctx context.Context, n *corev1.Node, wanted map[string
 // status or reason changes.
 func (r *Reconciler) report(ctx context.Context, c *metal3api.HostClaim, m Match) error {
 	prev := meta.FindStatusCondition(c.Status.Conditions, hostfleetv1alpha1.ConditionNodeLabelsSynced)
-	orig := c.DeepCopy()
-	var record func()
-	if m.Reason == "" {
-		if prev == nil {
-			return nil
-		}
-		meta.RemoveStatusCondition(&c.Status.Conditions, hostfleetv1alpha1.ConditionNodeLabelsSynced)
-	} else {
-		status := metav1.ConditionFalse
-		if m.Reason == hostfleetv1alpha1.ReasonLabelsSynced {
-			status = metav1.ConditionTrue
-		}
-		if prev != nil && prev.Status == status && prev.Reason == m.Reason && prev.Message == m.Message {
-			return nil
-		}
-		conditions.Set(&c.Status.Conditions, metav1.Condition{Type: hostfleetv1alpha1.ConditionNodeLabelsSynced,
-			Status: status, Reason: m.Reason, Message: m.Message, ObservedGeneration: c.Generation})
-		if prev == nil || prev.Status != status || prev.Reason != m.Reason {
-			kind := corev1.EventTypeNormal
-			if status == metav1.ConditionFalse {
-				kind = corev1.EventTypeWarning
-			}
-			record = func() { r.Recorder.Eventf(c, nil, kind, m.Reason, "SyncNodeLabels", "%s", m.Message) }
-		}
+	status := metav1.ConditionFalse
+	if m.Reason == hostfleetv1alpha1.ReasonLabelsSynced {
+		status = metav1.ConditionTrue
 	}
-	if err := r.Hub.Status().Patch(ctx, c, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil
+	written, err := claimstatus.Write(ctx, r.Hub, claimstatus.WorkloadAgent, claimstatus.HubKind(c), c, func(st *metal3api.HostClaimStatus) {
+		if m.Reason == "" {
+			meta.RemoveStatusCondition(&st.Conditions, hostfleetv1alpha1.ConditionNodeLabelsSynced)
+			return
 		}
+		conditions.Set(&st.Conditions, metav1.Condition{Type: hostfleetv1alpha1.ConditionNodeLabelsSynced,
+			Status: status, Reason: m.Reason, Message: m.Message, ObservedGeneration: c.Generation})
+	})
+	if apierrors.IsNotFound(err) || !written && err == nil {
+		return nil
+	}
+	if err != nil {
 		return fmt.Errorf("report %s on claim %s: %w", hostfleetv1alpha1.ConditionNodeLabelsSynced, klog.KObj(c), err)
 	}
-	if record != nil {
-		record()
+	if m.Reason != "" && (prev == nil || prev.Status != status || prev.Reason != m.Reason) {
+		kind := corev1.EventTypeNormal
+		if status == metav1.ConditionFalse {
+			kind = corev1.EventTypeWarning
+		}
+		r.Recorder.Eventf(c, nil, kind, m.Reason, "SyncNodeLabels", "%s", m.Message)
 	}
 	return nil
 }

@@ -12,6 +12,7 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clusterv1 "open-cluster-management.io/api/cluster/v1"
 	clusterv1beta2 "open-cluster-management.io/api/cluster/v1beta2"
@@ -304,6 +305,15 @@ func TestPolicies(t *testing.T) {
 	g.Expect(c1.Get(ctx, client.ObjectKeyFromObject(ok), ok)).To(Succeed())
 	ok.Labels[hostfleetv1alpha1.LabelCluster] = "c2"
 	refused(c1.Update(ctx, ok), "an agent may not move a claim to another cluster")
+	t.Log("agents write only the status fields they own: not the scheduler's, the forwarder's or the workload agent's conditions")
+	for _, t := range []string{hostfleetv1alpha1.ConditionScheduled, hostfleetv1alpha1.ConditionForwarded, hostfleetv1alpha1.ConditionNodeLabelsSynced} {
+		g.Expect(c1.Get(ctx, client.ObjectKeyFromObject(ok), ok)).To(Succeed())
+		meta.SetStatusCondition(&ok.Status.Conditions, metav1.Condition{Type: t, Status: metav1.ConditionTrue, Reason: "Forged"})
+		refused(c1.Status().Update(ctx, ok), "an agent may not change the Scheduled, Forwarded or NodeLabelsSynced condition of a claim placed on its cluster")
+	}
+	g.Expect(c1.Get(ctx, client.ObjectKeyFromObject(ok), ok)).To(Succeed())
+	meta.SetStatusCondition(&ok.Status.Conditions, metav1.Condition{Type: hostfleetv1alpha1.ConditionAssociated, Status: metav1.ConditionTrue, Reason: "BareMetalHostAssociated"})
+	g.Expect(c1.Status().Update(ctx, ok)).To(Succeed(), "its own: Associated")
 
 	own := &hostfleetv1alpha1.HostInventory{ObjectMeta: metav1.ObjectMeta{Namespace: "c1", Name: "c1"}, Spec: hostfleetv1alpha1.HostInventorySpec{ClusterName: "c1"}}
 	g.Eventually(func() error { return c1.Create(ctx, own) }).WithTimeout(20 * time.Second).Should(Succeed())

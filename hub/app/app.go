@@ -24,12 +24,12 @@ import (
 	"github.com/hostfleet/hostfleet/hub/addon"
 	"github.com/hostfleet/hostfleet/hub/admission"
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
+	"github.com/hostfleet/hostfleet/hub/clustertenancy"
 	"github.com/hostfleet/hostfleet/hub/forwarder"
 	"github.com/hostfleet/hostfleet/hub/hardwarecopy"
 	hubmetrics "github.com/hostfleet/hostfleet/hub/metrics"
 	"github.com/hostfleet/hostfleet/hub/placedclaim"
 	"github.com/hostfleet/hostfleet/hub/scheduler"
-	"github.com/hostfleet/hostfleet/hub/tenancy"
 	"github.com/hostfleet/hostfleet/hub/tenant"
 	"github.com/hostfleet/hostfleet/internal/election"
 	"github.com/hostfleet/hostfleet/internal/resume"
@@ -175,7 +175,7 @@ func New(ctx context.Context, cfg *rest.Config, o *Options) (ctrl.Manager, error
 	if err := (&tenant.Reconciler{Client: mgr.GetClient(), Scheme: scheme}).SetupWithManager(ctx, mgr, setup.Options{}); err != nil {
 		return nil, fmt.Errorf("tenant controller: %w", err)
 	}
-	if err := (&tenancy.Reconciler{Client: mgr.GetClient()}).SetupWithManager(ctx, mgr, setup.Options{}); err != nil {
+	if err := (&clustertenancy.Reconciler{Client: mgr.GetClient()}).SetupWithManager(ctx, mgr, setup.Options{}); err != nil {
 		return nil, fmt.Errorf("cluster tenancy controller: %w", err)
 	}
 	if err := (&hardwarecopy.Reconciler{Client: mgr.GetClient()}).SetupWithManager(ctx, mgr, setup.Options{}); err != nil {

@@ -33,6 +33,7 @@ import (
 
 	"github.com/hostfleet/hostfleet/hub/addon"
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
+	"github.com/hostfleet/hostfleet/internal/claimstatus"
 	"github.com/hostfleet/hostfleet/internal/conditions"
 	"github.com/hostfleet/hostfleet/internal/requeue"
 	"github.com/hostfleet/hostfleet/internal/setup"
@@ -462,20 +463,18 @@ func (r *Reconciler) hardwareCopy(ctx context.Context, c *metal3api.HostClaim) (
 	return &metal3api.ObjectReference{Namespace: hw.Namespace, Name: hw.Name}, nil
 }
 
-// writeStatus patches the claim's status with what mutate does to it, if
-// that changes anything, under optimistic locking (the scheduler writes the
+// writeStatus writes what mutate does to the claim's status, as the
+// forwarder (the fields of a remote claim it owns: claimstatus), if that
+// changes anything, under optimistic locking (the scheduler writes the
 // same status). A conflict is retried on the next event.
 func (r *Reconciler) writeStatus(ctx context.Context, c *metal3api.HostClaim, mutate func(*metal3api.HostClaim)) error {
 	orig := c.DeepCopy()
-	mutate(c)
-	if equality.Semantic.DeepEqual(orig.Status, c.Status) {
-		return nil
+	written, err := claimstatus.Write(ctx, r.Client, claimstatus.Forwarder, claimstatus.HubRemote, c, func(*metal3api.HostClaimStatus) { mutate(c) })
+	if apierrors.IsConflict(err) || apierrors.IsNotFound(err) || !written && err == nil {
+		return nil // the claim changed: its event brings it back
 	}
-	if err := r.Client.Status().Patch(ctx, c, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
-		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
-			return nil // the claim changed: its event brings it back
-		}
-		return fmt.Errorf("write the status of claim %s: %w", klog.KObj(c), err)
+	if err != nil {
+		return err
 	}
 	before, after := meta.FindStatusCondition(orig.Status.Conditions, hostfleetv1alpha1.ConditionForwarded),
 		meta.FindStatusCondition(c.Status.Conditions, hostfleetv1alpha1.ConditionForwarded)

@@ -24,6 +24,7 @@ import (
 
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
 	"github.com/hostfleet/hostfleet/hub/metrics"
+	"github.com/hostfleet/hostfleet/internal/claimstatus"
 	"github.com/hostfleet/hostfleet/internal/conditions"
 	"github.com/hostfleet/hostfleet/internal/requeue"
 	"github.com/hostfleet/hostfleet/internal/setup"
@@ -48,21 +49,12 @@ type Reconciler struct {
 	// Deadline is how long a placed claim may stay unbound before it is
 	// placed elsewhere, from its Scheduled condition.
 	Deadline time.Duration
-	// ConfirmGrace is how long the scheduler leaves the Scheduled condition
-	// of a claim it placed to the agent (default DefaultConfirmGrace): a
-	// placement is one write, the cluster label, and the agent's first
-	// status write says Placed. An agent that does not write in time gets
-	// it written by the scheduler, which also starts the Deadline.
-	ConfirmGrace time.Duration
 
 	// placed remembers the claims this scheduler placed until its cache
 	// shows them, so that the next decision counts them even if the watch
 	// event has not arrived yet; recorded before the write, so that a
 	// decision taken while it is in flight counts it too.
 	expect expectations
-	// confirm are the placements whose Scheduled condition is left to
-	// the agent.
-	confirm confirmations
 	// deciding serializes decisions.
 	deciding sync.Mutex
 
@@ -175,35 +167,70 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, o s
 		Complete(r)
 }
 
-// Reconcile places, checks or re-places one claim: find its tenant and
-// candidate clusters; a placed claim is checked (placed); an unplaced one
-// holding a host is left alone; any other is placed (decide, then place).
+// Reconcile places, checks or re-places one claim, then writes what it
+// found in the claim's Scheduled condition, once (the scheduler alone
+// writes it: claimstatus).
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	c := &metal3api.HostClaim{}
 	if err := r.Client.Get(ctx, req.NamespacedName, c); err != nil || !c.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
+	var v verdict
+	res, err := r.schedule(ctx, c, &v)
+	if err != nil {
+		return res, err
+	}
+	if err := r.writeScheduled(ctx, c, v); err != nil {
+		return requeue.OnConflict(err)
+	}
+	return res, nil
+}
+
+// verdict is what a reconcile says in the claim's Scheduled condition,
+// and whether an Event records a change of it.
+type verdict struct {
+	set, ok         bool
+	reason, message string
+	record          bool
+}
+
+// not is a verdict that the claim is not scheduled, recorded.
+func not(reason, msg string) verdict {
+	return verdict{set: true, reason: reason, message: msg, record: true}
+}
+
+// placedOn is the verdict of a claim the scheduler placed on cluster; its
+// Event was recorded with the placement.
+func placedOn(cluster string) verdict {
+	return verdict{set: true, ok: true, reason: hostfleetv1alpha1.ReasonPlaced, message: conditions.PlacedMessage(cluster)}
+}
+
+// schedule is the reconcile's phases: find the claim's tenant and candidate
+// clusters; a placed claim is checked (placed); an unplaced one holding a
+// host is left alone; any other is placed (decide, then place).
+func (r *Reconciler) schedule(ctx context.Context, c *metal3api.HostClaim, v *verdict) (ctrl.Result, error) {
 	t, err := r.tenant(ctx, c.Namespace)
 	if err != nil {
 		return ctrl.Result{}, fmt.Errorf("find the tenant of claim %s: %w", klog.KObj(c), err)
 	}
 	if t == nil {
-		return requeue.OnConflict(r.setScheduled(ctx, c, false, hostfleetv1alpha1.ReasonNoTenant,
-			fmt.Sprintf("namespace %s belongs to no Tenant: claims are served only in tenant namespaces", c.Namespace)))
+		*v = not(hostfleetv1alpha1.ReasonNoTenant, fmt.Sprintf("namespace %s belongs to no Tenant: claims are served only in tenant namespaces", c.Namespace))
+		return ctrl.Result{}, nil
 	}
 	clusters, err := r.candidates(ctx, c, t)
 	if err != nil {
 		return ctrl.Result{}, fmt.Errorf("candidate clusters of claim %s: %w", klog.KObj(c), err)
 	}
 	if cluster := c.Labels[hostfleetv1alpha1.LabelCluster]; cluster != "" {
-		return r.placed(ctx, c, t, cluster, clusters)
+		return r.placed(ctx, c, t, cluster, clusters, v)
 	}
 	if host := holds(c); host != "" {
 		// It holds a host on the cluster its label named: placing it again
 		// would strand that host. Only the agent that holds it lets it go.
-		return requeue.OnConflict(r.setScheduled(ctx, c, false, hostfleetv1alpha1.ReasonHoldsHost, fmt.Sprintf(
+		*v = not(hostfleetv1alpha1.ReasonHoldsHost, fmt.Sprintf(
 			"the claim holds host %s but has no %s label: it is not placed elsewhere; put the label back, or delete the claim to release the host",
-			host, hostfleetv1alpha1.LabelCluster)))
+			host, hostfleetv1alpha1.LabelCluster))
+		return ctrl.Result{}, nil
 	}
 	res, stale, err := r.decide(c, t, clusters)
 	if err != nil || stale {
@@ -211,12 +238,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	if res.Cluster == "" {
 		ctrl.LoggerFrom(ctx).V(1).Info("claim not placed", "reason", res.Reason, "why", res.Message)
-		if err := r.setScheduled(ctx, c, false, res.Reason, res.Message); err != nil {
-			return requeue.OnConflict(err)
-		}
+		*v = not(res.Reason, res.Message)
 		return ctrl.Result{RequeueAfter: 30 * time.Second}, nil
 	}
-	return r.place(ctx, c, res, len(clusters))
+	return r.place(ctx, c, res, len(clusters), v)
 }
 
 // decide takes one placement decision (Place) over the candidates'
@@ -267,13 +292,10 @@ func (r *Reconciler) decide(c *metal3api.HostClaim, t *hostfleetv1alpha1.Tenant,
 	return res, false, nil
 }
 
-// place writes a decided placement: one write, the cluster label, which the
-// agent acts on. The Scheduled condition is left to the agent's first
-// status write (ConfirmGrace): every write to a claim is an event each
-// agent's claim watch is woken for, whatever its cluster (make
-// bench-scale), and a second write of the scheduler's would race the
-// agent's, which carry the claim's resourceVersion.
-func (r *Reconciler) place(ctx context.Context, c *metal3api.HostClaim, res Result, candidates int) (ctrl.Result, error) {
+// place writes a decided placement: the cluster label (which the agent
+// acts on) and an Event; the Scheduled condition follows (Reconcile), and
+// with it the Deadline.
+func (r *Reconciler) place(ctx context.Context, c *metal3api.HostClaim, res Result, candidates int, v *verdict) (ctrl.Result, error) {
 	orig := c.DeepCopy()
 	if c.Labels == nil {
 		c.Labels = map[string]string{}
@@ -284,84 +306,62 @@ func (r *Reconciler) place(ctx context.Context, c *metal3api.HostClaim, res Resu
 	c.Labels[hostfleetv1alpha1.LabelCluster] = res.Cluster
 	c.Annotations[hostfleetv1alpha1.AnnotationPlacedBy] = hostfleetv1alpha1.PlacedByScheduler
 	metrics.Placements.WithLabelValues(hostfleetv1alpha1.ReasonPlaced).Inc()
-	// Before the write: its event may be reconciled before Patch returns.
-	r.confirm.add(c.UID)
 	if err := r.Client.Patch(ctx, c, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
 		r.expect.remove(c, res.Cluster)
-		r.confirm.forget(c.UID)
 		return requeue.OnConflict(fmt.Errorf("place claim %s on %s: %w", klog.KObj(c), res.Cluster, err))
 	}
 	r.Recorder.Eventf(c, nil, corev1.EventTypeNormal, hostfleetv1alpha1.ReasonPlaced, "Schedule", "%s", conditions.EventNote(res.Message))
 	ctrl.LoggerFrom(ctx).V(1).Info("claim placed", "cluster", res.Cluster, "free", res.Free, "candidates", candidates)
-	return ctrl.Result{RequeueAfter: r.confirmGrace()}, nil
-}
-
-func (r *Reconciler) confirmGrace() time.Duration {
-	if r.ConfirmGrace > 0 {
-		return r.ConfirmGrace
-	}
-	return DefaultConfirmGrace
+	*v = placedOn(res.Cluster)
+	return ctrl.Result{RequeueAfter: r.Deadline}, nil
 }
 
 // placed checks a claim that has a cluster: a tenant's pin must be in the
-// tenant's clusters; the scheduler's placement is confirmed in the
-// Scheduled condition when the agent did not in time, and undone when it
-// did not bind within the Deadline.
-func (r *Reconciler) placed(ctx context.Context, c *metal3api.HostClaim, t *hostfleetv1alpha1.Tenant, cluster string, clusters []string) (ctrl.Result, error) {
+// tenant's clusters; the scheduler's placement is said in the Scheduled
+// condition (repaired if it lost a write race), and undone when the claim
+// was not bound within the Deadline.
+func (r *Reconciler) placed(ctx context.Context, c *metal3api.HostClaim, t *hostfleetv1alpha1.Tenant, cluster string, clusters []string, v *verdict) (ctrl.Result, error) {
 	if c.Annotations[hostfleetv1alpha1.AnnotationPlacedBy] != hostfleetv1alpha1.PlacedByScheduler {
-		return r.pinned(ctx, c, t, cluster, clusters)
-	}
-	saysPlaced := conditions.SaysPlaced(c.Status.Conditions)
-	if !saysPlaced {
-		// The agent's to write, for a while: a remote claim's target
-		// writes none.
-		if left := r.confirm.left(c.UID, r.confirmGrace()); left > 0 && !isRemote(c) {
-			return ctrl.Result{RequeueAfter: left}, nil
-		}
-	} else {
-		r.confirm.forget(c.UID)
+		*v = r.pinned(c, t, cluster, clusters)
+		return ctrl.Result{}, nil
 	}
 	_, paused := conditions.PausedBy(c.Annotations)
+	// The agent has it; a remote claim is served by its target, bound or
+	// not, and a paused claim waits where it is: none is moved by the
+	// deadline.
 	served := associated(c) || holds(c) != "" || isRemote(c) || paused
-	switch {
-	case !saysPlaced:
-		// Bound or being bound (a Scheduled condition that lost a write
-		// race to the agent is repaired, never left stale), or placed and
-		// the agent did not say so in time: the deadline starts now. (The
-		// placement's Event was recorded with the label.)
-		res, err := requeue.OnConflict(r.writeScheduled(ctx, c, true, hostfleetv1alpha1.ReasonPlaced, conditions.PlacedMessage(cluster), false))
-		if err == nil && res.IsZero() && !served {
-			res.RequeueAfter = r.Deadline
+	if !conditions.SaysPlaced(c.Status.Conditions) {
+		*v = placedOn(cluster)
+		if served {
+			return ctrl.Result{}, nil
 		}
-		return res, err
-	case served:
-		// The agent has it; a remote claim is served by its target, bound
-		// or not, and a paused claim waits where it is: neither is moved by
-		// the deadline.
+		return ctrl.Result{RequeueAfter: r.Deadline}, nil
+	}
+	if served {
 		return ctrl.Result{}, nil
 	}
 	cond := meta.FindStatusCondition(c.Status.Conditions, hostfleetv1alpha1.ConditionScheduled)
 	if left := r.Deadline - time.Since(cond.LastTransitionTime.Time); left > 0 {
 		return ctrl.Result{RequeueAfter: left}, nil
 	}
-	return r.replace(ctx, c, cluster)
+	return r.replace(ctx, c, cluster, v)
 }
 
-// pinned checks a tenant's pin: the cluster must be one of the tenant's.
-func (r *Reconciler) pinned(ctx context.Context, c *metal3api.HostClaim, t *hostfleetv1alpha1.Tenant, cluster string, clusters []string) (ctrl.Result, error) {
+// pinned is the verdict on a tenant's pin: the cluster must be one of the
+// tenant's.
+func (r *Reconciler) pinned(c *metal3api.HostClaim, t *hostfleetv1alpha1.Tenant, cluster string, clusters []string) verdict {
 	if !slices.Contains(clusters, cluster) {
-		return requeue.OnConflict(r.setScheduled(ctx, c, false, hostfleetv1alpha1.ReasonPinnedOutsideSet, fmt.Sprintf(
+		return not(hostfleetv1alpha1.ReasonPinnedOutsideSet, fmt.Sprintf(
 			"pinned to %s, which is not among the clusters of tenant %s (set %s: %s); pin one of them or remove the %s label",
-			cluster, t.Name, t.Spec.ClusterSet, strings.Join(clusters, ","), hostfleetv1alpha1.LabelCluster)))
+			cluster, t.Name, t.Spec.ClusterSet, strings.Join(clusters, ","), hostfleetv1alpha1.LabelCluster))
 	}
-	return requeue.OnConflict(r.setScheduled(ctx, c, true, hostfleetv1alpha1.ReasonPinned, "pinned by the tenant to "+cluster))
+	return verdict{set: true, ok: true, reason: hostfleetv1alpha1.ReasonPinned, message: "pinned by the tenant to " + cluster, record: true}
 }
 
 // replace takes a placement that did not bind in time back, excluding its
-// cluster from the next decision. Two writes, as the API has them: the
-// claim's labels and annotations, then its Scheduled condition, which must
-// not keep saying the claim is placed on the cluster it left.
-func (r *Reconciler) replace(ctx context.Context, c *metal3api.HostClaim, cluster string) (ctrl.Result, error) {
+// cluster from the next decision; the Scheduled condition says so
+// (Reconcile).
+func (r *Reconciler) replace(ctx context.Context, c *metal3api.HostClaim, cluster string, v *verdict) (ctrl.Result, error) {
 	orig := c.DeepCopy()
 	delete(c.Labels, hostfleetv1alpha1.LabelCluster)
 	delete(c.Annotations, hostfleetv1alpha1.AnnotationPlacedBy)
@@ -373,10 +373,7 @@ func (r *Reconciler) replace(ctx context.Context, c *metal3api.HostClaim, cluste
 		return requeue.OnConflict(fmt.Errorf("take claim %s back from %s: %w", klog.KObj(c), cluster, err))
 	}
 	ctrl.LoggerFrom(ctx).V(1).Info("claim not bound in time: placing it elsewhere", "cluster", cluster, "deadline", r.Deadline, "excluded", c.Annotations[hostfleetv1alpha1.AnnotationExcluded])
-	if err := r.setScheduled(ctx, c, false, hostfleetv1alpha1.ReasonRescheduling,
-		fmt.Sprintf("%s did not bind the claim within %s; placing it elsewhere", cluster, r.Deadline)); err != nil {
-		return requeue.OnConflict(err)
-	}
+	*v = not(hostfleetv1alpha1.ReasonRescheduling, fmt.Sprintf("%s did not bind the claim within %s; placing it elsewhere", cluster, r.Deadline))
 	return ctrl.Result{RequeueAfter: time.Second}, nil
 }
 
@@ -437,38 +434,37 @@ func (r *Reconciler) candidates(ctx context.Context, c *metal3api.HostClaim, t *
 	return out, nil
 }
 
-// setScheduled writes the Scheduled condition if it changed, with the
-// claim's resourceVersion (the agent writes the same status), and records an
-// Event when its status or reason changed: Normal when scheduled, Warning
-// when not.
-func (r *Reconciler) setScheduled(ctx context.Context, c *metal3api.HostClaim, ok bool, reason, msg string) error {
-	metrics.Placements.WithLabelValues(reason).Inc()
-	return r.writeScheduled(ctx, c, ok, reason, msg, true)
-}
-
-// writeScheduled is setScheduled, with the Event only if record.
-func (r *Reconciler) writeScheduled(ctx context.Context, c *metal3api.HostClaim, ok bool, reason, msg string, record bool) error {
+// writeScheduled writes the verdict in the Scheduled condition, if it
+// changes it, with the claim's resourceVersion, and records an Event when
+// its status or reason changed and the verdict asks: Normal when
+// scheduled, Warning when not. A verdict that is recorded counts in the
+// placements metric, whether or not it changes the condition.
+func (r *Reconciler) writeScheduled(ctx context.Context, c *metal3api.HostClaim, v verdict) error {
+	if !v.set {
+		return nil
+	}
+	if v.record {
+		metrics.Placements.WithLabelValues(v.reason).Inc()
+	}
 	status := metav1.ConditionFalse
-	if ok {
+	if v.ok {
 		status = metav1.ConditionTrue
 	}
 	cur := meta.FindStatusCondition(c.Status.Conditions, hostfleetv1alpha1.ConditionScheduled)
-	if cur != nil && cur.Status == status && cur.Reason == reason && cur.Message == msg {
-		return nil
-	}
-	changed := cur == nil || cur.Status != status || cur.Reason != reason
-	orig := c.DeepCopy()
-	conditions.Set(&c.Status.Conditions, metav1.Condition{Type: hostfleetv1alpha1.ConditionScheduled,
-		Status: status, Reason: reason, Message: msg, ObservedGeneration: c.Generation})
-	if err := r.Client.Status().Patch(ctx, c, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
+	changed := cur == nil || cur.Status != status || cur.Reason != v.reason
+	written, err := claimstatus.Write(ctx, r.Client, claimstatus.Scheduler, claimstatus.HubKind(c), c, func(st *metal3api.HostClaimStatus) {
+		conditions.Set(&st.Conditions, metav1.Condition{Type: hostfleetv1alpha1.ConditionScheduled,
+			Status: status, Reason: v.reason, Message: v.message, ObservedGeneration: c.Generation})
+	})
+	if err != nil {
 		return fmt.Errorf("write the Scheduled condition of claim %s: %w", klog.KObj(c), err)
 	}
-	if changed && record {
+	if written && changed && v.record {
 		kind := corev1.EventTypeWarning
-		if ok {
+		if v.ok {
 			kind = corev1.EventTypeNormal
 		}
-		r.Recorder.Eventf(c, nil, kind, reason, "Schedule", "%s", conditions.EventNote(msg))
+		r.Recorder.Eventf(c, nil, kind, v.reason, "Schedule", "%s", conditions.EventNote(v.message))
 	}
 	return nil
 }

@@ -40,16 +40,11 @@ func scheduled(c *metal3api.HostClaim) metav1.Condition {
 const deadline = 8 * time.Second
 
 // schedulerPlane is a hub plane running the tenant controller and the
-// scheduler with the given bind deadline, and 1 s for the agents (there are
-// none) to write the Scheduled condition.
+// scheduler with the given bind deadline.
 func schedulerPlane(t *testing.T, deadline time.Duration) client.Client {
-	return schedulerPlaneWith(t, deadline, time.Second)
-}
-
-func schedulerPlaneWith(t *testing.T, deadline, confirmGrace time.Duration) client.Client {
 	f := planes.ForTest(t, "hub")
 	f.HubForTest(t, "hub", func(mgr ctrl.Manager) error {
-		return (&scheduler.Reconciler{Client: mgr.GetClient(), Deadline: deadline, ConfirmGrace: confirmGrace}).SetupWithManager(context.Background(), mgr, setup.Options{})
+		return (&scheduler.Reconciler{Client: mgr.GetClient(), Deadline: deadline}).SetupWithManager(context.Background(), mgr, setup.Options{})
 	})
 	return f.Plane("hub").Client
 }
@@ -365,54 +360,27 @@ func TestPlacementAndShrink(t *testing.T) {
 	}).WithTimeout(20 * time.Second).Should(Succeed())
 }
 
-// TestPlacementIsOneWrite: placing a claim is one write, its cluster label,
-// and one Event; the Scheduled condition comes with the agent's first status
-// write, and the scheduler writes nothing more. A claim whose agent does not
-// write within the grace gets the condition from the scheduler, without a
-// second Event.
-func TestPlacementIsOneWrite(t *testing.T) {
+// TestPlacementIsOneStatusWrite: placing a claim is its cluster label,
+// then its Scheduled condition (the scheduler's alone: claimstatus), and
+// one Event; once placed, the scheduler writes nothing more.
+func TestPlacementIsOneStatusWrite(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	const grace = 8 * time.Second
-	hub := schedulerPlaneWith(t, time.Hour, grace)
+	hub := schedulerPlane(t, time.Hour)
 	lab(g, hub, map[string][]hostfleetv1alpha1.HostPool{"c1": {{Namespaces: []string{"tenant-a"}, Total: 3, Available: 3}}})
 	get := getter(hub)
-	placedOn := func(c *metal3api.HostClaim) time.Time {
-		g.Eventually(func(g Gomega) {
-			g.Expect(get(g, c).Labels).To(HaveKeyWithValue(hostfleetv1alpha1.LabelCluster, "c1"))
-		}).WithTimeout(20 * time.Second).WithPolling(20 * time.Millisecond).Should(Succeed())
-		return time.Now()
-	}
-	// The scheduler's cache may not show the tenant's clusters yet (it
-	// would rightly write NoCapacity first): a first claim placed says it
-	// does.
-	placedOn(createClaim(g, hub, "probe", nil))
-
-	t.Log("the agent writes the condition: the scheduler's one write was the label")
-	confirmed := createClaim(g, hub, "confirmed", nil)
-	placedOn(confirmed)
-	g.Expect(scheduled(confirmed)).To(BeZero(), "the condition is left to the agent")
-	// As the agent writes its status: with the claim's resourceVersion,
-	// which the scheduler has not changed since the label.
-	orig := confirmed.DeepCopy()
-	meta.SetStatusCondition(&confirmed.Status.Conditions, metav1.Condition{Type: hostfleetv1alpha1.ConditionScheduled,
-		Status: metav1.ConditionTrue, Reason: hostfleetv1alpha1.ReasonPlaced, Message: "placed on c1"})
-	g.Expect(hub.Status().Patch(ctx, confirmed, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}))).To(Succeed())
-	rv := confirmed.ResourceVersion
-
-	t.Log("no agent writes: the scheduler does once the grace is over")
-	silent := createClaim(g, hub, "silent", nil)
-	at := placedOn(silent)
+	c := createClaim(g, hub, "placed", nil)
 	g.Eventually(func(g Gomega) {
-		g.Expect(scheduled(get(g, silent))).To(And(HaveField("Status", metav1.ConditionTrue), HaveField("Reason", hostfleetv1alpha1.ReasonPlaced),
+		got := get(g, c)
+		g.Expect(got.Labels).To(HaveKeyWithValue(hostfleetv1alpha1.LabelCluster, "c1"))
+		g.Expect(scheduled(got)).To(And(HaveField("Status", metav1.ConditionTrue), HaveField("Reason", hostfleetv1alpha1.ReasonPlaced),
 			HaveField("Message", "placed on c1")))
-	}).WithTimeout(grace + 20*time.Second).WithPolling(50 * time.Millisecond).Should(Succeed())
-	g.Expect(time.Since(at)).To(BeNumerically(">=", grace-time.Second), "not before the grace is over")
-
-	g.Expect(get(g, confirmed).ResourceVersion).To(Equal(rv), "nothing written on the confirmed claim after the agent's status")
-	for _, c := range []*metal3api.HostClaim{confirmed, silent} {
-		g.Expect(planes.Events(ctx, hub, c)).To(ConsistOf(HavePrefix("Normal/Placed: ")), "one Event for %s, its placement", c.Name)
-	}
+	}).WithTimeout(20 * time.Second).WithPolling(50 * time.Millisecond).Should(Succeed())
+	rv := get(g, c).ResourceVersion
+	g.Consistently(func(g Gomega) {
+		g.Expect(get(g, c).ResourceVersion).To(Equal(rv), "nothing written on the placed claim after its condition")
+	}).WithTimeout(3 * time.Second).WithPolling(200 * time.Millisecond).Should(Succeed())
+	g.Expect(planes.Events(ctx, hub, c)).To(ConsistOf(HavePrefix("Normal/Placed: ")), "one Event, its placement")
 }
 
 // TestPausedClaimStays: the bind deadline moves an unbound claim, never a

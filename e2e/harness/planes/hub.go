@@ -7,7 +7,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/hostfleet/hostfleet/hub/admission"
-	"github.com/hostfleet/hostfleet/hub/tenancy"
+	"github.com/hostfleet/hostfleet/hub/clustertenancy"
 	"github.com/hostfleet/hostfleet/hub/tenant"
 	"github.com/hostfleet/hostfleet/internal/setup"
 )
@@ -27,7 +27,7 @@ func (f *Fleet) HubForTest(t testing.TB, plane string, extra ...func(mgr ctrl.Ma
 		if err := (&tenant.Reconciler{Client: mgr.GetClient(), Scheme: f.Scheme}).SetupWithManager(context.Background(), mgr, setup.Options{}); err != nil {
 			return err
 		}
-		if err := (&tenancy.Reconciler{Client: mgr.GetClient()}).SetupWithManager(context.Background(), mgr, setup.Options{}); err != nil {
+		if err := (&clustertenancy.Reconciler{Client: mgr.GetClient()}).SetupWithManager(context.Background(), mgr, setup.Options{}); err != nil {
 			return err
 		}
 		for _, setup := range extra {

@@ -78,8 +78,8 @@ const (
 	ReasonPaused = "Paused"
 )
 
-// Reasons the agent's reflector writes (Provisioned, AvailableForProvisioning,
-// Ready) from the bound host's state.
+// Reasons the agent writes from the bound host's state (agent/hoststatus):
+// Provisioned, AvailableForProvisioning, Ready.
 const (
 	ReasonProvisioned    = "Provisioned"
 	ReasonProvisioning   = "Provisioning"
@@ -98,10 +98,8 @@ const (
 
 // Reasons of the Scheduled condition, written by the hub scheduler.
 const (
-	// ReasonPlaced: on the cluster the scheduler chose. The agent of that
-	// cluster writes it with its first status (the scheduler's placement is
-	// the label alone), or the scheduler once Reconciler.ConfirmGrace is
-	// over.
+	// ReasonPlaced: on the cluster the scheduler chose (its label), the
+	// scheduler's condition written right after it.
 	ReasonPlaced           = "Placed"
 	ReasonPinned           = "Pinned"
 	ReasonPinnedOutsideSet = "PinnedOutsideSet"

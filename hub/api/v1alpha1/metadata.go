@@ -57,9 +57,7 @@ const (
 	// AnnotationPlacedBy marks a cluster label the scheduler set (as
 	// opposed to a tenant's pin, which is never moved).
 	AnnotationPlacedBy = "hostfleet.io/placed-by"
-	// PlacedByScheduler is AnnotationPlacedBy's value: the agent of the
-	// cluster writes the Scheduled condition (Placed) of such a claim
-	// with its first status.
+	// PlacedByScheduler is AnnotationPlacedBy's value.
 	PlacedByScheduler = "scheduler"
 	// AnnotationExcluded lists clusters that did not bind the claim in time.
 	AnnotationExcluded = "hostfleet.io/excluded-clusters"

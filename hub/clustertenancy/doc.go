@@ -1,4 +1,4 @@
-// Package tenancy writes, in each managed cluster's hub namespace, the
+// Package clustertenancy writes, in each managed cluster's hub namespace, the
 // cluster's ClusterTenancy: the tenants it serves and whose workload
 // cluster it is, with their namespaces and label sync prefixes. It is all
 // a cluster's agent reads of the tenants. A Tenant lists every cluster of
@@ -6,4 +6,4 @@
 // size does not grow with the fleet and it is written only when what the
 // agent needs changes. Desired is a plain function; the Reconciler fetches
 // and writes.
-package tenancy
+package clustertenancy

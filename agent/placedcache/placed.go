@@ -1,4 +1,4 @@
-package placed
+package placedcache
 
 import (
 	"context"

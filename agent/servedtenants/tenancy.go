@@ -1,6 +1,6 @@
-// Package tenancy reads the cluster's ClusterTenancy, which the hub writes
+// Package servedtenants reads the cluster's ClusterTenancy, which the hub writes
 // in the cluster's namespace: all an agent knows of the tenants.
-package tenancy
+package servedtenants
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-// Package placed lets an agent read its hub claims from the PlacedClaims
+// Package placedcache lets an agent read its hub claims from the PlacedClaims
 // in its cluster's namespace (hub/placedclaim writes them) rather than from
 // a label-selected watch of every claim: the API server's watch cache
 // sends a namespaced watch only its namespace's events.
@@ -9,4 +9,4 @@
 // resumes its watch from the PlacedClaims' resourceVersions; Transform then
 // gives each cached claim its own resourceVersion, so that the agent's
 // locked patches go to the claim as it was copied.
-package placed
+package placedcache

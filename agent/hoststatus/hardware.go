@@ -1,4 +1,4 @@
-package reflector
+package hoststatus
 
 import (
 	metal3api "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
