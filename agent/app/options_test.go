@@ -1,8 +1,9 @@
 package app
 
 import (
-	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
 	"testing"
+
+	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
 
 	. "github.com/onsi/gomega"
 	"github.com/spf13/pflag"

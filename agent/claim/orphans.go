@@ -76,12 +76,8 @@ func (o *Orphans) SetupWithManager(_ context.Context, mgr ctrl.Manager, so setup
 
 // hostsOf are the hosts whose consumerRef names the claim.
 func (o *Orphans) hostsOf(ctx context.Context, c *metal3api.HostClaim) []reconcile.Request {
-	var hosts metal3api.BareMetalHostList
-	if err := o.Managed.List(ctx, &hosts, client.MatchingFields{consumerIndex: consumerKey(c.Namespace, c.Name)}); err != nil {
-		ctrl.LoggerFrom(ctx).Error(err, "list the hosts of a deleted claim", "claim", klog.KObj(c))
-		return nil
-	}
-	return requestsFor(hosts.Items)
+	return setup.ListRequests(ctx, o.Managed, &metal3api.BareMetalHostList{}, "the hosts of a deleted claim",
+		client.MatchingFields{consumerIndex: consumerKey(c.Namespace, c.Name)})
 }
 
 // Reconcile checks that one held host's claim exists, and releases the

@@ -15,28 +15,21 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
 	addonv1beta1 "open-cluster-management.io/api/addon/v1beta1"
 	clusterv1 "open-cluster-management.io/api/cluster/v1"
 	workv1 "open-cluster-management.io/api/work/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/builder"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
-	"sigs.k8s.io/controller-runtime/pkg/handler"
-	"sigs.k8s.io/controller-runtime/pkg/predicate"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/hostfleet/hostfleet/hub/addon"
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
+	"github.com/hostfleet/hostfleet/hub/tenant"
 	"github.com/hostfleet/hostfleet/internal/claimstatus"
 	"github.com/hostfleet/hostfleet/internal/conditions"
 	"github.com/hostfleet/hostfleet/internal/requeue"
-	"github.com/hostfleet/hostfleet/internal/setup"
 )
 
 // Indexes on HostClaims.
@@ -66,86 +59,6 @@ type Reconciler struct {
 func remote(o client.Object) bool {
 	return o.GetLabels()[hostfleetv1alpha1.LabelKind] == hostfleetv1alpha1.KindRemote ||
 		controllerutil.ContainsFinalizer(o, hostfleetv1alpha1.ForwarderFinalizer)
-}
-
-// SetupWithManager wires the controller. The manager's cache should hold
-// only the forwarder's ManifestWorks (CacheOptions).
-func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, o setup.Options) error {
-	if r.Recorder == nil {
-		r.Recorder = mgr.GetEventRecorder("hostfleet-forwarder")
-	}
-	if r.Reader == nil {
-		r.Reader = mgr.GetAPIReader()
-	}
-	idx := mgr.GetFieldIndexer()
-	if err := idx.IndexField(ctx, &metal3api.HostClaim{}, secretIndex, func(o client.Object) []string {
-		c := o.(*metal3api.HostClaim)
-		if !remote(c) {
-			return nil
-		}
-		var out []string
-		for _, ref := range SecretRefs(c) {
-			out = append(out, c.Namespace+"/"+ref.Name)
-		}
-		return out
-	}); err != nil {
-		return fmt.Errorf("index remote claims by secret: %w", err)
-	}
-	if err := idx.IndexField(ctx, &metal3api.HostClaim{}, clusterIndex, func(o client.Object) []string {
-		if cl := o.GetLabels()[hostfleetv1alpha1.LabelCluster]; cl != "" && remote(o) {
-			return []string{cl}
-		}
-		return nil
-	}); err != nil {
-		return fmt.Errorf("index remote claims by cluster: %w", err)
-	}
-	if err := idx.IndexField(ctx, &workv1.ManifestWork{}, workIndex, func(o client.Object) []string {
-		if uid := o.GetLabels()[hostfleetv1alpha1.LabelClaimUID]; uid != "" {
-			return []string{uid}
-		}
-		return nil
-	}); err != nil {
-		return fmt.Errorf("index ManifestWorks by claim: %w", err)
-	}
-	claimsBy := func(index string, key func(client.Object) string) handler.EventHandler {
-		return handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
-			var list metal3api.HostClaimList
-			if err := r.Client.List(ctx, &list, client.MatchingFields{index: key(o)}, client.UnsafeDisableDeepCopy); err != nil {
-				ctrl.LoggerFrom(ctx).Error(err, "list the remote claims to look at again", "index", index, "key", key(o))
-				return nil
-			}
-			out := make([]reconcile.Request, 0, len(list.Items))
-			for i := range list.Items {
-				out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
-			}
-			return out
-		})
-	}
-	ofWork := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
-		l := o.GetLabels()
-		if l[hostfleetv1alpha1.LabelClaimName] == "" {
-			return nil
-		}
-		return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: l[hostfleetv1alpha1.LabelClaimNamespace], Name: l[hostfleetv1alpha1.LabelClaimName]}}}
-	})
-	sameName := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
-		return []reconcile.Request{{NamespacedName: client.ObjectKeyFromObject(o)}}
-	})
-	isCopy := predicate.NewPredicateFuncs(func(o client.Object) bool {
-		_, ok := o.GetLabels()[hostfleetv1alpha1.LabelClaimUID]
-		return ok
-	})
-	return ctrl.NewControllerManagedBy(mgr).
-		Named("forwarder").
-		For(&metal3api.HostClaim{}, builder.WithPredicates(predicate.NewPredicateFuncs(remote))).
-		Watches(&workv1.ManifestWork{}, ofWork).
-		Watches(&corev1.Secret{}, claimsBy(secretIndex, func(o client.Object) string { return o.GetNamespace() + "/" + o.GetName() }),
-			builder.OnlyMetadata).
-		Watches(&clusterv1.ManagedCluster{}, claimsBy(clusterIndex, client.Object.GetName)).
-		Watches(&addonv1beta1.ManagedClusterAddOn{}, claimsBy(clusterIndex, client.Object.GetNamespace),
-			builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool { return o.GetName() == hostfleetv1alpha1.AddonName }))).
-		Watches(&metal3api.HardwareData{}, sameName, builder.WithPredicates(isCopy)).
-		Complete(r)
 }
 
 // Reconcile forwards, updates or withdraws one claim. A write that lost a
@@ -219,18 +132,11 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 // tenant is the name of the tenant owning the claim's namespace, or why the
 // claim cannot be forwarded to cluster.
 func (r *Reconciler) tenant(ctx context.Context, c *metal3api.HostClaim, cluster string) (string, *Refused, error) {
-	ns := &corev1.Namespace{}
-	if err := r.Client.Get(ctx, client.ObjectKey{Name: c.Namespace}, ns); err != nil {
-		return "", nil, fmt.Errorf("get namespace %s: %w", c.Namespace, err)
+	t, err := tenant.Of(ctx, r.Client, c.Namespace)
+	if err != nil {
+		return "", nil, err
 	}
-	name := ns.Labels[hostfleetv1alpha1.LabelTenant]
-	t := &hostfleetv1alpha1.Tenant{}
-	if name != "" {
-		if err := r.Client.Get(ctx, client.ObjectKey{Name: name}, t); client.IgnoreNotFound(err) != nil {
-			return "", nil, fmt.Errorf("get tenant %s: %w", name, err)
-		}
-	}
-	if t.Name == "" {
+	if t == nil {
 		return "", &Refused{Reason: hostfleetv1alpha1.ReasonNoTenant, Message: fmt.Sprintf(
 			"namespace %s belongs to no Tenant: claims are forwarded only from tenant namespaces", c.Namespace)}, nil
 	}
@@ -486,12 +392,4 @@ func (r *Reconciler) writeStatus(ctx context.Context, c *metal3api.HostClaim, mu
 		r.Recorder.Eventf(c, nil, kind, after.Reason, "Forward", "%s", after.Message)
 	}
 	return nil
-}
-
-// CacheByObject restricts a manager's cache of ManifestWorks to the
-// forwarder's (those labelled with a claim UID): the add-on manager's works
-// are not its business.
-func CacheByObject() map[client.Object]cache.ByObject {
-	has, _ := labels.NewRequirement(hostfleetv1alpha1.LabelClaimUID, selection.Exists, nil)
-	return map[client.Object]cache.ByObject{&workv1.ManifestWork{}: {Label: labels.NewSelector().Add(*has)}}
 }

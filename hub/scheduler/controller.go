@@ -19,15 +19,13 @@ import (
 	clusterv1beta1 "open-cluster-management.io/api/cluster/v1beta1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/handler"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
 	"github.com/hostfleet/hostfleet/hub/metrics"
+	"github.com/hostfleet/hostfleet/hub/tenant"
 	"github.com/hostfleet/hostfleet/internal/claimstatus"
 	"github.com/hostfleet/hostfleet/internal/conditions"
 	"github.com/hostfleet/hostfleet/internal/requeue"
-	"github.com/hostfleet/hostfleet/internal/setup"
 )
 
 // Indexes on HostClaims.
@@ -76,20 +74,6 @@ func (r *Reconciler) shownPlaced(c *metal3api.HostClaim) bool {
 	return !found || !ok || seen.UID != c.UID || seen.Labels[hostfleetv1alpha1.LabelCluster] != ""
 }
 
-// storeOf is the manager cache's informer of obj's kind, as the client-go
-// informer it is.
-func storeOf(ctx context.Context, mgr ctrl.Manager, obj client.Object) (toolscache.SharedIndexInformer, error) {
-	inf, err := mgr.GetCache().GetInformer(ctx, obj)
-	if err != nil {
-		return nil, fmt.Errorf("informer for %T: %w", obj, err)
-	}
-	sii, ok := inf.(toolscache.SharedIndexInformer)
-	if !ok {
-		return nil, fmt.Errorf("informer for %T is a %T, not a SharedIndexInformer", obj, inf)
-	}
-	return sii, nil
-}
-
 func isRemote(c *metal3api.HostClaim) bool {
 	return c.Labels[hostfleetv1alpha1.LabelKind] == hostfleetv1alpha1.KindRemote
 }
@@ -109,62 +93,6 @@ func uncounted(c *metal3api.HostClaim, inv *hostfleetv1alpha1.HostInventory) boo
 		return true
 	}
 	return !cond.LastTransitionTime.Before(inv.Status.LastUpdated)
-}
-
-// SetupWithManager wires the controller and its indexes.
-func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, o setup.Options) error {
-	if r.Recorder == nil {
-		r.Recorder = mgr.GetEventRecorder("hostfleet-scheduler")
-	}
-	claims, err := storeOf(ctx, mgr, &metal3api.HostClaim{})
-	if err != nil {
-		return err
-	}
-	if err := claims.AddIndexers(toolscache.Indexers{
-		pendingIndex: func(o any) ([]string, error) {
-			c, ok := o.(*metal3api.HostClaim)
-			if !ok || c.DeletionTimestamp != nil || c.Labels[hostfleetv1alpha1.LabelCluster] == "" {
-				return nil, nil
-			}
-			return []string{c.Labels[hostfleetv1alpha1.LabelCluster]}, nil
-		},
-		unplacedIndex: func(o any) ([]string, error) {
-			c, ok := o.(*metal3api.HostClaim)
-			if !ok || c.DeletionTimestamp != nil || c.Labels[hostfleetv1alpha1.LabelCluster] != "" {
-				return nil, nil
-			}
-			return []string{"true"}, nil
-		},
-	}); err != nil {
-		return fmt.Errorf("index claims: %w", err)
-	}
-	inventories, err := storeOf(ctx, mgr, &hostfleetv1alpha1.HostInventory{})
-	if err != nil {
-		return err
-	}
-	r.claims, r.inventories = claims.GetIndexer(), inventories.GetIndexer()
-	unplaced := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, _ client.Object) []reconcile.Request {
-		unplaced, err := r.claims.ByIndex(unplacedIndex, "true")
-		if err != nil {
-			ctrl.LoggerFrom(ctx).Error(err, "list the unplaced claims to look at again")
-			return nil
-		}
-		out := make([]reconcile.Request, 0, len(unplaced))
-		for _, o := range unplaced {
-			if c, ok := o.(*metal3api.HostClaim); ok {
-				out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(c)})
-			}
-		}
-		return out
-	})
-	return ctrl.NewControllerManagedBy(mgr).
-		Named("scheduler").
-		For(&metal3api.HostClaim{}).
-		Watches(&hostfleetv1alpha1.HostInventory{}, unplaced).
-		Watches(&hostfleetv1alpha1.Tenant{}, unplaced).
-		Watches(&clusterv1beta1.PlacementDecision{}, unplaced).
-		WithOptions(o.Controller(1)).
-		Complete(r)
 }
 
 // Reconcile places, checks or re-places one claim, then writes what it
@@ -209,7 +137,7 @@ func placedOn(cluster string) verdict {
 // clusters; a placed claim is checked (placed); an unplaced one holding a
 // host is left alone; any other is placed (decide, then place).
 func (r *Reconciler) schedule(ctx context.Context, c *metal3api.HostClaim, v *verdict) (ctrl.Result, error) {
-	t, err := r.tenant(ctx, c.Namespace)
+	t, err := tenant.Of(ctx, r.Client, c.Namespace)
 	if err != nil {
 		return ctrl.Result{}, fmt.Errorf("find the tenant of claim %s: %w", klog.KObj(c), err)
 	}
@@ -387,23 +315,6 @@ func holds(c *metal3api.HostClaim) string {
 		return b.Namespace + "/" + b.Name
 	}
 	return ""
-}
-
-// tenant is the Tenant owning a namespace, or nil.
-func (r *Reconciler) tenant(ctx context.Context, namespace string) (*hostfleetv1alpha1.Tenant, error) {
-	ns := &corev1.Namespace{}
-	if err := r.Client.Get(ctx, client.ObjectKey{Name: namespace}, ns); err != nil {
-		return nil, client.IgnoreNotFound(err)
-	}
-	name := ns.Labels[hostfleetv1alpha1.LabelTenant]
-	if name == "" {
-		return nil, nil
-	}
-	t := &hostfleetv1alpha1.Tenant{}
-	if err := r.Client.Get(ctx, client.ObjectKey{Name: name}, t); err != nil {
-		return nil, client.IgnoreNotFound(err)
-	}
-	return t, nil
 }
 
 // candidates are the tenant's clusters, intersected with the decisions of

@@ -5,8 +5,14 @@
 package setup
 
 import (
+	"context"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 )
 
 // Options wire a controller into its manager.
@@ -28,4 +34,26 @@ func (o Options) Controller(def int) controller.Options {
 		n = def
 	}
 	return controller.Options{MaxConcurrentReconciles: max(n, 1)}
+}
+
+// ListRequests lists objects and returns their reconcile requests: what a
+// watch's map function returns for "every object of this list". A failed
+// list is logged (what names the objects) and maps to none.
+func ListRequests(ctx context.Context, r client.Reader, list client.ObjectList, what string, opts ...client.ListOption) []reconcile.Request {
+	if err := r.List(ctx, list, opts...); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "list "+what+" to look at again")
+		return nil
+	}
+	items, err := meta.ExtractList(list)
+	if err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "read the list of "+what)
+		return nil
+	}
+	out := make([]reconcile.Request, 0, len(items))
+	for _, o := range items {
+		if obj, ok := o.(client.Object); ok {
+			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(obj)})
+		}
+	}
+	return out
 }

@@ -1,0 +1,134 @@
+package bmcdriver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	metal3api "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/klog/v2"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	"github.com/hostfleet/hostfleet/agent/bmc"
+	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
+)
+
+// open opens the host's BMC session.
+func (x *run) open(ctx context.Context, kind metal3api.ErrorType) *hostError {
+	d, err := x.Reconciler.open(ctx, x.host, kind)
+	x.d = d
+	return err
+}
+
+func (r *Reconciler) open(ctx context.Context, host *metal3api.BareMetalHost, kind metal3api.ErrorType) (bmc.Driver, *hostError) {
+	addr, err := bmc.ParseAddress(host.Spec.BMC.Address)
+	if err != nil {
+		return nil, fail(metal3api.RegistrationError, "%v", err)
+	}
+	if host.Spec.BMC.CredentialsName == "" {
+		return nil, fail(metal3api.RegistrationError, "spec.bmc.credentialsName is empty: name a Secret with username and password in namespace %s", host.Namespace)
+	}
+	secret := &corev1.Secret{}
+	secrets := r.Secrets
+	if secrets == nil {
+		secrets = r.Client
+	}
+	if err := secrets.Get(ctx, client.ObjectKey{Namespace: host.Namespace, Name: host.Spec.BMC.CredentialsName}, secret); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, fail(metal3api.RegistrationError, "BMC credentials Secret %s/%s does not exist", host.Namespace, host.Spec.BMC.CredentialsName)
+		}
+		return nil, fail(kind, "read BMC credentials: %v", err)
+	}
+	user, pass := string(secret.Data["username"]), string(secret.Data["password"])
+	if user == "" || pass == "" {
+		return nil, fail(metal3api.RegistrationError, "BMC credentials Secret %s/%s needs both username and password", host.Namespace, secret.Name)
+	}
+	o := r.BMC
+	o.InsecureSkipVerify = host.Spec.BMC.DisableCertificateVerification
+	open := r.Open
+	if open == nil {
+		open = bmc.Open
+	}
+	d, err := open(ctx, addr, user, pass, o)
+	switch {
+	case errors.Is(err, bmc.ErrCredentials):
+		host.Status.TriedCredentials = credentials(secret)
+		return nil, fail(metal3api.RegistrationError, "the BMC at %s refused the username and password in Secret %s/%s: fix them", addr.HostPort(), host.Namespace, secret.Name)
+	case errors.Is(err, bmc.ErrUnreachable):
+		return nil, fail(kind, "the BMC at %s does not answer: check its address and network (%v)", addr.HostPort(), err)
+	case err != nil:
+		return nil, fail(kind, "%v", err)
+	}
+	host.Status.TriedCredentials = credentials(secret)
+	host.Status.GoodCredentials = credentials(secret)
+	return d, nil
+}
+
+func credentials(s *corev1.Secret) metal3api.CredentialsStatus {
+	return metal3api.CredentialsStatus{Reference: &corev1.SecretReference{Namespace: s.Namespace, Name: s.Name}, Version: s.ResourceVersion}
+}
+
+// errorKind is the error type a failure would be reported as, given what
+// is asked of the host next.
+func errorKind(host *metal3api.BareMetalHost) metal3api.ErrorType {
+	st := host.Status.Provisioning.State
+	switch {
+	case st == metal3api.StateNone || st == metal3api.StateRegistering:
+		return metal3api.RegistrationError
+	case st == metal3api.StateInspecting:
+		return metal3api.InspectionError
+	case st == metal3api.StateProvisioning || st == metal3api.StateDeprovisioning,
+		st == metal3api.StateAvailable && host.Spec.Image != nil && host.Spec.Image.URL != "" && host.Spec.ConsumerRef != nil,
+		st == metal3api.StateProvisioned && Deprovision(host):
+		return metal3api.ProvisioningError
+	}
+	return metal3api.PowerManagementError
+}
+
+// saveHardware writes the host's HardwareData as baremetal-operator does:
+// a new object for every inspection (a re-inspection deletes the old one,
+// so it gets a new UID and every copy of it follows), owned by the host and
+// kept by a finalizer until the host itself goes.
+func (r *Reconciler) saveHardware(ctx context.Context, host *metal3api.BareMetalHost, hw *metal3api.HardwareDetails) error {
+	hd := &metal3api.HardwareData{ObjectMeta: metav1.ObjectMeta{Namespace: host.Namespace, Name: host.Name,
+		Finalizers: []string{hostfleetv1alpha1.BMCDriverFinalizer}},
+		Spec: metal3api.HardwareDataSpec{HardwareDetails: hw.DeepCopy()}}
+	if err := controllerutil.SetControllerReference(host, hd, r.Client.Scheme()); err != nil {
+		return err
+	}
+	// The first inspection creates it: one write, no read.
+	if err := r.Client.Create(ctx, hd.DeepCopy()); !apierrors.IsAlreadyExists(err) {
+		return err
+	}
+	if err := r.releaseHardware(ctx, host, true); err != nil {
+		return err
+	}
+	return r.Client.Create(ctx, hd)
+}
+
+// releaseHardware lifts the driver's finalizer from the host's HardwareData
+// and, with remove, deletes it (a re-inspection makes a new one).
+func (r *Reconciler) releaseHardware(ctx context.Context, host *metal3api.BareMetalHost, remove bool) error {
+	hd := &metal3api.HardwareData{}
+	if err := r.Client.Get(ctx, client.ObjectKeyFromObject(host), hd); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	if controllerutil.ContainsFinalizer(hd, hostfleetv1alpha1.BMCDriverFinalizer) {
+		orig := hd.DeepCopy()
+		controllerutil.RemoveFinalizer(hd, hostfleetv1alpha1.BMCDriverFinalizer)
+		if err := r.Client.Patch(ctx, hd, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
+			return fmt.Errorf("lift the finalizer of HardwareData %s: %w", klog.KObj(hd), err)
+		}
+	}
+	if !remove {
+		return nil
+	}
+	if err := r.Client.Delete(ctx, hd, client.Preconditions{UID: &hd.UID}); client.IgnoreNotFound(err) != nil {
+		return fmt.Errorf("replace HardwareData %s: %w", klog.KObj(hd), err)
+	}
+	return nil
+}

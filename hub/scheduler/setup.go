@@ -1,0 +1,87 @@
+package scheduler
+
+import (
+	"context"
+	"fmt"
+
+	metal3api "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
+	toolscache "k8s.io/client-go/tools/cache"
+	clusterv1beta1 "open-cluster-management.io/api/cluster/v1beta1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
+	"github.com/hostfleet/hostfleet/internal/setup"
+)
+
+// SetupWithManager wires the controller and its indexes.
+func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, o setup.Options) error {
+	if r.Recorder == nil {
+		r.Recorder = mgr.GetEventRecorder("hostfleet-scheduler")
+	}
+	claims, err := storeOf(ctx, mgr, &metal3api.HostClaim{})
+	if err != nil {
+		return err
+	}
+	if err := claims.AddIndexers(toolscache.Indexers{
+		pendingIndex: func(o any) ([]string, error) {
+			c, ok := o.(*metal3api.HostClaim)
+			if !ok || c.DeletionTimestamp != nil || c.Labels[hostfleetv1alpha1.LabelCluster] == "" {
+				return nil, nil
+			}
+			return []string{c.Labels[hostfleetv1alpha1.LabelCluster]}, nil
+		},
+		unplacedIndex: func(o any) ([]string, error) {
+			c, ok := o.(*metal3api.HostClaim)
+			if !ok || c.DeletionTimestamp != nil || c.Labels[hostfleetv1alpha1.LabelCluster] != "" {
+				return nil, nil
+			}
+			return []string{"true"}, nil
+		},
+	}); err != nil {
+		return fmt.Errorf("index claims: %w", err)
+	}
+	inventories, err := storeOf(ctx, mgr, &hostfleetv1alpha1.HostInventory{})
+	if err != nil {
+		return err
+	}
+	r.claims, r.inventories = claims.GetIndexer(), inventories.GetIndexer()
+	unplaced := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, _ client.Object) []reconcile.Request {
+		unplaced, err := r.claims.ByIndex(unplacedIndex, "true")
+		if err != nil {
+			ctrl.LoggerFrom(ctx).Error(err, "list the unplaced claims to look at again")
+			return nil
+		}
+		out := make([]reconcile.Request, 0, len(unplaced))
+		for _, o := range unplaced {
+			if c, ok := o.(*metal3api.HostClaim); ok {
+				out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(c)})
+			}
+		}
+		return out
+	})
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("scheduler").
+		For(&metal3api.HostClaim{}).
+		Watches(&hostfleetv1alpha1.HostInventory{}, unplaced).
+		Watches(&hostfleetv1alpha1.Tenant{}, unplaced).
+		Watches(&clusterv1beta1.PlacementDecision{}, unplaced).
+		WithOptions(o.Controller(1)).
+		Complete(r)
+}
+
+// storeOf is the manager cache's informer of obj's kind, as the client-go
+// informer it is.
+func storeOf(ctx context.Context, mgr ctrl.Manager, obj client.Object) (toolscache.SharedIndexInformer, error) {
+	inf, err := mgr.GetCache().GetInformer(ctx, obj)
+	if err != nil {
+		return nil, fmt.Errorf("informer for %T: %w", obj, err)
+	}
+	sii, ok := inf.(toolscache.SharedIndexInformer)
+	if !ok {
+		return nil, fmt.Errorf("informer for %T is a %T, not a SharedIndexInformer", obj, inf)
+	}
+	return sii, nil
+}
