@@ -2,8 +2,9 @@
 # verify.sh fails when a build output is tracked (check-tree.sh), when the
 # hub, agent and operator import each other (check-imports.sh), when the
 # README's layout table misses a package (check-layout.sh), when a function
-# is longer than its part allows (hack/funclen: 80 lines in the hub, agent
-# and operator, 120 in e2e), and when
+# is longer than its part allows (hack/funclen: 80 lines in the hub, agent,
+# operator and internal, 120 in e2e) or a Go file longer than 450 lines (600
+# in e2e; generated code aside), and when
 # generated files (deepcopy code, CRDs, vendored CRDs, the Helm chart's
 # templates, docs/troubleshooting.md) or go.mod/go.sum differ
 # from what the generators make, and when the install bundles do not render.
@@ -14,11 +15,12 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # The fast checks first: nothing compiled tracked, the parts' imports, the
-# README's layout table, function lengths.
+# README's layout table, function and file lengths.
 hack/check-tree.sh
 hack/check-imports.sh
 hack/check-layout.sh
-go run ./hack/funclen hub=80 agent=80 operator=80 e2e=120 e2e/programs=80
+go run ./hack/funclen hub=80 agent=80 operator=80 internal=80 e2e=120 e2e/programs=80 \
+	file:hub=450 file:agent=450 file:operator=450 file:internal=450 file:hack=450 file:e2e=600
 
 paths=(go.mod go.sum hub/api operator/api manifests deploy docs/troubleshooting.md)
 snap=$(mktemp -d)

@@ -239,8 +239,7 @@ func (r *Reconciler) keep(ctx context.Context, c *metal3api.HostClaim, h *metal3
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	assoc := associatedCondition(c, metav1.ConditionTrue, hostfleetv1alpha1.ReasonHostAssociated,
-		fmt.Sprintf("bound to BareMetalHost %s on cluster %s", klog.KObj(h), r.ClusterName))
+	assoc := r.boundCondition(c, h)
 	if !confirmed(c, h) {
 		// The confirmation carries every condition: with nothing to
 		// write on the host, the claim's last write.

@@ -48,8 +48,7 @@ func (r *Reconciler) paused(ctx context.Context, c *metal3api.HostClaim, by stri
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	assoc := associatedCondition(c, metav1.ConditionTrue, hostfleetv1alpha1.ReasonHostAssociated,
-		fmt.Sprintf("bound to BareMetalHost %s on cluster %s", klog.KObj(h), r.ClusterName))
+	assoc := r.boundCondition(c, h)
 	if err := r.setStatus(ctx, c, h, hw, assoc, hoststatus.Conditions(c, h, sync)); err != nil {
 		return requeue.OnConflict(err)
 	}

@@ -23,6 +23,12 @@ func associatedCondition(c *metal3api.HostClaim, status metav1.ConditionStatus, 
 		ObservedGeneration: c.Generation}
 }
 
+// boundCondition is Associated for a claim bound to h.
+func (r *Reconciler) boundCondition(c *metal3api.HostClaim, h *metal3api.BareMetalHost) metav1.Condition {
+	return associatedCondition(c, metav1.ConditionTrue, hostfleetv1alpha1.ReasonHostAssociated,
+		fmt.Sprintf("bound to BareMetalHost %s on cluster %s", klog.KObj(h), r.ClusterName))
+}
+
 // setStatus writes status.bareMetalHost, hardwareData, poweredOn and the
 // conditions the agent owns on the claim (claimstatus: on a local claim
 // baremetal-operator also reconciles, Associated and Ready are that
