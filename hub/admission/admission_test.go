@@ -306,11 +306,28 @@ func TestPolicies(t *testing.T) {
 	ok.Labels[hostfleetv1alpha1.LabelCluster] = "c2"
 	refused(c1.Update(ctx, ok), "an agent may not move a claim to another cluster")
 	t.Log("agents write only the status fields they own: not the scheduler's, the forwarder's or the workload agent's conditions")
-	for _, t := range []string{hostfleetv1alpha1.ConditionScheduled, hostfleetv1alpha1.ConditionForwarded, hostfleetv1alpha1.ConditionNodeLabelsSynced} {
+	forge := func(condition string) error {
 		g.Expect(c1.Get(ctx, client.ObjectKeyFromObject(ok), ok)).To(Succeed())
-		meta.SetStatusCondition(&ok.Status.Conditions, metav1.Condition{Type: t, Status: metav1.ConditionTrue, Reason: "Forged"})
-		refused(c1.Status().Update(ctx, ok), "an agent may not change the Scheduled, Forwarded or NodeLabelsSynced condition of a claim placed on its cluster")
+		meta.SetStatusCondition(&ok.Status.Conditions, metav1.Condition{Type: condition, Status: metav1.ConditionTrue, Reason: "Forged"})
+		return c1.Status().Update(ctx, ok)
 	}
+	for _, t := range []string{hostfleetv1alpha1.ConditionScheduled, hostfleetv1alpha1.ConditionForwarded} {
+		refused(forge(t), "an agent may not change the Scheduled, Forwarded or NodeLabelsSynced condition of a claim placed on its cluster")
+	}
+	refused(forge(hostfleetv1alpha1.ConditionNodeLabelsSynced),
+		"only the agents of the workload clusters of tenant a (ManagedClusters labelled hostfleet.io/tenant=a) may report NodeLabelsSynced on its claims; c1 is not one")
+	t.Log("the agent of a cluster that is also the tenant's workload cluster reports NodeLabelsSynced on the claims placed on it")
+	mc := &clusterv1.ManagedCluster{}
+	g.Expect(admin.Get(ctx, client.ObjectKey{Name: "c1"}, mc)).To(Succeed())
+	mc.Labels[hostfleetv1alpha1.LabelTenant] = "a"
+	mc.Spec.HubAcceptsClient = true
+	g.Expect(admin.Update(ctx, mc)).To(Succeed())
+	meta.SetStatusCondition(&mc.Status.Conditions, metav1.Condition{Type: clusterv1.ManagedClusterConditionJoined, Status: metav1.ConditionTrue, Reason: "Joined"})
+	g.Expect(admin.Status().Update(ctx, mc)).To(Succeed())
+	g.Eventually(func() error { return forge(hostfleetv1alpha1.ConditionNodeLabelsSynced) }).WithTimeout(20 * time.Second).Should(Succeed())
+	g.Expect(admin.Get(ctx, client.ObjectKey{Name: "c1"}, mc)).To(Succeed())
+	delete(mc.Labels, hostfleetv1alpha1.LabelTenant)
+	g.Expect(admin.Update(ctx, mc)).To(Succeed())
 	g.Expect(c1.Get(ctx, client.ObjectKeyFromObject(ok), ok)).To(Succeed())
 	meta.SetStatusCondition(&ok.Status.Conditions, metav1.Condition{Type: hostfleetv1alpha1.ConditionAssociated, Status: metav1.ConditionTrue, Reason: "BareMetalHostAssociated"})
 	g.Expect(c1.Status().Update(ctx, ok)).To(Succeed(), "its own: Associated")
