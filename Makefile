@@ -73,7 +73,7 @@ images: ## The hub, agent and operator images into bin/images: OCI layouts (linu
 # their names and lines.
 SLOW_PKGS := ./e2e/suites/local/ ./e2e/suites/forwarding/ ./e2e/programs/chaos/ ./agent/claim/ ./agent/cmd/hostfleet-agent/ ./e2e/suites/capi/ \
 	./e2e/programs/demo/ ./e2e/harness/planes/ ./agent/bmcdriver/ ./operator/controller/
-TEST_P ?= 3
+TEST_P ?= 4
 
 .PHONY: test
 test: verify lint tools images ## Everything CI runs: verify, lint, unit, integration and end-to-end tests on real control planes (root).
