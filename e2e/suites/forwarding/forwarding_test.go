@@ -121,6 +121,16 @@ func startAgent(t *testing.T, f *planes.Fleet) {
 	})
 }
 
+// conditionsOf renders a claim's conditions as type=status/reason, for
+// failure messages.
+func conditionsOf(c *metal3api.HostClaim) []string {
+	var out []string
+	for _, x := range c.Status.Conditions {
+		out = append(out, fmt.Sprintf("%s=%s/%s", x.Type, x.Status, x.Reason))
+	}
+	return out
+}
+
 func remoteClaim(name string, mut func(*metal3api.HostClaim)) *metal3api.HostClaim {
 	c := &metal3api.HostClaim{ObjectMeta: metav1.ObjectMeta{Namespace: tenantNS, Name: name,
 		Labels: map[string]string{hostfleetv1alpha1.LabelKind: hostfleetv1alpha1.KindRemote}}}
@@ -173,13 +183,19 @@ func TestServedByTheAgent(t *testing.T) {
 	g.Eventually(func(g Gomega) {
 		var list metal3api.HostClaimList
 		g.Expect(hub.List(ctx, &list, client.InNamespace(tenantNS))).To(Succeed())
+		var waiting []string
 		for i := range list.Items {
 			c := &list.Items[i]
-			if _, done := latency[c.Name]; done || cond(c, hostfleetv1alpha1.ConditionReady).Status != metav1.ConditionTrue {
+			if _, done := latency[c.Name]; done {
+				continue
+			}
+			if cond(c, hostfleetv1alpha1.ConditionReady).Status != metav1.ConditionTrue {
+				waiting = append(waiting, fmt.Sprintf("%s %v", c.Name, conditionsOf(c)))
 				continue
 			}
 			latency[c.Name] = time.Since(created[c.Name])
 		}
+		g.Expect(waiting).To(BeEmpty(), "claims not Ready on the hub")
 		g.Expect(latency).To(HaveLen(n))
 	}).WithTimeout(4 * time.Minute).WithPolling(100 * time.Millisecond).Should(Succeed())
 	var ds []time.Duration
