@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
+	"github.com/hostfleet/hostfleet/internal/exclusion"
 )
 
 // FailureDomainLabel is the BareMetalHost label that places a host in a
@@ -225,9 +226,19 @@ func choose(in Input) Decision {
 		return Decision{Action: Wait, Reason: hostfleetv1alpha1.ReasonNoDeployPolicy,
 			Message: fmt.Sprintf("no HostDeployPolicy in %s admits claims from namespace %s; ask the cluster administrator to admit it", where, in.Claim.Namespace)}
 	}
+	excluded, err := exclusion.Of(in.Claim)
+	if err != nil {
+		return Decision{Action: Wait, Reason: hostfleetv1alpha1.ReasonInvalidSelector,
+			Message: fmt.Sprintf("the hub's %v; the hub writes it when it places the claim", err)}
+	}
 	var free []*metal3api.BareMetalHost
+	kept := 0
 	for _, h := range in.Hosts {
 		if admitted.Has(h.Namespace) && sel.Matches(labels.Set(h.Labels)) && Free(h) {
+			if exclusion.Matches(excluded, labels.Set(h.Labels)) {
+				kept++
+				continue
+			}
 			if isRef(in.Reserved, h) {
 				return Decision{Action: Bind, Host: h}
 			}
@@ -241,10 +252,13 @@ func choose(in Input) Decision {
 				"the agent releases it after its --orphan-grace, then binds it to this claim again", h.Namespace, h.Name, ref.Namespace, ref.Name)}
 	}
 	if len(free) == 0 {
-		return Decision{Action: Wait, Reason: hostfleetv1alpha1.ReasonNoHostAvailable,
-			Message: fmt.Sprintf("no free BareMetalHost matches hostSelector %s in admitted namespaces %s; "+
-				"the claim binds as soon as one is available, or relax the selector", describe(sel), strings.Join(sets.List(admitted), ",")),
+		msg := fmt.Sprintf("no free BareMetalHost matches hostSelector %s in admitted namespaces %s; "+
+			"the claim binds as soon as one is available, or relax the selector", describe(sel), strings.Join(sets.List(admitted), ","))
+		if kept > 0 {
+			msg += fmt.Sprintf(" (%d free matching hosts are in host classes of the tenant that were full when the hub placed the claim: %s)",
+				kept, hostfleetv1alpha1.AnnotationExcludedHosts)
 		}
+		return Decision{Action: Wait, Reason: hostfleetv1alpha1.ReasonNoHostAvailable, Message: msg}
 	}
 	return Decision{Action: Reserve, Host: pick(in.Claim, free)}
 }
@@ -257,6 +271,9 @@ func Eligible(in Input, h *metal3api.BareMetalHost) bool {
 	}
 	sel, err := Selector(in.Claim.Spec.HostSelector)
 	if err != nil || !sel.Matches(labels.Set(h.Labels)) {
+		return false
+	}
+	if excluded, err := exclusion.Of(in.Claim); err != nil || exclusion.Matches(excluded, labels.Set(h.Labels)) {
 		return false
 	}
 	admitted, err := AdmittedNamespaces(in.Policies, in.Claim.Namespace, in.NamespaceLabels, in.Claim.Spec.HostSelector.InNamespace)

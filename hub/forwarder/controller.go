@@ -91,6 +91,12 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 				conditions.Set(&c.Status.Conditions, metav1.Condition{Type: t, Status: metav1.ConditionFalse,
 					Reason: hostfleetv1alpha1.ReasonNotPlaced, Message: msg, ObservedGeneration: c.Generation})
 			}
+			// A host class holding the claim back says so on Ready, as on
+			// any unplaced claim.
+			if s := meta.FindStatusCondition(c.Status.Conditions, hostfleetv1alpha1.ConditionScheduled); s != nil && s.Reason == hostfleetv1alpha1.ReasonClassQuotaExceeded {
+				conditions.Set(&c.Status.Conditions, metav1.Condition{Type: hostfleetv1alpha1.ConditionReady, Status: metav1.ConditionFalse,
+					Reason: s.Reason, Message: s.Message, ObservedGeneration: c.Generation})
+			}
 		})
 	}
 	work, err := r.work(ctx, c)

@@ -242,16 +242,18 @@ func targetLabels(in map[string]string) map[string]string {
 	return out
 }
 
-// targetAnnotations carry the reboot requests, detach and pause (metal3's)
-// and where the claim came from; the claim's other annotations stay on the
-// hub.
+// targetAnnotations carry the reboot requests, detach and pause (metal3's),
+// the host classes the claim is kept off (which the target's agent
+// honours) and where the claim came from; the claim's other annotations,
+// its lease among them (only the hub ends it), stay on the hub.
 func targetAnnotations(c *metal3api.HostClaim, rebootRequest string) map[string]string {
 	out := map[string]string{
 		hostfleetv1alpha1.AnnotationSourceClaim:    c.Namespace + "/" + c.Name,
 		hostfleetv1alpha1.AnnotationSourceClaimUID: string(c.UID),
 	}
 	for k, v := range c.Annotations {
-		if strings.HasPrefix(k, metal3api.RebootAnnotationPrefix+"/") || k == metal3api.DetachedAnnotation || k == hostfleetv1alpha1.AnnotationPaused {
+		if strings.HasPrefix(k, metal3api.RebootAnnotationPrefix+"/") || k == metal3api.DetachedAnnotation || k == hostfleetv1alpha1.AnnotationPaused ||
+			k == hostfleetv1alpha1.AnnotationExcludedHosts {
 			out[k] = v
 		}
 	}

@@ -25,6 +25,7 @@ import (
 	"github.com/hostfleet/hostfleet/hub/tenant"
 	"github.com/hostfleet/hostfleet/internal/claimstatus"
 	"github.com/hostfleet/hostfleet/internal/conditions"
+	"github.com/hostfleet/hostfleet/internal/exclusion"
 	"github.com/hostfleet/hostfleet/internal/requeue"
 )
 
@@ -36,6 +37,9 @@ const (
 	pendingIndex = "hostfleet.pending-on"
 	// unplacedIndex: "true" for claims without a cluster.
 	unplacedIndex = "hostfleet.unplaced"
+	// classHeldIndex: "true" for unplaced claims a host class holds back
+	// (Scheduled reason ClassQuotaExceeded).
+	classHeldIndex = "hostfleet.class-held"
 )
 
 // Reconciler places claims.
@@ -103,12 +107,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.Client.Get(ctx, req.NamespacedName, c); err != nil || !c.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
+	// Who writes what is judged on the claim as read: an unplaced claim's
+	// Ready is the scheduler's, a placed one's its agent's.
+	kind := claimstatus.HubKind(c)
 	var v verdict
 	res, err := r.schedule(ctx, c, &v)
 	if err != nil {
 		return res, err
 	}
-	if err := r.writeScheduled(ctx, c, v); err != nil {
+	if err := r.writeScheduled(ctx, c, kind, v); err != nil {
 		return requeue.OnConflict(err)
 	}
 	return res, nil
@@ -160,16 +167,21 @@ func (r *Reconciler) schedule(ctx context.Context, c *metal3api.HostClaim, v *ve
 			host, hostfleetv1alpha1.LabelCluster))
 		return ctrl.Result{}, nil
 	}
-	res, stale, err := r.decide(c, t, clusters)
+	res, excluded, stale, err := r.decide(c, t, clusters)
 	if err != nil || stale {
 		return ctrl.Result{RequeueAfter: requeue.CacheLag}, err
+	}
+	if res.Reason == hostfleetv1alpha1.ReasonClassQuotaExceeded {
+		*v = not(res.Reason, res.Message)
+		// Woken when a claim of its tenant goes (SetupWithManager).
+		return ctrl.Result{RequeueAfter: 30 * time.Second}, nil
 	}
 	if res.Cluster == "" {
 		ctrl.LoggerFrom(ctx).V(1).Info("claim not placed", "reason", res.Reason, "why", res.Message)
 		*v = not(res.Reason, res.Message)
 		return ctrl.Result{RequeueAfter: 30 * time.Second}, nil
 	}
-	return r.place(ctx, c, res, len(clusters), v)
+	return r.place(ctx, c, res, excluded, len(clusters), v)
 }
 
 // decide takes one placement decision (Place) over the candidates'
@@ -177,7 +189,7 @@ func (r *Reconciler) schedule(ctx context.Context, c *metal3api.HostClaim, v *ve
 // (expectations, recorded before their writes). Decisions are taken one at
 // a time; their writes run concurrently (setup.Options.Concurrency). stale: this view of the
 // claim is older than its own placement, which the cache does not show yet.
-func (r *Reconciler) decide(c *metal3api.HostClaim, t *hostfleetv1alpha1.Tenant, clusters []string) (res Result, stale bool, _ error) {
+func (r *Reconciler) decide(c *metal3api.HostClaim, t *hostfleetv1alpha1.Tenant, clusters []string) (res Result, excluded []hostfleetv1alpha1.ClassSelector, stale bool, _ error) {
 	in := Input{Claim: c, Clusters: clusters, Inventories: map[string]*hostfleetv1alpha1.HostInventory{},
 		Pending: map[string][]*metal3api.HostClaim{}, Prefixes: t.Spec.LabelSyncPrefixes, Exclude: map[string]bool{},
 		Placement: c.Annotations[hostfleetv1alpha1.AnnotationPlacement], SetClusters: t.Status.Clusters, Remote: isRemote(c)}
@@ -192,19 +204,27 @@ func (r *Reconciler) decide(c *metal3api.HostClaim, t *hostfleetv1alpha1.Tenant,
 	if r.expect.has(c) {
 		// Deciding again would place it twice, and the placement it has
 		// would stop being counted.
-		return Result{}, true, nil
+		return Result{}, nil, true, nil
 	}
+	cv, excludeHosts, err := r.classVerdict(t, c, missing)
+	if err != nil {
+		return Result{}, nil, false, err
+	}
+	if len(cv.Held) > 0 {
+		return Result{Reason: hostfleetv1alpha1.ReasonClassQuotaExceeded, Message: cv.Message}, nil, false, nil
+	}
+	in.ExcludeHosts = excludeHosts
 	for _, cl := range clusters {
 		obj, found, err := r.inventories.GetByKey(cl + "/" + cl)
 		if err != nil {
-			return Result{}, false, fmt.Errorf("read HostInventory %s/%s: %w", cl, cl, err)
+			return Result{}, nil, false, fmt.Errorf("read HostInventory %s/%s: %w", cl, cl, err)
 		}
 		if inv, ok := obj.(*hostfleetv1alpha1.HostInventory); found && ok {
 			in.Inventories[cl] = inv
 		}
 		placed, err := r.claims.ByIndex(pendingIndex, cl)
 		if err != nil {
-			return Result{}, false, fmt.Errorf("list the claims pending on %s: %w", cl, err)
+			return Result{}, nil, false, fmt.Errorf("list the claims pending on %s: %w", cl, err)
 		}
 		for _, o := range placed {
 			if p, ok := o.(*metal3api.HostClaim); ok && uncounted(p, in.Inventories[cl]) {
@@ -217,13 +237,13 @@ func (r *Reconciler) decide(c *metal3api.HostClaim, t *hostfleetv1alpha1.Tenant,
 	if res.Cluster != "" {
 		r.expect.add(c, res.Cluster)
 	}
-	return res, false, nil
+	return res, cv.Exclude, false, nil
 }
 
 // place writes a decided placement: the cluster label (which the agent
 // acts on) and an Event; the Scheduled condition follows (Reconcile), and
 // with it the Deadline.
-func (r *Reconciler) place(ctx context.Context, c *metal3api.HostClaim, res Result, candidates int, v *verdict) (ctrl.Result, error) {
+func (r *Reconciler) place(ctx context.Context, c *metal3api.HostClaim, res Result, excluded []hostfleetv1alpha1.ClassSelector, candidates int, v *verdict) (ctrl.Result, error) {
 	orig := c.DeepCopy()
 	if c.Labels == nil {
 		c.Labels = map[string]string{}
@@ -233,6 +253,15 @@ func (r *Reconciler) place(ctx context.Context, c *metal3api.HostClaim, res Resu
 	}
 	c.Labels[hostfleetv1alpha1.LabelCluster] = res.Cluster
 	c.Annotations[hostfleetv1alpha1.AnnotationPlacedBy] = hostfleetv1alpha1.PlacedByScheduler
+	exclude, err := exclusion.Encode(excluded)
+	if err != nil {
+		r.expect.remove(c, res.Cluster)
+		return ctrl.Result{}, err
+	}
+	delete(c.Annotations, hostfleetv1alpha1.AnnotationExcludedHosts)
+	if exclude != "" {
+		c.Annotations[hostfleetv1alpha1.AnnotationExcludedHosts] = exclude
+	}
 	metrics.Placements.WithLabelValues(hostfleetv1alpha1.ReasonPlaced).Inc()
 	if err := r.Client.Patch(ctx, c, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
 		r.expect.remove(c, res.Cluster)
@@ -350,7 +379,7 @@ func (r *Reconciler) candidates(ctx context.Context, c *metal3api.HostClaim, t *
 // its status or reason changed and the verdict asks: Normal when
 // scheduled, Warning when not. A verdict that is recorded counts in the
 // placements metric, whether or not it changes the condition.
-func (r *Reconciler) writeScheduled(ctx context.Context, c *metal3api.HostClaim, v verdict) error {
+func (r *Reconciler) writeScheduled(ctx context.Context, c *metal3api.HostClaim, kind claimstatus.Kind, v verdict) error {
 	if !v.set {
 		return nil
 	}
@@ -363,9 +392,20 @@ func (r *Reconciler) writeScheduled(ctx context.Context, c *metal3api.HostClaim,
 	}
 	cur := meta.FindStatusCondition(c.Status.Conditions, hostfleetv1alpha1.ConditionScheduled)
 	changed := cur == nil || cur.Status != status || cur.Reason != v.reason
-	written, err := claimstatus.Write(ctx, r.Client, claimstatus.Scheduler, claimstatus.HubKind(c), c, func(st *metal3api.HostClaimStatus) {
+	written, err := claimstatus.Write(ctx, r.Client, claimstatus.Scheduler, kind, c, func(st *metal3api.HostClaimStatus) {
 		conditions.Set(&st.Conditions, metav1.Condition{Type: hostfleetv1alpha1.ConditionScheduled,
 			Status: status, Reason: v.reason, Message: v.message, ObservedGeneration: c.Generation})
+		// An unplaced claim's Ready is the scheduler's: it says why a class
+		// holds the claim back, and goes with the hold.
+		if !claimstatus.Owns(claimstatus.Scheduler, kind, claimstatus.Condition(hostfleetv1alpha1.ConditionReady)) {
+			return
+		}
+		if !v.ok && v.reason == hostfleetv1alpha1.ReasonClassQuotaExceeded {
+			conditions.Set(&st.Conditions, metav1.Condition{Type: hostfleetv1alpha1.ConditionReady,
+				Status: metav1.ConditionFalse, Reason: v.reason, Message: v.message, ObservedGeneration: c.Generation})
+		} else if r := meta.FindStatusCondition(st.Conditions, hostfleetv1alpha1.ConditionReady); r != nil && r.Reason == hostfleetv1alpha1.ReasonClassQuotaExceeded {
+			meta.RemoveStatusCondition(&st.Conditions, hostfleetv1alpha1.ConditionReady)
+		}
 	})
 	if err != nil {
 		return fmt.Errorf("write the Scheduled condition of claim %s: %w", klog.KObj(c), err)

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/selection"
 
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
+	"github.com/hostfleet/hostfleet/internal/exclusion"
 	"github.com/hostfleet/hostfleet/internal/labelkeys"
 )
 
@@ -32,6 +33,9 @@ type Input struct {
 	Prefixes []string
 	// Exclude are clusters not to use (where the claim timed out before).
 	Exclude map[string]bool
+	// ExcludeHosts select the pools the claim may not use: the tenant's
+	// full host classes it does not ask for (classes.Decide).
+	ExcludeHosts []labels.Selector
 	// Placement is the Placement the claim names, if any; SetClusters are
 	// the tenant's clusters before the Placement narrowed them.
 	Placement   string
@@ -113,7 +117,7 @@ func freeHosts(in Input, sel labels.Selector, cluster string, inv *hostfleetv1al
 	// hosts, only those (a failure domain is a preference).
 	var usable, inFD []hostfleetv1alpha1.HostPool
 	for _, p := range inv.Status.Pools {
-		if admits(p.Namespaces, in.Claim.Namespace) && sel.Matches(labels.Set(p.Labels)) {
+		if admits(p.Namespaces, in.Claim.Namespace) && sel.Matches(labels.Set(p.Labels)) && !exclusion.Matches(in.ExcludeHosts, labels.Set(p.Labels)) {
 			usable = append(usable, p)
 			if fd := in.Claim.Spec.FailureDomain; fd != "" && p.FailureDomain == fd && p.Available > 0 {
 				inFD = append(inFD, p)

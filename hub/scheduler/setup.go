@@ -5,10 +5,13 @@ import (
 	"fmt"
 
 	metal3api "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
 	clusterv1beta1 "open-cluster-management.io/api/cluster/v1beta1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -40,6 +43,17 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, o s
 			}
 			return []string{"true"}, nil
 		},
+		classHeldIndex: func(o any) ([]string, error) {
+			c, ok := o.(*metal3api.HostClaim)
+			if !ok || c.DeletionTimestamp != nil || c.Labels[hostfleetv1alpha1.LabelCluster] != "" {
+				return nil, nil
+			}
+			if cond := meta.FindStatusCondition(c.Status.Conditions, hostfleetv1alpha1.ConditionScheduled); cond == nil ||
+				cond.Reason != hostfleetv1alpha1.ReasonClassQuotaExceeded {
+				return nil, nil
+			}
+			return []string{"true"}, nil
+		},
 	}); err != nil {
 		return fmt.Errorf("index claims: %w", err)
 	}
@@ -49,27 +63,40 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, o s
 	}
 	r.claims, r.inventories = claims.GetIndexer(), inventories.GetIndexer()
 	unplaced := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, _ client.Object) []reconcile.Request {
-		unplaced, err := r.claims.ByIndex(unplacedIndex, "true")
-		if err != nil {
-			ctrl.LoggerFrom(ctx).Error(err, "list the unplaced claims to look at again")
-			return nil
-		}
-		out := make([]reconcile.Request, 0, len(unplaced))
-		for _, o := range unplaced {
-			if c, ok := o.(*metal3api.HostClaim); ok {
-				out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(c)})
-			}
-		}
-		return out
+		return r.requests(ctx, unplacedIndex)
 	})
+	// A claim gone may free a place in a host class: the claims a class
+	// holds back are looked at again.
+	classHeld := handler.Funcs{DeleteFunc: func(ctx context.Context, _ event.TypedDeleteEvent[client.Object], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+		for _, req := range r.requests(ctx, classHeldIndex) {
+			q.Add(req)
+		}
+	}}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("scheduler").
 		For(&metal3api.HostClaim{}).
+		Watches(&metal3api.HostClaim{}, classHeld).
 		Watches(&hostfleetv1alpha1.HostInventory{}, unplaced).
 		Watches(&hostfleetv1alpha1.Tenant{}, unplaced).
 		Watches(&clusterv1beta1.PlacementDecision{}, unplaced).
 		WithOptions(o.Controller(1)).
 		Complete(r)
+}
+
+// requests are the claims an index of r.claims lists under "true".
+func (r *Reconciler) requests(ctx context.Context, index string) []reconcile.Request {
+	objs, err := r.claims.ByIndex(index, "true")
+	if err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "list the claims to look at again", "index", index)
+		return nil
+	}
+	out := make([]reconcile.Request, 0, len(objs))
+	for _, o := range objs {
+		if c, ok := o.(*metal3api.HostClaim); ok {
+			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(c)})
+		}
+	}
+	return out
 }
 
 // storeOf is the manager cache's informer of obj's kind, as the client-go

@@ -55,12 +55,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err != nil {
 		return ctrl.Result{}, fmt.Errorf("namespaces of tenant %s: %w", t.Name, err)
 	}
-	claims, ready, err := r.claims(ctx, owned)
+	claims, err := r.claims(ctx, t, owned)
 	if err != nil {
 		return ctrl.Result{}, fmt.Errorf("claims of tenant %s: %w", t.Name, err)
 	}
 	if !t.DeletionTimestamp.IsZero() {
-		return r.delete(ctx, t, owned, claims)
+		return r.delete(ctx, t, owned, claims.names)
 	}
 	if !controllerutil.ContainsFinalizer(t, hostfleetv1alpha1.TenantFinalizer) {
 		orig := t.DeepCopy()
@@ -93,14 +93,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 
 	ctrl.LoggerFrom(ctx).V(1).Info("tenant registered", "namespaces", owned, "clusterSet", t.Spec.ClusterSet, "clusters", clusters,
-		"workloadClusters", workload, "conflicts", len(conflicts), "claims", len(claims))
+		"workloadClusters", workload, "conflicts", len(conflicts), "claims", len(claims.names))
 	missing, err := r.missingRoles(ctx)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
 	cond := ReadyCondition(Registration{ClusterSet: t.Spec.ClusterSet, SetFound: setFound, Clusters: clusters,
-		Namespaces: owned, Conflicts: conflicts, MissingRoles: missing})
-	return ctrl.Result{}, r.setStatus(ctx, t, owned, clusters, workload, claims, ready, cond, WorkloadCondition(workload, ignored))
+		Namespaces: owned, Conflicts: conflicts, MissingRoles: missing, InvalidClass: claims.invalidClass})
+	return ctrl.Result{}, r.setStatus(ctx, t, owned, clusters, workload, claims, cond, WorkloadCondition(workload, ignored))
 }
 
 // policyWait is how long a tenant waits for its admission policy to take
@@ -252,27 +252,6 @@ func (r *Reconciler) missingRoles(ctx context.Context) ([]string, error) {
 	return missing, nil
 }
 
-// claims counts the claims in the namespaces, and those Ready.
-func (r *Reconciler) claims(ctx context.Context, namespaces []string) ([]string, int32, error) {
-	var names []string
-	var ready int32
-	for _, ns := range namespaces {
-		var list metal3api.HostClaimList
-		// Read only: no copies of what may be thousands of claims.
-		if err := r.Client.List(ctx, &list, client.InNamespace(ns), client.UnsafeDisableDeepCopy); err != nil {
-			return nil, 0, fmt.Errorf("list the claims in %s: %w", ns, err)
-		}
-		for i := range list.Items {
-			c := &list.Items[i]
-			names = append(names, c.Namespace+"/"+c.Name)
-			if meta.IsStatusConditionTrue(c.Status.Conditions, hostfleetv1alpha1.ConditionReady) {
-				ready++
-			}
-		}
-	}
-	return names, ready, nil
-}
-
 // delete keeps the Tenant while claims remain; then deletes its namespaces
 // and lets it go.
 func (r *Reconciler) delete(ctx context.Context, t *hostfleetv1alpha1.Tenant, owned, claims []string) (ctrl.Result, error) {
@@ -286,7 +265,8 @@ func (r *Reconciler) delete(ctx context.Context, t *hostfleetv1alpha1.Tenant, ow
 		}
 		cond := metav1.Condition{Type: hostfleetv1alpha1.ConditionReady, Status: metav1.ConditionFalse, Reason: hostfleetv1alpha1.ReasonDeletionBlocked,
 			Message: fmt.Sprintf("the tenant is kept while it has claims: %s; delete them first", strings.Join(shown, ", "))}
-		return ctrl.Result{RequeueAfter: 30 * time.Second}, r.setStatus(ctx, t, owned, t.Status.Clusters, t.Status.WorkloadClusters, claims, t.Status.ReadyClaims, cond)
+		return ctrl.Result{RequeueAfter: 30 * time.Second}, r.setStatus(ctx, t, owned, t.Status.Clusters, t.Status.WorkloadClusters,
+			tally{names: claims, ready: t.Status.ReadyClaims, classes: t.Status.Classes}, cond)
 	}
 	for _, name := range owned {
 		if err := r.Client.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}); client.IgnoreNotFound(err) != nil {
@@ -310,7 +290,7 @@ func (r *Reconciler) delete(ctx context.Context, t *hostfleetv1alpha1.Tenant, ow
 
 // setStatus writes the Tenant's status with the conditions given (Ready
 // first), and records an Event for each whose status or reason changed.
-func (r *Reconciler) setStatus(ctx context.Context, t *hostfleetv1alpha1.Tenant, owned, clusters, workload, claims []string, ready int32, conds ...metav1.Condition) error {
+func (r *Reconciler) setStatus(ctx context.Context, t *hostfleetv1alpha1.Tenant, owned, clusters, workload []string, claims tally, conds ...metav1.Condition) error {
 	var changed []metav1.Condition
 	orig := t.DeepCopy()
 	for _, cond := range conds {
@@ -324,8 +304,9 @@ func (r *Reconciler) setStatus(ctx context.Context, t *hostfleetv1alpha1.Tenant,
 	t.Status.Namespaces = owned
 	t.Status.Clusters = clusters
 	t.Status.WorkloadClusters = workload
-	t.Status.Claims = int32(len(claims))
-	t.Status.ReadyClaims = ready
+	t.Status.Claims = int32(len(claims.names))
+	t.Status.ReadyClaims = claims.ready
+	t.Status.Classes = claims.classes
 	if err := r.Client.Status().Patch(ctx, t, client.MergeFrom(orig)); err != nil {
 		return fmt.Errorf("write the status of tenant %s: %w", t.Name, err)
 	}

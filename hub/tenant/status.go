@@ -25,6 +25,8 @@ type Registration struct {
 	// MissingRoles are the ClusterRoles the tenant's bindings name that do
 	// not exist.
 	MissingRoles []string
+	// InvalidClass says why a host class's selector does not compile.
+	InvalidClass error
 }
 
 // ReadyCondition is a registered Tenant's Ready condition: False with what
@@ -46,6 +48,9 @@ func ReadyCondition(reg Registration) metav1.Condition {
 		cond.Status, cond.Reason = metav1.ConditionFalse, hostfleetv1alpha1.ReasonGrantRolesMissing
 		cond.Message = fmt.Sprintf("ClusterRoles %s do not exist, so the tenant's admins and agents hold no rights: "+
 			"the operator installs them with the hub; install the hub through a HostfleetHub", strings.Join(reg.MissingRoles, ", "))
+	case reg.InvalidClass != nil:
+		cond.Status, cond.Reason = metav1.ConditionFalse, hostfleetv1alpha1.ReasonInvalidHostClass
+		cond.Message = fmt.Sprintf("%v: fix spec.quotas; no claim of the tenant is placed meanwhile", reg.InvalidClass)
 	case !reg.SetFound:
 		cond.Status, cond.Reason = metav1.ConditionFalse, hostfleetv1alpha1.ReasonClusterSetMissing
 		cond.Message = fmt.Sprintf("ManagedClusterSet %s does not exist: create it or fix spec.clusterSet; no agent can serve the tenant's claims meanwhile", reg.ClusterSet)

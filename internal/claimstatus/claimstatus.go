@@ -28,6 +28,8 @@ type Owner string
 const (
 	// Scheduler is the hub's scheduler (hub/scheduler).
 	Scheduler Owner = "the hub's scheduler"
+	// Lease is the hub's lease controller (hub/lease).
+	Lease Owner = "the hub's lease controller"
 	// Forwarder is the hub's forwarder of remote claims (hub/forwarder).
 	Forwarder Owner = "the hub's forwarder"
 	// Agent is the agent of the claim's infrastructure cluster
@@ -46,7 +48,10 @@ type Kind string
 
 // The kinds of claims.
 const (
-	// HubBaremetal is a hub claim on the pull path.
+	// HubUnplaced is a hub claim on the pull path not placed on a cluster
+	// yet: no agent serves it.
+	HubUnplaced Kind = "unplaced hub claim"
+	// HubBaremetal is a hub claim on the pull path, placed.
 	HubBaremetal Kind = "hub claim"
 	// HubRemote is a hub claim forwarded over ManifestWork.
 	HubRemote Kind = "remote hub claim"
@@ -60,12 +65,15 @@ const (
 )
 
 // Kinds are every kind, in the table's order.
-var Kinds = []Kind{HubBaremetal, HubRemote, Local, LocalShared}
+var Kinds = []Kind{HubUnplaced, HubBaremetal, HubRemote, Local, LocalShared}
 
 // HubKind is the kind of a hub claim.
 func HubKind(c *metal3api.HostClaim) Kind {
-	if c.Labels[hostfleetv1alpha1.LabelKind] == hostfleetv1alpha1.KindRemote {
+	switch {
+	case c.Labels[hostfleetv1alpha1.LabelKind] == hostfleetv1alpha1.KindRemote:
 		return HubRemote
+	case c.Labels[hostfleetv1alpha1.LabelCluster] == "":
+		return HubUnplaced
 	}
 	return HubBaremetal
 }
@@ -97,10 +105,10 @@ var owners = map[string]map[Kind]Owner{}
 // fieldOrder is the table's rows, in order.
 var fieldOrder []string
 
-func row(field string, hub, remote, local, shared Owner) {
+func row(field string, unplaced, hub, remote, local, shared Owner) {
 	fieldOrder = append(fieldOrder, field)
 	m := map[Kind]Owner{}
-	for k, o := range map[Kind]Owner{HubBaremetal: hub, HubRemote: remote, Local: local, LocalShared: shared} {
+	for k, o := range map[Kind]Owner{HubUnplaced: unplaced, HubBaremetal: hub, HubRemote: remote, Local: local, LocalShared: shared} {
 		if o != "" {
 			m[k] = o
 		}
@@ -109,18 +117,19 @@ func row(field string, hub, remote, local, shared Owner) {
 }
 
 func init() {
-	row(Condition(hostfleetv1alpha1.ConditionScheduled), Scheduler, Scheduler, "", "")
-	row(Condition(hostfleetv1alpha1.ConditionForwarded), "", Forwarder, "", "")
-	row(Condition(hostfleetv1alpha1.ConditionAssociated), Agent, Forwarder, Agent, BaremetalOperator)
+	row(Condition(hostfleetv1alpha1.ConditionScheduled), Scheduler, Scheduler, Scheduler, "", "")
+	row(Condition(hostfleetv1alpha1.ConditionForwarded), "", "", Forwarder, "", "")
+	row(Condition(hostfleetv1alpha1.ConditionAssociated), "", Agent, Forwarder, Agent, BaremetalOperator)
 	for _, t := range []string{hostfleetv1alpha1.ConditionSynchronized, hostfleetv1alpha1.ConditionProvisioned,
 		hostfleetv1alpha1.ConditionAvailableForProvisioning} {
-		row(Condition(t), Agent, Forwarder, Agent, Agent)
+		row(Condition(t), "", Agent, Forwarder, Agent, Agent)
 	}
-	row(Condition(hostfleetv1alpha1.ConditionReady), Agent, Forwarder, Agent, BaremetalOperator)
-	row(Condition(hostfleetv1alpha1.ConditionPaused), Agent, Forwarder, Agent, Agent)
-	row(Condition(hostfleetv1alpha1.ConditionNodeLabelsSynced), WorkloadAgent, WorkloadAgent, "", "")
+	row(Condition(hostfleetv1alpha1.ConditionReady), Scheduler, Agent, Forwarder, Agent, BaremetalOperator)
+	row(Condition(hostfleetv1alpha1.ConditionPaused), "", Agent, Forwarder, Agent, Agent)
+	row(Condition(hostfleetv1alpha1.ConditionLeaseExpiring), Lease, Lease, Lease, "", "")
+	row(Condition(hostfleetv1alpha1.ConditionNodeLabelsSynced), WorkloadAgent, WorkloadAgent, WorkloadAgent, "", "")
 	for _, f := range []string{BareMetalHost, HardwareData, PoweredOn, LastUpdated} {
-		row(f, Agent, Forwarder, Agent, Agent)
+		row(f, "", Agent, Forwarder, Agent, Agent)
 	}
 }
 

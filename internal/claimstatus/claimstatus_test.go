@@ -37,7 +37,7 @@ func set(st *metal3api.HostClaimStatus, field string) {
 // owns on a kind (the forwarder's Forwarded on a pull-path claim) is
 // refused to all.
 func TestEveryWriteByItsOwnerOnly(t *testing.T) {
-	owners := []Owner{Scheduler, Forwarder, Agent, WorkloadAgent, BaremetalOperator}
+	owners := []Owner{Scheduler, Lease, Forwarder, Agent, WorkloadAgent, BaremetalOperator}
 	for _, kind := range Kinds {
 		for _, field := range fieldOrder {
 			for _, o := range owners {
@@ -80,9 +80,13 @@ func TestChanged(t *testing.T) {
 func TestKinds(t *testing.T) {
 	g := NewWithT(t)
 	c := &metal3api.HostClaim{}
+	g.Expect(HubKind(c)).To(Equal(HubUnplaced))
+	c.Labels = map[string]string{hostfleetv1alpha1.LabelCluster: "c1"}
 	g.Expect(HubKind(c)).To(Equal(HubBaremetal))
-	c.Labels = map[string]string{hostfleetv1alpha1.LabelKind: hostfleetv1alpha1.KindRemote}
+	c.Labels[hostfleetv1alpha1.LabelKind] = hostfleetv1alpha1.KindRemote
 	g.Expect(HubKind(c)).To(Equal(HubRemote))
+	delete(c.Labels, hostfleetv1alpha1.LabelCluster)
+	g.Expect(HubKind(c)).To(Equal(HubRemote), "a remote claim's status is the forwarder's, placed or not")
 	g.Expect(LocalKind(c)).To(Equal(Local))
 	c.Finalizers = []string{metal3api.HostClaimFinalizer}
 	g.Expect(LocalKind(c)).To(Equal(LocalShared))

@@ -65,7 +65,8 @@ func TestIsolation(t *testing.T) {
 		// Tenant a's admins include a ServiceAccount named like the token
 		// agent of a cluster named after its namespace.
 		&hostfleetv1alpha1.Tenant{ObjectMeta: metav1.ObjectMeta{Name: "a"}, Spec: hostfleetv1alpha1.TenantSpec{ClusterSet: "lab",
-			Admins: append(admin("alice"), rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Namespace: "tenant-a", Name: "tenant-a-hostfleet-agent-agent"})}},
+			MaxLeaseDuration: &metav1.Duration{Duration: 720 * time.Hour},
+			Admins:           append(admin("alice"), rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Namespace: "tenant-a", Name: "tenant-a-hostfleet-agent-agent"})}},
 		&hostfleetv1alpha1.Tenant{ObjectMeta: metav1.ObjectMeta{Name: "b"}, Spec: hostfleetv1alpha1.TenantSpec{ClusterSet: "edge", Admins: admin("bob")}},
 	} {
 		g.Expect(hub.Create(ctx, o)).To(Succeed())
@@ -174,6 +175,15 @@ func TestIsolation(t *testing.T) {
 	g.Eventually(func() error { return namesake.Create(ctx, claimOn("tenant-a", "namesake", ""), client.DryRunAll) }).
 		WithTimeout(30*time.Second).Should(Succeed(), "the namesake ServiceAccount is one of tenant a's admins")
 
+	t.Log("positive controls, leases: alice leases a claim for two days and extends it within tenant a's 720h cap")
+	in := func(d time.Duration) string { return time.Now().Add(d).UTC().Format(time.RFC3339) }
+	leased := claimOn("tenant-a", "leased", "")
+	leased.Annotations[hostfleetv1alpha1.AnnotationLeaseUntil] = in(48 * time.Hour)
+	g.Expect(alice.Create(ctx, leased)).To(Succeed())
+	extended := leased.DeepCopy()
+	extended.Annotations[hostfleetv1alpha1.AnnotationLeaseUntil] = in(96 * time.Hour)
+	g.Expect(alice.Update(ctx, extended, client.DryRunAll)).To(Succeed())
+
 	get := func(c client.Client, ns, name string, obj client.Object) func(context.Context) error {
 		return func(ctx context.Context) error { return c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, obj) }
 	}
@@ -209,7 +219,37 @@ func TestIsolation(t *testing.T) {
 	moved := claimOn("tenant-a", "on-c1", "")
 	unplaced, repinned, rekinded := claimOn("tenant-a", "on-c1", ""), claimOn("tenant-a", "on-c1", ""), claimOn("tenant-a", "on-c1", "")
 	const rbac = "rbac"
+	lease := func(k, v string) *metal3api.HostClaim {
+		return with(claimOn("tenant-a", "x", ""), func(c *metal3api.HostClaim) { c.Annotations[k] = v })
+	}
+	relet := func(name string, change func(ann map[string]string)) func(context.Context) error {
+		c := claimOn("tenant-a", name, "")
+		return mutate(alice, c, false, func() { change(c.Annotations) })
+	}
+	leasedByAgent, warnedByAgent := claimOn("tenant-a", "on-c1", ""), claimOn("tenant-a", "on-c1", "")
 	refusals := []refusal{
+		// Leases and host classes: only the hub ends, shortens or excludes.
+		{"alice", "give an end that does not parse", create(alice, lease(hostfleetv1alpha1.AnnotationLeaseUntil, "tomorrow")), "an RFC 3339 time"},
+		{"alice", "give an end in the past", create(alice, lease(hostfleetv1alpha1.AnnotationLeaseUntil, in(-time.Hour))), "is not in the future"},
+		{"alice", "lease beyond the cap", create(alice, lease(hostfleetv1alpha1.AnnotationLeaseUntil, in(800*time.Hour))), "beyond the maxLeaseDuration of tenant a (720h0m0s"},
+		{"alice", "lease for longer than the cap", create(alice, lease(hostfleetv1alpha1.AnnotationLeaseFor, "721h")), "longer than the maxLeaseDuration of tenant a"},
+		{"alice", "lease for a length that does not parse", create(alice, lease(hostfleetv1alpha1.AnnotationLeaseFor, "a week")), "a positive Go duration"},
+		{"alice", "give an end and a length", create(alice, with(lease(hostfleetv1alpha1.AnnotationLeaseFor, "2h"), func(c *metal3api.HostClaim) {
+			c.Annotations[hostfleetv1alpha1.AnnotationLeaseUntil] = in(time.Hour)
+		})), "not both"},
+		{"alice", "mark her claim released", create(alice, lease(hostfleetv1alpha1.AnnotationReleasedBy, hostfleetv1alpha1.ReleasedByLease)), "only the hub sets it"},
+		{"alice", "exclude host classes herself", create(alice, lease(hostfleetv1alpha1.AnnotationExcludedHosts, "[]")), "only the hub sets it"},
+		{"alice", "shorten her lease", relet("leased", func(a map[string]string) { a[hostfleetv1alpha1.AnnotationLeaseUntil] = in(time.Hour) }), "extended, never shortened"},
+		{"alice", "remove her lease under a cap", relet("leased", func(a map[string]string) { delete(a, hostfleetv1alpha1.AnnotationLeaseUntil) }), "cannot be removed"},
+		{"alice", "extend her lease past the cap", relet("leased", func(a map[string]string) { a[hostfleetv1alpha1.AnnotationLeaseUntil] = in(800 * time.Hour) }), "may end at"},
+		{"alice", "give a running claim a length", relet("leased", func(a map[string]string) { a[hostfleetv1alpha1.AnnotationLeaseFor] = "2h" }), "read when the claim is created"},
+		{"agent c1", "lease a claim of its cluster", mutate(c1, leasedByAgent, false, func() {
+			leasedByAgent.Annotations = map[string]string{hostfleetv1alpha1.AnnotationLeaseUntil: in(time.Hour)}
+		}), "an agent may not change a claim's lease"},
+		{"agent c1", "say a claim's lease ends", mutate(c1, warnedByAgent, true, func() {
+			warnedByAgent.Status.Conditions = append(warnedByAgent.Status.Conditions, metav1.Condition{Type: hostfleetv1alpha1.ConditionLeaseExpiring,
+				Status: metav1.ConditionTrue, Reason: hostfleetv1alpha1.ReasonLeaseEnding, LastTransitionTime: metav1.Now()})
+		}), "the hub's lease controller owns it"},
 		// A tenant admin, against the other tenant and outside its rights.
 		{"alice", "read tenant b's claim", get(alice, "tenant-b", "on-c3", &metal3api.HostClaim{}), rbac},
 		{"alice", "list tenant b's claims", list(alice, "tenant-b", &metal3api.HostClaimList{}), rbac},
@@ -349,5 +389,22 @@ func TestIsolation(t *testing.T) {
 		g.Expect(apierrors.IsInvalid(err)).To(BeTrue(), "%s: %v", p, err)
 		g.Expect(err.Error()).To(ContainSubstring("steer Nodes"), p)
 	}
-	t.Logf("%d requests refused with the expected reason, beside the positive controls above", len(refusals)+4)
+	t.Log("a host class selects on labels the hub sees (the tenant's label sync prefixes), with a selector that compiles")
+	for _, q := range []struct {
+		sel  hostfleetv1alpha1.ClassSelector
+		says string
+	}{
+		{hostfleetv1alpha1.ClassSelector{MatchLabels: map[string]string{"vendor.io/gpu": "yes"}}, "only label keys under the tenant's labelSyncPrefixes"},
+		{hostfleetv1alpha1.ClassSelector{MatchExpressions: []hostfleetv1alpha1.ClassRequirement{{Key: "example.com/gpu", Operator: metav1.LabelSelectorOpIn}}}, "In and NotIn take values"},
+		{hostfleetv1alpha1.ClassSelector{}, "selects something"},
+	} {
+		err := hub.Create(ctx, &hostfleetv1alpha1.Tenant{ObjectMeta: metav1.ObjectMeta{Name: "classy"}, Spec: hostfleetv1alpha1.TenantSpec{ClusterSet: "lab",
+			LabelSyncPrefixes: []string{"example.com"}, Quotas: []hostfleetv1alpha1.ClassQuota{{Name: "gpu", MaxClaims: 2, HostSelector: q.sel}}}}, client.DryRunAll)
+		g.Expect(apierrors.IsInvalid(err)).To(BeTrue(), "%s: %v", q.says, err)
+		g.Expect(err.Error()).To(ContainSubstring(q.says))
+	}
+	g.Expect(hub.Create(ctx, &hostfleetv1alpha1.Tenant{ObjectMeta: metav1.ObjectMeta{Name: "classy"}, Spec: hostfleetv1alpha1.TenantSpec{ClusterSet: "lab",
+		LabelSyncPrefixes: []string{"example.com"}, Quotas: []hostfleetv1alpha1.ClassQuota{{Name: "gpu", MaxClaims: 2,
+			HostSelector: hostfleetv1alpha1.ClassSelector{MatchLabels: map[string]string{"example.com/gpu": "yes"}}}}}}, client.DryRunAll)).To(Succeed(), "and a good one is taken")
+	t.Logf("%d requests refused with the expected reason, beside the positive controls above", len(refusals)+7)
 }

@@ -14,6 +14,14 @@ var Sections = []Section{
 			{Reason: "NoTenant", Cause: "the claim's namespace belongs to no Tenant", Fix: "create claims only in a tenant's namespace"},
 			{Reason: "HoldsHost", Cause: "the claim holds a host but lost its `hostfleet.io/cluster` label", Fix: "put the label back (the message names the cluster); it is never placed again otherwise"},
 			{Reason: "NotPlaced", Cause: "a remote claim has no cluster yet", Fix: "wait for the scheduler, or pin it"},
+			{Reason: "ClassQuotaExceeded", Cause: "(also on Ready) placing the claim would take a host class of its tenant over its `maxClaims`; the message names the class and its use", Fix: "delete a claim of that class, or ask the hub administrator to raise the class's `maxClaims` (`kubectl hostfleet fleet`); the claim is placed as soon as there is room"},
+		}},
+	{Title: "LeaseExpiring (the hub's lease controller)", Condition: "LeaseExpiring",
+		Reasons: []Reason{
+			{Reason: "LeaseActive", Cause: "the claim's lease (`hostfleet.io/lease-until`) ends later than the tenant's `leaseWarning`", Fix: "nothing"},
+			{Reason: "LeaseEnding", Cause: "the lease ends within the warning; at the end the hub deletes the claim and its host is released", Fix: "`kubectl hostfleet extend CLAIM --for 2h` (within the tenant's `maxLeaseDuration`), or save what is on the host"},
+			{Reason: "LeaseEnded", Cause: "the lease ended: the hub deleted the claim (`hostfleet.io/released-by: lease-ended`) and its host is being released", Fix: "create a new claim"},
+			{Reason: "LeaseInvalid", Cause: "`hostfleet.io/lease-until` or `lease-for` does not parse (written past admission, by a cluster administrator)", Fix: "set an RFC 3339 end (or a Go duration) in place of the value the message names"},
 		}},
 	{Title: "Associated, Synchronized (the agent of the claim's cluster)", Condition: "Associated",
 		Reasons: []Reason{
@@ -81,6 +89,7 @@ var Sections = []Section{
 			{Reason: "ClusterSetMissing", Cause: "`spec.clusterSet` names no ManagedClusterSet", Fix: "create it (`clusteradm create clusterset`) or fix the name"},
 			{Reason: "NamespaceConflict", Cause: "a requested namespace belongs to another tenant or to nobody Hostfleet made", Fix: "choose another namespace"},
 			{Reason: "GrantRolesMissing", Cause: "a ClusterRole the tenant's bindings name is not installed", Fix: "reinstall the hub through its HostfleetHub: the operator installs them"},
+			{Reason: "InvalidHostClass", Cause: "a host class's `hostSelector` in `spec.quotas` is not a valid label selector (a key or value that is not a label's); no claim of the tenant is placed meanwhile", Fix: "fix the class the message names"},
 			{Reason: "DeletionBlocked", Cause: "the Tenant still has claims", Fix: "delete the claims first"},
 			{Reason: "NoWorkloadCluster", Cause: "no accepted cluster is labelled `hostfleet.io/tenant=<tenant>`", Fix: "label the workload cluster's ManagedCluster, if the tenant has one"},
 			{Reason: "OneWorkloadCluster", Cause: "one is: claims sync to its Nodes", Fix: "nothing"},

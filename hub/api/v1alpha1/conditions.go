@@ -114,6 +114,31 @@ const (
 	ReasonHoldsHost = "HoldsHost"
 )
 
+// ConditionLeaseExpiring on a hub claim with a lease
+// (AnnotationLeaseUntil), written by the hub's lease controller: True
+// within the tenant's leaseWarning of the end, with when it ends and how to
+// extend it; False (reason ReasonLeaseActive) before.
+const (
+	ConditionLeaseExpiring = "LeaseExpiring"
+	// ReasonLeaseActive: the lease ends later than the warning.
+	ReasonLeaseActive = "LeaseActive"
+	// ReasonLeaseEnding: the lease ends within the warning.
+	ReasonLeaseEnding = "LeaseEnding"
+	// ReasonLeaseEnded: the lease has ended; the hub deleted the claim and
+	// its host is being released.
+	ReasonLeaseEnded = "LeaseEnded"
+	// ReasonLeaseInvalid: the lease's annotations do not parse (only a
+	// cluster administrator can write such, admission refuses them); the
+	// claim keeps its host.
+	ReasonLeaseInvalid = "LeaseInvalid"
+)
+
+// ReasonClassQuotaExceeded, on the Scheduled and Ready conditions of a
+// claim the scheduler holds back: placing it would take one of its
+// tenant's host classes over the class's maxClaims. It is placed as soon
+// as the class has room.
+const ReasonClassQuotaExceeded = "ClassQuotaExceeded"
+
 // Reasons of a Tenant's Ready condition.
 const (
 	ReasonRegistered        = "Registered"
@@ -124,6 +149,9 @@ const (
 	// admins and agents is not installed (the operator installs them with
 	// the hub): the bindings exist but grant nothing.
 	ReasonGrantRolesMissing = "GrantRolesMissing"
+	// ReasonInvalidHostClass: a host class's selector (spec.quotas) does not
+	// compile: the scheduler places none of the tenant's claims meanwhile.
+	ReasonInvalidHostClass = "InvalidHostClass"
 )
 
 // ConditionWorkloadClusters on a Tenant says whether its workload clusters

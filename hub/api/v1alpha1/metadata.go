@@ -63,6 +63,34 @@ const (
 	AnnotationExcluded = "hostfleet.io/excluded-clusters"
 )
 
+// Leases on hub claims (docs/service.md). Only the hub decides when a lease
+// ends: agents never read these.
+const (
+	// AnnotationLeaseUntil is when the claim's lease ends (RFC 3339). At
+	// that time the hub deletes the claim, and its host is released as for
+	// any deletion. A tenant may set it at creation and move it later
+	// (kubectl hostfleet extend), within the tenant's maxLeaseDuration
+	// counted from the claim's creation; never earlier.
+	AnnotationLeaseUntil = "hostfleet.io/lease-until"
+	// AnnotationLeaseFor is a lease length (a Go duration, "72h"): the
+	// hub turns it into AnnotationLeaseUntil, counted from the claim's
+	// creation, and removes it. Admission checks it against the cap.
+	AnnotationLeaseFor = "hostfleet.io/lease-for"
+	// AnnotationReleasedBy on a claim the hub deleted says why: the value
+	// is ReleasedByLease, with the end in AnnotationLeaseUntil.
+	AnnotationReleasedBy = "hostfleet.io/released-by"
+	// ReleasedByLease is AnnotationReleasedBy's value for a lease that
+	// ended.
+	ReleasedByLease = "lease-ended"
+)
+
+// AnnotationExcludedHosts on a hub claim, set by the scheduler when it
+// places the claim, lists as JSON the host selectors (metav1.LabelSelector)
+// of the tenant's host classes that were full: the agent binds no host
+// that any of them matches, so that the claim does not overrun a class it
+// did not ask for. Only the hub sets it (admission).
+const AnnotationExcludedHosts = "hostfleet.io/excluded-hosts"
+
 // Metadata keys on BareMetalHosts in infrastructure clusters.
 const (
 	// AnnotationHub names the hub whose claim holds the host. Together with
@@ -77,6 +105,15 @@ const (
 	// holds the host gone (RFC 3339). After the agent's grace period it
 	// releases the host; the annotation survives agent restarts.
 	AnnotationOrphanedSince = "hostfleet.io/orphaned-since"
+	// AnnotationBoundAt is when the agent bound the host to the claim that
+	// holds it (RFC 3339, the agent's clock): the start of the claim's
+	// interval in the cluster's HostUsage.
+	AnnotationBoundAt = "hostfleet.io/bound-at"
+	// AnnotationUsage is the host's own record of the claims it served
+	// (JSON, a list of UsageInterval), appended by the agent in the write
+	// that releases the host. It lives with the host so that a restore of
+	// the hub loses none of it.
+	AnnotationUsage = "hostfleet.io/usage"
 )
 
 // AnnotationDriver on a BareMetalHost ("bmclib") asks the agent's BMC

@@ -6,6 +6,7 @@ import (
 )
 
 // TenantSpec is what a hub administrator registers for a consumer of hosts.
+// +kubebuilder:validation:XValidation:rule="!has(self.quotas) || self.quotas.all(q, (!has(q.hostSelector.matchLabels) || q.hostSelector.matchLabels.all(k, has(self.labelSyncPrefixes) && self.labelSyncPrefixes.exists(p, k.startsWith(p + '/')))) && (!has(q.hostSelector.matchExpressions) || q.hostSelector.matchExpressions.all(e, has(self.labelSyncPrefixes) && self.labelSyncPrefixes.exists(p, e.key.startsWith(p + '/')))))",message="a class's hostSelector may use only label keys under the tenant's labelSyncPrefixes: the hub sees no other host labels"
 type TenantSpec struct {
 	// Namespaces are the hub namespaces that belong to the tenant. The tenant
 	// controller creates them and labels them hostfleet.io/tenant=<name>; the
@@ -61,6 +62,102 @@ type TenantSpec struct {
 	// +optional
 	// +kubebuilder:validation:Minimum=0
 	MaxClaims *int32 `json:"maxClaims,omitempty"`
+
+	// MaxLeaseDuration caps how long a claim may hold a host, counted from
+	// the claim's creation to its lease end (hostfleet.io/lease-until). A
+	// claim with no end gets this one; an end beyond it is refused at
+	// admission. Unset: no cap, and a claim without an end keeps its host
+	// until it is deleted.
+	// +optional
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(h|m|s))+$`
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1m')",message="maxLeaseDuration is a Go duration of at least 1m, such as 720h"
+	MaxLeaseDuration *metav1.Duration `json:"maxLeaseDuration,omitempty"`
+
+	// LeaseWarning is how long before a lease ends its claim says
+	// LeaseExpiring (a condition and an Event). Default 1h.
+	// +optional
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(h|m|s))+$`
+	LeaseWarning *metav1.Duration `json:"leaseWarning,omitempty"`
+
+	// Quotas cap the tenant's claims per host class. A claim counts
+	// against every class whose hostSelector matches its bound host's
+	// labels or, before it is bound, the labels its own hostSelector asks
+	// for. A claim that would take a class over its maxClaims is not
+	// placed (ClassQuotaExceeded) until the class has room; a claim that
+	// does not ask for a full class is kept off its hosts. Selector keys
+	// must be under the tenant's labelSyncPrefixes: the hub sees no other
+	// host labels.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=16
+	Quotas []ClassQuota `json:"quotas,omitempty"`
+}
+
+// ClassSelector selects hosts by label, as a metav1.LabelSelector does (the
+// requirements are ANDed); bounded, so that admission can check it.
+// +kubebuilder:validation:XValidation:rule="has(self.matchLabels) || has(self.matchExpressions)",message="a class's hostSelector selects something: give matchLabels or matchExpressions"
+type ClassSelector struct {
+	// MatchLabels are labels a host of the class carries, with these
+	// values.
+	// +optional
+	// +kubebuilder:validation:MaxProperties=16
+	MatchLabels map[string]string `json:"matchLabels,omitempty"`
+
+	// MatchExpressions are requirements on a host's labels.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=16
+	MatchExpressions []ClassRequirement `json:"matchExpressions,omitempty"`
+}
+
+// ClassRequirement is one requirement of a ClassSelector.
+// +kubebuilder:validation:XValidation:rule="(self.operator in ['In', 'NotIn']) == (has(self.values) && size(self.values) > 0)",message="In and NotIn take values; Exists and DoesNotExist take none"
+type ClassRequirement struct {
+	// Key is the label key.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=317
+	// +kubebuilder:validation:Pattern=`^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$`
+	Key string `json:"key"`
+	// Operator is In, NotIn, Exists or DoesNotExist.
+	// +kubebuilder:validation:Enum=In;NotIn;Exists;DoesNotExist
+	Operator metav1.LabelSelectorOperator `json:"operator"`
+	// Values, for In and NotIn.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=16
+	// +kubebuilder:validation:items:MaxLength=63
+	// +kubebuilder:validation:items:Pattern=`^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$`
+	Values []string `json:"values,omitempty"`
+}
+
+// LabelSelector is the selector as a metav1.LabelSelector.
+func (s ClassSelector) LabelSelector() *metav1.LabelSelector {
+	out := &metav1.LabelSelector{MatchLabels: s.MatchLabels}
+	for _, e := range s.MatchExpressions {
+		out.MatchExpressions = append(out.MatchExpressions, metav1.LabelSelectorRequirement{Key: e.Key, Operator: e.Operator, Values: e.Values})
+	}
+	return out
+}
+
+// ClassQuota caps the claims of one class of hosts.
+type ClassQuota struct {
+	// Name names the class in conditions, metrics and kubectl hostfleet.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	Name string `json:"name"`
+
+	// HostSelector selects the class's hosts by their labels.
+	HostSelector ClassSelector `json:"hostSelector"`
+
+	// MaxClaims is how many of the tenant's claims the class may hold.
+	// +kubebuilder:validation:Minimum=0
+	MaxClaims int32 `json:"maxClaims"`
 }
 
 // TenantStatus is what the tenant controller observed and made.
@@ -103,6 +200,23 @@ type TenantStatus struct {
 	// ReadyClaims is the number of those claims whose Ready condition is True.
 	// +optional
 	ReadyClaims int32 `json:"readyClaims,omitempty"`
+
+	// Classes are the tenant's claims per host class (spec.quotas), as
+	// the scheduler counts them.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	Classes []ClassUsage `json:"classes,omitempty"`
+}
+
+// ClassUsage is how many claims a host class holds.
+type ClassUsage struct {
+	// Name is the class's name in spec.quotas.
+	Name string `json:"name"`
+	// Claims are the claims counting against the class.
+	Claims int32 `json:"claims"`
+	// MaxClaims is the class's cap.
+	MaxClaims int32 `json:"maxClaims"`
 }
 
 // Tenant registers a consumer of hosts on the hub: its namespaces, its
