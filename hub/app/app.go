@@ -27,6 +27,7 @@ import (
 	"github.com/hostfleet/hostfleet/hub/clustertenancy"
 	"github.com/hostfleet/hostfleet/hub/forwarder"
 	"github.com/hostfleet/hostfleet/hub/hardwarecopy"
+	"github.com/hostfleet/hostfleet/hub/lease"
 	hubmetrics "github.com/hostfleet/hostfleet/hub/metrics"
 	"github.com/hostfleet/hostfleet/hub/placedclaim"
 	"github.com/hostfleet/hostfleet/hub/scheduler"
@@ -191,6 +192,9 @@ func New(ctx context.Context, cfg *rest.Config, o *Options) (ctrl.Manager, error
 	}
 	if err := (&forwarder.Reconciler{Client: mgr.GetClient()}).SetupWithManager(ctx, mgr, setup.Options{}); err != nil {
 		return nil, fmt.Errorf("forwarder: %w", err)
+	}
+	if err := (&lease.Reconciler{Client: mgr.GetClient()}).SetupWithManager(ctx, mgr, setup.Options{}); err != nil {
+		return nil, fmt.Errorf("lease controller: %w", err)
 	}
 	if serving.Serves(o.HealthAddr) {
 		check, err := ready(mgr, cfg)

@@ -300,7 +300,8 @@ func Hub() []rbacv1.PolicyRule {
 
 // HubOwn is what the hub's controllers do themselves: register tenants
 // (namespaces, quotas, RBAC, admission bindings, cluster set bindings, and
-// each cluster's ClusterTenancy), place claims, copy them into their clusters'
+// each cluster's ClusterTenancy), place claims, end their leases (deleting
+// them), copy them into their clusters'
 // namespaces (PlacedClaims), copy HardwareData, and run
 // the hostfleet-agent add-on (ClusterManagementAddOn, ManagedClusterAddOns,
 // ManifestWorks, the agents' CSRs), and forward remote claims (ManifestWorks
@@ -324,7 +325,8 @@ func HubOwn() []rbacv1.PolicyRule {
 		{APIGroups: []string{hostfleet}, Resources: []string{"tenants/finalizers"}, Verbs: []string{"update"}},
 		{APIGroups: []string{hostfleet}, Resources: []string{"hostinventories"}, Verbs: view},
 		{APIGroups: []string{hostfleet}, Resources: []string{"clustertenancies", "placedclaims"}, Verbs: manage},
-		{APIGroups: []string{metal3Group}, Resources: []string{"hostclaims"}, Verbs: []string{"get", "list", "watch", "update", "patch"}},
+		// Delete: a claim whose lease ended (hub/lease).
+		{APIGroups: []string{metal3Group}, Resources: []string{"hostclaims"}, Verbs: []string{"get", "list", "watch", "update", "patch", "delete"}},
 		{APIGroups: []string{metal3Group}, Resources: []string{"hostclaims/status"}, Verbs: []string{"update", "patch"}},
 		{APIGroups: []string{metal3Group}, Resources: []string{"hardwaredata"}, Verbs: manage},
 		{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: view},

@@ -43,30 +43,7 @@ func TestLeaderKilledMidStorm(t *testing.T) {
 	hub := f.Plane("hub").Client
 	fleet(g, hub)
 
-	bin := filepath.Join(t.TempDir(), "hostfleet-hub")
-	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
-	g.Expect(err).NotTo(HaveOccurred(), "go build: %s", out)
-	type replica struct {
-		proc    *planes.Process
-		metrics string
-	}
-	var replicas []replica
-	for _, name := range []string{"hub-a", "hub-b"} {
-		addr := planes.FreeAddr(t)
-		p, err := f.Run(name, "hub", bin, []string{"--kubeconfig=" + f.Plane("hub").Kubeconfig, "--addon-manager=false",
-			"--leader-election-namespace=default", "--metrics-bind-address=" + addr, "--metrics-secure=false",
-			"--leader-elect-lease-duration=8s", "--leader-elect-renew-deadline=6s", "--leader-elect-retry-period=1s"})
-		g.Expect(err).NotTo(HaveOccurred())
-		replicas = append(replicas, replica{p, addr})
-	}
-	leader := func() int {
-		for i, r := range replicas {
-			if !r.proc.Exited() && leads(r.metrics) {
-				return i
-			}
-		}
-		return -1
-	}
+	replicas, leader := startReplicas(t, g, f)
 	g.Eventually(leader).WithTimeout(60 * time.Second).Should(BeNumerically(">=", 0))
 	first := leader()
 
@@ -86,7 +63,7 @@ func TestLeaderKilledMidStorm(t *testing.T) {
 	}()
 	g.Eventually(func() int { return placed.count() }).WithTimeout(2 * time.Minute).Should(BeNumerically(">=", claims/3))
 	killed := time.Now()
-	replicas[first].proc.Kill()
+	replicas[first].Kill()
 	g.Eventually(leader).WithTimeout(30*time.Second).WithPolling(100*time.Millisecond).Should(Equal(1-first), "the standby leads")
 	leads := time.Now()
 	g.Eventually(placed.count).WithTimeout(3*time.Minute).WithPolling(time.Second).Should(Equal(claims), "every claim placed")
@@ -107,6 +84,32 @@ func TestLeaderKilledMidStorm(t *testing.T) {
 	}
 	for cl, n := range per {
 		g.Expect(n).To(BeNumerically("<=", perCluster), "%s: no more claims than hosts", cl)
+	}
+}
+
+// startReplicas builds the hub and runs two replicas on the hub plane with
+// an 8 s leader Lease; leader is the index of the one leading, -1 while
+// none does.
+func startReplicas(t *testing.T, g *WithT, f *planes.Fleet) (replicas []*planes.Process, leader func() int) {
+	bin := filepath.Join(t.TempDir(), "hostfleet-hub")
+	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
+	g.Expect(err).NotTo(HaveOccurred(), "go build: %s", out)
+	var addrs []string
+	for _, name := range []string{"hub-a", "hub-b"} {
+		addr := planes.FreeAddr(t)
+		p, err := f.Run(name, "hub", bin, []string{"--kubeconfig=" + f.Plane("hub").Kubeconfig, "--addon-manager=false",
+			"--leader-election-namespace=default", "--metrics-bind-address=" + addr, "--metrics-secure=false",
+			"--leader-elect-lease-duration=8s", "--leader-elect-renew-deadline=6s", "--leader-elect-retry-period=1s"})
+		g.Expect(err).NotTo(HaveOccurred())
+		replicas, addrs = append(replicas, p), append(addrs, addr)
+	}
+	return replicas, func() int {
+		for i, r := range replicas {
+			if !r.Exited() && leads(addrs[i]) {
+				return i
+			}
+		}
+		return -1
 	}
 }
 
