@@ -271,6 +271,9 @@ func newManager(hubCfg, managedCfg *rest.Config, o *Options) (ctrl.Manager, clus
 		mo.Cache.NewInformer = src.NewInformer
 	}
 	o.Election.Apply(&mo)
+	if mo.LeaderElectionResourceLockInterface, err = leaderLock(context.Background(), managedCfg, o, o.Election.RenewDeadline); err != nil {
+		return nil, nil, err
+	}
 	mgr, err := ctrl.NewManager(hubCfg, mo)
 	if err != nil {
 		return nil, nil, fmt.Errorf("hub manager: %w", err)

@@ -10,6 +10,7 @@ import (
 	metal3api "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
 	. "github.com/onsi/gomega"
 	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -90,4 +91,48 @@ func TestLeaderElection(t *testing.T) {
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(c.Converged()).To(BeTrue(), c.String())
 	}).WithTimeout(time.Minute).Should(Succeed(), "the invariants of make chaos hold")
+}
+
+// TestLeaderLeaseOwned: with --lease-owner, the leader election Lease is
+// created owned by the agent's ServiceAccount, and so is one created again
+// after it was removed (as the garbage collector removes it with the
+// add-on, while a replica still runs): nothing of the agent outlives it.
+func TestLeaderLeaseOwned(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	bin, f, _, infra := agentScene(t, 0, 6230, hostName)
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: "hostfleet-agent", Name: "hostfleet-agent"}}
+	g.Expect(infra.Create(ctx, sa)).To(Succeed())
+	_, err := f.Run("replica", "infra-1", bin, []string{
+		"--hub-kubeconfig=" + f.Plane("hub").Kubeconfig,
+		"--managed-kubeconfig=" + f.Plane("infra-1").Kubeconfig,
+		"--cluster-name=infra-1", "--lease-owner=hostfleet-agent",
+		"--leader-elect-lease-duration=8s", "--leader-elect-renew-deadline=6s", "--leader-elect-retry-period=1s",
+	})
+	g.Expect(err).NotTo(HaveOccurred())
+	key := client.ObjectKey{Namespace: "hostfleet-agent", Name: "hostfleet-agent-infra-1"}
+	owned := HaveField("OwnerReferences", ConsistOf(HaveField("UID", sa.UID)))
+	lease := &coordinationv1.Lease{}
+	g.Eventually(func(g Gomega) {
+		g.Expect(infra.Get(ctx, key, lease)).To(Succeed())
+		g.Expect(lease.Spec.HolderIdentity).NotTo(BeNil())
+		g.Expect(*lease).To(owned)
+		health := &coordinationv1.Lease{}
+		g.Expect(infra.Get(ctx, client.ObjectKey{Namespace: "hostfleet-agent", Name: "hostfleet-agent"}, health)).To(Succeed())
+		g.Expect(*health).To(owned, "the health Lease too")
+	}).WithTimeout(30 * time.Second).Should(Succeed())
+	holder := *lease.Spec.HolderIdentity
+	// Both owned: the lease owner is done, and sets no owner any more.
+	g.Consistently(func(g Gomega) {
+		g.Expect(infra.Get(ctx, key, lease)).To(Succeed())
+		g.Expect(*lease.Spec.HolderIdentity).To(Equal(holder))
+	}).WithTimeout(6*time.Second).WithPolling(500*time.Millisecond).Should(Succeed(), "one leader, renewing")
+
+	g.Expect(infra.Delete(ctx, lease)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		again := &coordinationv1.Lease{}
+		g.Expect(infra.Get(ctx, key, again)).To(Succeed())
+		g.Expect(again.UID).NotTo(Equal(lease.UID))
+		g.Expect(*again).To(owned, "created again by leader election, owned")
+	}).WithTimeout(20 * time.Second).WithPolling(50 * time.Millisecond).Should(Succeed())
 }
