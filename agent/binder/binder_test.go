@@ -46,6 +46,16 @@ func heldBy(c *metal3api.HostClaim) func(*metal3api.BareMetalHost) {
 	}
 }
 
+// excluding is a claim the hub kept off some host classes.
+func excluding(v string) func(*metal3api.HostClaim) {
+	return func(c *metal3api.HostClaim) {
+		if c.Annotations == nil {
+			c.Annotations = map[string]string{}
+		}
+		c.Annotations[hostfleetv1alpha1.AnnotationExcludedHosts] = v
+	}
+}
+
 func label(k, v string) func(*metal3api.BareMetalHost) {
 	return func(h *metal3api.BareMetalHost) { h.Labels[k] = v }
 }
@@ -138,6 +148,21 @@ func TestDecide(t *testing.T) {
 			reserved:   &metal3api.ObjectReference{Namespace: "hosts", Name: "h2"},
 			hosts:      []metal3api.BareMetalHost{host("hosts", "h1"), host("hosts", "h2")},
 			wantAction: Bind, wantHost: "h2",
+		},
+		{
+			name: "kept off the full host classes the hub excluded", claim: claim(excluding(`[{"matchLabels":{"gpu":"yes"}}]`)), policies: admitAll,
+			hosts:      []metal3api.BareMetalHost{host("hosts", "a-gpu", label("gpu", "yes")), host("hosts", "plain")},
+			wantAction: Reserve, wantHost: "plain",
+		},
+		{
+			name: "only excluded hosts free: waits, and says so", claim: claim(excluding(`[{"matchLabels":{"gpu":"yes"}}]`)), policies: admitAll,
+			hosts:      []metal3api.BareMetalHost{host("hosts", "a-gpu", label("gpu", "yes"))},
+			wantAction: Wait, wantReason: hostfleetv1alpha1.ReasonNoHostAvailable,
+		},
+		{
+			name: "an exclusion that does not parse binds nothing", claim: claim(excluding(`[{`)), policies: admitAll,
+			hosts:      []metal3api.BareMetalHost{host("hosts", "plain")},
+			wantAction: Wait, wantReason: hostfleetv1alpha1.ReasonInvalidSelector,
 		},
 		{
 			name: "a host held by an earlier claim of the same name is not this claim's", claim: claim(), policies: admitAll,

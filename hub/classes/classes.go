@@ -52,26 +52,26 @@ func Counted(c *metal3api.HostClaim) bool {
 	return c.Labels[hostfleetv1alpha1.LabelCluster] != "" || Bound(c)
 }
 
-// Labels are what a claim's classes are judged on: a bound claim's labels
-// under the tenant's prefixes (its host's, as the agent syncs them); before
-// binding, the labels its hostSelector asks for (matchLabels, and In
-// requirements with one value).
+// Labels are what a claim's classes are judged on: the labels its
+// hostSelector asks for (matchLabels, and In requirements with one value),
+// which its host has; once bound, with its labels under the tenant's
+// prefixes over them (its host's, as the agent syncs them; a remote claim
+// has none of these).
 func Labels(c *metal3api.HostClaim, prefixes []string) labels.Set {
 	out := labels.Set{}
-	if Bound(c) {
-		for k, v := range c.Labels {
-			if labelkeys.UnderPrefixes(k, prefixes) {
-				out[k] = v
-			}
-		}
-		return out
-	}
 	for k, v := range c.Spec.HostSelector.MatchLabels {
 		out[k] = v
 	}
 	for _, e := range c.Spec.HostSelector.MatchExpressions {
 		if (e.Operator == selection.In || e.Operator == selection.Equals || e.Operator == selection.DoubleEquals) && len(e.Values) == 1 {
 			out[e.Key] = e.Values[0]
+		}
+	}
+	if Bound(c) {
+		for k, v := range c.Labels {
+			if labelkeys.UnderPrefixes(k, prefixes) {
+				out[k] = v
+			}
 		}
 	}
 	return out

@@ -1,0 +1,97 @@
+package classes_test
+
+import (
+	"testing"
+
+	metal3api "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
+	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
+
+	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
+	"github.com/hostfleet/hostfleet/hub/classes"
+)
+
+var prefixes = []string{"example.com"}
+
+func claim(sel map[string]string, mut func(*metal3api.HostClaim)) *metal3api.HostClaim {
+	c := &metal3api.HostClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant-a", Name: "c", UID: "u"},
+		Spec: metal3api.HostClaimSpec{HostSelector: metal3api.HostSelector{MatchLabels: sel}}}
+	if mut != nil {
+		mut(c)
+	}
+	return c
+}
+
+func bound(host map[string]string) func(*metal3api.HostClaim) {
+	return func(c *metal3api.HostClaim) {
+		c.Labels = map[string]string{hostfleetv1alpha1.LabelCluster: "c1"}
+		for k, v := range host {
+			c.Labels[k] = v
+		}
+		c.Status.BareMetalHost = &metal3api.ObjectReference{Namespace: "hosts", Name: "h0"}
+	}
+}
+
+func TestLabels(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		c    *metal3api.HostClaim
+		want labels.Set
+	}{
+		{"unbound: what the selector asks for", claim(map[string]string{"example.com/gpu": "yes"}, func(c *metal3api.HostClaim) {
+			c.Spec.HostSelector.MatchExpressions = []metal3api.HostSelectorRequirement{
+				{Key: "example.com/size", Operator: selection.In, Values: []string{"large"}},
+				{Key: "example.com/rack", Operator: selection.In, Values: []string{"r1", "r2"}},
+				{Key: "example.com/old", Operator: selection.DoesNotExist}}
+		}), labels.Set{"example.com/gpu": "yes", "example.com/size": "large"}},
+		{"bound: its host's labels under the prefixes over the selector's", claim(map[string]string{"example.com/gpu": "yes"},
+			bound(map[string]string{"example.com/size": "large", "other.org/team": "x"})), labels.Set{"example.com/gpu": "yes", "example.com/size": "large"}},
+		{"bound remote claim (no labels synced): its selector's", claim(map[string]string{"example.com/size": "large"},
+			bound(nil)), labels.Set{"example.com/size": "large"}},
+		{"nothing asked, nothing bound", claim(nil, nil), labels.Set{}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			NewWithT(t).Expect(classes.Labels(tt.c, prefixes)).To(Equal(tt.want))
+		})
+	}
+}
+
+func TestDecide(t *testing.T) {
+	g := NewWithT(t)
+	tenant := &hostfleetv1alpha1.Tenant{ObjectMeta: metav1.ObjectMeta{Name: "a"}, Spec: hostfleetv1alpha1.TenantSpec{Quotas: []hostfleetv1alpha1.ClassQuota{
+		{Name: "gpu", MaxClaims: 1, HostSelector: hostfleetv1alpha1.ClassSelector{MatchLabels: map[string]string{"example.com/gpu": "yes"}}},
+		{Name: "big", MaxClaims: 2, HostSelector: hostfleetv1alpha1.ClassSelector{MatchExpressions: []hostfleetv1alpha1.ClassRequirement{
+			{Key: "example.com/size", Operator: metav1.LabelSelectorOpIn, Values: []string{"large", "xlarge"}}}}},
+	}}}
+	cls, err := classes.Of(tenant)
+	g.Expect(err).NotTo(HaveOccurred())
+	gpu := map[string]string{"example.com/gpu": "yes"}
+	held := []*metal3api.HostClaim{
+		claim(gpu, bound(map[string]string{"example.com/size": "large"})),
+		claim(map[string]string{"example.com/size": "xlarge"}, nil),
+	}
+	counts := classes.Counts(cls, held, prefixes)
+	g.Expect(counts).To(Equal(map[string]int32{"gpu": 1, "big": 2}), "a claim counts in every class it matches")
+	g.Expect(classes.Usage(cls, counts)).To(Equal([]hostfleetv1alpha1.ClassUsage{{Name: "gpu", Claims: 1, MaxClaims: 1}, {Name: "big", Claims: 2, MaxClaims: 2}}))
+
+	v := classes.Decide(cls, counts, claim(gpu, nil), prefixes)
+	g.Expect(v.Held).To(Equal([]string{"gpu"}))
+	g.Expect(v.Message).To(ContainSubstring("class gpu holds 1 of its 1 claims"))
+	g.Expect(v.Exclude).To(HaveLen(1), "kept off big, full, which it does not ask for")
+
+	v = classes.Decide(cls, counts, claim(nil, nil), prefixes)
+	g.Expect(v.Held).To(BeEmpty())
+	g.Expect(v.Exclude).To(Equal([]hostfleetv1alpha1.ClassSelector{tenant.Spec.Quotas[0].HostSelector, tenant.Spec.Quotas[1].HostSelector}))
+
+	v = classes.Decide(cls, map[string]int32{"gpu": 0, "big": 1}, claim(map[string]string{"example.com/size": "large"}, nil), prefixes)
+	g.Expect(v).To(Equal(classes.Verdict{}), "room in every class: placed anywhere")
+
+	g.Expect(classes.Counted(claim(nil, nil))).To(BeFalse(), "not placed: takes no host")
+	g.Expect(classes.Counted(claim(nil, func(c *metal3api.HostClaim) { c.Labels = map[string]string{hostfleetv1alpha1.LabelCluster: "c1"} }))).To(BeTrue())
+
+	tenant.Spec.Quotas[0].HostSelector.MatchLabels = map[string]string{"example.com/gpu": "not a value!"}
+	_, err = classes.Of(tenant)
+	g.Expect(err).To(MatchError(ContainSubstring("class gpu of tenant a")))
+}
