@@ -62,6 +62,10 @@ func alertCases(t *testing.T) map[string][2]bool {
 				Alertname string `json:"alertname"`
 				ExpAlerts []any  `json:"exp_alerts"`
 			} `json:"alert_rule_test"`
+			PromQLExprTest []struct {
+				Expr       string `json:"expr"`
+				ExpSamples []any  `json:"exp_samples"`
+			} `json:"promql_expr_test"`
 		} `json:"tests"`
 	}
 	if err := yaml.Unmarshal(raw, &tests); err != nil {
@@ -75,14 +79,21 @@ func alertCases(t *testing.T) map[string][2]bool {
 			c[1] = c[1] || len(a.ExpAlerts) == 0
 			cases[a.Alertname] = c
 		}
+		// A recording rule's case: an expression reading the recorded
+		// series, with the samples it must give.
+		for _, e := range tc.PromQLExprTest {
+			if len(e.ExpSamples) > 0 {
+				cases["record:"+e.Expr] = [2]bool{true, true}
+			}
+		}
 	}
 	return cases
 }
 
 // TestAlertRules: promtool checks the PrometheusRule's rules and runs their
 // unit tests, which have, for every alert, a case where it fires and one
-// where it does not (or no longer does); every alert has a summary and a
-// runbook.
+// where it does not (or no longer does), and for every recording rule a
+// case of the series it records; every alert has a summary and a runbook.
 func TestAlertRules(t *testing.T) {
 	g := NewWithT(t)
 	dir := t.TempDir()
@@ -100,6 +111,7 @@ func TestAlertRules(t *testing.T) {
 	var parsed struct {
 		Groups []struct {
 			Rules []struct {
+				Record      string            `json:"record"`
 				Alert       string            `json:"alert"`
 				Expr        string            `json:"expr"`
 				Annotations map[string]string `json:"annotations"`
@@ -115,6 +127,11 @@ func TestAlertRules(t *testing.T) {
 	for _, grp := range parsed.Groups {
 		for _, r := range grp.Rules {
 			n++
+			if r.Record != "" {
+				g.Expect(cases).To(HaveKey("record:"+r.Record), "%s: a promql_expr_test of the recorded series in rules_test.yaml", r.Record)
+				g.Expect(metricsIn(r.Expr)).To(HaveEach(BeElementOf(documented)), "%s: its metrics are in docs/metrics.md", r.Record)
+				continue
+			}
 			g.Expect(r.Annotations).To(HaveKey("summary"), r.Alert)
 			g.Expect(r.Annotations).To(HaveKey("runbook"), r.Alert)
 			g.Expect(cases[r.Alert]).To(Equal([2]bool{true, true}), "%s: a firing and a quiet case in rules_test.yaml", r.Alert)

@@ -37,6 +37,7 @@ var MappedKinds = []Mapped{
 	{Kind: metal3api.GroupVersion.WithKind("HostDeployPolicy"), Resource: "hostdeploypolicies"},
 	{Kind: hostfleetv1alpha1.GroupVersion.WithKind("ClusterTenancy"), Resource: "clustertenancies"},
 	{Kind: hostfleetv1alpha1.GroupVersion.WithKind("HostInventory"), Resource: "hostinventories"},
+	{Kind: hostfleetv1alpha1.GroupVersion.WithKind("HostUsage"), Resource: "hostusages"},
 	{Kind: hostfleetv1alpha1.GroupVersion.WithKind("PlacedClaim"), Resource: "placedclaims"},
 	{Kind: hostfleetv1alpha1.GroupVersion.WithKind("Tenant"), Resource: "tenants", Cluster: true},
 	{Kind: corev1.SchemeGroupVersion.WithKind("Secret"), Resource: "secrets"},

@@ -215,6 +215,10 @@ func New(ctx context.Context, hubCfg, managedCfg *rest.Config, o *Options) (*Age
 	if err := mgr.Add(inv); err != nil {
 		return nil, err
 	}
+	if err := mgr.Add(&inventory.UsageWriter{Hub: mgr.GetClient(), Managed: managed.GetClient(),
+		ClusterName: o.ClusterName, Interval: o.InventoryInterval}); err != nil {
+		return nil, err
+	}
 	return finish(mgr, managed, hubCfg, managedCfg, o, inv)
 }
 
@@ -347,7 +351,9 @@ func hubCache(o *Options) map[client.Object]cache.ByObject {
 	}
 	return map[client.Object]cache.ByObject{
 		&hostfleetv1alpha1.ClusterTenancy{}: tenancy,
-		&metal3api.HostClaim{}:              claims,
+		// The cluster's HostUsage, compared with its hosts' record.
+		&hostfleetv1alpha1.HostUsage{}: tenancy,
+		&metal3api.HostClaim{}:         claims,
 		// Tenant namespaces only: the claims' namespace labels and the
 		// inventory's namespaces come from the cache, not one read each.
 		&corev1.Namespace{}: {Label: labels.SelectorFromSet(nil).Add(tenantLabelExists())},

@@ -3,6 +3,7 @@ package claim
 import (
 	"context"
 	"fmt"
+	"time"
 
 	metal3api "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -12,9 +13,11 @@ import (
 
 	"github.com/hostfleet/hostfleet/agent/binder"
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
+	"github.com/hostfleet/hostfleet/internal/usage"
 )
 
-// bind writes the claim's consumerRef on the host. The patch carries the
+// bind writes the claim's consumerRef on the host, and the start of its
+// usage interval (internal/usage). The patch carries the
 // resourceVersion the decision was made on, so it fails with a conflict if
 // anyone changed the host since: two claims can never both win one host.
 func (r *Reconciler) bind(ctx context.Context, c *metal3api.HostClaim, h *metal3api.BareMetalHost) error {
@@ -26,6 +29,11 @@ func (r *Reconciler) bind(ctx context.Context, c *metal3api.HostClaim, h *metal3
 	for k, v := range r.Consumer.Annotations(c) {
 		h.Annotations[k] = v
 	}
+	// A host bound afresh starts afresh: a start left by a release that
+	// was not this agent's counts for nobody.
+	delete(h.Annotations, hostfleetv1alpha1.AnnotationBoundAt)
+	delete(h.Annotations, hostfleetv1alpha1.AnnotationBoundFor)
+	usage.Open(h, r.usageNamespace(c), time.Now())
 	// A host taken wakes no waiting claim, and this one knows: its event
 	// is an echo.
 	if err := r.echo.patchLocked(ctx, r.Managed, echoHost, h, orig); err != nil {

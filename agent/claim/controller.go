@@ -230,6 +230,9 @@ func (r *Reconciler) keep(ctx context.Context, c *metal3api.HostClaim, h *metal3
 	if err := r.migrate(ctx, c, h); err != nil {
 		return requeue.OnConflict(err)
 	}
+	if err := r.openUsage(ctx, c, h); err != nil {
+		return requeue.OnConflict(err)
+	}
 	r.warnOtherController(c, h)
 	plan, sync, err := r.planHost(ctx, c, h, binder.DetachAllowed(in, h))
 	if err != nil {

@@ -179,7 +179,8 @@ func (r *Reconciler) held(ctx context.Context, c *metal3api.HostClaim) ([]*metal
 
 // releaseHost powers a host held by the claim off and removes the image
 // (baremetal-operator deprovisions). Once the host has settled it clears the
-// consumerRef and reports done.
+// consumerRef and reports done, in the write that ends the host's usage
+// interval.
 func (r *Reconciler) releaseHost(ctx context.Context, c *metal3api.HostClaim, h *metal3api.BareMetalHost) (bool, error) {
 	if err := r.Managed.Apply(ctx, client.ApplyConfigurationFromUnstructured(hostspec.Released(h)),
 		client.FieldOwner(hostfleetv1alpha1.FieldManagerAgent), client.ForceOwnership); err != nil {
@@ -189,6 +190,7 @@ func (r *Reconciler) releaseHost(ctx context.Context, c *metal3api.HostClaim, h 
 		return false, nil
 	}
 	orig := h.DeepCopy()
+	r.closeUsage(ctx, h)
 	h.Spec.ConsumerRef = nil
 	delete(h.Annotations, hostfleetv1alpha1.AnnotationHub)
 	delete(h.Annotations, hostfleetv1alpha1.AnnotationClaimUID)

@@ -16,7 +16,6 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/hostfleet/hostfleet/agent/labelsync"
 	"github.com/hostfleet/hostfleet/agent/metrics"
 	"github.com/hostfleet/hostfleet/agent/servedtenants"
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
@@ -131,14 +130,9 @@ func (w *Writer) Once(ctx context.Context) error {
 	if err := w.Hub.List(ctx, &nss, client.HasLabels{hostfleetv1alpha1.LabelTenant}, client.UnsafeDisableDeepCopy); err != nil {
 		return fmt.Errorf("list tenant namespaces on the hub: %w", err)
 	}
-	ct, err := servedtenants.Get(ctx, w.Hub, w.ClusterName)
+	prefixes, err := servedtenants.Prefixes(ctx, w.Hub, w.ClusterName)
 	if err != nil {
 		return err
-	}
-	var prefixes []string
-	for _, t := range ct.Served(hostfleetv1alpha1.RoleInfrastructure) {
-		valid, _ := labelsync.Prefixes(t.LabelSyncPrefixes)
-		prefixes = append(prefixes, valid...)
 	}
 	st := Build(Input{Hosts: hosts.Items, Policies: policies.Items, Namespaces: nss.Items, Prefixes: prefixes})
 	metrics.Heartbeat.WithLabelValues(w.ClusterName).SetToCurrentTime()

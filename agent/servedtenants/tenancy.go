@@ -9,6 +9,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/hostfleet/hostfleet/agent/labelsync"
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
 )
 
@@ -26,4 +27,19 @@ func Get(ctx context.Context, hub client.Reader, cluster string) (*hostfleetv1al
 		return nil, fmt.Errorf("get the ClusterTenancy of cluster %s (the tenants it serves): %w", cluster, err)
 	}
 	return ct, nil
+}
+
+// Prefixes are the valid label sync prefixes of the tenants cluster serves
+// as infrastructure: the host labels its HostInventory and HostUsage show.
+func Prefixes(ctx context.Context, hub client.Reader, cluster string) ([]string, error) {
+	ct, err := Get(ctx, hub, cluster)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, t := range ct.Served(hostfleetv1alpha1.RoleInfrastructure) {
+		valid, _ := labelsync.Prefixes(t.LabelSyncPrefixes)
+		out = append(out, valid...)
+	}
+	return out, nil
 }

@@ -96,6 +96,9 @@ func alertsSection(path string) (string, error) {
 	b.WriteString("| alert | after | what it means | runbook |\n|---|---|---|---|\n")
 	for _, g := range r.Spec.Groups {
 		for _, a := range g.Rules {
+			if a.Alert == "" {
+				continue // a recording rule
+			}
 			fmt.Fprintf(&b, "| `%s` | %s | %s | %s |\n", a.Alert, a.For, a.Annotations["summary"], a.Annotations["runbook"])
 		}
 	}

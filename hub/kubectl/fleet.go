@@ -56,7 +56,7 @@ func fleet(ctx context.Context, env *Env) error {
 		fmt.Fprintf(tw, "%s\t%s\t%d/%d\t%s\t%s\n", l.Cluster, l.Agent, l.Available, l.Total, dash(strings.Join(l.Pools, "; ")), dash(strings.Join(l.Tenants, ",")))
 	}
 	fmt.Fprintln(tw)
-	fmt.Fprintln(tw, "TENANT\tCLUSTER SET\tCLAIMS\tREADY\tMAX CLAIMS\tSTATUS")
+	fmt.Fprintln(tw, "TENANT\tCLUSTER SET\tCLAIMS\tREADY\tMAX CLAIMS\tCLASSES (CLAIMS/MAX)\tSTATUS")
 	for _, t := range tenants.Items {
 		limit := "-"
 		if t.Spec.MaxClaims != nil {
@@ -66,7 +66,12 @@ func fleet(ctx context.Context, env *Env) error {
 		if r := meta.FindStatusCondition(t.Status.Conditions, hostfleetv1alpha1.ConditionReady); r != nil {
 			status = r.Reason
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\t%s\n", t.Name, t.Spec.ClusterSet, t.Status.Claims, t.Status.ReadyClaims, limit, status)
+		var classes []string
+		for _, c := range t.Status.Classes {
+			classes = append(classes, fmt.Sprintf("%s %d/%d", c.Name, c.Claims, c.MaxClaims))
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\t%s\t%s\n", t.Name, t.Spec.ClusterSet, t.Status.Claims, t.Status.ReadyClaims, limit,
+			dash(strings.Join(classes, ", ")), status)
 	}
 	return tw.Flush()
 }

@@ -1,7 +1,8 @@
 // Package kubectl is `kubectl hostfleet`, a kubectl plugin for the hub:
 // `claims` lists claims with where they run and why they are not Ready,
 // `why` walks one claim's path and says what to do, `fleet` sums up the
-// clusters and tenants. It uses the caller's kubeconfig and rights only.
+// clusters and tenants, `extend` extends a claim's lease, `usage` sums
+// host use. It uses the caller's kubeconfig and rights only.
 package kubectl
 
 import (
@@ -31,7 +32,14 @@ const Usage = `kubectl hostfleet: Hostfleet's claims, explained.
       to do, and the recent Events
   kubectl hostfleet fleet
       per cluster: its agent, hosts available per pool, tenants served;
-      per tenant: claims against maxClaims (a hub administrator's view)
+      per tenant: claims against maxClaims and per host class (a hub
+      administrator's view)
+  kubectl hostfleet extend CLAIM --for 2h [-n NS]
+      moves the claim's lease end (hostfleet.io/lease-until) later, within
+      the tenant's maxLeaseDuration
+  kubectl hostfleet usage [--tenant NAME] [--since YYYY-MM-DD]
+      host-hours per tenant, host class and cluster, from the clusters'
+      HostUsage records (a hub administrator's view)
 
 The usual kubeconfig flags apply (--kubeconfig, --context, -n, ...).
 `
@@ -67,8 +75,12 @@ func Main(ctx context.Context, args []string, out io.Writer) error {
 		run = whyFlags(fs)
 	case "fleet":
 		run = fleetFlags(fs)
+	case "extend":
+		run = extendFlags(fs)
+	case "usage":
+		run = usageFlags(fs)
 	default:
-		return fmt.Errorf("unknown command %q: use claims, why or fleet (kubectl hostfleet --help)", cmd)
+		return fmt.Errorf("unknown command %q: use claims, why, fleet, extend or usage (kubectl hostfleet --help)", cmd)
 	}
 	if err := fs.Parse(args); err != nil {
 		return fmt.Errorf("%s: %w (kubectl hostfleet --help)", cmd, err)

@@ -148,6 +148,7 @@ func fleet(t *testing.T) (admin, alice string) {
 	tn := &hostfleetv1alpha1.Tenant{}
 	g.Expect(c.Get(ctx, client.ObjectKey{Name: "acme"}, tn)).To(Succeed())
 	tn.Status.Claims, tn.Status.ReadyClaims = int32(len(stuckClaims)+1), 2
+	tn.Status.Classes = []hostfleetv1alpha1.ClassUsage{{Name: "gpu", Claims: 1, MaxClaims: 2}, {Name: "big", MaxClaims: 4}}
 	tn.Status.Conditions = []metav1.Condition{{Type: "Ready", Status: "True", Reason: "Registered", Message: "registered", LastTransitionTime: metav1.Now()}}
 	g.Expect(c.Status().Update(ctx, tn)).To(Succeed())
 	for _, cl := range append(stuckClaims, readyClaim) {
@@ -302,8 +303,8 @@ func TestFleet(t *testing.T) {
 	g.Expect(lines(out)).To(ContainElements(
 		MatchRegexp(`^CLUSTER\s+AGENT\s+HOSTS AVAILABLE/TOTAL\s+POOLS \(AVAILABLE/TOTAL\)\s+TENANTS$`),
 		MatchRegexp(`^infra-1\s+Available\s+1/6\s+example.com/size=medium: 1/6\s+acme$`),
-		MatchRegexp(`^TENANT\s+CLUSTER SET\s+CLAIMS\s+READY\s+MAX CLAIMS\s+STATUS$`),
-		MatchRegexp(`^acme\s+lab\s+8\s+2\s+9\s+Registered$`),
+		MatchRegexp(`^TENANT\s+CLUSTER SET\s+CLAIMS\s+READY\s+MAX CLAIMS\s+CLASSES \(CLAIMS/MAX\)\s+STATUS$`),
+		MatchRegexp(`^acme\s+lab\s+8\s+2\s+9\s+gpu 1/2, big 0/4\s+Registered$`),
 	))
 	out, err = kubectl(t, alice, "hostfleet", "fleet")
 	g.Expect(err).To(HaveOccurred())

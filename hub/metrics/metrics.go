@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
+	"github.com/hostfleet/hostfleet/hub/usage"
 	"github.com/hostfleet/hostfleet/internal/metrics"
 )
 
@@ -60,14 +61,15 @@ func Phase(c *metal3api.HostClaim) string {
 	}
 }
 
-// Collector computes the hub's gauges from its cache at scrape time.
+// Collector computes the hub's gauges and its usage counter from its
+// cache at scrape time.
 type Collector struct {
 	// Reader is the hub manager's (cached) client.
 	Reader client.Reader
 	// Now is the clock (time.Now when nil).
 	Now func() time.Time
 
-	claims, oldest, hosts, agent, inventory, forwarded *prometheus.Desc
+	claims, oldest, hosts, agent, inventory, forwarded, usage *prometheus.Desc
 }
 
 // NewCollector returns a Collector over the hub's cache.
@@ -87,12 +89,15 @@ func NewCollector(r client.Reader) *Collector {
 		forwarded: prometheus.NewDesc("hostfleet_forwarded_claims",
 			"Remote claims by cluster and the freshness of their feedback: fresh, stale (cluster or agent unavailable) or pending (not applied or no feedback yet).",
 			[]string{"cluster", "feedback"}, nil),
+		usage: prometheus.NewDesc("hostfleet_usage_host_seconds_total",
+			"Seconds the hosts of a cluster were bound to a tenant's claims, from the clusters' HostUsage records; class is a host class of the tenant, or empty for all its hosts.",
+			[]string{"tenant", "class", "cluster"}, nil),
 	}
 }
 
 // Describe implements prometheus.Collector.
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.claims, c.oldest, c.hosts, c.agent, c.inventory, c.forwarded} {
+	for _, d := range []*prometheus.Desc{c.claims, c.oldest, c.hosts, c.agent, c.inventory, c.forwarded, c.usage} {
 		ch <- d
 	}
 }
@@ -107,6 +112,19 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	}
 	c.collectClaims(ctx, ch, now())
 	c.collectClusters(ctx, ch)
+	c.collectUsage(ctx, ch, now())
+}
+
+// collectUsage sums the clusters' HostUsage records (hub/usage).
+func (c *Collector) collectUsage(ctx context.Context, ch chan<- prometheus.Metric, now time.Time) {
+	var records hostfleetv1alpha1.HostUsageList
+	var tenants hostfleetv1alpha1.TenantList
+	if c.Reader.List(ctx, &records) != nil || c.Reader.List(ctx, &tenants) != nil {
+		return
+	}
+	for _, t := range usage.Totals(records.Items, tenants.Items, now, time.Time{}) {
+		ch <- prometheus.MustNewConstMetric(c.usage, prometheus.CounterValue, float64(t.Seconds), t.Tenant, t.Class, t.Cluster)
+	}
 }
 
 func (c *Collector) collectClaims(ctx context.Context, ch chan<- prometheus.Metric, now time.Time) {

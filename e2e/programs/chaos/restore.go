@@ -11,6 +11,7 @@ import (
 	metal3api "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/labels"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
@@ -21,6 +22,7 @@ import (
 	"github.com/hostfleet/hostfleet/e2e/emulators/redfish"
 	"github.com/hostfleet/hostfleet/e2e/harness/planes"
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
+	"github.com/hostfleet/hostfleet/internal/usage"
 )
 
 // RestoreOptions describe a restore run.
@@ -62,6 +64,11 @@ type RestoreReport struct {
 	Before, After, Final map[string]string
 	// Check is the last check of the invariants.
 	Check Check
+	// UsageHosts and UsageHub are the closed host-seconds infra-1's hosts
+	// record and the hub's HostUsage shows once they agree; UsageIntervals
+	// the hosts' closed periods, UsageOpen their open intervals.
+	UsageHosts, UsageHub      int64
+	UsageIntervals, UsageOpen int
 }
 
 // The claims of a restore run: kept throughout, deleted after the
@@ -112,7 +119,7 @@ func Restore(ctx context.Context, o RestoreOptions) (*RestoreReport, error) {
 		return nil, err
 	}
 	r.f, r.hub, r.image = f, f.Plane("hub").Client, images.URL+"/live.iso"
-	for _, phase := range []func(context.Context) error{r.save, r.change, r.restore, r.converge} {
+	for _, phase := range []func(context.Context) error{r.save, r.change, r.restore, r.converge, r.usage} {
 		if err := phase(ctx); err != nil {
 			return r.rep, err
 		}
@@ -408,4 +415,67 @@ func (w *hostWatch) stop() []string {
 	w.cancel()
 	<-w.done
 	return slices.Clone(w.found)
+}
+
+// usage waits until the hub's HostUsage of infra-1 is the record infra-1's
+// hosts keep: whichever etcd went back, the hub's copy is written again
+// from the hosts, no interval lost and none counted twice.
+func (r *restoreRun) usage(ctx context.Context) error {
+	infra := r.f.Plane("infra-1").Client
+	var want, got hostfleetv1alpha1.HostUsageStatus
+	err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		var hosts metal3api.BareMetalHostList
+		if err := infra.List(ctx, &hosts); err != nil {
+			return false, nil
+		}
+		var err error
+		if want, err = usage.Record(hosts.Items, nil, time.Now()); err != nil {
+			return false, err
+		}
+		rec := &hostfleetv1alpha1.HostUsage{}
+		if err := r.hub.Get(ctx, client.ObjectKey{Namespace: "infra-1", Name: "infra-1"}, rec); err != nil {
+			return false, nil
+		}
+		got = rec.Status
+		return sameUsage(want, got), nil
+	})
+	r.rep.UsageHosts, r.rep.UsageHub = closedSeconds(want), closedSeconds(got)
+	r.rep.UsageIntervals, r.rep.UsageOpen = len(want.Closed), len(want.Open)
+	if err != nil {
+		return fmt.Errorf("the hub's HostUsage of infra-1 (%d s closed, %d open) is not what its hosts record (%d s, %d open): %w",
+			r.rep.UsageHub, len(got.Open), r.rep.UsageHosts, len(want.Open), err)
+	}
+	r.say("usage: the hub's HostUsage of infra-1 is what its hosts record: %d s closed over %d periods, %d hosts bound",
+		r.rep.UsageHub, len(want.Closed), len(want.Open))
+	return nil
+}
+
+// sameUsage compares records: the closed entries, and the open intervals'
+// hosts, namespaces and starts (their labels are the served tenants', which
+// the hosts' record alone does not name).
+func sameUsage(a, b hostfleetv1alpha1.HostUsageStatus) bool {
+	if closedSeconds(a) != closedSeconds(b) || len(a.Closed) != len(b.Closed) || len(a.Open) != len(b.Open) {
+		return false
+	}
+	for i := range a.Closed {
+		x, y := a.Closed[i], b.Closed[i]
+		if x.Period != y.Period || x.Namespace != y.Namespace || x.Seconds != y.Seconds || labels.Set(x.Labels).String() != labels.Set(y.Labels).String() {
+			return false
+		}
+	}
+	for i := range a.Open {
+		x, y := a.Open[i], b.Open[i]
+		if x.Host != y.Host || x.Namespace != y.Namespace || !x.Since.Equal(&y.Since) {
+			return false
+		}
+	}
+	return true
+}
+
+func closedSeconds(st hostfleetv1alpha1.HostUsageStatus) int64 {
+	var n int64
+	for _, e := range st.Closed {
+		n += e.Seconds
+	}
+	return n
 }

@@ -50,5 +50,7 @@ func restore(t *testing.T, plane string) *chaos.RestoreReport {
 	// agent has listed the claims again (its watch broke with the restore,
 	// and client-go backs off while the API server is down): 4–18 s here.
 	g.Expect(rep.Truthful).To(BeNumerically("<", 45*time.Second), "no claim says Ready on another claim's host for long")
+	g.Expect(rep.UsageHub).To(Equal(rep.UsageHosts), "the hub's usage record is its hosts' record")
+	g.Expect(rep.UsageHosts).To(BeNumerically(">", 0), "the claims released before and after the restore are recorded")
 	return rep
 }

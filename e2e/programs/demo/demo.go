@@ -112,7 +112,7 @@ func Run(ctx context.Context, o Options) error {
 			r.sim.Close()
 		}
 	}()
-	for _, step := range []func(context.Context) error{r.hosts, r.processes, r.tenant, r.claims, r.features, r.plugin} {
+	for _, step := range []func(context.Context) error{r.hosts, r.processes, r.tenant, r.claims, r.features, r.service, r.plugin} {
 		if err := step(ctx); err != nil {
 			return err
 		}

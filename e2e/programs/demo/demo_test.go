@@ -65,6 +65,11 @@ func TestDemo(t *testing.T) {
 	g.Expect(output()).To(MatchRegexp(`edge-fwd Ready after [0-9.]+m?s; Forwarded: applied on infra-3 as HostClaim hf-tenant-acme/edge-fwd; bound to BareMetalHost hosts/server-1`),
 		"the remote claim, forwarded over a ManifestWork and bound by infra-3's agent")
 
+	g.Expect(output()).To(MatchRegexp(`big-3 \(a large host\) is held back: Ready=False ClassQuotaExceeded:\n  "not placed: .*class large holds 2 of its 2 claims`),
+		"a full host class holds a claim back")
+	g.Expect(output()).To(MatchRegexp(`short, a claim leased for 30 s \(hostfleet.io/lease-for\):\n  LeaseExpiring=True LeaseEnding: "the lease ends at \S+, in \d+s`))
+	g.Expect(output()).To(MatchRegexp(`(LeaseExpiring=True LeaseEnded: "the lease ended at|the lease ended at \S+: the hub deleted the claim)`))
+	g.Expect(output()).To(MatchRegexp(`the class has room, and big-3 is placed on infra-\d`), "and places it once a claim of the class goes")
 	g.Expect(output()).To(MatchRegexp(`web-1-node\s+example.com/rack=r1 example.com/site=core example.com/size=medium\n\s+labels under example.com are on Node web-1-node on cluster apps \(found by providerID\)`),
 		"the workload cluster's agent labelled the Node from web-1's host")
 	g.Expect(output()).To(MatchRegexp(`db-1-node\s+example.com/rack=r\d example.com/site=\w+ example.com/size=large`))

@@ -26,6 +26,7 @@ import (
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
 	"github.com/hostfleet/hostfleet/hub/forwarder"
 	"github.com/hostfleet/hostfleet/hub/hardwarecopy"
+	"github.com/hostfleet/hostfleet/hub/lease"
 	"github.com/hostfleet/hostfleet/hub/scheduler"
 	"github.com/hostfleet/hostfleet/internal/setup"
 )
@@ -45,8 +46,8 @@ func cond(c *metal3api.HostClaim, t string) metav1.Condition {
 	return metav1.Condition{}
 }
 
-// fleet starts a hub (tenant controller, scheduler, forwarder, HardwareData
-// copies) and a target plane running garbage collection and OCM's work
+// fleet starts a hub (tenant controller, scheduler, forwarder, leases,
+// HardwareData copies) and a target plane running garbage collection and OCM's work
 // agent for infra-1, with tenant a's set holding infra-1 and, on the
 // target, a HostDeployPolicy admitting the namespaces of tenant a's
 // forwarded claims (by the label the forwarder puts on them).
@@ -58,6 +59,9 @@ func fleet(t *testing.T, g Gomega) (*planes.Fleet, client.Client, client.Client)
 			return err
 		}
 		if err := (&hardwarecopy.Reconciler{Client: mgr.GetClient()}).SetupWithManager(context.Background(), mgr, setup.Options{}); err != nil {
+			return err
+		}
+		if err := (&lease.Reconciler{Client: mgr.GetClient()}).SetupWithManager(context.Background(), mgr, setup.Options{}); err != nil {
 			return err
 		}
 		return (&forwarder.Reconciler{Client: mgr.GetClient()}).SetupWithManager(context.Background(), mgr, setup.Options{})

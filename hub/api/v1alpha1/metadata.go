@@ -106,13 +106,17 @@ const (
 	// releases the host; the annotation survives agent restarts.
 	AnnotationOrphanedSince = "hostfleet.io/orphaned-since"
 	// AnnotationBoundAt is when the agent bound the host to the claim that
-	// holds it (RFC 3339, the agent's clock): the start of the claim's
+	// holds it (RFC 3339, the agent's clock): the start of the open
 	// interval in the cluster's HostUsage.
 	AnnotationBoundAt = "hostfleet.io/bound-at"
+	// AnnotationBoundFor is the hub namespace of the claim the interval is
+	// counted for: the claim's, or, for a claim forwarded from the hub, its
+	// source's.
+	AnnotationBoundFor = "hostfleet.io/bound-for"
 	// AnnotationUsage is the host's own record of the claims it served
-	// (JSON, a list of UsageInterval), appended by the agent in the write
-	// that releases the host. It lives with the host so that a restore of
-	// the hub loses none of it.
+	// (JSON, a list of UsageEntry), added to by the agent in the write that
+	// releases the host. It lives with the host so that a restore of the
+	// hub loses none of it.
 	AnnotationUsage = "hostfleet.io/usage"
 )
 

@@ -43,7 +43,7 @@ func TestLeaderKilledMidStorm(t *testing.T) {
 	hub := f.Plane("hub").Client
 	fleet(g, hub)
 
-	replicas, leader := startReplicas(t, g, f)
+	replicas, _, leader := startReplicas(t, g, f)
 	g.Eventually(leader).WithTimeout(60 * time.Second).Should(BeNumerically(">=", 0))
 	first := leader()
 
@@ -88,13 +88,12 @@ func TestLeaderKilledMidStorm(t *testing.T) {
 }
 
 // startReplicas builds the hub and runs two replicas on the hub plane with
-// an 8 s leader Lease; leader is the index of the one leading, -1 while
-// none does.
-func startReplicas(t *testing.T, g *WithT, f *planes.Fleet) (replicas []*planes.Process, leader func() int) {
+// an 8 s leader Lease, serving metrics on addrs; leader is the index of the
+// one leading, -1 while none does.
+func startReplicas(t *testing.T, g *WithT, f *planes.Fleet) (replicas []*planes.Process, addrs []string, leader func() int) {
 	bin := filepath.Join(t.TempDir(), "hostfleet-hub")
 	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
 	g.Expect(err).NotTo(HaveOccurred(), "go build: %s", out)
-	var addrs []string
 	for _, name := range []string{"hub-a", "hub-b"} {
 		addr := planes.FreeAddr(t)
 		p, err := f.Run(name, "hub", bin, []string{"--kubeconfig=" + f.Plane("hub").Kubeconfig, "--addon-manager=false",
@@ -103,7 +102,7 @@ func startReplicas(t *testing.T, g *WithT, f *planes.Fleet) (replicas []*planes.
 		g.Expect(err).NotTo(HaveOccurred())
 		replicas, addrs = append(replicas, p), append(addrs, addr)
 	}
-	return replicas, func() int {
+	return replicas, addrs, func() int {
 		for i, r := range replicas {
 			if !r.Exited() && leads(addrs[i]) {
 				return i
@@ -137,20 +136,26 @@ func fleet(g *WithT, hub client.Client) {
 	}
 }
 
-// leads reads a replica's leader_election_master_status (plain HTTP).
-func leads(addr string) bool {
+// metric is the first line of a replica's metrics (plain HTTP) that starts
+// with prefix; "" if none.
+func metric(addr, prefix string) string {
 	resp, err := http.Get("http://" + addr + "/metrics")
 	if err != nil {
-		return false
+		return ""
 	}
 	defer resp.Body.Close()
 	s := bufio.NewScanner(resp.Body)
 	for s.Scan() {
-		if strings.HasPrefix(s.Text(), `leader_election_master_status{name="hostfleet-hub"} 1`) {
-			return true
+		if strings.HasPrefix(s.Text(), prefix) {
+			return s.Text()
 		}
 	}
-	return false
+	return ""
+}
+
+// leads reads a replica's leader_election_master_status (plain HTTP).
+func leads(addr string) bool {
+	return metric(addr, `leader_election_master_status{name="hostfleet-hub"} 1`) != ""
 }
 
 // placements records when each claim was first seen placed, and where.

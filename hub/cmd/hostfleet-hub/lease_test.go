@@ -7,6 +7,7 @@ import (
 
 	metal3api "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
 	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -21,7 +22,8 @@ import (
 // TestLeaseEndsAcrossFailover: a claim's lease is warned by the leading
 // hub, the leader is killed with SIGKILL before the end, and the standby
 // ends the lease at its time: the claim is marked released by its lease
-// and deleted, with one LeaseEnding and one LeaseEnded Event.
+// and deleted, with one LeaseEnding and one LeaseEnded Event. Both replicas
+// count a cluster's usage record alike.
 func TestLeaseEndsAcrossFailover(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
@@ -30,12 +32,20 @@ func TestLeaseEndsAcrossFailover(t *testing.T) {
 	g.Expect(hub.Create(ctx, &clusterv1beta2.ManagedClusterSet{ObjectMeta: metav1.ObjectMeta{Name: "lab"}})).To(Succeed())
 	g.Expect(hub.Create(ctx, &hostfleetv1alpha1.Tenant{ObjectMeta: metav1.ObjectMeta{Name: "a"}, Spec: hostfleetv1alpha1.TenantSpec{ClusterSet: "lab",
 		LeaseWarning: &metav1.Duration{Duration: 10 * time.Second}}})).To(Succeed())
-	replicas, leader := startReplicas(t, g, f)
+	replicas, addrs, leader := startReplicas(t, g, f)
 	g.Eventually(leader).WithTimeout(60 * time.Second).Should(BeNumerically(">=", 0))
 	first := leader()
 	g.Eventually(func() error {
 		return hub.Get(ctx, client.ObjectKey{Name: "tenant-a"}, &metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"}})
 	}).WithTimeout(30 * time.Second).Should(Succeed())
+	// A cluster's usage record: the same host-seconds from either replica.
+	g.Expect(hub.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "c1"}})).To(Succeed())
+	rec := &hostfleetv1alpha1.HostUsage{ObjectMeta: metav1.ObjectMeta{Namespace: "c1", Name: "c1"}, Spec: hostfleetv1alpha1.HostUsageSpec{ClusterName: "c1"}}
+	g.Expect(hub.Create(ctx, rec)).To(Succeed())
+	rec.Status.Closed = []hostfleetv1alpha1.UsageEntry{{Period: time.Now().UTC().Format("2006-01-02"), Namespace: "tenant-a", Seconds: 4242}}
+	g.Expect(hub.Status().Update(ctx, rec)).To(Succeed())
+	const used = `hostfleet_usage_host_seconds_total{class="",cluster="c1",tenant="a"} 4242`
+	g.Eventually(func() string { return metric(addrs[first], "hostfleet_usage_host_seconds_total") }).WithTimeout(30*time.Second).Should(Equal(used), "the leader counts it")
 
 	until := time.Now().Add(30 * time.Second).Truncate(time.Second)
 	c := &metal3api.HostClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant-a", Name: "leased", Finalizers: []string{"test.hostfleet.io/hold"},
@@ -54,6 +64,7 @@ func TestLeaseEndsAcrossFailover(t *testing.T) {
 		time.Until(until).Round(100*time.Millisecond))
 	replicas[first].Kill()
 	g.Eventually(leader).WithTimeout(30*time.Second).WithPolling(100*time.Millisecond).Should(Equal(1-first), "the standby leads")
+	g.Expect(metric(addrs[1-first], "hostfleet_usage_host_seconds_total")).To(Equal(used), "and so does the standby that took over")
 	g.Eventually(func(g Gomega) {
 		g.Expect(reason(g)).To(Equal(hostfleetv1alpha1.ReasonLeaseEnded))
 		g.Expect(c.DeletionTimestamp).NotTo(BeNil())
