@@ -68,7 +68,7 @@ func TestForwardedLease(t *testing.T) {
 		g.Expect(infra.Get(ctx, client.ObjectKey{Namespace: hostsNS, Name: host}, h)).To(Succeed())
 		g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the hub claim is gone")
 		g.Expect(h.Spec.ConsumerRef).To(BeNil(), "the host is released")
-	}).WithTimeout(90*time.Second).WithPolling(200*time.Millisecond).Should(Succeed())
+	}).WithTimeout(90 * time.Second).WithPolling(200 * time.Millisecond).Should(Succeed())
 	g.Expect(time.Now()).To(BeTemporally(">=", end), "not before the end")
 	g.Expect(infra.Get(ctx, client.ObjectKey{Namespace: forwarder.TargetNamespace(tenantNS), Name: c.Name}, &metal3api.HostClaim{})).
 		To(Satisfy(apierrors.IsNotFound), "the forwarded claim went from the target")
