@@ -1,6 +1,7 @@
 package tenant_test
 
 import (
+	"errors"
 	"testing"
 
 	. "github.com/onsi/gomega"
@@ -30,6 +31,9 @@ func TestReadyCondition(t *testing.T) {
 			metav1.ConditionFalse, hostfleetv1alpha1.ReasonNamespaceConflict, "namespace shared belongs to tenant y; choose other names in spec.namespaces"},
 		{"granted ClusterRoles missing", tenant.Registration{ClusterSet: "lab", SetFound: true, MissingRoles: []string{"hostfleet:tenant-admin"}},
 			metav1.ConditionFalse, hostfleetv1alpha1.ReasonGrantRolesMissing, "ClusterRoles hostfleet:tenant-admin do not exist, so the tenant's admins and agents hold no rights"},
+		{"a host class that does not compile", tenant.Registration{ClusterSet: "lab", SetFound: true,
+			InvalidClass: errors.New(`class gpu of tenant a: values[0][example.com/gpu]: Invalid value: "not a value!"`)},
+			metav1.ConditionFalse, hostfleetv1alpha1.ReasonInvalidHostClass, `class gpu of tenant a: values[0][example.com/gpu]: Invalid value: "not a value!": fix spec.quotas; no claim of the tenant is placed meanwhile`},
 		{"conflicts sorted, and reported before a missing set", tenant.Registration{ClusterSet: "nope",
 			Conflicts: map[string]string{"b": "exists and is not a tenant namespace", "a": "belongs to tenant y"}},
 			metav1.ConditionFalse, hostfleetv1alpha1.ReasonNamespaceConflict,
