@@ -62,8 +62,13 @@ lint: ## gofmt, go vet, staticcheck (also with the e2ekind tag: the kind suite b
 	shellcheck hack/*.sh .ci/run
 
 .PHONY: images
-images: ## The hub, agent and operator images into bin/images: OCI layouts (linux/amd64 and arm64) and docker tarballs, no container engine.
-	go run ./hack/images -out $(BIN)/images -version "$(VERSION)"
+IMAGE_ARCH ?= amd64,arm64
+images: ## The hub, agent and operator images into bin/images: OCI layouts (linux/amd64 and arm64; IMAGE_ARCH) and docker tarballs, no container engine.
+	go run ./hack/images -out $(BIN)/images -version "$(VERSION)" -arch $(IMAGE_ARCH)
+
+.PHONY: test-images
+test-images: ## The images for this machine's architecture only: what the end-to-end tests run.
+	$(MAKE) images IMAGE_ARCH=$$(go env GOARCH)
 
 # The slowest packages first: go test starts packages in the order given,
 # TEST_P at a time, so the longest do not start last. The race-detector
@@ -76,7 +81,7 @@ SLOW_PKGS := ./e2e/suites/local/ ./e2e/suites/forwarding/ ./e2e/programs/chaos/ 
 TEST_P ?= 4
 
 .PHONY: test
-test: verify lint tools images ## Everything CI runs: verify, lint, unit, integration and end-to-end tests on real control planes (root).
+test: verify lint tools test-images ## Everything CI runs: verify, lint, unit, integration and end-to-end tests on real control planes (root).
 	export KUBEBUILDER_ASSETS="$$($(TOOLS) --print-assets)" HOSTFLEET_BMO="$$($(TOOLS) --print-bmo)" GOFLAGS="-ldflags=-s $${GOFLAGS:-}"; \
 	race=$$(mktemp); trap 'rm -f "$$race"' EXIT; \
 	go test $(GO_TEST_FLAGS) -race $(RACE_PKGS) >"$$race" 2>&1 & racepid=$$!; \
@@ -88,7 +93,7 @@ test-unit: ## Only the tests that start no process (no control plane, no emulato
 	go test $(GO_TEST_FLAGS) $$(hack/unit-packages.sh)
 
 .PHONY: e2e-local
-e2e-local: images ## The real OCM flow on local planes with real nodes (kubelet, containerd), every pod from its image: clusteradm init/join (Default and Hosted), the add-on enabled, IPMI from the agent's image, claims Ready, teardown (root).
+e2e-local: test-images ## The real OCM flow on local planes with real nodes (kubelet, containerd), every pod from its image: clusteradm init/join (Default and Hosted), the add-on enabled, IPMI from the agent's image, claims Ready, teardown (root).
 	$(TOOLS) envtest kube-controller-manager node baremetal-operator ocm clusteradm kustomize ipmi
 	KUBEBUILDER_ASSETS="$$($(TOOLS) --print-assets)" HOSTFLEET_BMO="$$($(TOOLS) --print-bmo)" \
 		go test $(GO_TEST_FLAGS) -v ./e2e/harness/nodes/ ./e2e/suites/local/

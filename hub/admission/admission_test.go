@@ -335,7 +335,7 @@ func TestPolicies(t *testing.T) {
 	own := &hostfleetv1alpha1.HostInventory{ObjectMeta: metav1.ObjectMeta{Namespace: "c1", Name: "c1"}, Spec: hostfleetv1alpha1.HostInventorySpec{ClusterName: "c1"}}
 	g.Eventually(func() error { return c1.Create(ctx, own) }).WithTimeout(20 * time.Second).Should(Succeed())
 	foreign := &hostfleetv1alpha1.HostInventory{ObjectMeta: metav1.ObjectMeta{Namespace: "c2", Name: "c2"}, Spec: hostfleetv1alpha1.HostInventorySpec{ClusterName: "c2"}}
-	refused(c1.Create(ctx, foreign), "an agent may only write the HostInventory of its own cluster (c1/c1)")
+	refused(c1.Create(ctx, foreign), "an agent may only write the HostInventory and HostUsage of its own cluster (c1/c1)")
 
 	t.Log("a Tenant with claims cannot be deleted")
 	g.Eventually(func(g Gomega) {
