@@ -287,12 +287,16 @@ func TestIsolation(t *testing.T) {
 		{"alice", "read tenant b", get(alice, "", "b", &hostfleetv1alpha1.Tenant{}), rbac},
 		{"alice", "create a HardwareData copy", create(alice, &metal3api.HardwareData{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant-a", Name: "on-c1"}}), rbac},
 		{"alice", "write a HostInventory", create(alice, &hostfleetv1alpha1.HostInventory{ObjectMeta: metav1.ObjectMeta{Namespace: "c1", Name: "c1"}}), rbac},
+		{"alice", "write a usage record", create(alice, &hostfleetv1alpha1.HostUsage{ObjectMeta: metav1.ObjectMeta{Namespace: "c1", Name: "c1"},
+			Spec: hostfleetv1alpha1.HostUsageSpec{ClusterName: "c1"}}), rbac},
+		{"alice", "read the usage records", list(alice, "c1", &hostfleetv1alpha1.HostUsageList{}), rbac},
 		{"alice", "bind another cluster set", create(alice, &clusterv1beta2.ManagedClusterSetBinding{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant-a", Name: "edge"},
 			Spec: clusterv1beta2.ManagedClusterSetBindingSpec{ClusterSet: "edge"}}), rbac},
 		{"alice", "read a cluster's namespace", list(alice, "c1", &corev1.SecretList{}), rbac},
 		{"bob", "read tenant a's claim", get(bob, "tenant-a", "on-c1", &metal3api.HostClaim{}), rbac},
 		{"bob", "read tenant a's secret", get(bob, "tenant-a", "ud", &corev1.Secret{}), rbac},
 		{"bob", "delete tenant a's claim", del(bob, claimOn("tenant-a", "on-c1", "")), rbac},
+		{"bob", "shorten tenant a's lease", mutate(bob, claimOn("tenant-a", "leased", ""), false, func() {}), rbac},
 		{"bob", "pin to a cluster of tenant a's set", create(bob, claimOn("tenant-b", "x", "c1")), "cluster c1 is not in the cluster set of tenant b"},
 		{"alice", "name a secret by a path", create(alice, with(claimOn("tenant-a", "x", ""), func(c *metal3api.HostClaim) {
 			c.Labels[hostfleetv1alpha1.LabelKind] = hostfleetv1alpha1.KindRemote
