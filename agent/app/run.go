@@ -24,7 +24,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
-	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/hostfleet/hostfleet/agent/binder"
@@ -37,6 +36,7 @@ import (
 	"github.com/hostfleet/hostfleet/internal/permissions"
 	"github.com/hostfleet/hostfleet/internal/resume"
 	"github.com/hostfleet/hostfleet/internal/scheme"
+	"github.com/hostfleet/hostfleet/internal/serving"
 	"github.com/hostfleet/hostfleet/internal/setup"
 )
 
@@ -322,7 +322,7 @@ func metricsOptions(managedCfg *rest.Config, o *Options) (metricsserver.Options,
 		if err != nil {
 			return nil, fmt.Errorf("metrics authentication client: %w", err)
 		}
-		return filters.WithAuthenticationAndAuthorization(local, hc)
+		return serving.Authorized(local, hc)
 	}
 	return opts, nil
 }

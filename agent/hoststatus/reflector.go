@@ -88,7 +88,11 @@ func provisioned(c *metal3api.HostClaim, h *metal3api.BareMetalHost, hostName, e
 	case !c.Spec.PoweredOn:
 		return cond(t, false, hostfleetv1alpha1.ReasonPowerPending, "the host is provisioned only while spec.poweredOn is true")
 	default:
-		return cond(t, false, hostfleetv1alpha1.ReasonProvisioning, fmt.Sprintf("host %s is %s", hostName, stateName(h)))
+		msg := fmt.Sprintf("host %s is %s", hostName, stateName(h))
+		if p := powerChanging(h); p != "" {
+			msg += ", " + p
+		}
+		return cond(t, false, hostfleetv1alpha1.ReasonProvisioning, msg)
 	}
 }
 
@@ -103,6 +107,12 @@ func readiness(c *metal3api.HostClaim, h *metal3api.BareMetalHost, synced, avail
 		want = prov
 	}
 	if want.Status != metav1.ConditionTrue {
+		if p := powerChanging(h); p != "" && want.Reason == hostfleetv1alpha1.ReasonProvisioning {
+			// Provisioning waits on the power change the BMC driver
+			// started (a live ISO boots once the host is on): as for any
+			// power change, Ready says so.
+			return cond(t, false, hostfleetv1alpha1.ReasonPowerChanging, want.Message)
+		}
 		return cond(t, false, want.Reason, want.Message)
 	}
 	if msg := HostErrorMessage(h); msg != "" {

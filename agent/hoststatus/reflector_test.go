@@ -39,6 +39,10 @@ func TestConditions(t *testing.T) {
 		h.Status.Conditions = []metav1.Condition{{Type: hostfleetv1alpha1.ConditionPowerChanging, Status: metav1.ConditionTrue,
 			Reason: hostfleetv1alpha1.ReasonPoweringOff, Message: "powering off since 2026-11-22T10:00:00.000Z: GracefulShutdown sent once, last at 2026-11-22T10:00:00.000Z; the BMC reports On"}}
 	}
+	poweringOn := func(h *metal3api.BareMetalHost) {
+		h.Status.Conditions = []metav1.Condition{{Type: hostfleetv1alpha1.ConditionPowerChanging, Status: metav1.ConditionTrue,
+			Reason: hostfleetv1alpha1.ReasonPoweringOn, Message: "powering on since 2026-11-22T10:00:00.000Z: On sent once, last at 2026-11-22T10:00:00.000Z; the BMC reports Off"}}
+	}
 	ok := Sync{OK: true}
 
 	tests := []struct {
@@ -57,6 +61,9 @@ func TestConditions(t *testing.T) {
 			readyReason: hostfleetv1alpha1.ReasonPowerPending, provReason: hostfleetv1alpha1.ReasonNoWorkload, availReason: hostfleetv1alpha1.ReasonHostAvailable},
 		{name: "image, provisioning", claim: claim(img, true), host: host(metal3api.StateProvisioning, false), sync: ok,
 			readyReason: hostfleetv1alpha1.ReasonProvisioning, provReason: hostfleetv1alpha1.ReasonProvisioning, availReason: hostfleetv1alpha1.ReasonHostAvailable},
+		{name: "image, provisioning while the BMC powers the host on (a live ISO): Ready says the power change", claim: claim(img, true),
+			host: host(metal3api.StateProvisioning, false, poweringOn), sync: ok,
+			readyReason: hostfleetv1alpha1.ReasonPowerChanging, provReason: hostfleetv1alpha1.ReasonProvisioning, availReason: hostfleetv1alpha1.ReasonHostAvailable},
 		{name: "image, provisioned, on: ready", claim: claim(img, true), host: host(metal3api.StateProvisioned, true, withImage), sync: ok,
 			ready: true, readyReason: hostfleetv1alpha1.ReasonReady, provReason: hostfleetv1alpha1.ReasonProvisioned, availReason: hostfleetv1alpha1.ReasonHostAvailable},
 		{name: "image changed: deprovisioning first", claim: claim(&metal3api.Image{URL: "http://img/new.qcow2"}, true),
@@ -93,6 +100,9 @@ func TestConditions(t *testing.T) {
 			g.Expect(ready).NotTo(BeNil())
 			g.Expect(ready.Status == metav1.ConditionTrue).To(Equal(tt.ready), ready.Message)
 			g.Expect(ready.Reason).To(Equal(tt.readyReason), ready.Message)
+			if tt.readyReason == hostfleetv1alpha1.ReasonPowerChanging {
+				g.Expect(ready.Message).To(ContainSubstring("since 2026-11-22T10:00:00.000Z"), "what was sent, and since when")
+			}
 			g.Expect(meta.FindStatusCondition(conds, hostfleetv1alpha1.ConditionProvisioned).Reason).To(Equal(tt.provReason))
 			g.Expect(meta.FindStatusCondition(conds, hostfleetv1alpha1.ConditionAvailableForProvisioning).Reason).To(Equal(tt.availReason))
 			for _, c := range conds {

@@ -197,12 +197,15 @@ func TestHubRunsWithItsOwnRBAC(t *testing.T) {
 		}
 	}
 	g.Eventually(metrics("", http.StatusUnauthorized)).WithTimeout(30*time.Second).Should(Succeed(), "no token")
+	g.Eventually(metrics("not-a-token", http.StatusUnauthorized)).WithTimeout(30*time.Second).Should(Succeed(), "a token the API server does not accept: 401, as it answers itself")
 	g.Eventually(metrics(cfg.BearerToken, http.StatusForbidden)).WithTimeout(30*time.Second).Should(Succeed(), "a token not allowed /metrics")
 	g.Eventually(metrics(reader, http.StatusOK)).WithTimeout(30*time.Second).Should(Succeed(), "a metrics reader")
 
 	t.Log("not ready while its API server does not answer, ready again when it does")
 	px.Cut()
 	g.Eventually(readyz(http.StatusInternalServerError, "[-]hub failed")).WithTimeout(30*time.Second).Should(Succeed(), "its API server does not answer")
+	g.Eventually(metrics("nor-this-one", http.StatusInternalServerError)).WithTimeout(60*time.Second).Should(Succeed(),
+		"a token that cannot be checked, the API server down: 500, not a refusal")
 	px.Restore()
 	g.Eventually(readyz(http.StatusOK, "[+]hub ok")).WithTimeout(30 * time.Second).Should(Succeed())
 

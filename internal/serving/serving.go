@@ -14,7 +14,6 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 )
 
@@ -89,12 +88,12 @@ func (o *Options) ManagerOptions(scheme *runtime.Scheme, lease string) ctrl.Opti
 
 // MetricsOptions serve metrics on addr; secure, over HTTPS (a self-signed
 // certificate) to callers the API server authenticates (TokenReview) and
-// allows (SubjectAccessReview of get on /metrics).
+// allows (SubjectAccessReview of get on /metrics): Authorized.
 func MetricsOptions(addr string, secure bool) metricsserver.Options {
 	o := metricsserver.Options{BindAddress: addr}
 	if secure {
 		o.SecureServing = true
-		o.FilterProvider = filters.WithAuthenticationAndAuthorization
+		o.FilterProvider = Authorized
 	}
 	return o
 }

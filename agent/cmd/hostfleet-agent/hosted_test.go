@@ -107,8 +107,8 @@ func TestHostedMode(t *testing.T) {
 	managedReader, err := f.Plane("infra-1").TokenWith(ctx, "monitoring", "prometheus", readMetrics)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Eventually(scrape(metricsAddr, "", http.StatusUnauthorized)).WithTimeout(10*time.Second).Should(Succeed(), "no token")
-	g.Eventually(scrape(metricsAddr, managedReader, http.StatusInternalServerError, "Authentication failed")).WithTimeout(10*time.Second).Should(Succeed(),
-		"a token of the managed cluster, which the hosting cluster did not sign")
+	g.Eventually(scrape(metricsAddr, managedReader, http.StatusUnauthorized, "the API server does not accept this token")).WithTimeout(10*time.Second).Should(Succeed(),
+		"a token of the managed cluster, which the hosting cluster did not sign: 401, as an API server answers")
 	g.Eventually(scrape(metricsAddr, hostingReader, http.StatusOK, "hostfleet_agent_bind_latency_seconds_count 1")).WithTimeout(10 * time.Second).Should(Succeed())
 
 	g.Expect(hub.Delete(ctx, c)).To(Succeed())
