@@ -127,7 +127,6 @@ func TestLocalClaimsBesideAnotherController(t *testing.T) {
 	legacy := forwarded("legacy")
 	mustCreate(t, infra, legacy)
 	bindHost("h4", legacy, string(legacy.UID))
-	startAgent(t, f, "infra-1", 2, func(o *app.Options) { o.LocalClaims, o.OrphanGrace = true, time.Second })
 
 	t.Log("a forwarded claim baremetal-operator took first (its finalizer) is left to it")
 	theirs := forwarded("theirs", metal3api.HostClaimFinalizer)
@@ -143,6 +142,9 @@ func TestLocalClaimsBesideAnotherController(t *testing.T) {
 	t.Log("a forwarded claim nobody else serves is the agent's")
 	mine := forwarded("mine")
 	mustCreate(t, infra, mine)
+	// The agent starts once the other controller's bindings are written:
+	// a claim it saw before its host was bound would be anyone's to take.
+	startAgent(t, f, "infra-1", 2, func(o *app.Options) { o.LocalClaims, o.OrphanGrace = true, time.Second })
 
 	g.Eventually(func(g Gomega) {
 		g.Expect(infra.Get(ctx, client.ObjectKeyFromObject(mine), mine)).To(Succeed())
