@@ -3,10 +3,10 @@ package inventory
 import (
 	"context"
 	"fmt"
-	"reflect"
 	"time"
 
 	metal3api "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -71,7 +71,8 @@ func (w *UsageWriter) Once(ctx context.Context) error {
 		}
 	case err != nil:
 		return fmt.Errorf("read HostUsage %s/%s: %w", w.ClusterName, w.ClusterName, err)
-	case reflect.DeepEqual(normal(cur.Status), normal(st)):
+	case equality.Semantic.DeepEqual(cur.Status, st):
+		// Semantic: nil and empty lists alike, times by instant.
 		return recErr
 	}
 	cur = cur.DeepCopy()
@@ -80,37 +81,4 @@ func (w *UsageWriter) Once(ctx context.Context) error {
 		return fmt.Errorf("write HostUsage %s/%s: %w", w.ClusterName, w.ClusterName, err)
 	}
 	return recErr
-}
-
-// normal makes empty lists nil and times UTC, for comparison with what the
-// hub returns.
-func normal(st hostfleetv1alpha1.HostUsageStatus) hostfleetv1alpha1.HostUsageStatus {
-	if len(st.Closed) == 0 {
-		st.Closed = nil
-	}
-	if len(st.Open) == 0 {
-		st.Open = nil
-	}
-	open := make([]hostfleetv1alpha1.OpenUsage, 0, len(st.Open))
-	for _, o := range st.Open {
-		o.Since = metav1.NewTime(o.Since.UTC())
-		if len(o.Labels) == 0 {
-			o.Labels = nil
-		}
-		open = append(open, o)
-	}
-	if st.Open != nil {
-		st.Open = open
-	}
-	closed := make([]hostfleetv1alpha1.UsageEntry, 0, len(st.Closed))
-	for _, e := range st.Closed {
-		if len(e.Labels) == 0 {
-			e.Labels = nil
-		}
-		closed = append(closed, e)
-	}
-	if st.Closed != nil {
-		st.Closed = closed
-	}
-	return st
 }

@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
+	"github.com/hostfleet/hostfleet/internal/labelkeys"
 )
 
 // Days is how many UTC days a record keeps day by day; older days are
@@ -90,11 +91,8 @@ func Of(h *metal3api.BareMetalHost) ([]hostfleetv1alpha1.UsageEntry, error) {
 func Labels(h *metal3api.BareMetalHost, prefixes []string) map[string]string {
 	out := map[string]string{}
 	for k, v := range h.Labels {
-		for _, p := range prefixes {
-			if strings.HasPrefix(k, p+"/") {
-				out[k] = v
-				break
-			}
+		if labelkeys.UnderPrefixes(k, prefixes) {
+			out[k] = v
 		}
 	}
 	if len(out) == 0 {
