@@ -22,7 +22,7 @@ import (
 // TestLeaseEndsAcrossFailover: a claim's lease is warned by the leading
 // hub, the leader is killed with SIGKILL before the end, and the standby
 // ends the lease at its time: the claim is marked released by its lease
-// and deleted, with one LeaseEnding and one LeaseEnded Event. Both replicas
+// and deleted, with one LeaseEnded Event (and at most one LeaseEnding). Both replicas
 // count a cluster's usage record alike.
 func TestLeaseEndsAcrossFailover(t *testing.T) {
 	g := NewWithT(t)
@@ -82,7 +82,9 @@ func TestLeaseEndsAcrossFailover(t *testing.T) {
 				n[ev.Reason]++
 			}
 		}
-		g.Expect(n).To(HaveKeyWithValue(hostfleetv1alpha1.ReasonLeaseEnding, 1))
+		// The warning's Event may die with the killed leader (Events are
+		// sent after the condition, best effort): never two.
+		g.Expect(n[hostfleetv1alpha1.ReasonLeaseEnding]).To(BeNumerically("<=", 1))
 		g.Expect(n).To(HaveKeyWithValue(hostfleetv1alpha1.ReasonLeaseEnded, 1), "released exactly once")
 	}).WithTimeout(10 * time.Second).Should(Succeed())
 	controllerutil.RemoveFinalizer(c, "test.hostfleet.io/hold")
