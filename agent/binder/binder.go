@@ -12,6 +12,7 @@ import (
 
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
 	"github.com/hostfleet/hostfleet/internal/exclusion"
+	"github.com/hostfleet/hostfleet/internal/taints"
 )
 
 // FailureDomainLabel is the BareMetalHost label that places a host in a
@@ -232,11 +233,15 @@ func choose(in Input) Decision {
 			Message: fmt.Sprintf("the hub's %v; the hub writes it when it places the claim", err)}
 	}
 	var free []*metal3api.BareMetalHost
-	kept := 0
+	kept, tainted := 0, 0
 	for _, h := range in.Hosts {
 		if admitted.Has(h.Namespace) && sel.Matches(labels.Set(h.Labels)) && Free(h) {
 			if exclusion.Matches(excluded, labels.Set(h.Labels)) {
 				kept++
+				continue
+			}
+			if !taints.Tolerated(in.Claim.Annotations, taints.Of(h.Annotations)) {
+				tainted++
 				continue
 			}
 			if isRef(in.Reserved, h) {
@@ -258,6 +263,10 @@ func choose(in Input) Decision {
 			msg += fmt.Sprintf(" (%d free matching hosts are in host classes of the tenant that were full when the hub placed the claim: %s)",
 				kept, hostfleetv1alpha1.AnnotationExcludedHosts)
 		}
+		if tainted > 0 {
+			msg += fmt.Sprintf(" (%d free matching hosts are tainted (%s) with keys the claim's %s does not name)",
+				tainted, hostfleetv1alpha1.AnnotationTaints, hostfleetv1alpha1.AnnotationTolerations)
+		}
 		return Decision{Action: Wait, Reason: hostfleetv1alpha1.ReasonNoHostAvailable, Message: msg}
 	}
 	return Decision{Action: Reserve, Host: pick(in.Claim, free)}
@@ -274,6 +283,9 @@ func Eligible(in Input, h *metal3api.BareMetalHost) bool {
 		return false
 	}
 	if excluded, err := exclusion.Of(in.Claim); err != nil || exclusion.Matches(excluded, labels.Set(h.Labels)) {
+		return false
+	}
+	if !taints.Tolerated(in.Claim.Annotations, taints.Of(h.Annotations)) {
 		return false
 	}
 	admitted, err := AdmittedNamespaces(in.Policies, in.Claim.Namespace, in.NamespaceLabels, in.Claim.Spec.HostSelector.InNamespace)

@@ -56,6 +56,17 @@ func excluding(v string) func(*metal3api.HostClaim) {
 	}
 }
 
+// tolerating is a claim that tolerates taints.
+func tolerating(v string) func(*metal3api.HostClaim) {
+	return func(c *metal3api.HostClaim) {
+		c.Annotations = map[string]string{hostfleetv1alpha1.AnnotationTolerations: v}
+	}
+}
+
+func tainted(v string) func(*metal3api.BareMetalHost) {
+	return func(h *metal3api.BareMetalHost) { h.Annotations[hostfleetv1alpha1.AnnotationTaints] = v }
+}
+
 func label(k, v string) func(*metal3api.BareMetalHost) {
 	return func(h *metal3api.BareMetalHost) { h.Labels[k] = v }
 }
@@ -163,6 +174,16 @@ func TestDecide(t *testing.T) {
 			name: "an exclusion that does not parse binds nothing", claim: claim(excluding(`[{`)), policies: admitAll,
 			hosts:      []metal3api.BareMetalHost{host("hosts", "plain")},
 			wantAction: Wait, wantReason: hostfleetv1alpha1.ReasonInvalidSelector,
+		},
+		{
+			name: "a tainted host only for a claim that tolerates its taints", claim: claim(tolerating("gpu")), policies: admitAll,
+			hosts:      []metal3api.BareMetalHost{host("hosts", "a-gpu", tainted("gpu,reserved")), host("hosts", "b-gpu", tainted("gpu"))},
+			wantAction: Reserve, wantHost: "b-gpu",
+		},
+		{
+			name: "only tainted hosts free: waits, and says so", claim: claim(), policies: admitAll,
+			hosts:      []metal3api.BareMetalHost{host("hosts", "a-gpu", tainted("gpu"))},
+			wantAction: Wait, wantReason: hostfleetv1alpha1.ReasonNoHostAvailable,
 		},
 		{
 			name: "a host held by an earlier claim of the same name is not this claim's", claim: claim(), policies: admitAll,

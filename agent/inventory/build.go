@@ -10,6 +10,7 @@ import (
 	"github.com/hostfleet/hostfleet/agent/binder"
 	"github.com/hostfleet/hostfleet/agent/labelsync"
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
+	"github.com/hostfleet/hostfleet/internal/taints"
 )
 
 // Input is what Build looks at.
@@ -50,10 +51,11 @@ func Build(in Input) hostfleetv1alpha1.HostInventoryStatus {
 		}
 		fd := h.Labels[binder.FailureDomainLabel]
 		nss := admits[h.Namespace]
-		key := poolKey(labels, fd, nss)
+		tainted := taints.Of(h.Annotations)
+		key := poolKey(labels, fd, nss, tainted)
 		p := pools[key]
 		if p == nil {
-			p = &hostfleetv1alpha1.HostPool{FailureDomain: fd, Namespaces: nss}
+			p = &hostfleetv1alpha1.HostPool{FailureDomain: fd, Namespaces: nss, Taints: tainted}
 			if len(labels) > 0 {
 				p.Labels = labels
 			}
@@ -77,13 +79,13 @@ func Build(in Input) hostfleetv1alpha1.HostInventoryStatus {
 	return out
 }
 
-func poolKey(labels map[string]string, fd string, nss []string) string {
+func poolKey(labels map[string]string, fd string, nss, tainted []string) string {
 	keys := make([]string, 0, len(labels))
 	for k := range labels {
 		keys = append(keys, k+"="+labels[k])
 	}
 	sort.Strings(keys)
-	return strings.Join(keys, ",") + "|" + fd + "|" + strings.Join(nss, ",")
+	return strings.Join(keys, ",") + "|" + fd + "|" + strings.Join(nss, ",") + "|" + strings.Join(tainted, ",")
 }
 
 func dedupe(s []string) []string {

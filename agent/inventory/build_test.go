@@ -21,6 +21,8 @@ func TestBuild(t *testing.T) {
 	}
 	taken := host("gold", "g2", metal3api.StateAvailable, map[string]string{"example.com/gpu": "yes"})
 	taken.Spec.ConsumerRef = &corev1.ObjectReference{Name: "x"}
+	reserved := host("plain", "p2", metal3api.StateAvailable, nil)
+	reserved.Annotations = map[string]string{hostfleetv1alpha1.AnnotationTaints: "reserved"}
 	in := Input{
 		Hosts: []metal3api.BareMetalHost{
 			host("gold", "g1", metal3api.StateAvailable, map[string]string{"example.com/gpu": "yes", "secret.org/x": "1"}),
@@ -28,6 +30,7 @@ func TestBuild(t *testing.T) {
 			host("gold", "g3", metal3api.StateInspecting, map[string]string{"example.com/gpu": "yes"}),
 			host("gold", "g4", metal3api.StateReady, map[string]string{"example.com/gpu": "yes", binder.FailureDomainLabel: "rack-1"}),
 			host("plain", "p1", metal3api.StateAvailable, nil),
+			reserved,
 		},
 		Policies: []metal3api.HostDeployPolicy{
 			{ObjectMeta: metav1.ObjectMeta{Namespace: "gold", Name: "p"}, Spec: metal3api.HostDeployPolicySpec{
@@ -42,12 +45,13 @@ func TestBuild(t *testing.T) {
 		Prefixes: []string{"example.com"},
 	}
 	got := Build(in)
-	g.Expect(got.Total).To(Equal(int32(5)))
-	g.Expect(got.Available).To(Equal(int32(3)))
+	g.Expect(got.Total).To(Equal(int32(6)))
+	g.Expect(got.Available).To(Equal(int32(4)))
 	g.Expect(got.Pools).To(Equal([]hostfleetv1alpha1.HostPool{
 		{Labels: map[string]string{"example.com/gpu": "yes"}, FailureDomain: "rack-1", Namespaces: []string{"tenant-a"}, Total: 1, Available: 1},
 		{Labels: map[string]string{"example.com/gpu": "yes"}, Namespaces: []string{"tenant-a"}, Total: 3, Available: 1},
 		{Namespaces: []string{"tenant-a", "tenant-b"}, Total: 1, Available: 1},
+		{Namespaces: []string{"tenant-a", "tenant-b"}, Taints: []string{"reserved"}, Total: 1, Available: 1},
 	}))
 	g.Expect(Build(in)).To(Equal(got), "deterministic")
 }

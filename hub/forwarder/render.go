@@ -243,8 +243,8 @@ func targetLabels(in map[string]string) map[string]string {
 }
 
 // targetAnnotations carry the reboot requests, detach and pause (metal3's),
-// the host classes the claim is kept off (which the target's agent
-// honours) and where the claim came from; the claim's other annotations,
+// the host classes the claim is kept off and the taints it tolerates (which
+// the target's agent honours) and where the claim came from; the claim's other annotations,
 // its lease among them (only the hub ends it), stay on the hub.
 func targetAnnotations(c *metal3api.HostClaim, rebootRequest string) map[string]string {
 	out := map[string]string{
@@ -253,7 +253,7 @@ func targetAnnotations(c *metal3api.HostClaim, rebootRequest string) map[string]
 	}
 	for k, v := range c.Annotations {
 		if strings.HasPrefix(k, metal3api.RebootAnnotationPrefix+"/") || k == metal3api.DetachedAnnotation || k == hostfleetv1alpha1.AnnotationPaused ||
-			k == hostfleetv1alpha1.AnnotationExcludedHosts {
+			k == hostfleetv1alpha1.AnnotationExcludedHosts || k == hostfleetv1alpha1.AnnotationTolerations {
 			out[k] = v
 		}
 	}

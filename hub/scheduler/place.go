@@ -14,6 +14,7 @@ import (
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
 	"github.com/hostfleet/hostfleet/internal/exclusion"
 	"github.com/hostfleet/hostfleet/internal/labelkeys"
+	"github.com/hostfleet/hostfleet/internal/taints"
 )
 
 // Input is what Place looks at.
@@ -117,7 +118,8 @@ func freeHosts(in Input, sel labels.Selector, cluster string, inv *hostfleetv1al
 	// hosts, only those (a failure domain is a preference).
 	var usable, inFD []hostfleetv1alpha1.HostPool
 	for _, p := range inv.Status.Pools {
-		if admits(p.Namespaces, in.Claim.Namespace) && sel.Matches(labels.Set(p.Labels)) && !exclusion.Matches(in.ExcludeHosts, labels.Set(p.Labels)) {
+		if admits(p.Namespaces, in.Claim.Namespace) && sel.Matches(labels.Set(p.Labels)) && !exclusion.Matches(in.ExcludeHosts, labels.Set(p.Labels)) &&
+			taints.Tolerated(in.Claim.Annotations, p.Taints) {
 			usable = append(usable, p)
 			if fd := in.Claim.Spec.FailureDomain; fd != "" && p.FailureDomain == fd && p.Available > 0 {
 				inFD = append(inFD, p)
@@ -222,7 +224,7 @@ func unpublished(hs metal3api.HostSelector, prefixes []string) []string {
 func competes(c *metal3api.HostClaim, pools []hostfleetv1alpha1.HostPool, prefixes []string) bool {
 	sel, err := selector(c.Spec.HostSelector, prefixes)
 	for _, p := range pools {
-		if admits(p.Namespaces, c.Namespace) && (err != nil || sel.Matches(labels.Set(p.Labels))) {
+		if admits(p.Namespaces, c.Namespace) && (err != nil || sel.Matches(labels.Set(p.Labels))) && taints.Tolerated(c.Annotations, p.Taints) {
 			return true
 		}
 	}

@@ -23,6 +23,11 @@ func pool(available int32, fd string, lbls map[string]string, nss ...string) hos
 	return hostfleetv1alpha1.HostPool{Labels: lbls, FailureDomain: fd, Namespaces: nss, Total: available, Available: available}
 }
 
+func tainted(p hostfleetv1alpha1.HostPool, taints ...string) hostfleetv1alpha1.HostPool {
+	p.Taints = taints
+	return p
+}
+
 func claim(mut ...func(*metal3api.HostClaim)) *metal3api.HostClaim {
 	c := &metal3api.HostClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant-a", Name: "c", UID: "u1"}}
 	for _, m := range mut {
@@ -116,6 +121,15 @@ func TestPlace(t *testing.T) {
 			}), Clusters: []string{"a", "b"}, Prefixes: []string{"example.com"},
 				Inventories: map[string]*hostfleetv1alpha1.HostInventory{"a": inv(pool(4, "", map[string]string{"example.com/size": "s"})), "b": inv(pool(1, "", map[string]string{"example.com/size": "l"}))}},
 			want: "b"},
+		{name: "a tainted pool only for a claim that tolerates it",
+			in: Input{Claim: claim(func(c *metal3api.HostClaim) { c.Annotations = map[string]string{hostfleetv1alpha1.AnnotationTolerations: "gpu"} }),
+				Clusters:    []string{"a", "b"},
+				Inventories: map[string]*hostfleetv1alpha1.HostInventory{"a": inv(pool(1, "", nil)), "b": inv(tainted(pool(3, "", nil), "gpu"))}},
+			want: "b"},
+		{name: "a tainted pool is no place for a claim that does not tolerate it",
+			in: Input{Claim: claim(), Clusters: []string{"b"},
+				Inventories: map[string]*hostfleetv1alpha1.HostInventory{"b": inv(tainted(pool(3, "", nil), "gpu"))}},
+			contains: "b (0 free matching hosts after 0 pending claims)"},
 		{name: "no clusters at all",
 			in:       Input{Claim: claim()},
 			contains: "the tenant's cluster set (and Placement, if any) has no clusters"},

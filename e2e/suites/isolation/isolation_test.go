@@ -266,6 +266,9 @@ func TestIsolation(t *testing.T) {
 			c.Spec.UserData = &corev1.SecretReference{Name: "ud", Namespace: "tenant-b"}
 		})), "secrets must be in the claim's namespace"},
 		{"alice", "send a reboot value that is not JSON", create(alice, with(claimOn("tenant-a", "x", ""), func(c *metal3api.HostClaim) { c.Annotations["reboot.metal3.io"] = `{"mode":"hard",}` })), "reboot.metal3.io annotations take"},
+		{"alice", "tolerate a taint that is no key", create(alice, with(claimOn("tenant-a", "x", ""), func(c *metal3api.HostClaim) {
+			c.Annotations[hostfleetv1alpha1.AnnotationTolerations] = "gpu, any host"
+		})), "hostfleet.io/tolerations is a comma-separated list"},
 		{"alice", "send a 42 KB placement", create(alice, with(claimOn("tenant-a", "x", ""), func(c *metal3api.HostClaim) {
 			c.Annotations[hostfleetv1alpha1.AnnotationPlacement] = strings.Repeat("p", 42*1024)
 		})), "hostfleet.io/placement names an OCM Placement"},

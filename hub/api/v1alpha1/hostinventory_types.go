@@ -34,6 +34,12 @@ type HostPool struct {
 	// +listType=set
 	Namespaces []string `json:"namespaces,omitempty"`
 
+	// Taints are the hosts' hostfleet.io/taints, sorted: only claims whose
+	// hostfleet.io/tolerations name all of them are placed on the pool.
+	// +optional
+	// +listType=set
+	Taints []string `json:"taints,omitempty"`
+
 	// Total is the number of hosts in the pool.
 	Total int32 `json:"total"`
 

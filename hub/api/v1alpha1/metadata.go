@@ -91,6 +91,15 @@ const (
 // did not ask for. Only the hub sets it (admission).
 const AnnotationExcludedHosts = "hostfleet.io/excluded-hosts"
 
+// Taints: a BareMetalHost's AnnotationTaints (comma-separated keys, set by
+// the infrastructure cluster's administrator) keeps it for the claims whose
+// AnnotationTolerations name every one of them. The agent publishes the
+// taints of its pools in the HostInventory.
+const (
+	AnnotationTaints      = "hostfleet.io/taints"
+	AnnotationTolerations = "hostfleet.io/tolerations"
+)
+
 // Metadata keys on BareMetalHosts in infrastructure clusters.
 const (
 	// AnnotationHub names the hub whose claim holds the host. Together with
