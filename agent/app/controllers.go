@@ -17,15 +17,16 @@ import (
 	"github.com/hostfleet/hostfleet/agent/bmc"
 	"github.com/hostfleet/hostfleet/agent/bmcdriver"
 	"github.com/hostfleet/hostfleet/agent/claim"
+	"github.com/hostfleet/hostfleet/agent/maintenance"
 	"github.com/hostfleet/hostfleet/agent/metrics"
 	"github.com/hostfleet/hostfleet/agent/placedcache"
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
 	"github.com/hostfleet/hostfleet/internal/setup"
 )
 
-// setupControllers sets up the claim controllers (hub claims, and local
-// ones with --local-claims) and the BMC driver.
-// setupControllers adds the claim, orphan and BMC controllers, and returns
+// setupControllers adds the claim and orphan controllers (hub claims, and
+// local ones with --local-claims), the maintenance controller and the BMC
+// driver, and returns
 // whether the cache shows every host write of the claim controllers.
 func setupControllers(ctx context.Context, mgr ctrl.Manager, managed cluster.Cluster, o *Options) (func(context.Context) bool, error) {
 	if err := claim.IndexHosts(ctx, managed); err != nil {
@@ -59,6 +60,10 @@ func setupControllers(ctx context.Context, mgr ctrl.Manager, managed cluster.Clu
 		if err := (&claim.Orphans{Reconciler: r, Grace: o.OrphanGrace, HostRecorder: hostEvents}).SetupWithManager(ctx, mgr, setup.Options{Managed: managed}); err != nil {
 			return nil, fmt.Errorf("orphaned host controller (%s): %w", r.Serving(), err)
 		}
+	}
+	if err := (&maintenance.Reconciler{Hub: mgr.GetClient(), Managed: managed.GetClient(), ClusterName: o.ClusterName, LocalClaims: o.LocalClaims}).
+		SetupWithManager(ctx, mgr, setup.Options{Managed: managed}); err != nil {
+		return nil, fmt.Errorf("maintenance controller: %w", err)
 	}
 	if o.BMHDriver != "none" {
 		if err := (&bmcdriver.Reconciler{Client: managed.GetClient(), Secrets: managed.GetAPIReader(), All: o.BMHDriver == "all", Namespaces: o.BMCNamespaces,

@@ -38,6 +38,7 @@ var MappedKinds = []Mapped{
 	{Kind: hostfleetv1alpha1.GroupVersion.WithKind("ClusterTenancy"), Resource: "clustertenancies"},
 	{Kind: hostfleetv1alpha1.GroupVersion.WithKind("HostInventory"), Resource: "hostinventories"},
 	{Kind: hostfleetv1alpha1.GroupVersion.WithKind("HostUsage"), Resource: "hostusages"},
+	{Kind: hostfleetv1alpha1.GroupVersion.WithKind("HostMaintenance"), Resource: "hostmaintenances"},
 	{Kind: hostfleetv1alpha1.GroupVersion.WithKind("PlacedClaim"), Resource: "placedclaims"},
 	{Kind: hostfleetv1alpha1.GroupVersion.WithKind("Tenant"), Resource: "tenants", Cluster: true},
 	{Kind: corev1.SchemeGroupVersion.WithKind("Secret"), Resource: "secrets"},

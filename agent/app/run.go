@@ -353,7 +353,9 @@ func hubCache(o *Options) map[client.Object]cache.ByObject {
 		&hostfleetv1alpha1.ClusterTenancy{}: tenancy,
 		// The cluster's HostUsage, compared with its hosts' record.
 		&hostfleetv1alpha1.HostUsage{}: tenancy,
-		&metal3api.HostClaim{}:         claims,
+		// The cluster's maintenances.
+		&hostfleetv1alpha1.HostMaintenance{}: tenancy,
+		&metal3api.HostClaim{}:               claims,
 		// Tenant namespaces only: the claims' namespace labels and the
 		// inventory's namespaces come from the cache, not one read each.
 		&corev1.Namespace{}: {Label: labels.SelectorFromSet(nil).Add(tenantLabelExists())},

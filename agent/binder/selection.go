@@ -182,8 +182,8 @@ func DetachAllowed(in Input, h *metal3api.BareMetalHost) bool {
 }
 
 // Free reports whether a host can be bound now: no consumer, not deleting,
-// no error, not paused, not kept for reuse, not unhealthy, and available or
-// ready.
+// no error, not paused, not kept for reuse, not unhealthy, not under a
+// HostMaintenance, and available or ready.
 func Free(h *metal3api.BareMetalHost) bool {
 	if h.Spec.ConsumerRef != nil || h.DeletionTimestamp != nil || h.Status.ErrorMessage != "" {
 		return false
@@ -191,7 +191,7 @@ func Free(h *metal3api.BareMetalHost) bool {
 	if _, reuse := h.Labels[NodeReuseLabel]; reuse {
 		return false
 	}
-	for _, a := range []string{metal3api.PausedAnnotation, UnhealthyAnnotation} {
+	for _, a := range []string{metal3api.PausedAnnotation, UnhealthyAnnotation, hostfleetv1alpha1.AnnotationMaintenance} {
 		if _, ok := h.Annotations[a]; ok {
 			return false
 		}

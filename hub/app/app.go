@@ -28,6 +28,7 @@ import (
 	"github.com/hostfleet/hostfleet/hub/forwarder"
 	"github.com/hostfleet/hostfleet/hub/hardwarecopy"
 	"github.com/hostfleet/hostfleet/hub/lease"
+	"github.com/hostfleet/hostfleet/hub/maintenance"
 	hubmetrics "github.com/hostfleet/hostfleet/hub/metrics"
 	"github.com/hostfleet/hostfleet/hub/placedclaim"
 	"github.com/hostfleet/hostfleet/hub/scheduler"
@@ -195,6 +196,9 @@ func New(ctx context.Context, cfg *rest.Config, o *Options) (ctrl.Manager, error
 	}
 	if err := (&lease.Reconciler{Client: mgr.GetClient()}).SetupWithManager(ctx, mgr, setup.Options{}); err != nil {
 		return nil, fmt.Errorf("lease controller: %w", err)
+	}
+	if err := (&maintenance.Reconciler{Client: mgr.GetClient()}).SetupWithManager(ctx, mgr, setup.Options{}); err != nil {
+		return nil, fmt.Errorf("maintenance controller: %w", err)
 	}
 	if serving.Serves(o.HealthAddr) {
 		check, err := ready(mgr, cfg)

@@ -30,6 +30,8 @@ const (
 	Scheduler Owner = "the hub's scheduler"
 	// Lease is the hub's lease controller (hub/lease).
 	Lease Owner = "the hub's lease controller"
+	// Maintenance is the hub's maintenance controller (hub/maintenance).
+	Maintenance Owner = "the hub's maintenance controller"
 	// Forwarder is the hub's forwarder of remote claims (hub/forwarder).
 	Forwarder Owner = "the hub's forwarder"
 	// Agent is the agent of the claim's infrastructure cluster
@@ -127,6 +129,7 @@ func init() {
 	row(Condition(hostfleetv1alpha1.ConditionReady), Scheduler, Agent, Forwarder, Agent, BaremetalOperator)
 	row(Condition(hostfleetv1alpha1.ConditionPaused), "", Agent, Forwarder, Agent, Agent)
 	row(Condition(hostfleetv1alpha1.ConditionLeaseExpiring), Lease, Lease, Lease, "", "")
+	row(Condition(hostfleetv1alpha1.ConditionMaintenanceRequested), "", Maintenance, Maintenance, "", "")
 	row(Condition(hostfleetv1alpha1.ConditionNodeLabelsSynced), WorkloadAgent, WorkloadAgent, WorkloadAgent, "", "")
 	for _, f := range []string{BareMetalHost, HardwareData, PoweredOn, LastUpdated} {
 		row(f, "", Agent, Forwarder, Agent, Agent)

@@ -37,7 +37,7 @@ func set(st *metal3api.HostClaimStatus, field string) {
 // owns on a kind (the forwarder's Forwarded on a pull-path claim) is
 // refused to all.
 func TestEveryWriteByItsOwnerOnly(t *testing.T) {
-	owners := []Owner{Scheduler, Lease, Forwarder, Agent, WorkloadAgent, BaremetalOperator}
+	owners := []Owner{Scheduler, Lease, Maintenance, Forwarder, Agent, WorkloadAgent, BaremetalOperator}
 	for _, kind := range Kinds {
 		for _, field := range fieldOrder {
 			for _, o := range owners {

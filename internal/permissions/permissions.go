@@ -182,7 +182,8 @@ func AgentHub() []rbacv1.PolicyRule {
 // AgentClusterNamespace is what an agent may do in its cluster's namespace
 // on the hub: read the cluster's ClusterTenancy (the tenants it serves),
 // read the PlacedClaims (the claims placed on the cluster, copied there),
-// write the cluster's HostInventory and HostUsage, and keep the add-on Lease
+// write the cluster's HostInventory and HostUsage, read its
+// HostMaintenances and write their status, and keep the add-on Lease
 // the agent keeps on the hub when its cluster has none. RBAC cannot limit a
 // create by name, so creating Leases is granted in the namespace, and
 // changing one only by the add-on's name. It may also watch the claims
@@ -195,6 +196,8 @@ func AgentClusterNamespace() []rbacv1.PolicyRule {
 		{APIGroups: []string{hostfleetv1alpha1.GroupVersion.Group}, Resources: []string{"hostinventories", "hostusages"},
 			Verbs: []string{"get", "list", "watch", "create", "update", "patch"}},
 		{APIGroups: []string{hostfleetv1alpha1.GroupVersion.Group}, Resources: []string{"hostinventories/status", "hostusages/status"}, Verbs: []string{"update", "patch"}},
+		{APIGroups: []string{hostfleetv1alpha1.GroupVersion.Group}, Resources: []string{"hostmaintenances"}, Verbs: view},
+		{APIGroups: []string{hostfleetv1alpha1.GroupVersion.Group}, Resources: []string{"hostmaintenances/status"}, Verbs: []string{"update", "patch"}},
 		{APIGroups: []string{leaseGroup}, Resources: []string{"leases"}, Verbs: []string{"create"}},
 		{APIGroups: []string{leaseGroup}, Resources: []string{"leases"}, ResourceNames: []string{hostfleetv1alpha1.AddonName},
 			Verbs: []string{"get", "update"}},
@@ -323,7 +326,7 @@ func HubOwn() []rbacv1.PolicyRule {
 		{APIGroups: []string{hostfleet}, Resources: []string{"tenants"}, Verbs: []string{"get", "list", "watch", "update", "patch"}},
 		{APIGroups: []string{hostfleet}, Resources: []string{"tenants/status"}, Verbs: []string{"update", "patch"}},
 		{APIGroups: []string{hostfleet}, Resources: []string{"tenants/finalizers"}, Verbs: []string{"update"}},
-		{APIGroups: []string{hostfleet}, Resources: []string{"hostinventories", "hostusages"}, Verbs: view},
+		{APIGroups: []string{hostfleet}, Resources: []string{"hostinventories", "hostusages", "hostmaintenances"}, Verbs: view},
 		{APIGroups: []string{hostfleet}, Resources: []string{"clustertenancies", "placedclaims"}, Verbs: manage},
 		// Delete: a claim whose lease ended (hub/lease).
 		{APIGroups: []string{metal3Group}, Resources: []string{"hostclaims"}, Verbs: []string{"get", "list", "watch", "update", "patch", "delete"}},

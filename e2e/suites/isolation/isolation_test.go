@@ -227,6 +227,13 @@ func TestIsolation(t *testing.T) {
 		return mutate(alice, c, false, func() { change(c.Annotations) })
 	}
 	leasedByAgent, warnedByAgent := claimOn("tenant-a", "on-c1", ""), claimOn("tenant-a", "on-c1", "")
+	approvedByAgent := claimOn("tenant-a", "on-c1", "")
+	rack := metav1.LabelSelector{MatchLabels: map[string]string{"rack": "r1"}}
+	hostMaintenance := func(sel metav1.LabelSelector, policy hostfleetv1alpha1.MaintenancePolicy, in time.Duration) *hostfleetv1alpha1.HostMaintenance {
+		return &hostfleetv1alpha1.HostMaintenance{ObjectMeta: metav1.ObjectMeta{Namespace: "c1", Name: "m"}, Spec: hostfleetv1alpha1.HostMaintenanceSpec{
+			HostSelector: sel, Policy: policy, Deadline: metav1.NewTime(time.Now().Add(in)), Reason: "firmware"}}
+	}
+
 	refusals := []refusal{
 		// Leases and host classes: only the hub ends, shortens or excludes.
 		{"alice", "give an end that does not parse", create(alice, lease(hostfleetv1alpha1.AnnotationLeaseUntil, "tomorrow")), "an RFC 3339 time"},
@@ -249,7 +256,18 @@ func TestIsolation(t *testing.T) {
 		{"agent c1", "say a claim's lease ends", mutate(c1, warnedByAgent, true, func() {
 			warnedByAgent.Status.Conditions = append(warnedByAgent.Status.Conditions, metav1.Condition{Type: hostfleetv1alpha1.ConditionLeaseExpiring,
 				Status: metav1.ConditionTrue, Reason: hostfleetv1alpha1.ReasonLeaseEnding, LastTransitionTime: metav1.Now()})
-		}), "the hub's lease controller owns it"},
+		}), "the hub's lease and maintenance controllers own them"},
+		// Maintenance: the hub administrator opens and ends it; a tenant only approves.
+		{"the hub administrator", "open a maintenance with a deadline in the past", create(hub, hostMaintenance(rack, hostfleetv1alpha1.MaintenanceEnforced, -time.Minute)),
+			"is not in the future"},
+		{"alice", "approve a maintenance with anything but true", create(alice, lease(hostfleetv1alpha1.AnnotationMaintenanceApproved, "yes")), "a tenant's only say in a maintenance"},
+		{"alice", "lift a maintenance from her claim", create(alice, lease(hostfleetv1alpha1.AnnotationMaintenance, "none")), "a maintenance is ended by the hub administrator"},
+		{"alice", "open a maintenance", create(alice, hostMaintenance(rack, hostfleetv1alpha1.MaintenanceEnforced, time.Hour)), rbac},
+		{"agent c1", "approve a maintenance for a tenant", mutate(c1, approvedByAgent, false, func() {
+			approvedByAgent.Annotations = map[string]string{hostfleetv1alpha1.AnnotationMaintenanceApproved: "true"}
+		}), "only the hub and the tenant decide them"},
+		{"agent c1", "open a maintenance on its cluster", create(c1, hostMaintenance(rack, hostfleetv1alpha1.MaintenanceEnforced, time.Hour)), rbac},
+		{"agent c1", "read c2's maintenances", list(c1, "c2", &hostfleetv1alpha1.HostMaintenanceList{}), rbac},
 		// A tenant admin, against the other tenant and outside its rights.
 		{"alice", "read tenant b's claim", get(alice, "tenant-b", "on-c3", &metal3api.HostClaim{}), rbac},
 		{"alice", "list tenant b's claims", list(alice, "tenant-b", &metal3api.HostClaimList{}), rbac},
@@ -390,6 +408,18 @@ func TestIsolation(t *testing.T) {
 		g.Expect(apierrors.IsForbidden(err) || apierrors.IsInvalid(err)).To(BeTrue(), "%s: %s: got %v", r.who, r.what, err)
 		g.Expect(err.Error()).To(ContainSubstring("ValidatingAdmissionPolicy"), "%s: %s", r.who, r.what)
 		g.Expect(err.Error()).To(ContainSubstring(r.says), "%s: %s", r.who, r.what)
+	}
+	t.Log("a maintenance names hosts and a known policy: its CRD refuses the rest, the hub administrator included")
+	for _, q := range []struct {
+		m    *hostfleetv1alpha1.HostMaintenance
+		says string
+	}{
+		{hostMaintenance(metav1.LabelSelector{}, hostfleetv1alpha1.MaintenanceEnforced, time.Hour), "hostSelector names no host"},
+		{hostMaintenance(rack, "WhenConvenient", time.Hour), `supported values: "OwnerApproval", "Enforced"`},
+	} {
+		err := hub.Create(ctx, q.m, client.DryRunAll)
+		g.Expect(apierrors.IsInvalid(err)).To(BeTrue(), "%v", err)
+		g.Expect(err.Error()).To(ContainSubstring(q.says))
 	}
 	t.Log("label sync cannot steer Nodes: a Tenant syncing node-role, node-restriction or node.kubernetes.io labels is refused, whoever registers it")
 	for i, p := range []string{"node-role.kubernetes.io", "node-restriction.kubernetes.io", "node.kubernetes.io", "x.node-role.kubernetes.io"} {

@@ -133,6 +133,26 @@ const (
 	ReasonLeaseInvalid = "LeaseInvalid"
 )
 
+// ConditionMaintenanceRequested on a hub claim whose host is under a
+// HostMaintenance, written by the hub's maintenance controller: True while
+// the maintenance waits for the claim (with the deadline, the policy and
+// how to approve), False once it is complete.
+const (
+	ConditionMaintenanceRequested = "MaintenanceRequested"
+	// ReasonMaintenanceOwnerApproval: the host is released when the tenant
+	// approves or deletes the claim.
+	ReasonMaintenanceOwnerApproval = "OwnerApprovalRequested"
+	// ReasonMaintenanceEnforced: the hub releases the claim at the
+	// deadline.
+	ReasonMaintenanceEnforced = "ReleaseAtDeadline"
+	// ReasonMaintenanceReleased: approved, or past an Enforced deadline:
+	// the hub deleted the claim.
+	ReasonMaintenanceReleased = "ReleasedForMaintenance"
+	// ReasonMaintenanceComplete: the maintenance ended with the claim
+	// still holding its host.
+	ReasonMaintenanceComplete = "MaintenanceComplete"
+)
+
 // ReasonClassQuotaExceeded, on the Scheduled and Ready conditions of a
 // claim the scheduler holds back: placing it would take one of its
 // tenant's host classes over the class's maxClaims. It is placed as soon

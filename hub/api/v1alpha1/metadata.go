@@ -82,6 +82,19 @@ const (
 	// ReleasedByLease is AnnotationReleasedBy's value for a lease that
 	// ended.
 	ReleasedByLease = "lease-ended"
+	// ReleasedByMaintenance prefixes AnnotationReleasedBy's value for a
+	// claim released for a HostMaintenance: maintenance/<cluster>/<name>.
+	ReleasedByMaintenance = "maintenance"
+)
+
+// Maintenance: a BareMetalHost's AnnotationMaintenance names the
+// HostMaintenance (on the hub, in the cluster's namespace) that holds it
+// out of the pool, written by the agent; a tenant approves a maintenance
+// of its claim's host with AnnotationMaintenanceApproved: "true" on the
+// claim.
+const (
+	AnnotationMaintenance         = "hostfleet.io/maintenance"
+	AnnotationMaintenanceApproved = "hostfleet.io/maintenance-approved"
 )
 
 // AnnotationExcludedHosts on a hub claim, set by the scheduler when it
