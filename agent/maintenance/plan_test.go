@@ -39,7 +39,9 @@ func TestPlan(t *testing.T) {
 			host("back", "r2", "done", metal3api.StateAvailable, ""),
 			host("other", "r3", "", metal3api.StateAvailable, ""),
 		},
-		HolderOf: func(h *metal3api.BareMetalHost) Holder { return Holder{Claim: h.Spec.ConsumerRef.Namespace + "/" + h.Spec.ConsumerRef.Name} },
+		HolderOf: func(h *metal3api.BareMetalHost) Holder {
+			return Holder{Claim: h.Spec.ConsumerRef.Namespace + "/" + h.Spec.ConsumerRef.Name}
+		},
 	})
 	g.Expect(p.Marks).To(Equal(map[string]string{"hosts/bound": "older", "hosts/free": "older", "hosts/back": ""}),
 		"the oldest active maintenance marks; a complete one unmarks; unchanged marks are not written")

@@ -17,12 +17,12 @@ func TestDecide(t *testing.T) {
 	}
 	asked := &metav1.Condition{Type: hostfleetv1alpha1.ConditionMaintenanceRequested, Status: metav1.ConditionTrue, Reason: hostfleetv1alpha1.ReasonMaintenanceEnforced}
 	for _, tc := range []struct {
-		name       string
-		in         Input
-		reason     string
-		status     metav1.ConditionStatus
-		release    string
-		after      time.Duration
+		name        string
+		in          Input
+		reason      string
+		status      metav1.ConditionStatus
+		release     string
+		after       time.Duration
 		noCondition bool
 	}{
 		{name: "no maintenance, never asked: nothing", in: Input{}, noCondition: true},

@@ -122,7 +122,9 @@ func TestPlace(t *testing.T) {
 				Inventories: map[string]*hostfleetv1alpha1.HostInventory{"a": inv(pool(4, "", map[string]string{"example.com/size": "s"})), "b": inv(pool(1, "", map[string]string{"example.com/size": "l"}))}},
 			want: "b"},
 		{name: "a tainted pool only for a claim that tolerates it",
-			in: Input{Claim: claim(func(c *metal3api.HostClaim) { c.Annotations = map[string]string{hostfleetv1alpha1.AnnotationTolerations: "gpu"} }),
+			in: Input{Claim: claim(func(c *metal3api.HostClaim) {
+				c.Annotations = map[string]string{hostfleetv1alpha1.AnnotationTolerations: "gpu"}
+			}),
 				Clusters:    []string{"a", "b"},
 				Inventories: map[string]*hostfleetv1alpha1.HostInventory{"a": inv(pool(1, "", nil)), "b": inv(tainted(pool(3, "", nil), "gpu"))}},
 			want: "b"},
