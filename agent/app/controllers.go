@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	metal3api "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -21,6 +22,7 @@ import (
 	"github.com/hostfleet/hostfleet/agent/metrics"
 	"github.com/hostfleet/hostfleet/agent/placedcache"
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
+	"github.com/hostfleet/hostfleet/internal/erase"
 	"github.com/hostfleet/hostfleet/internal/setup"
 )
 
@@ -33,6 +35,14 @@ func setupControllers(ctx context.Context, mgr ctrl.Manager, managed cluster.Clu
 		return nil, err
 	}
 	hostEvents := managed.GetEventRecorder("hostfleet-agent")
+	eraser := bmcdriver.Eraser{Image: o.EraseImage, PXE: o.ErasePXE, Timeout: o.EraseTimeout}
+	minErase, _ := erase.Parse(o.Erase) // validated
+	erases := claim.Erase{Min: minErase, Support: eraser.Supports}
+	if o.BMHDriver != "none" {
+		erases.Driven = func(h *metal3api.BareMetalHost) bool {
+			return bmcdriver.DrivenIn(h, o.BMHDriver == "all", o.BMCNamespaces)
+		}
+	}
 	claims := &claim.Reconciler{
 		Claims:        mgr.GetClient(),
 		ClaimReader:   mgr.GetAPIReader(),
@@ -43,6 +53,7 @@ func setupControllers(ctx context.Context, mgr ctrl.Manager, managed cluster.Clu
 		ClusterName:   o.ClusterName,
 		RetryAfter:    o.RetryAfter,
 		Resync:        o.Resync,
+		Erase:         erases,
 	}
 	reconcilers := []*claim.Reconciler{claims}
 	if o.LocalClaims {
@@ -67,7 +78,7 @@ func setupControllers(ctx context.Context, mgr ctrl.Manager, managed cluster.Clu
 	}
 	if o.BMHDriver != "none" {
 		if err := (&bmcdriver.Reconciler{Client: managed.GetClient(), Secrets: managed.GetAPIReader(), All: o.BMHDriver == "all", Namespaces: o.BMCNamespaces,
-			Poll: o.BMCPoll, Recorder: hostEvents,
+			Poll: o.BMCPoll, Recorder: hostEvents, Eraser: eraser,
 			Power: bmcdriver.Timing{Wait: o.BMCPowerWait, SoftOff: o.BMCSoftPowerOff},
 			BMC: bmc.Options{Timeout: o.BMCTimeout, IpmitoolPath: o.Ipmitool, Logger: ctrl.Log.WithName("bmc"),
 				Observe: metrics.ObserveBMC(o.ClusterName)},

@@ -3,6 +3,7 @@ package app
 import (
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 	"github.com/hostfleet/hostfleet/agent/bmcdriver"
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
 	"github.com/hostfleet/hostfleet/internal/election"
+	"github.com/hostfleet/hostfleet/internal/erase"
 )
 
 // Options are the agent's flags.
@@ -87,6 +89,15 @@ type Options struct {
 	// host is forced off.
 	BMCPowerWait    time.Duration
 	BMCSoftPowerOff time.Duration
+	// Erase is the cluster's erase policy, the least any claim's host
+	// erases at release (None, Metadata, Full); EraseImage the http(s)
+	// URL of the erase image the BMC driver boots by Redfish virtual
+	// media; ErasePXE: IPMI hosts erase by booting once from the network;
+	// EraseTimeout bounds an erase.
+	Erase        string
+	EraseImage   string
+	ErasePXE     bool
+	EraseTimeout time.Duration
 	// Ipmitool, when set, drives ipmi:// BMCs through this ipmitool binary
 	// instead of the native IPMI client.
 	Ipmitool string
@@ -165,6 +176,8 @@ func NewOptions() *Options {
 		OrphanGrace:       5 * time.Minute,
 		BMCWorkers:        50,
 		BMCTimeout:        30 * time.Second,
+		Erase:             string(hostfleetv1alpha1.EraseNone),
+		EraseTimeout:      time.Hour,
 		BMCPoll:           time.Minute,
 		BMCPowerWait:      bmcdriver.DefaultTiming.Wait,
 		BMCSoftPowerOff:   bmcdriver.DefaultTiming.SoftOff,
@@ -216,6 +229,13 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 		"how long a power command has to land (the BMC reporting the new state) before it is sent again; each re-send waits twice as long, at most 5m")
 	fs.DurationVar(&o.BMCSoftPowerOff, "bmc-soft-power-off-timeout", o.BMCSoftPowerOff,
 		"how long a soft power-off (GracefulShutdown) has before the host is forced off")
+	fs.StringVar(&o.Erase, "erase", o.Erase,
+		"the cluster's erase policy: what every host erases at least when its claim lets it go (None, Metadata or Full), whatever tenants ask")
+	fs.StringVar(&o.EraseImage, "erase-image", o.EraseImage,
+		"http(s) URL of the erase image the BMC driver boots by Redfish virtual media on a released host whose release requires an erase; the image erases the disks and powers the host off")
+	fs.BoolVar(&o.ErasePXE, "erase-pxe", o.ErasePXE,
+		"IPMI hosts the BMC driver drives erase by booting once from the network, where the cluster's PXE server serves the erase image")
+	fs.DurationVar(&o.EraseTimeout, "erase-timeout", o.EraseTimeout, "how long an erase image has to power the host off before the erase has failed (the host then stays out of the pool)")
 	fs.StringVar(&o.Ipmitool, "ipmitool", o.Ipmitool, "drive ipmi:// BMCs through this ipmitool binary instead of the built-in IPMI 2.0 client (default: built-in)")
 	fs.BoolVar(&o.HealthLease, "health-lease", o.HealthLease,
 		"keep the add-on health Lease hostfleet-agent where OCM reads it: in --agent-namespace on the managed cluster, or in Hosted mode in --hosting-namespace on the hosting cluster")
@@ -299,6 +319,12 @@ func (o *Options) Validate() []error {
 	if o.BootstrapManagedKubeconfig != "" && o.BMHDriver != "none" && len(o.BMCNamespaces) == 0 && o.Role != hostfleetv1alpha1.RoleWorkload {
 		errs = append(errs, errors.New("--bmc-namespaces is required in Hosted mode with the BMC driver on: the agent is granted BMC credentials only in the namespaces it drives, never cluster-wide (or set --bmh-driver=none)"))
 	}
+	if _, err := erase.Parse(o.Erase); err != nil {
+		errs = append(errs, fmt.Errorf("--erase %q must be None, Metadata or Full", o.Erase))
+	}
+	if u, err := url.Parse(o.EraseImage); o.EraseImage != "" && (err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "") {
+		errs = append(errs, fmt.Errorf("--erase-image %q must be an http:// or https:// URL the BMCs can fetch", o.EraseImage))
+	}
 	if o.BMCWorkers < 1 {
 		errs = append(errs, fmt.Errorf("--bmc-workers %d must be at least 1", o.BMCWorkers))
 	}
@@ -314,7 +340,8 @@ func (o *Options) validateLists() []error {
 		v    time.Duration
 	}{{"--label-sync-interval", o.LabelSyncInterval}, {"--retry-after", o.RetryAfter}, {"--resync", o.Resync},
 		{"--inventory-interval", o.InventoryInterval}, {"--orphan-grace", o.OrphanGrace}, {"--bmc-timeout", o.BMCTimeout},
-		{"--bmc-poll", o.BMCPoll}, {"--bmc-power-wait", o.BMCPowerWait}, {"--bmc-soft-power-off-timeout", o.BMCSoftPowerOff}} {
+		{"--bmc-poll", o.BMCPoll}, {"--bmc-power-wait", o.BMCPowerWait}, {"--bmc-soft-power-off-timeout", o.BMCSoftPowerOff},
+		{"--erase-timeout", o.EraseTimeout}} {
 		if d.v < time.Second {
 			errs = append(errs, fmt.Errorf("%s %s must be at least 1s", d.flag, d.v))
 		}

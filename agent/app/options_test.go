@@ -42,6 +42,9 @@ func TestOptions(t *testing.T) {
 			wantErr: []string{"--claim-scope must be tenants", "--label-sync-interval 10ms must be at least 1s"}},
 		{name: "placed claim watch", args: []string{"--hub-kubeconfig=/h", "--cluster-name=a", "--claim-watch=placed"}},
 		{name: "bad claim watch", args: []string{"--hub-kubeconfig=/h", "--cluster-name=a", "--claim-watch=labels"}, wantErr: []string{`--claim-watch (or $HOSTFLEET_CLAIM_WATCH) "labels" must be label or placed`}},
+		{name: "erase", args: []string{"--hub-kubeconfig=/h", "--cluster-name=a", "--erase=Metadata", "--erase-image=https://images.example.com/erase.iso", "--erase-pxe"}},
+		{name: "bad erase", args: []string{"--hub-kubeconfig=/h", "--cluster-name=a", "--erase=wipe", "--erase-image=file:///erase.iso", "--erase-timeout=1ms"},
+			wantErr: []string{`--erase "wipe" must be None, Metadata or Full`, `--erase-image "file:///erase.iso" must be an http:// or https:// URL`, "--erase-timeout 1ms must be at least 1s"}},
 		{name: "bad hub name", args: []string{"--hub-kubeconfig=/h", "--cluster-name=a", "--hub-name="}, wantErr: []string{"--hub-name"}},
 	}
 	for _, tt := range tests {

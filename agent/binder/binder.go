@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
+	"github.com/hostfleet/hostfleet/internal/erase"
 	"github.com/hostfleet/hostfleet/internal/exclusion"
 	"github.com/hostfleet/hostfleet/internal/taints"
 )
@@ -45,6 +46,20 @@ type Input struct {
 	// the claim waits for it, keeping its reservation, rather than take
 	// another host (and another claim's reservation).
 	ReservedHeldByGone *metal3api.BareMetalHost
+	// Erase is the least the claim's host must erase when the claim lets
+	// it go (erase.Max of tenant, cluster and claim); EraseSupport says
+	// the most a host can erase. A host that cannot erase enough is not
+	// bound.
+	Erase        hostfleetv1alpha1.EraseMode
+	EraseSupport func(*metal3api.BareMetalHost) hostfleetv1alpha1.EraseMode
+}
+
+// erases reports whether h can erase what the claim asks.
+func (in Input) erases(h *metal3api.BareMetalHost) bool {
+	if erase.Level(in.Erase) == 0 {
+		return true
+	}
+	return in.EraseSupport != nil && erase.Level(in.EraseSupport(h)) >= erase.Level(in.Erase)
 }
 
 // OtherController is the finalizer another HostClaim controller keeps on a
@@ -233,7 +248,7 @@ func choose(in Input) Decision {
 			Message: fmt.Sprintf("the hub's %v; the hub writes it when it places the claim", err)}
 	}
 	var free []*metal3api.BareMetalHost
-	kept, tainted := 0, 0
+	kept, tainted, unerasable := 0, 0, 0
 	for _, h := range in.Hosts {
 		if admitted.Has(h.Namespace) && sel.Matches(labels.Set(h.Labels)) && Free(h) {
 			if exclusion.Matches(excluded, labels.Set(h.Labels)) {
@@ -242,6 +257,10 @@ func choose(in Input) Decision {
 			}
 			if !taints.Tolerated(in.Claim.Annotations, taints.Of(h.Annotations)) {
 				tainted++
+				continue
+			}
+			if !in.erases(h) {
+				unerasable++
 				continue
 			}
 			if isRef(in.Reserved, h) {
@@ -255,6 +274,13 @@ func choose(in Input) Decision {
 		return Decision{Action: Wait, KeepReservation: true, Reason: hostfleetv1alpha1.ReasonReservedHostOrphaned, Message: fmt.Sprintf(
 			"BareMetalHost %s/%s, which the claim reserves, is held by claim %s/%s, which no longer exists (a cluster restored from an older backup?): "+
 				"the agent releases it after its --orphan-grace, then binds it to this claim again", h.Namespace, h.Name, ref.Namespace, ref.Name)}
+	}
+	if len(free) == 0 && unerasable > 0 {
+		return Decision{Action: Wait, Reason: hostfleetv1alpha1.ReasonEraseUnsupported, Message: fmt.Sprintf(
+			"%d free matching hosts cannot erase %s at release, as the claim's erase policy asks (tenant spec.erase, the cluster's --erase or %s): "+
+				"hosts baremetal-operator serves erase Metadata at most (automatedCleaningMode), hosts the agent drives only with an erase image "+
+				"(--erase-image for Redfish, --erase-pxe for IPMI); the claim binds as soon as a host can",
+			unerasable, in.Erase, hostfleetv1alpha1.AnnotationErase)}
 	}
 	if len(free) == 0 {
 		msg := fmt.Sprintf("no free BareMetalHost matches hostSelector %s in admitted namespaces %s; "+
@@ -285,7 +311,7 @@ func Eligible(in Input, h *metal3api.BareMetalHost) bool {
 	if excluded, err := exclusion.Of(in.Claim); err != nil || exclusion.Matches(excluded, labels.Set(h.Labels)) {
 		return false
 	}
-	if !taints.Tolerated(in.Claim.Annotations, taints.Of(h.Annotations)) {
+	if !taints.Tolerated(in.Claim.Annotations, taints.Of(h.Annotations)) || !in.erases(h) {
 		return false
 	}
 	admitted, err := AdmittedNamespaces(in.Policies, in.Claim.Namespace, in.NamespaceLabels, in.Claim.Spec.HostSelector.InNamespace)

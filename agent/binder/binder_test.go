@@ -373,3 +373,36 @@ func TestUnconfirmed(t *testing.T) {
 		})
 	}
 }
+
+// TestEraseDecides: a claim whose release must erase Full is bound only to
+// a host that can; with none, it waits and says why; a host whose erase is
+// pending (or failed) is never free.
+func TestEraseDecides(t *testing.T) {
+	g := NewWithT(t)
+	support := func(h *metal3api.BareMetalHost) hostfleetv1alpha1.EraseMode {
+		if h.Labels["erases"] == "full" {
+			return hostfleetv1alpha1.EraseFull
+		}
+		return hostfleetv1alpha1.EraseMetadata
+	}
+	hosts := []metal3api.BareMetalHost{host("hosts", "a-metadata"), host("hosts", "b-full", label("erases", "full"))}
+	in := Input{Consumer: consumer, Claim: claim(), Policies: admitAll, Hosts: ptrs(hosts), Erase: hostfleetv1alpha1.EraseFull, EraseSupport: support}
+	d := Decide(in)
+	g.Expect(d.Action).To(Equal(Reserve))
+	g.Expect(d.Host.Name).To(Equal("b-full"))
+	g.Expect(Eligible(in, in.Hosts[0])).To(BeFalse())
+
+	in.Hosts = in.Hosts[:1]
+	d = Decide(in)
+	g.Expect(d.Action).To(Equal(Wait))
+	g.Expect(d.Reason).To(Equal(hostfleetv1alpha1.ReasonEraseUnsupported))
+	g.Expect(d.Message).To(ContainSubstring("1 free matching hosts cannot erase Full at release"))
+
+	in.Erase = hostfleetv1alpha1.EraseMetadata
+	g.Expect(Decide(in).Action).To(Equal(Reserve), "Metadata: either host")
+
+	pending := host("hosts", "erasing", func(h *metal3api.BareMetalHost) { h.Annotations[hostfleetv1alpha1.AnnotationErase] = "Full" })
+	g.Expect(Free(&pending)).To(BeFalse())
+	none := host("hosts", "none", func(h *metal3api.BareMetalHost) { h.Annotations[hostfleetv1alpha1.AnnotationErase] = "None" })
+	g.Expect(Free(&none)).To(BeTrue())
+}

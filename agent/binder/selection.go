@@ -14,6 +14,7 @@ import (
 	"k8s.io/klog/v2"
 
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
+	"github.com/hostfleet/hostfleet/internal/erase"
 )
 
 // Selector turns a claim's hostSelector into a label selector. Operators
@@ -183,12 +184,15 @@ func DetachAllowed(in Input, h *metal3api.BareMetalHost) bool {
 
 // Free reports whether a host can be bound now: no consumer, not deleting,
 // no error, not paused, not kept for reuse, not unhealthy, not under a
-// HostMaintenance, and available or ready.
+// HostMaintenance, no erase pending (or failed), and available or ready.
 func Free(h *metal3api.BareMetalHost) bool {
 	if h.Spec.ConsumerRef != nil || h.DeletionTimestamp != nil || h.Status.ErrorMessage != "" {
 		return false
 	}
 	if _, reuse := h.Labels[NodeReuseLabel]; reuse {
+		return false
+	}
+	if erase.Level(erase.Of(h.Annotations)) > 0 {
 		return false
 	}
 	for _, a := range []string{metal3api.PausedAnnotation, UnhealthyAnnotation, hostfleetv1alpha1.AnnotationMaintenance} {

@@ -44,6 +44,8 @@ type Reconciler struct {
 	Poll time.Duration
 	// Power bounds power changes: re-sends, soft power-off, reboots.
 	Power Timing
+	// Eraser erases released hosts that require it (hostfleet.io/erase).
+	Eraser Eraser
 	// Recorder, when set, receives Events on the hosts: power changes,
 	// inspection, provisioning, errors.
 	Recorder events.EventRecorder

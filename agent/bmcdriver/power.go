@@ -25,8 +25,12 @@ const (
 	TargetReboot Target = "reboot"
 )
 
-// ForProvision marks the change that boots a host into its image.
-const ForProvision = "provision"
+// ForProvision marks the change that boots a host into its image;
+// ForErase the one that boots a released host into the erase image.
+const (
+	ForProvision = "provision"
+	ForErase     = "erase"
+)
 
 // Change is a power change under way: what the driver sent, how often and
 // when. It is kept in the host's PowerChanging condition and written before
@@ -275,8 +279,8 @@ func PowerCondition(pc *Change, s bmc.PowerState, generation int64) metav1.Condi
 		times = fmt.Sprintf("%d times", pc.Sent)
 	}
 	var extra string
-	if pc.For == ForProvision {
-		extra += ", to provision"
+	if pc.For != "" {
+		extra += ", to " + pc.For
 	}
 	if pc.Left {
 		extra += ", the host has left On"
@@ -291,7 +295,7 @@ func PowerCondition(pc *Change, s bmc.PowerState, generation int64) metav1.Condi
 // its timing needs (a restart settles within seconds).
 const changeTime = "2006-01-02T15:04:05.000Z07:00"
 
-var changeMessage = regexp.MustCompile(`^(powering on|powering off|rebooting) since (\S+): (\w+) sent (once|\d+ times), last at ([^,;]+)(, to provision)?(, the host has left On)?; the BMC reports \w+$`)
+var changeMessage = regexp.MustCompile(`^(powering on|powering off|rebooting) since (\S+): (\w+) sent (once|\d+ times), last at ([^,;]+)(, to (?:provision|erase))?(, the host has left On)?; the BMC reports \w+$`)
 
 // ChangeOf reads the change under way from the host's PowerChanging
 // condition; one the agent did not write is reported and counts as none.
@@ -325,7 +329,7 @@ func ChangeOf(conditions []metav1.Condition) (*Change, error) {
 		*t.out = metav1.NewMicroTime(at)
 	}
 	if m[6] != "" {
-		c.For = ForProvision
+		c.For = strings.TrimPrefix(m[6], ", to ")
 	}
 	return c, nil
 }

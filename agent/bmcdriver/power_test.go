@@ -175,6 +175,7 @@ func TestChangeCondition(t *testing.T) {
 		{Target: bmcdriver.TargetOff, Command: bmc.CommandForceOff, Sent: 2, SentAt: sent, Since: since},
 		{Target: bmcdriver.TargetOn, Command: bmc.CommandOn, Sent: 1, SentAt: sent, Since: since, For: bmcdriver.ForProvision},
 		{Target: bmcdriver.TargetReboot, Command: bmc.CommandForceRestart, Sent: 12, SentAt: sent, Since: since, Left: true, For: bmcdriver.ForProvision},
+		{Target: bmcdriver.TargetOn, Command: bmc.CommandOn, Sent: 2, SentAt: sent, Since: since, For: bmcdriver.ForErase},
 		{Target: bmcdriver.TargetReboot, Command: bmc.CommandGracefulShutdown, Sent: 1, SentAt: since, Since: since},
 	} {
 		cond := bmcdriver.PowerCondition(&want, bmc.PoweringOff, 3)

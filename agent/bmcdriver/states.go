@@ -56,10 +56,15 @@ func (x *run) inspect(ctx context.Context) outcome {
 	return next()
 }
 
-// available provisions a host that a consumer gave an image, inspects it
-// again when asked, and otherwise keeps its power as spec.online says.
+// available erases a host released with an erase, provisions a host that
+// a consumer gave an image, inspects it again when asked, and otherwise
+// keeps its power as spec.online says.
 func (x *run) available(ctx context.Context) outcome {
 	host := x.host
+	if ErasePending(host) {
+		host.Status.Provisioning.State = metal3api.StateDeprovisioning // released: erased before it is free
+		return next()
+	}
 	if img := host.Spec.Image; img != nil && img.URL != "" && host.Spec.ConsumerRef != nil {
 		if err := ValidateImage(img); err != nil {
 			return failed(fail(metal3api.ProvisioningError, "%v", err))
@@ -132,8 +137,16 @@ func (x *run) provisioned(ctx context.Context) outcome {
 }
 
 // deprovision powers the host off, and once the BMC reports it off ejects
-// its media: only then is it available again.
+// its media: only then is it available again; a released host whose
+// release requires an erase is erased first.
 func (x *run) deprovision(ctx context.Context) outcome {
+	if ErasePending(x.host) {
+		return x.erase(ctx)
+	}
+	if c := meta.FindStatusCondition(x.host.Status.Conditions, ConditionErasing); c != nil && c.Reason == ReasonEraseFailed {
+		// Its administrator erased it by hand (the annotation is gone).
+		meta.RemoveStatusCondition(&x.host.Status.Conditions, ConditionErasing)
+	}
 	if off, o := x.offAndEjected(ctx, "deprovision"); !off || o.err != nil {
 		return o
 	}

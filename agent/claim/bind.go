@@ -16,11 +16,11 @@ import (
 	"github.com/hostfleet/hostfleet/internal/usage"
 )
 
-// bind writes the claim's consumerRef on the host, and the start of its
-// usage interval (internal/usage). The patch carries the
+// bind writes the claim's consumerRef on the host, the start of its
+// usage interval (internal/usage) and the erase its release requires. The patch carries the
 // resourceVersion the decision was made on, so it fails with a conflict if
 // anyone changed the host since: two claims can never both win one host.
-func (r *Reconciler) bind(ctx context.Context, c *metal3api.HostClaim, h *metal3api.BareMetalHost) error {
+func (r *Reconciler) bind(ctx context.Context, c *metal3api.HostClaim, h *metal3api.BareMetalHost, mode hostfleetv1alpha1.EraseMode) error {
 	orig := h.DeepCopy()
 	h.Spec.ConsumerRef = r.Consumer.Ref(c)
 	if h.Annotations == nil {
@@ -34,6 +34,7 @@ func (r *Reconciler) bind(ctx context.Context, c *metal3api.HostClaim, h *metal3
 	delete(h.Annotations, hostfleetv1alpha1.AnnotationBoundAt)
 	delete(h.Annotations, hostfleetv1alpha1.AnnotationBoundFor)
 	usage.Open(h, r.usageNamespace(c), time.Now())
+	r.markErase(h, mode)
 	// A host taken wakes no waiting claim, and this one knows: its event
 	// is an echo.
 	if err := r.echo.patchLocked(ctx, r.Managed, echoHost, h, orig); err != nil {

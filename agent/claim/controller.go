@@ -60,6 +60,8 @@ type Reconciler struct {
 	// LocalNamespaces, in local mode, are the namespaces whose own claims
 	// the agent serves beside the forwarded ones (binder.ServesLocal).
 	LocalNamespaces []string
+	// Erase is how hosts are erased at release.
+	Erase Erase
 
 	// echo remembers the agent's own writes, whose watch events are not
 	// reconciled again (SetupWithManager makes it).
@@ -173,7 +175,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		if err := r.syncMeta(ctx, c, d.Host, prefixes); err != nil {
 			return requeue.OnConflict(err)
 		}
-		if err := r.bind(ctx, c, d.Host); err != nil {
+		if err := r.bind(ctx, c, d.Host, in.Erase); err != nil {
 			if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
 				// Someone changed the host first (possibly another claim
 				// bound it). Decide again from fresher data.
@@ -288,9 +290,12 @@ func (r *Reconciler) inputs(ctx context.Context, c *metal3api.HostClaim) (binder
 		client.UnsafeDisableDeepCopy); err != nil {
 		return binder.Input{}, fmt.Errorf("list the BareMetalHosts of %s: %w", klog.KObj(c), err)
 	}
+	mode, err := r.eraseOf(ctx, c, ns.Labels)
+	if err != nil {
+		return binder.Input{}, err
+	}
 	in := binder.Input{Consumer: r.Consumer, Claim: c, NamespaceLabels: ns.Labels, Policies: policies.Items,
-		Hosts: pointers(held.Items), Reserved: binder.Reservation(c)}
-	var err error
+		Hosts: pointers(held.Items), Reserved: binder.Reservation(c), Erase: mode, EraseSupport: r.Erase.support}
 	if in.ReservedHeldByGone, err = r.heldByGone(ctx, in.Reserved); err != nil || binder.HeldDecides(in) {
 		return in, err
 	}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"net/url"
 	"regexp"
 	"slices"
 	"strconv"
@@ -55,6 +56,11 @@ var Variables = map[string]variable{
 		help: "how long a soft power-off has before the host is forced off"},
 	"claimWatch": {flag: "claim-watch", check: oneOf("label", "placed"),
 		help: "label (a watch woken by every claim of the fleet) or placed (the PlacedClaims of the cluster's namespace; the hub default when it writes them)"},
+	"erase": {flag: "erase", check: oneOf("None", "Metadata", "Full"),
+		help: "the cluster's erase policy: what every released host erases at least (None, Metadata or Full), whatever tenants ask"},
+	"eraseImage":        {flag: "erase-image", check: httpURL, help: "http(s) URL of the erase image the BMC driver boots by Redfish virtual media on released hosts"},
+	"erasePXE":          {flag: "erase-pxe", check: boolean, help: "true: IPMI hosts erase by booting once from the network, where the PXE server serves the erase image"},
+	"eraseTimeout":      {flag: "erase-timeout", check: duration, help: "how long an erase image has to power the host off"},
 	"concurrency":       {flag: "concurrency", check: positive, help: "claims reconciled at once"},
 	"orphanGrace":       {flag: "orphan-grace", check: duration, help: "how long a host whose claim is gone stays bound"},
 	"inventoryInterval": {flag: "inventory-interval", check: duration, help: "how often the cluster's HostInventory is recomputed"},
@@ -272,6 +278,13 @@ func boolean(v string) error {
 	_, err := strconv.ParseBool(v)
 	if err != nil {
 		return fmt.Errorf("must be true or false")
+	}
+	return nil
+}
+
+func httpURL(v string) error {
+	if u, err := url.Parse(v); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("must be an http:// or https:// URL")
 	}
 	return nil
 }

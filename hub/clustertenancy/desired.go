@@ -29,7 +29,7 @@ func Desired(cluster string, tenants []hostfleetv1alpha1.Tenant) hostfleetv1alph
 
 func served(t *hostfleetv1alpha1.Tenant, only bool) hostfleetv1alpha1.ServedTenant {
 	return hostfleetv1alpha1.ServedTenant{Name: t.Name, Namespaces: slices.Clone(t.Status.Namespaces),
-		LabelSyncPrefixes: slices.Clone(t.Spec.LabelSyncPrefixes), OnlyWorkloadCluster: only}
+		LabelSyncPrefixes: slices.Clone(t.Spec.LabelSyncPrefixes), Erase: t.Spec.Erase, OnlyWorkloadCluster: only}
 }
 
 // affected are the clusters whose ClusterTenancy a change of a Tenant from
@@ -46,7 +46,7 @@ func affected(old, new *hostfleetv1alpha1.Tenant) []string {
 		return union(t.Status.Clusters, t.Status.WorkloadClusters)
 	}
 	if !slices.Equal(old.Status.Namespaces, new.Status.Namespaces) ||
-		!slices.Equal(old.Spec.LabelSyncPrefixes, new.Spec.LabelSyncPrefixes) {
+		!slices.Equal(old.Spec.LabelSyncPrefixes, new.Spec.LabelSyncPrefixes) || old.Spec.Erase != new.Spec.Erase {
 		return union(old.Status.Clusters, old.Status.WorkloadClusters, new.Status.Clusters, new.Status.WorkloadClusters)
 	}
 	out := symmetricDifference(old.Status.Clusters, new.Status.Clusters)

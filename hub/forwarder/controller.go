@@ -135,28 +135,28 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	return ctrl.Result{}, r.writeStatus(ctx, c, func(c *metal3api.HostClaim) { SetStatus(c, state) })
 }
 
-// tenant is the name of the tenant owning the claim's namespace, or why the
-// claim cannot be forwarded to cluster.
-func (r *Reconciler) tenant(ctx context.Context, c *metal3api.HostClaim, cluster string) (string, *Refused, error) {
+// tenant is the tenant owning the claim's namespace, or why the claim
+// cannot be forwarded to cluster.
+func (r *Reconciler) tenant(ctx context.Context, c *metal3api.HostClaim, cluster string) (*hostfleetv1alpha1.Tenant, *Refused, error) {
 	t, err := tenant.Of(ctx, r.Client, c.Namespace)
 	if err != nil {
-		return "", nil, err
+		return nil, nil, err
 	}
 	if t == nil {
-		return "", &Refused{Reason: hostfleetv1alpha1.ReasonNoTenant, Message: fmt.Sprintf(
+		return nil, &Refused{Reason: hostfleetv1alpha1.ReasonNoTenant, Message: fmt.Sprintf(
 			"namespace %s belongs to no Tenant: claims are forwarded only from tenant namespaces", c.Namespace)}, nil
 	}
 	if !slices.Contains(t.Status.Clusters, cluster) {
-		return "", &Refused{Reason: hostfleetv1alpha1.ReasonPinnedOutsideSet, Message: fmt.Sprintf(
+		return nil, &Refused{Reason: hostfleetv1alpha1.ReasonPinnedOutsideSet, Message: fmt.Sprintf(
 			"cluster %s is not among the clusters of tenant %s (%v): the claim is not forwarded there; pin one of them, or remove the %s label",
 			cluster, t.Name, t.Status.Clusters, hostfleetv1alpha1.LabelCluster)}, nil
 	}
-	return t.Name, nil, nil
+	return t, nil, nil
 }
 
 // forward makes or updates the claim's work; it returns the work as the hub
 // has it, or why the claim cannot be forwarded.
-func (r *Reconciler) forward(ctx context.Context, c *metal3api.HostClaim, cluster, tenant string, existing *workv1.ManifestWork,
+func (r *Reconciler) forward(ctx context.Context, c *metal3api.HostClaim, cluster string, t *hostfleetv1alpha1.Tenant, existing *workv1.ManifestWork,
 	agent *rbacv1.Subject) (*workv1.ManifestWork, *Refused, error) {
 	request, err := r.rebootRequest(ctx, c, existing)
 	if err != nil {
@@ -176,7 +176,7 @@ func (r *Reconciler) forward(ctx context.Context, c *metal3api.HostClaim, cluste
 		}
 		secrets[role] = s
 	}
-	w, err := Render(Input{Claim: c, Cluster: cluster, Tenant: tenant, Secrets: secrets, RebootRequest: request, Agent: agent})
+	w, err := Render(Input{Claim: c, Cluster: cluster, Tenant: t.Name, Erase: t.Spec.Erase, Secrets: secrets, RebootRequest: request, Agent: agent})
 	if refused := (*Refused)(nil); errors.As(err, &refused) {
 		return existing, refused, nil
 	} else if err != nil {

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
+	"github.com/hostfleet/hostfleet/internal/erase"
 	"github.com/hostfleet/hostfleet/internal/permissions"
 )
 
@@ -32,8 +33,11 @@ type Input struct {
 	// Claim is the remote claim on the hub, placed on Cluster.
 	Claim   *metal3api.HostClaim
 	Cluster string
-	// Tenant owns the claim's namespace.
+	// Tenant owns the claim's namespace; Erase is its spec.erase, which
+	// the forwarded claim carries (hostfleet.io/erase, with the claim's
+	// own if it asks more) for the target's agent.
 	Tenant string
+	Erase  hostfleetv1alpha1.EraseMode
 	// Secrets are the secrets the claim references, by role; every
 	// reference the claim has must be here.
 	Secrets map[string]*corev1.Secret
@@ -98,7 +102,7 @@ func Render(in Input) (*workv1.ManifestWork, error) {
 	target := &metal3api.HostClaim{
 		TypeMeta: metav1.TypeMeta{APIVersion: metal3api.GroupVersion.String(), Kind: "HostClaim"},
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: c.Name, Labels: targetLabels(c.Labels),
-			Annotations: targetAnnotations(c, in.RebootRequest)},
+			Annotations: targetAnnotations(c, in.RebootRequest, in.Erase)},
 		Spec: *c.Spec.DeepCopy(),
 	}
 	secrets, copies, err := secretCopies(in, target)
@@ -243,10 +247,11 @@ func targetLabels(in map[string]string) map[string]string {
 }
 
 // targetAnnotations carry the reboot requests, detach and pause (metal3's),
+// the erase its tenant and the claim ask,
 // the host classes the claim is kept off and the taints it tolerates (which
 // the target's agent honours) and where the claim came from; the claim's other annotations,
 // its lease among them (only the hub ends it), stay on the hub.
-func targetAnnotations(c *metal3api.HostClaim, rebootRequest string) map[string]string {
+func targetAnnotations(c *metal3api.HostClaim, rebootRequest string, tenantErase hostfleetv1alpha1.EraseMode) map[string]string {
 	out := map[string]string{
 		hostfleetv1alpha1.AnnotationSourceClaim:    c.Namespace + "/" + c.Name,
 		hostfleetv1alpha1.AnnotationSourceClaimUID: string(c.UID),
@@ -256,6 +261,9 @@ func targetAnnotations(c *metal3api.HostClaim, rebootRequest string) map[string]
 			k == hostfleetv1alpha1.AnnotationExcludedHosts || k == hostfleetv1alpha1.AnnotationTolerations {
 			out[k] = v
 		}
+	}
+	if e := erase.Max(tenantErase, erase.Of(c.Annotations)); erase.Level(e) > 0 {
+		out[hostfleetv1alpha1.AnnotationErase] = string(e)
 	}
 	if v, ok := c.Annotations[metal3api.RebootAnnotationPrefix]; ok && rebootRequest != "" {
 		out[metal3api.RebootAnnotationPrefix] = v

@@ -108,6 +108,29 @@ func TestRender(t *testing.T) {
 		target := decode[metal3api.HostClaim](g, w.Spec.Workload.Manifests[3])
 		g.Expect(target.Annotations).NotTo(HaveKey(metal3api.RebootAnnotationPrefix))
 	})
+	t.Run("the tenant's erase, or the claim's when it asks more, and its tolerations flow to the target", func(t *testing.T) {
+		g := NewWithT(t)
+		for _, tc := range []struct {
+			tenant hostfleetv1alpha1.EraseMode
+			claim  string
+			want   string
+		}{{"", "", ""}, {hostfleetv1alpha1.EraseMetadata, "", "Metadata"}, {hostfleetv1alpha1.EraseMetadata, "Full", "Full"}, {hostfleetv1alpha1.EraseFull, "None", "Full"}} {
+			c := claim()
+			c.Annotations[hostfleetv1alpha1.AnnotationTolerations] = "gpu"
+			if tc.claim != "" {
+				c.Annotations[hostfleetv1alpha1.AnnotationErase] = tc.claim
+			}
+			w, err := Render(Input{Claim: c, Cluster: "c1", Tenant: "a", Erase: tc.tenant, Secrets: secrets})
+			g.Expect(err).NotTo(HaveOccurred())
+			target := decode[metal3api.HostClaim](g, w.Spec.Workload.Manifests[3])
+			g.Expect(target.Annotations).To(HaveKeyWithValue(hostfleetv1alpha1.AnnotationTolerations, "gpu"))
+			if tc.want == "" {
+				g.Expect(target.Annotations).NotTo(HaveKey(hostfleetv1alpha1.AnnotationErase))
+				continue
+			}
+			g.Expect(target.Annotations).To(HaveKeyWithValue(hostfleetv1alpha1.AnnotationErase, tc.want), "tenant %s, claim %s", tc.tenant, tc.claim)
+		}
+	})
 	t.Run("refusals", func(t *testing.T) {
 		g := NewWithT(t)
 		other := claim()

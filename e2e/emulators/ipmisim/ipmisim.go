@@ -28,7 +28,9 @@ import (
 // it does, unless the file ignore-shutdown exists. With a latency (file
 // latency, in milliseconds), a power change lands that long after it was
 // set, and until then the old state is read, as IPMI reports no change
-// under way.
+// under way. With a network erase (file erase-after, in milliseconds), a
+// power-on that boots from the network (boot pxe, consumed by the boot)
+// runs the erase image, which powers the chassis off that long after.
 const chassis = `#!/bin/sh
 dir="$(dirname "$0")"
 op="$2"; shift 2
@@ -37,8 +39,19 @@ settle() {
   [ -f "$dir/target" ] || return 0
   if [ "$(now)" -ge "$(cat "$dir/settle")" ]; then mv "$dir/target" "$dir/power"; fi
 }
+erased() {
+  [ -f "$dir/erase-at" ] || return 0
+  if [ "$(now)" -ge "$(cat "$dir/erase-at")" ] && [ "$(cat "$dir/power")" = 1 ]; then
+    rm -f "$dir/erase-at"; echo 0 > "$dir/power"; echo "erased" >> "$dir/log"
+  fi
+}
 set_power() {
+  rm -f "$dir/erase-at"
   lat="$(cat "$dir/latency" 2>/dev/null || echo 0)"
+  if [ "$1" = 1 ] && [ "$(cat "$dir/boot" 2>/dev/null)" = pxe ]; then
+    echo default > "$dir/boot"
+    if [ -f "$dir/erase-after" ]; then echo $(( $(now) + lat + $(cat "$dir/erase-after") )) > "$dir/erase-at"; fi
+  fi
   if [ "$lat" -gt 0 ]; then
     echo $(( $(now) + lat )) > "$dir/settle"; echo "$1" > "$dir/target"
   else
@@ -50,7 +63,7 @@ check) exit 0 ;;
 get)
   for p in "$@"; do
     case "$p" in
-      power) settle; echo "power:$(cat "$dir/power" 2>/dev/null || echo 0)" ;;
+      power) settle; erased; echo "power:$(cat "$dir/power" 2>/dev/null || echo 0)" ;;
       boot) echo "boot:$(cat "$dir/boot" 2>/dev/null || echo default)" ;;
     esac
   done ;;
@@ -189,6 +202,13 @@ func ignoreMissing(err error) error {
 		return nil
 	}
 	return err
+}
+
+// EraseByNetwork makes a power-on that boots from the network run an erase
+// image that powers the chassis off after d, as the cluster's PXE server
+// serving one would. Without it a network boot never powers off by itself.
+func (b *BMC) EraseByNetwork(d time.Duration) error {
+	return os.WriteFile(filepath.Join(b.dir, "erase-after"), []byte(strconv.FormatInt(d.Milliseconds(), 10)+"\n"), 0o644)
 }
 
 // SetLatency makes every later power change land d after it is set (zero:

@@ -85,6 +85,12 @@ type BMC struct {
 	// target is the power state a change under way reaches at settleAt.
 	target   string
 	settleAt time.Time
+	// erase, eraseHangs: Options; erasing: an erase image was booted and
+	// powers the system off erase after it is on.
+	erase      time.Duration
+	eraseHangs bool
+	erasing    bool
+	erasedAt   time.Time
 }
 
 type bootOverride struct {
@@ -124,6 +130,12 @@ type Options struct {
 	// ACPI power button, as a hung or misconfigured one does; a
 	// GracefulShutdown is accepted and changes nothing.
 	GracefulShutdownIgnored bool
+	// Erase models an erase image: a system booted once from a virtual CD
+	// whose image URL ends in erase.iso powers itself off this long after
+	// it is on (zero: 1 s), as an erase image does when it is done.
+	// EraseHangs: the erase image never finishes.
+	Erase      time.Duration
+	EraseHangs bool
 }
 
 // Latency is how long a BMC takes, as real ones do.
@@ -151,7 +163,10 @@ func Start(o Options) *BMC {
 	}
 	b := &BMC{Username: o.Username, Password: o.Password, Hardware: o.Hardware, power: "Off",
 		boot: bootOverride{Enabled: "Disabled", Target: "None", Mode: "UEFI"}, sessions: map[string]bool{}, ethOnly: o.EthernetInterfacesOnly,
-		softIgnore: o.GracefulShutdownIgnored, latency: o.Latency}
+		softIgnore: o.GracefulShutdownIgnored, latency: o.Latency, erase: o.Erase, eraseHangs: o.EraseHangs}
+	if b.erase <= 0 {
+		b.erase = time.Second
+	}
 	if o.PoweredOn {
 		b.power = "On"
 	}
@@ -243,6 +258,9 @@ func (b *BMC) record(format string, args ...any) {
 
 // powerOnFromOverride: a one-time boot override is consumed by the boot.
 func (b *BMC) bootNow() {
+	if b.boot.Target == "Cd" && b.media.Inserted && strings.HasSuffix(b.media.Image, "erase.iso") && !b.eraseHangs {
+		b.erasing, b.erasedAt = true, time.Now().Add(b.latency.PowerChange+b.erase)
+	}
 	if b.boot.Enabled == "Once" {
 		b.boot.Enabled, b.boot.Target = "Disabled", "None"
 	}
@@ -424,6 +442,10 @@ func (b *BMC) settle() {
 	if b.target != "" && !time.Now().Before(b.settleAt) {
 		b.power, b.target = b.target, ""
 	}
+	if b.erasing && b.power == "On" && !time.Now().Before(b.erasedAt) {
+		b.power, b.erasing = "Off", false
+		b.record("Erased: the erase image powered the system off")
+	}
 }
 
 // transition starts a power change to target: at once without latency,
@@ -448,6 +470,7 @@ func (b *BMC) reset(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusConflict, fmt.Sprintf("a power change is under way (%s): try again when it is done", b.power))
 		return
 	}
+	b.erasing = false // whatever the system ran is interrupted
 	switch in.ResetType {
 	case "On":
 		if b.power == "Off" {

@@ -65,7 +65,7 @@ func TestIsolation(t *testing.T) {
 		// Tenant a's admins include a ServiceAccount named like the token
 		// agent of a cluster named after its namespace.
 		&hostfleetv1alpha1.Tenant{ObjectMeta: metav1.ObjectMeta{Name: "a"}, Spec: hostfleetv1alpha1.TenantSpec{ClusterSet: "lab",
-			MaxLeaseDuration: &metav1.Duration{Duration: 720 * time.Hour},
+			MaxLeaseDuration: &metav1.Duration{Duration: 720 * time.Hour}, Erase: hostfleetv1alpha1.EraseMetadata,
 			Admins:           append(admin("alice"), rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Namespace: "tenant-a", Name: "tenant-a-hostfleet-agent-agent"})}},
 		&hostfleetv1alpha1.Tenant{ObjectMeta: metav1.ObjectMeta{Name: "b"}, Spec: hostfleetv1alpha1.TenantSpec{ClusterSet: "edge", Admins: admin("bob")}},
 	} {
@@ -183,6 +183,12 @@ func TestIsolation(t *testing.T) {
 	extended := leased.DeepCopy()
 	extended.Annotations[hostfleetv1alpha1.AnnotationLeaseUntil] = in(96 * time.Hour)
 	g.Expect(alice.Update(ctx, extended, client.DryRunAll)).To(Succeed())
+	t.Log("positive controls, service: alice asks more erase than tenant a's Metadata, tolerates a taint and approves a maintenance")
+	asking := claimOn("tenant-a", "asking", "")
+	asking.Annotations[hostfleetv1alpha1.AnnotationErase] = string(hostfleetv1alpha1.EraseFull)
+	asking.Annotations[hostfleetv1alpha1.AnnotationTolerations] = "gpu, example.com/reserved"
+	asking.Annotations[hostfleetv1alpha1.AnnotationMaintenanceApproved] = "true"
+	g.Expect(alice.Create(ctx, asking, client.DryRunAll)).To(Succeed())
 
 	get := func(c client.Client, ns, name string, obj client.Object) func(context.Context) error {
 		return func(ctx context.Context) error { return c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, obj) }
@@ -262,6 +268,8 @@ func TestIsolation(t *testing.T) {
 			"is not in the future"},
 		{"alice", "approve a maintenance with anything but true", create(alice, lease(hostfleetv1alpha1.AnnotationMaintenanceApproved, "yes")), "a tenant's only say in a maintenance"},
 		{"alice", "lift a maintenance from her claim", create(alice, lease(hostfleetv1alpha1.AnnotationMaintenance, "none")), "a maintenance is ended by the hub administrator"},
+		{"alice", "ask for an erase that is no mode", create(alice, lease(hostfleetv1alpha1.AnnotationErase, "wipe")), "None, Metadata or Full"},
+		{"alice", "weaken tenant a's erase", create(alice, lease(hostfleetv1alpha1.AnnotationErase, "None")), "erases its hosts at release (Metadata at least): hostfleet.io/erase None would weaken that"},
 		{"alice", "open a maintenance", create(alice, hostMaintenance(rack, hostfleetv1alpha1.MaintenanceEnforced, time.Hour)), rbac},
 		{"agent c1", "approve a maintenance for a tenant", mutate(c1, approvedByAgent, false, func() {
 			approvedByAgent.Annotations = map[string]string{hostfleetv1alpha1.AnnotationMaintenanceApproved: "true"}

@@ -26,6 +26,11 @@ type ServedTenant struct {
 	// +listType=set
 	LabelSyncPrefixes []string `json:"labelSyncPrefixes,omitempty"`
 
+	// Erase is the tenant's spec.erase: the least a host bound to its
+	// claims has erased when the claim lets it go.
+	// +optional
+	Erase EraseMode `json:"erase,omitempty"`
+
 	// OnlyWorkloadCluster, in workloadTenants, says the cluster is the
 	// tenant's only workload cluster: claims that name none are its.
 	// +optional

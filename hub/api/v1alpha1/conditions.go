@@ -56,6 +56,9 @@ const (
 	ReasonReservedHostOrphaned = "ReservedHostOrphaned"
 	// ReasonNoHostAvailable: no free BareMetalHost matches the claim yet.
 	ReasonNoHostAvailable = "NoBareMetalHostAvailable"
+	// ReasonEraseUnsupported: free matching hosts exist, but none can
+	// erase at release what the claim's erase policy asks.
+	ReasonEraseUnsupported = "EraseUnsupported"
 	// ReasonNoDeployPolicy: no HostDeployPolicy on the cluster admits the
 	// claim's namespace.
 	ReasonNoDeployPolicy = "NoHostDeployPolicy"

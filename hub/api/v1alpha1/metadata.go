@@ -87,6 +87,14 @@ const (
 	ReleasedByMaintenance = "maintenance"
 )
 
+// AnnotationErase: on a claim, the erase its tenant asks for at release
+// (EraseMode; never less than the Tenant's spec.erase: admission); on a
+// BareMetalHost the agent's BMC driver drives, the erase its release
+// requires, written by the agent with the binding and removed by the
+// driver once the host has erased itself. A host carrying it is never
+// bound.
+const AnnotationErase = "hostfleet.io/erase"
+
 // Maintenance: a BareMetalHost's AnnotationMaintenance names the
 // HostMaintenance (on the hub, in the cluster's namespace) that holds it
 // out of the pool, written by the agent; a tenant approves a maintenance

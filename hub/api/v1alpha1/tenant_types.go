@@ -5,6 +5,16 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
+// EraseMode is what is erased from a host when its claim lets it go.
+// +kubebuilder:validation:Enum=None;Metadata;Full
+type EraseMode string
+
+const (
+	EraseNone     EraseMode = "None"
+	EraseMetadata EraseMode = "Metadata"
+	EraseFull     EraseMode = "Full"
+)
+
 // TenantSpec is what a hub administrator registers for a consumer of hosts.
 // +kubebuilder:validation:XValidation:rule="!has(self.quotas) || self.quotas.all(q, (!has(q.hostSelector.matchLabels) || q.hostSelector.matchLabels.all(k, has(self.labelSyncPrefixes) && self.labelSyncPrefixes.exists(p, k.startsWith(p + '/')))) && (!has(q.hostSelector.matchExpressions) || q.hostSelector.matchExpressions.all(e, has(self.labelSyncPrefixes) && self.labelSyncPrefixes.exists(p, e.key.startsWith(p + '/')))))",message="a class's hostSelector may use only label keys under the tenant's labelSyncPrefixes: the hub sees no other host labels"
 type TenantSpec struct {
@@ -62,6 +72,17 @@ type TenantSpec struct {
 	// +optional
 	// +kubebuilder:validation:Minimum=0
 	MaxClaims *int32 `json:"maxClaims,omitempty"`
+
+	// Erase is what a host bound to one of the tenant's claims has erased
+	// when the claim lets it go, at least: Metadata (partition tables and
+	// file system signatures: baremetal-operator's automatedCleaningMode
+	// metadata, or the agent's erase image), Full (every disk: the
+	// agent's erase image; hosts that cannot are not bound) or None. A
+	// claim may ask for more (hostfleet.io/erase), never less; an
+	// infrastructure cluster's agent may enforce more (--erase). Unset:
+	// None.
+	// +optional
+	Erase EraseMode `json:"erase,omitempty"`
 
 	// MaxLeaseDuration caps how long a claim may hold a host, counted from
 	// the claim's creation to its lease end (hostfleet.io/lease-until). A
