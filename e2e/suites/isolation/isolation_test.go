@@ -66,7 +66,7 @@ func TestIsolation(t *testing.T) {
 		// agent of a cluster named after its namespace.
 		&hostfleetv1alpha1.Tenant{ObjectMeta: metav1.ObjectMeta{Name: "a"}, Spec: hostfleetv1alpha1.TenantSpec{ClusterSet: "lab",
 			MaxLeaseDuration: &metav1.Duration{Duration: 720 * time.Hour}, Erase: hostfleetv1alpha1.EraseMetadata,
-			Admins:           append(admin("alice"), rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Namespace: "tenant-a", Name: "tenant-a-hostfleet-agent-agent"})}},
+			Admins: append(admin("alice"), rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Namespace: "tenant-a", Name: "tenant-a-hostfleet-agent-agent"})}},
 		&hostfleetv1alpha1.Tenant{ObjectMeta: metav1.ObjectMeta{Name: "b"}, Spec: hostfleetv1alpha1.TenantSpec{ClusterSet: "edge", Admins: admin("bob")}},
 	} {
 		g.Expect(hub.Create(ctx, o)).To(Succeed())
