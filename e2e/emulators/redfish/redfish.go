@@ -85,8 +85,8 @@ type BMC struct {
 	// target is the power state a change under way reaches at settleAt.
 	target   string
 	settleAt time.Time
-	// erase, eraseHangs: Options; erasing: an erase image was booted and
-	// powers the system off erase after it is on.
+	// erase, eraseHangs: Options; erasing: a booted erase image powers
+	// the system off at erasedAt.
 	erase      time.Duration
 	eraseHangs bool
 	erasing    bool
@@ -130,10 +130,9 @@ type Options struct {
 	// ACPI power button, as a hung or misconfigured one does; a
 	// GracefulShutdown is accepted and changes nothing.
 	GracefulShutdownIgnored bool
-	// Erase models an erase image: a system booted once from a virtual CD
-	// whose image URL ends in erase.iso powers itself off this long after
-	// it is on (zero: 1 s), as an erase image does when it is done.
-	// EraseHangs: the erase image never finishes.
+	// Erase: a system booted from a virtual CD whose image ends in
+	// erase.iso powers itself off this long after it is on (zero: 1 s), as
+	// an erase image does when done; with EraseHangs it never does.
 	Erase      time.Duration
 	EraseHangs bool
 }

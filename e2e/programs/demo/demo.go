@@ -78,8 +78,9 @@ type run struct {
 	start time.Time
 	rf    *redfish.BMC
 	sim   *ipmisim.BMC
-	// liveURL is edge-1's live ISO, on the demo's image server.
-	liveURL string
+	// liveURL is edge-1's live ISO, eraseURL the erase image, on the
+	// demo's image server.
+	liveURL, eraseURL string
 }
 
 func (r *run) say(format string, a ...any) { fmt.Fprintf(r.o.Out, format+"\n", a...) }
@@ -101,18 +102,18 @@ func Run(ctx context.Context, o Options) error {
 	r.say("  up in %s", time.Since(r.start).Round(100*time.Millisecond))
 	images := redfish.ImageServer()
 	defer images.Close()
-	r.liveURL = images.URL + "/edge-live.iso"
+	r.liveURL, r.eraseURL = images.URL+"/edge-live.iso", images.URL+"/erase.iso"
 	// As slow as a real server: power changes take 3 s, media and
-	// inventory 1 s.
+	// inventory 1 s; its erase image runs 3 s.
 	r.rf = redfish.Start(redfish.Options{TLS: true, Hardware: redfish.DefaultHardware("EDGE0001"),
-		Latency: redfish.Latency{PowerChange: 3 * time.Second, MediaInsert: time.Second, Inventory: time.Second}})
+		Latency: redfish.Latency{PowerChange: 3 * time.Second, MediaInsert: time.Second, Inventory: time.Second}, Erase: 3 * time.Second})
 	defer r.rf.Close()
 	defer func() {
 		if r.sim != nil {
 			r.sim.Close()
 		}
 	}()
-	for _, step := range []func(context.Context) error{r.hosts, r.processes, r.tenant, r.claims, r.features, r.service, r.plugin} {
+	for _, step := range []func(context.Context) error{r.hosts, r.processes, r.tenant, r.claims, r.features, r.service, r.care, r.plugin} {
 		if err := step(ctx); err != nil {
 			return err
 		}
@@ -155,6 +156,9 @@ func (r *run) hosts(ctx context.Context) error {
 		return err
 	}
 	r.sim = sim
+	if err := sim.EraseByNetwork(3 * time.Second); err != nil { // the PXE server's erase image
+		return err
+	}
 	if err := setUpEdge(ctx, r.f.Plane(edge).Client, r.rf, sim); err != nil {
 		return err
 	}
@@ -176,7 +180,8 @@ func (r *run) processes(ctx context.Context) error {
 		if _, err := f.Run("hostfleet-agent-"+name, name, filepath.Join(r.o.Bin, "hostfleet-agent"), []string{
 			"--hub-kubeconfig=" + hubKubeconfig, "--managed-kubeconfig=" + f.Plane(name).Kubeconfig,
 			"--cluster-name=" + name, "--leader-elect=false", "--retry-after=5s", "--inventory-interval=2s",
-			"--health-lease=false", "--bmc-poll=5s", fmt.Sprintf("--local-claims=%t", name == edge)}); err != nil {
+			"--health-lease=false", "--bmc-poll=5s", fmt.Sprintf("--local-claims=%t", name == edge),
+			"--erase-image=" + r.eraseURL, "--erase-pxe"}); err != nil {
 			return err
 		}
 	}
@@ -212,7 +217,7 @@ func (r *run) tenant(ctx context.Context) error {
 	}); err != nil {
 		return fmt.Errorf("tenant acme not Ready: %w", err)
 	}
-	r.say("Tenant acme registered: namespace tenant-acme, admin alice, cluster set lab (infra-1, infra-2, infra-3)")
+	r.say("Tenant acme registered: namespace tenant-acme, admin alice, cluster set lab (infra-1, infra-2, infra-3); its hosts erase Metadata at release")
 	return nil
 }
 
@@ -413,7 +418,8 @@ func forward(ctx context.Context, hub client.Client, timeout time.Duration, say 
 	}); err != nil {
 		return fmt.Errorf("edge-2 not released: %w", err)
 	}
-	say("edge-2 deleted: the agent powered the IPMI host off and released it.")
+	say("edge-2 deleted: the agent powered the IPMI host off and released it; tenant acme erases Metadata at release,")
+	say("so server-1 boots the erase image from the network and is free once it has powered itself off.")
 	start := time.Now()
 	c := &metal3api.HostClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant-acme", Name: "edge-fwd",
 		Labels: map[string]string{hostfleetv1alpha1.LabelKind: hostfleetv1alpha1.KindRemote, hostfleetv1alpha1.LabelCluster: edge}},

@@ -70,6 +70,13 @@ func TestDemo(t *testing.T) {
 	g.Expect(output()).To(MatchRegexp(`short, a claim leased for 30 s \(hostfleet.io/lease-for\):\n  LeaseExpiring=True LeaseEnding: "the lease ends at \S+, in \d+s`))
 	g.Expect(output()).To(MatchRegexp(`(LeaseExpiring=True LeaseEnded: "the lease ended at|the lease ended at \S+: the hub deleted the claim)`))
 	g.Expect(output()).To(MatchRegexp(`the class has room, and big-3 is placed on infra-\d`), "and places it once a claim of the class goes")
+	g.Expect(output()).To(MatchRegexp(`edge-1: MaintenanceRequested=True ReleaseAtDeadline:\n  "host hosts/server-0 on cluster infra-3 is wanted for maintenance firmware-edge \(BMC firmware 2.14\)`),
+		"a maintenance asks the claim holding its host")
+	g.Expect(output()).To(ContainSubstring("at the deadline the hub released edge-1 (hostfleet.io/released-by: maintenance/infra-3/firmware-edge)"))
+	g.Expect(output()).To(MatchRegexp(`server-0 erased itself first \(tenant acme erases Metadata\): erased: the host powered itself off \d+s after booting the erase image; its BMC: \[InsertMedia \S+/erase.iso Erased: the erase image powered the system off\]`),
+		"the released host booted the erase image and powered itself off")
+	g.Expect(output()).To(ContainSubstring("the maintenance lists it InMaintenance: free, and out of the pool"))
+	g.Expect(output()).To(ContainSubstring("complete: server-0 is Done and back in the pool"))
 	g.Expect(output()).To(MatchRegexp(`web-1-node\s+example.com/rack=r1 example.com/site=core example.com/size=medium\n\s+labels under example.com are on Node web-1-node on cluster apps \(found by providerID\)`),
 		"the workload cluster's agent labelled the Node from web-1's host")
 	g.Expect(output()).To(MatchRegexp(`db-1-node\s+example.com/rack=r\d example.com/site=\w+ example.com/size=large`))

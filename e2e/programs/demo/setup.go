@@ -108,6 +108,7 @@ func setUpEdge(ctx context.Context, c client.Client, rf *redfish.BMC, sim *ipmis
 func createTenant(ctx context.Context, hub client.Client) error {
 	return create(ctx, hub, &hostfleetv1alpha1.Tenant{ObjectMeta: metav1.ObjectMeta{Name: "acme"}, Spec: hostfleetv1alpha1.TenantSpec{
 		Namespaces: []string{"tenant-acme"}, ClusterSet: "lab", LabelSyncPrefixes: []string{"example.com"}, MaxClaims: ptr.To[int32](5),
+		Erase:  hostfleetv1alpha1.EraseMetadata,
 		Admins: []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: "alice"}},
 	}})
 }

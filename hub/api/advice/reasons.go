@@ -23,10 +23,18 @@ var Sections = []Section{
 			{Reason: "LeaseEnded", Cause: "the lease ended: the hub deleted the claim (`hostfleet.io/released-by: lease-ended`) and its host is being released", Fix: "create a new claim"},
 			{Reason: "LeaseInvalid", Cause: "`hostfleet.io/lease-until` or `lease-for` does not parse (written past admission, by a cluster administrator)", Fix: "set an RFC 3339 end (or a Go duration) in place of the value the message names"},
 		}},
+	{Title: "MaintenanceRequested (the hub's maintenance controller)", Condition: "MaintenanceRequested",
+		Reasons: []Reason{
+			{Reason: "ReleaseAtDeadline", Cause: "an Enforced HostMaintenance wants the claim's host; the hub deletes the claim at the deadline the message gives", Fix: "save what is on the host; release it sooner with `hostfleet.io/maintenance-approved: \"true\"` or by deleting the claim"},
+			{Reason: "OwnerApprovalRequested", Cause: "a HostMaintenance with policy OwnerApproval asks for the claim's host; nothing is released without the tenant", Fix: "annotate the claim `hostfleet.io/maintenance-approved: \"true\"` (the hub then deletes it) or delete it, by the deadline the message gives"},
+			{Reason: "ReleasedForMaintenance", Cause: "approved, or past an Enforced deadline: the hub deleted the claim (`hostfleet.io/released-by: maintenance/<cluster>/<name>`)", Fix: "create a new claim: it is placed on a host not under maintenance"},
+			{Reason: "MaintenanceComplete", Cause: "the maintenance ended (complete or deleted) while the claim still held its host", Fix: "nothing: the claim keeps its host"},
+		}},
 	{Title: "Associated, Synchronized (the agent of the claim's cluster)", Condition: "Associated",
 		Reasons: []Reason{
 			{Reason: "BareMetalHostAssociated", Cause: "bound to the host in `status.bareMetalHost`", Fix: "nothing"},
 			{Reason: "NoBareMetalHostAvailable", Cause: "no free host on the cluster matches", Fix: "free or add a matching host; the hub moves the claim after `--bind-deadline`"},
+			{Reason: "EraseUnsupported", Cause: "free matching hosts exist, but none can erase at release what the claim's erase policy asks (tenant `spec.erase`, the agent's `--erase`, the claim's `hostfleet.io/erase`)", Fix: "ask less than Full where baremetal-operator serves the hosts, or have the cluster administrator give the agent an erase image (`--erase-image`, `--erase-pxe`)"},
 			{Reason: "ReservedHostOrphaned", Cause: "the claim's host is held by a claim that no longer exists: a hub or cluster restored from an older backup", Fix: "wait: the agent releases the host after its `--orphan-grace` and binds it to this claim again"},
 			{Reason: "NoHostDeployPolicy", Cause: "no HostDeployPolicy on the cluster admits the claim's namespace", Fix: "an administrator adds one beside the hosts (`hostClaimNamespaces`)"},
 			{Reason: "InvalidHostSelector", Cause: "`hostSelector` cannot be evaluated", Fix: "fix the selector the message quotes"},

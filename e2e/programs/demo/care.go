@@ -1,0 +1,84 @@
+package demo
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	metal3api "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/hostfleet/hostfleet/agent/bmcdriver"
+	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
+)
+
+// care shows a maintenance window and an erase (docs/service.md): an
+// Enforced HostMaintenance of server-0 asks edge-1 and releases it at its
+// deadline; server-0 erases itself (the erase image by virtual media)
+// before it is in maintenance; completing the maintenance returns it.
+func (r *run) care(ctx context.Context) error {
+	deadline := time.Now().Add(20 * time.Second).Truncate(time.Second)
+	m := &hostfleetv1alpha1.HostMaintenance{ObjectMeta: metav1.ObjectMeta{Namespace: edge, Name: "firmware-edge"},
+		Spec: hostfleetv1alpha1.HostMaintenanceSpec{HostSelector: metav1.LabelSelector{MatchLabels: map[string]string{"example.com/size": "medium"}},
+			Policy: hostfleetv1alpha1.MaintenanceEnforced, Deadline: metav1.NewTime(deadline), Reason: "BMC firmware 2.14"}}
+	if err := r.hub.Create(ctx, m); err != nil {
+		return fmt.Errorf("create HostMaintenance: %w", err)
+	}
+	r.say("")
+	r.say("HostMaintenance %s/%s (Enforced, deadline in 20 s, %q) takes infra-3's medium host, server-0, out of service:", edge, m.Name, m.Spec.Reason)
+	c := &metal3api.HostClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant-acme", Name: "edge-1"}}
+	if err := r.waitClaim(ctx, c, func(c *metal3api.HostClaim) bool {
+		return c != nil && meta.IsStatusConditionTrue(c.Status.Conditions, hostfleetv1alpha1.ConditionMaintenanceRequested)
+	}); err != nil {
+		return fmt.Errorf("edge-1 not asked: %w", err)
+	}
+	asked := meta.FindStatusCondition(c.Status.Conditions, hostfleetv1alpha1.ConditionMaintenanceRequested)
+	r.say("  edge-1: MaintenanceRequested=True %s:\n  %q", asked.Reason, asked.Message)
+	if err := r.waitClaim(ctx, c, func(c *metal3api.HostClaim) bool { return c == nil }); err != nil {
+		return fmt.Errorf("edge-1 not released at the deadline: %w", err)
+	}
+	r.say("  at the deadline the hub released edge-1 (hostfleet.io/released-by: %s); deprovisioned, it was gone %s later",
+		c.Annotations[hostfleetv1alpha1.AnnotationReleasedBy], time.Since(deadline).Round(100*time.Millisecond))
+	infra := r.f.Plane(edge).Client
+	var erased *metav1.Condition
+	if err := poll(ctx, r.o.Timeout, func() (bool, error) {
+		if err := r.hub.Get(ctx, client.ObjectKeyFromObject(m), m); err != nil {
+			return false, err
+		}
+		h := &metal3api.BareMetalHost{}
+		if err := infra.Get(ctx, client.ObjectKey{Namespace: "hosts", Name: "server-0"}, h); err != nil {
+			return false, err
+		}
+		erased = meta.FindStatusCondition(h.Status.Conditions, bmcdriver.ConditionErasing)
+		return m.Status.InMaintenance == 1 && erased != nil && erased.Reason == bmcdriver.ReasonErased, nil
+	}); err != nil {
+		return fmt.Errorf("server-0 not erased and in maintenance: %w", err)
+	}
+	var media []string
+	for _, a := range r.rf.Actions() {
+		if strings.Contains(a, "erase") || strings.HasPrefix(a, "Erased") {
+			media = append(media, a)
+		}
+	}
+	r.say("  server-0 erased itself first (tenant acme erases Metadata): %s; its BMC: %v", erased.Message, media)
+	r.say("  the maintenance lists it %s: free, and out of the pool", m.Status.Hosts[0].State)
+	m.Spec.Complete = true
+	if err := r.hub.Update(ctx, m); err != nil {
+		return fmt.Errorf("complete the maintenance: %w", err)
+	}
+	if err := poll(ctx, r.o.Timeout, func() (bool, error) {
+		h := &metal3api.BareMetalHost{}
+		if err := infra.Get(ctx, client.ObjectKey{Namespace: "hosts", Name: "server-0"}, h); err != nil {
+			return false, err
+		}
+		_, marked := h.Annotations[hostfleetv1alpha1.AnnotationMaintenance]
+		return !marked, nil
+	}); err != nil {
+		return fmt.Errorf("server-0 not back in the pool: %w", err)
+	}
+	r.say("  complete: server-0 is Done and back in the pool")
+	return nil
+}
