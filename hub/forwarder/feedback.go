@@ -34,6 +34,11 @@ const (
 	feedbackHWNamespace   = "hardwareData.namespace"
 	feedbackLastUpdated   = "lastUpdated"
 	feedbackRebootHandled = "rebootHandled"
+	// feedbackAssociatedSince is when the target's Associated last changed:
+	// the hub's Associated keeps it, so that the scheduler counts the
+	// claim's host as its agent's HostInventory does (both on the agent's
+	// clock), not from when the feedback arrived.
+	feedbackAssociatedSince = "Associated.lastTransitionTime"
 	// The HostClaim controllers' finalizers on the target: which serves it.
 	feedbackAgentFinalizer = "finalizer.agent"
 	feedbackBMOFinalizer   = "finalizer.baremetalOperator"
@@ -59,6 +64,7 @@ func FeedbackPaths() []workv1.JsonPath {
 		}
 	}
 	return append(out,
+		workv1.JsonPath{Name: feedbackAssociatedSince, Path: fmt.Sprintf(`.status.conditions[?(@.type=="%s")].lastTransitionTime`, hostfleetv1alpha1.ConditionAssociated)},
 		workv1.JsonPath{Name: feedbackPoweredOn, Path: ".status.poweredOn"},
 		workv1.JsonPath{Name: feedbackHostName, Path: ".status.bareMetalHost.name"},
 		workv1.JsonPath{Name: feedbackHostNamespace, Path: ".status.bareMetalHost.namespace"},
@@ -121,6 +127,12 @@ func ReadFeedback(w *workv1.ManifestWork) (fb *Feedback, applied bool) {
 				continue
 			}
 			fb.Conditions[t] = metav1.Condition{Type: t, Status: metav1.ConditionStatus(status), Reason: str(t + ".reason"), Message: str(t + ".message")}
+		}
+		if a, ok := fb.Conditions[hostfleetv1alpha1.ConditionAssociated]; ok {
+			if since, err := time.Parse(time.RFC3339, str(feedbackAssociatedSince)); err == nil {
+				a.LastTransitionTime = metav1.NewTime(since)
+				fb.Conditions[hostfleetv1alpha1.ConditionAssociated] = a
+			}
 		}
 		if v, ok := values[feedbackPoweredOn]; ok && v.Boolean != nil {
 			fb.PoweredOn = *v.Boolean

@@ -2,7 +2,9 @@ package forwarder
 
 import (
 	"fmt"
+	"regexp"
 	"slices"
+	"time"
 
 	metal3api "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -114,10 +116,9 @@ func mirror(c *metal3api.HostClaim, s State, fb *Feedback) {
 			meta.RemoveStatusCondition(&c.Status.Conditions, t)
 			continue
 		}
-		if tc.Reason == "" {
-			tc.Reason = "Unspecified"
-		}
-		setCondition(c, t, tc.Status, tc.Reason, tc.Message)
+		tc = valid(tc)
+		conditions.Set(&c.Status.Conditions, metav1.Condition{Type: t, Status: tc.Status, Reason: tc.Reason, Message: tc.Message,
+			ObservedGeneration: c.Generation, LastTransitionTime: sinceAtMost(tc.LastTransitionTime, time.Now())})
 	}
 	c.Status.PoweredOn = fb.PoweredOn
 	c.Status.BareMetalHost = fb.BareMetalHost
@@ -138,6 +139,34 @@ func mirror(c *metal3api.HostClaim, s State, fb *Feedback) {
 	}
 	setCondition(c, hostfleetv1alpha1.ConditionForwarded, metav1.ConditionTrue, hostfleetv1alpha1.ReasonTargetNotBound, fmt.Sprintf(
 		"applied on %s as HostClaim %s; not bound to a host%s: %s", s.Cluster, target, servedBy, why))
+}
+
+// conditionReason is what the API accepts as a condition's reason.
+var conditionReason = regexp.MustCompile(`^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$`)
+
+// valid is a target's condition as the hub's API accepts it: a status
+// other than True, False or Unknown is Unknown, a reason that is not one
+// (or none) is Unspecified. Whatever a target cluster reports, the claim's
+// status write goes through.
+func valid(c metav1.Condition) metav1.Condition {
+	switch c.Status {
+	case metav1.ConditionTrue, metav1.ConditionFalse, metav1.ConditionUnknown:
+	default:
+		c.Status = metav1.ConditionUnknown
+	}
+	if len(c.Reason) > 1024 || !conditionReason.MatchString(c.Reason) {
+		c.Reason = "Unspecified"
+	}
+	return c
+}
+
+// sinceAtMost is a target's transition time, if any, never later than now
+// (zero: SetStatusCondition takes now).
+func sinceAtMost(t metav1.Time, now time.Time) metav1.Time {
+	if t.IsZero() || t.After(now) {
+		return metav1.Time{}
+	}
+	return t
 }
 
 // distrust is why the mirrored Ready cannot be trusted, if it cannot: the
@@ -169,6 +198,12 @@ func distrust(c *metal3api.HostClaim, s State, fb *Feedback) (reason, msg string
 			"the target claim %s on %s does not report %s, so the hub cannot tell whether it is ready "+
 				"(upstream baremetal-operator's HostClaim controller writes only Associated and Synchronized); serve %s with the Hostfleet agent's --local-claims for a Ready condition",
 			target, s.Cluster, joinMissing(m), s.Cluster)
+	}
+	if !fb.Bound() {
+		a := fb.Conditions[hostfleetv1alpha1.ConditionAssociated]
+		return hostfleetv1alpha1.ReasonTargetNotBound, fmt.Sprintf(
+			"the target claim %s on %s reports Ready but is not bound to a host (Associated %s %s): its Ready is not trusted",
+			target, s.Cluster, a.Status, a.Reason)
 	}
 	return "", ""
 }

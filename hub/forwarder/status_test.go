@@ -2,6 +2,7 @@ package forwarder
 
 import (
 	"testing"
+	"time"
 
 	"k8s.io/utils/ptr"
 
@@ -114,6 +115,18 @@ func TestSetStatus(t *testing.T) {
 			}
 		})
 	}
+	t.Run("Associated keeps when the target was bound, as its agent's clock says: the scheduler compares it with that agent's inventory", func(t *testing.T) {
+		g := NewWithT(t)
+		c := claim()
+		SetStatus(c, State{Cluster: "c1", Work: work(true, merge(bound, map[string]any{"Associated.lastTransitionTime": "2026-11-22T09:59:58Z"})), ClusterAvailable: true})
+		a := meta.FindStatusCondition(c.Status.Conditions, hostfleetv1alpha1.ConditionAssociated)
+		g.Expect(a.LastTransitionTime.UTC()).To(Equal(time.Date(2026, 11, 22, 9, 59, 58, 0, time.UTC)))
+		future := time.Now().Add(time.Hour).UTC().Format(time.RFC3339)
+		c = claim()
+		SetStatus(c, State{Cluster: "c1", Work: work(true, merge(bound, map[string]any{"Associated.lastTransitionTime": future})), ClusterAvailable: true})
+		a = meta.FindStatusCondition(c.Status.Conditions, hostfleetv1alpha1.ConditionAssociated)
+		g.Expect(a.LastTransitionTime.Time).To(BeTemporally("<=", time.Now()), "never later than the hub's now")
+	})
 	t.Run("mirrored fields", func(t *testing.T) {
 		g := NewWithT(t)
 		c := claim()
