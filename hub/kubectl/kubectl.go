@@ -2,7 +2,7 @@
 // `claims` lists claims with where they run and why they are not Ready,
 // `why` walks one claim's path and says what to do, `fleet` sums up the
 // clusters and tenants, `extend` extends a claim's lease, `usage` sums
-// host use. It uses the caller's kubeconfig and rights only.
+// host use, `forget-cluster` lets go of a lost cluster's deleted claims. It uses the caller's kubeconfig and rights only.
 package kubectl
 
 import (
@@ -16,6 +16,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/tools/clientcmd"
 	addonv1beta1 "open-cluster-management.io/api/addon/v1beta1"
+	clusterv1 "open-cluster-management.io/api/cluster/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/hostfleet/hostfleet/internal/scheme"
@@ -40,6 +41,10 @@ const Usage = `kubectl hostfleet: Hostfleet's claims, explained.
   kubectl hostfleet usage [--tenant NAME] [--since YYYY-MM-DD]
       host-hours per tenant, host class and cluster, from the clusters'
       HostUsage records (a hub administrator's view)
+  kubectl hostfleet forget-cluster CLUSTER
+      lets go of the claims being deleted on a cluster lost for good (not
+      Available): removes the finalizers only its agent would remove; no
+      other cluster is touched (a hub cluster administrator's command)
 
 The usual kubeconfig flags apply (--kubeconfig, --context, -n, ...).
 `
@@ -79,8 +84,10 @@ func Main(ctx context.Context, args []string, out io.Writer) error {
 		run = extendFlags(fs)
 	case "usage":
 		run = usageFlags(fs)
+	case "forget-cluster":
+		run = forgetFlags(fs)
 	default:
-		return fmt.Errorf("unknown command %q: use claims, why, fleet, extend or usage (kubectl hostfleet --help)", cmd)
+		return fmt.Errorf("unknown command %q: use claims, why, fleet, extend, usage or forget-cluster (kubectl hostfleet --help)", cmd)
 	}
 	if err := fs.Parse(args); err != nil {
 		return fmt.Errorf("%s: %w (kubectl hostfleet --help)", cmd, err)
@@ -106,7 +113,7 @@ func connect(rules *clientcmd.ClientConfigLoadingRules, overrides *clientcmd.Con
 	if err != nil {
 		return nil, fmt.Errorf("the kubeconfig's namespace: %w", err)
 	}
-	s := scheme.New(addonv1beta1.Install)
+	s := scheme.New(addonv1beta1.Install, clusterv1.Install)
 	c, err := client.NewWithWatch(cfg, client.Options{Scheme: s})
 	if err != nil {
 		return nil, fmt.Errorf("connect to %s: %w", cfg.Host, err)

@@ -35,6 +35,9 @@ const (
 	// deleted); those its cluster's inventory does not count yet are
 	// pending (uncounted).
 	pendingIndex = "hostfleet.pending-on"
+	// onClusterIndex: the cluster of a claim placed there, being deleted or
+	// not.
+	onClusterIndex = "hostfleet.on-cluster"
 	// unplacedIndex: "true" for claims without a cluster.
 	unplacedIndex = "hostfleet.unplaced"
 	// classHeldIndex: "true" for unplaced claims a host class holds back
@@ -66,6 +69,9 @@ type Reconciler struct {
 	// each, and reflection) cost most of the hub controller's CPU (make
 	// bench-scale). What they return is never changed.
 	claims, inventories toolscache.Indexer
+	// clusters are the ManagedClusters: none is placed on one that is not
+	// Available (lost.go).
+	clusters toolscache.Indexer
 }
 
 // shownPlaced reports whether the cache shows the claim placed, or gone.
@@ -104,8 +110,11 @@ func uncounted(c *metal3api.HostClaim, inv *hostfleetv1alpha1.HostInventory) boo
 // writes it: claimstatus).
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	c := &metal3api.HostClaim{}
-	if err := r.Client.Get(ctx, req.NamespacedName, c); err != nil || !c.DeletionTimestamp.IsZero() {
+	if err := r.Client.Get(ctx, req.NamespacedName, c); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !c.DeletionTimestamp.IsZero() {
+		return r.deleting(ctx, c)
 	}
 	// Who writes what is judged on the claim as read: an unplaced claim's
 	// Ready is the scheduler's, a placed one's its agent's.
@@ -192,7 +201,7 @@ func (r *Reconciler) schedule(ctx context.Context, c *metal3api.HostClaim, v *ve
 func (r *Reconciler) decide(c *metal3api.HostClaim, t *hostfleetv1alpha1.Tenant, clusters []string) (res Result, excluded []hostfleetv1alpha1.ClassSelector, stale bool, _ error) {
 	in := Input{Claim: c, Clusters: clusters, Inventories: map[string]*hostfleetv1alpha1.HostInventory{},
 		Pending: map[string][]*metal3api.HostClaim{}, Prefixes: t.Spec.LabelSyncPrefixes, Exclude: map[string]bool{},
-		Placement: c.Annotations[hostfleetv1alpha1.AnnotationPlacement], SetClusters: t.Status.Clusters, Remote: isRemote(c)}
+		Placement: c.Annotations[hostfleetv1alpha1.AnnotationPlacement], SetClusters: t.Status.Clusters, Remote: isRemote(c), Unavailable: r.downFor(clusters)}
 	for _, e := range strings.Split(c.Annotations[hostfleetv1alpha1.AnnotationExcluded], ",") {
 		if e != "" {
 			in.Exclude[e] = true
@@ -278,15 +287,24 @@ func (r *Reconciler) place(ctx context.Context, c *metal3api.HostClaim, res Resu
 // condition (repaired if it lost a write race), and undone when the claim
 // was not bound within the Deadline.
 func (r *Reconciler) placed(ctx context.Context, c *metal3api.HostClaim, t *hostfleetv1alpha1.Tenant, cluster string, clusters []string, v *verdict) (ctrl.Result, error) {
-	if c.Annotations[hostfleetv1alpha1.AnnotationPlacedBy] != hostfleetv1alpha1.PlacedByScheduler {
+	_, paused := conditions.PausedBy(c.Annotations)
+	served := associated(c) || holds(c) != "" || isRemote(c) || paused
+	byScheduler := c.Annotations[hostfleetv1alpha1.AnnotationPlacedBy] == hostfleetv1alpha1.PlacedByScheduler
+	since, down := r.unavailable(cluster)
+	if down && (served || !byScheduler) {
+		*v = stranded(cluster, since)
+		return ctrl.Result{}, nil
+	}
+	if down {
+		return r.replace(ctx, c, cluster, fmt.Sprintf("is not Available since %s and nothing holds the claim there", at(since)), v)
+	}
+	if !byScheduler {
 		*v = r.pinned(c, t, cluster, clusters)
 		return ctrl.Result{}, nil
 	}
-	_, paused := conditions.PausedBy(c.Annotations)
-	// The agent has it; a remote claim is served by its target, bound or
-	// not, and a paused claim waits where it is: none is moved by the
-	// deadline.
-	served := associated(c) || holds(c) != "" || isRemote(c) || paused
+	// The agent has it (served); a remote claim is served by its target,
+	// bound or not, and a paused claim waits where it is: none is moved by
+	// the deadline.
 	if !conditions.SaysPlaced(c.Status.Conditions) {
 		*v = placedOn(cluster)
 		if served {
@@ -301,7 +319,7 @@ func (r *Reconciler) placed(ctx context.Context, c *metal3api.HostClaim, t *host
 	if left := r.Deadline - time.Since(cond.LastTransitionTime.Time); left > 0 {
 		return ctrl.Result{RequeueAfter: left}, nil
 	}
-	return r.replace(ctx, c, cluster, v)
+	return r.replace(ctx, c, cluster, fmt.Sprintf("did not bind the claim within %s", r.Deadline), v)
 }
 
 // pinned is the verdict on a tenant's pin: the cluster must be one of the
@@ -318,7 +336,10 @@ func (r *Reconciler) pinned(c *metal3api.HostClaim, t *hostfleetv1alpha1.Tenant,
 // replace takes a placement that did not bind in time back, excluding its
 // cluster from the next decision; the Scheduled condition says so
 // (Reconcile).
-func (r *Reconciler) replace(ctx context.Context, c *metal3api.HostClaim, cluster string, v *verdict) (ctrl.Result, error) {
+func (r *Reconciler) replace(ctx context.Context, c *metal3api.HostClaim, cluster, why string, v *verdict) (ctrl.Result, error) {
+	// Its placement there, if still expected, is over: the next decision
+	// places it afresh.
+	r.expect.remove(c, cluster)
 	orig := c.DeepCopy()
 	delete(c.Labels, hostfleetv1alpha1.LabelCluster)
 	delete(c.Annotations, hostfleetv1alpha1.AnnotationPlacedBy)
@@ -330,7 +351,7 @@ func (r *Reconciler) replace(ctx context.Context, c *metal3api.HostClaim, cluste
 		return requeue.OnConflict(fmt.Errorf("take claim %s back from %s: %w", klog.KObj(c), cluster, err))
 	}
 	ctrl.LoggerFrom(ctx).V(1).Info("claim not bound in time: placing it elsewhere", "cluster", cluster, "deadline", r.Deadline, "excluded", c.Annotations[hostfleetv1alpha1.AnnotationExcluded])
-	*v = not(hostfleetv1alpha1.ReasonRescheduling, fmt.Sprintf("%s did not bind the claim within %s; placing it elsewhere", cluster, r.Deadline))
+	*v = not(hostfleetv1alpha1.ReasonRescheduling, fmt.Sprintf("%s %s; placing it elsewhere", cluster, why))
 	return ctrl.Result{RequeueAfter: time.Second}, nil
 }
 

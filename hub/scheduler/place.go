@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"time"
 
 	metal3api "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -41,6 +42,9 @@ type Input struct {
 	// the tenant's clusters before the Placement narrowed them.
 	Placement   string
 	SetClusters []string
+	// Unavailable are the candidates whose ManagedCluster is not
+	// Available, with since when: no claim is placed there.
+	Unavailable map[string]time.Time
 	// Remote: the claim is forwarded (hostfleet.io/kind=remote). A cluster
 	// that publishes no HostInventory (one that runs only its own HostClaim
 	// controller, no Hostfleet agent) is then a candidate of unknown
@@ -82,6 +86,8 @@ func Place(in Input) Result {
 		switch {
 		case in.Exclude[c]:
 			why = append(why, c+" (did not bind it in time)")
+		case !in.Unavailable[c].IsZero():
+			why = append(why, fmt.Sprintf("%s (not Available since %s)", c, in.Unavailable[c].UTC().Format(time.RFC3339)))
 		case inv == nil && in.Remote:
 			unknown = append(unknown, c)
 		case inv == nil:

@@ -6,13 +6,17 @@ import (
 
 	metal3api "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
+	clusterv1 "open-cluster-management.io/api/cluster/v1"
 	clusterv1beta1 "open-cluster-management.io/api/cluster/v1beta1"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
@@ -28,10 +32,54 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, o s
 	if err != nil {
 		return err
 	}
-	if err := claims.AddIndexers(toolscache.Indexers{
+	if err := claims.AddIndexers(claimIndexers()); err != nil {
+		return fmt.Errorf("index claims: %w", err)
+	}
+	inventories, err := storeOf(ctx, mgr, &hostfleetv1alpha1.HostInventory{})
+	if err != nil {
+		return err
+	}
+	managedClusters, err := storeOf(ctx, mgr, &clusterv1.ManagedCluster{})
+	if err != nil {
+		return err
+	}
+	r.claims, r.inventories, r.clusters = claims.GetIndexer(), inventories.GetIndexer(), managedClusters.GetIndexer()
+	unplaced := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, _ client.Object) []reconcile.Request {
+		return r.requests(ctx, unplacedIndex)
+	})
+	// A claim gone may free a place in a host class: the claims a class
+	// holds back are looked at again.
+	classHeld := handler.Funcs{DeleteFunc: func(ctx context.Context, _ event.TypedDeleteEvent[client.Object], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+		for _, req := range r.requests(ctx, classHeldIndex) {
+			q.Add(req)
+		}
+	}}
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("scheduler").
+		For(&metal3api.HostClaim{}).
+		Watches(&metal3api.HostClaim{}, classHeld).
+		Watches(&hostfleetv1alpha1.HostInventory{}, unplaced).
+		Watches(&hostfleetv1alpha1.Tenant{}, unplaced).
+		Watches(&clusterv1beta1.PlacementDecision{}, unplaced).
+		Watches(&clusterv1.ManagedCluster{}, handler.EnqueueRequestsFromMapFunc(r.onAvailability), builder.WithPredicates(availability)).
+		WithOptions(o.Controller(1)).
+		Complete(r)
+}
+
+// claimIndexers index the claims by where they are placed, whether they
+// are placed, and whether a host class holds them back.
+func claimIndexers() toolscache.Indexers {
+	return toolscache.Indexers{
 		pendingIndex: func(o any) ([]string, error) {
 			c, ok := o.(*metal3api.HostClaim)
 			if !ok || c.DeletionTimestamp != nil || c.Labels[hostfleetv1alpha1.LabelCluster] == "" {
+				return nil, nil
+			}
+			return []string{c.Labels[hostfleetv1alpha1.LabelCluster]}, nil
+		},
+		onClusterIndex: func(o any) ([]string, error) {
+			c, ok := o.(*metal3api.HostClaim)
+			if !ok || c.Labels[hostfleetv1alpha1.LabelCluster] == "" {
 				return nil, nil
 			}
 			return []string{c.Labels[hostfleetv1alpha1.LabelCluster]}, nil
@@ -54,33 +102,31 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, o s
 			}
 			return []string{"true"}, nil
 		},
-	}); err != nil {
-		return fmt.Errorf("index claims: %w", err)
 	}
-	inventories, err := storeOf(ctx, mgr, &hostfleetv1alpha1.HostInventory{})
-	if err != nil {
-		return err
+}
+
+// availability passes a ManagedCluster whose Available condition changed
+// status, or one first seen not Available: its other updates, and the
+// hub's start over thousands of Available clusters, change no claim.
+var availability = predicate.Funcs{
+	CreateFunc: func(e event.CreateEvent) bool { return down(e.Object) },
+	DeleteFunc: func(event.DeleteEvent) bool { return false },
+	UpdateFunc: func(e event.UpdateEvent) bool { return available(e.ObjectOld) != available(e.ObjectNew) },
+}
+
+func available(o client.Object) bool {
+	mc, ok := o.(*clusterv1.ManagedCluster)
+	return ok && meta.IsStatusConditionTrue(mc.Status.Conditions, clusterv1.ManagedClusterConditionAvailable)
+}
+
+// down: the ManagedCluster says it is not Available (False or Unknown).
+func down(o client.Object) bool {
+	mc, ok := o.(*clusterv1.ManagedCluster)
+	if !ok {
+		return false
 	}
-	r.claims, r.inventories = claims.GetIndexer(), inventories.GetIndexer()
-	unplaced := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, _ client.Object) []reconcile.Request {
-		return r.requests(ctx, unplacedIndex)
-	})
-	// A claim gone may free a place in a host class: the claims a class
-	// holds back are looked at again.
-	classHeld := handler.Funcs{DeleteFunc: func(ctx context.Context, _ event.TypedDeleteEvent[client.Object], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-		for _, req := range r.requests(ctx, classHeldIndex) {
-			q.Add(req)
-		}
-	}}
-	return ctrl.NewControllerManagedBy(mgr).
-		Named("scheduler").
-		For(&metal3api.HostClaim{}).
-		Watches(&metal3api.HostClaim{}, classHeld).
-		Watches(&hostfleetv1alpha1.HostInventory{}, unplaced).
-		Watches(&hostfleetv1alpha1.Tenant{}, unplaced).
-		Watches(&clusterv1beta1.PlacementDecision{}, unplaced).
-		WithOptions(o.Controller(1)).
-		Complete(r)
+	c := meta.FindStatusCondition(mc.Status.Conditions, clusterv1.ManagedClusterConditionAvailable)
+	return c != nil && c.Status != metav1.ConditionTrue
 }
 
 // requests are the claims an index of r.claims lists under "true".

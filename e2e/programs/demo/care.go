@@ -20,7 +20,7 @@ import (
 // deadline; server-0 erases itself (the erase image by virtual media)
 // before it is in maintenance; completing the maintenance returns it.
 func (r *run) care(ctx context.Context) error {
-	deadline := time.Now().Add(20 * time.Second).Truncate(time.Second)
+	deadline := time.Now().Add(12 * time.Second).Truncate(time.Second)
 	m := &hostfleetv1alpha1.HostMaintenance{ObjectMeta: metav1.ObjectMeta{Namespace: edge, Name: "firmware-edge"},
 		Spec: hostfleetv1alpha1.HostMaintenanceSpec{HostSelector: metav1.LabelSelector{MatchLabels: map[string]string{"example.com/size": "medium"}},
 			Policy: hostfleetv1alpha1.MaintenanceEnforced, Deadline: metav1.NewTime(deadline), Reason: "BMC firmware 2.14"}}
@@ -28,7 +28,7 @@ func (r *run) care(ctx context.Context) error {
 		return fmt.Errorf("create HostMaintenance: %w", err)
 	}
 	r.say("")
-	r.say("HostMaintenance %s/%s (Enforced, deadline in 20 s, %q) takes infra-3's medium host, server-0, out of service:", edge, m.Name, m.Spec.Reason)
+	r.say("HostMaintenance %s/%s (Enforced, deadline in 12 s, %q) takes infra-3's medium host, server-0, out of service:", edge, m.Name, m.Spec.Reason)
 	c := &metal3api.HostClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant-acme", Name: "edge-1"}}
 	if err := r.waitClaim(ctx, c, func(c *metal3api.HostClaim) bool {
 		return c != nil && meta.IsStatusConditionTrue(c.Status.Conditions, hostfleetv1alpha1.ConditionMaintenanceRequested)

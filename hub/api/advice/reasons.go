@@ -14,6 +14,7 @@ var Sections = []Section{
 			{Reason: "NoTenant", Cause: "the claim's namespace belongs to no Tenant", Fix: "create claims only in a tenant's namespace"},
 			{Reason: "HoldsHost", Cause: "the claim holds a host but lost its `hostfleet.io/cluster` label", Fix: "put the label back (the message names the cluster); it is never placed again otherwise"},
 			{Reason: "NotPlaced", Cause: "a remote claim has no cluster yet", Fix: "wait for the scheduler, or pin it"},
+			{Reason: "ClusterUnavailable", Cause: "the claim's cluster is not Available (OCM marks it Unknown when its klusterlet stops renewing): its agent cannot act on the claim; nothing new is placed there, and a claim deleted there waits for its agent", Fix: "bring the cluster's klusterlet and agent back; if the cluster is lost for good, delete its claims, then a hub cluster administrator runs `kubectl hostfleet forget-cluster CLUSTER` ([operations](operations.md#a-cluster-lost-for-good))"},
 			{Reason: "ClassQuotaExceeded", Cause: "(also on Ready) placing the claim would take a host class of its tenant over its `maxClaims`; the message names the class and its use", Fix: "delete a claim of that class, or ask the hub administrator to raise the class's `maxClaims` (`kubectl hostfleet fleet`); the claim is placed as soon as there is room"},
 		}},
 	{Title: "LeaseExpiring (the hub's lease controller)", Condition: "LeaseExpiring",
