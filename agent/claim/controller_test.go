@@ -47,6 +47,23 @@ func mustCreate(t *testing.T, c client.Client, objs ...client.Object) {
 	}
 }
 
+// servedScene starts a hub and infra-1 where infra-1 serves tenant a (its
+// ClusterTenancy says so, with a's namespace labelled), and the host
+// infrastructure of hostInfra.
+func servedScene(t *testing.T, a hostfleetv1alpha1.ServedTenant) (*planes.Fleet, client.Client, client.Client) {
+	t.Helper()
+	f := planes.ForTest(t, "hub", "infra-1")
+	hub, infra := f.Plane("hub").Client, f.Plane("infra-1").Client
+	a.Name, a.Namespaces = "a", []string{tenantNS}
+	mustCreate(t, hub,
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "infra-1"}},
+		planes.Tenancy("infra-1", a),
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: tenantNS, Labels: map[string]string{hostfleetv1alpha1.LabelTenant: "a"}}},
+	)
+	hostInfra(t, infra)
+	return f, hub, infra
+}
+
 // hostInfra creates the hosts namespace, BMC credentials and a policy that
 // admits tenant namespaces.
 func hostInfra(t *testing.T, c client.Client) {

@@ -7,9 +7,7 @@ import (
 
 	metal3api "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
 	. "github.com/onsi/gomega"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -17,7 +15,6 @@ import (
 	"github.com/hostfleet/hostfleet/agent/bmcdriver"
 	"github.com/hostfleet/hostfleet/e2e/emulators/ipmisim"
 	"github.com/hostfleet/hostfleet/e2e/emulators/redfish"
-	"github.com/hostfleet/hostfleet/e2e/harness/planes"
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
 )
 
@@ -32,13 +29,7 @@ import (
 func TestEraseOnRelease(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	f := planes.ForTest(t, "hub", "infra-1")
-	hub, infra := f.Plane("hub").Client, f.Plane("infra-1").Client
-	mustCreate(t, hub,
-		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "infra-1"}},
-		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: tenantNS, Labels: map[string]string{hostfleetv1alpha1.LabelTenant: "a"}}},
-		planes.Tenancy("infra-1", hostfleetv1alpha1.ServedTenant{Name: "a", Namespaces: []string{tenantNS}, Erase: hostfleetv1alpha1.EraseMetadata}))
-	hostInfra(t, infra)
+	f, hub, infra := servedScene(t, hostfleetv1alpha1.ServedTenant{Erase: hostfleetv1alpha1.EraseMetadata})
 	iso := redfish.ImageServer()
 	t.Cleanup(iso.Close)
 	erasing := redfish.Start(redfish.Options{Username: "admin", Password: "secret", Erase: 2 * time.Second})

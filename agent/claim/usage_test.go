@@ -7,13 +7,11 @@ import (
 
 	metal3api "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
 	. "github.com/onsi/gomega"
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/hostfleet/hostfleet/agent/app"
-	"github.com/hostfleet/hostfleet/e2e/harness/planes"
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
 )
 
@@ -26,14 +24,7 @@ import (
 func TestUsage(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	f := planes.ForTest(t, "hub", "infra-1")
-	hub, infra := f.Plane("hub").Client, f.Plane("infra-1").Client
-	mustCreate(t, hub,
-		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "infra-1"}},
-		planes.Tenancy("infra-1", hostfleetv1alpha1.ServedTenant{Name: "a", Namespaces: []string{tenantNS}, LabelSyncPrefixes: []string{"example.com"}}),
-		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: tenantNS, Labels: map[string]string{hostfleetv1alpha1.LabelTenant: "a"}}},
-	)
-	hostInfra(t, infra)
+	f, hub, infra := servedScene(t, hostfleetv1alpha1.ServedTenant{LabelSyncPrefixes: []string{"example.com"}})
 	h := bmh("h0", 0, map[string]string{"example.com/gpu": "yes", "other.org/owner": "ops"})
 	mustCreate(t, infra, h)
 	h.Status.Provisioning.State, h.Status.OperationalStatus = metal3api.StateAvailable, metal3api.OperationalStatusOK
