@@ -87,7 +87,7 @@ func Place(in Input) Result {
 		case in.Exclude[c]:
 			why = append(why, c+" (did not bind it in time)")
 		case !in.Unavailable[c].IsZero():
-			why = append(why, fmt.Sprintf("%s (not Available since %s)", c, in.Unavailable[c].UTC().Format(time.RFC3339)))
+			why = append(why, fmt.Sprintf("%s (not Available since %s)", c, at(in.Unavailable[c])))
 		case inv == nil && in.Remote:
 			unknown = append(unknown, c)
 		case inv == nil:
