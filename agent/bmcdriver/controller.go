@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"reflect"
+	"sync"
 	"time"
 
 	metal3api "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
@@ -24,6 +25,7 @@ import (
 	"github.com/hostfleet/hostfleet/agent/bmc"
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
 	"github.com/hostfleet/hostfleet/internal/requeue"
+	"github.com/hostfleet/hostfleet/internal/resume"
 	"github.com/hostfleet/hostfleet/internal/setup"
 )
 
@@ -52,6 +54,10 @@ type Reconciler struct {
 	// Open opens a session with a host's BMC; nil means bmc.Open. Tests
 	// give the state handlers a BMC of their own.
 	Open func(ctx context.Context, addr bmc.Address, username, password string, o bmc.Options) (bmc.Driver, error)
+
+	// unsent holds, by host UID, the last change whose record's write
+	// failed: its command was not sent.
+	unsent sync.Map
 }
 
 // Defaults of Reconciler.Power: baremetal-operator's 3 minutes for a soft
@@ -89,7 +95,7 @@ func (r *Reconciler) SetupWithManager(_ context.Context, mgr ctrl.Manager, o set
 				},
 			})).
 		WithOptions(o.Controller(10)).
-		Complete(r)
+		Complete(resume.Reconciler(r))
 }
 
 // drives says whether the driver drives host.

@@ -48,6 +48,10 @@ type Change struct {
 	Left bool
 	// For names the step the change belongs to (ForProvision), if any.
 	For string
+	// Unsent: the change was remembered and its command not sent, as the
+	// write's answer was lost (it landed, the agent could not know). Only
+	// the agent that wrote it knows; it is never stored.
+	Unsent bool
 }
 
 // Want is the power a host should have.
@@ -209,6 +213,13 @@ func (c *Change) landed(s bmc.PowerState, now time.Time, t Timing) bool {
 func (c *Change) follow(now time.Time, s bmc.PowerState, t Timing) Step {
 	elapsed := now.Sub(c.SentAt.Time)
 	st := Step{Change: c, Requeue: t.readAgain(elapsed)}
+	if c.Unsent {
+		// Its record stands and nothing was sent: send it now, as it
+		// would have been.
+		c.Unsent, c.SentAt = false, metav1.NewMicroTime(now)
+		st.Send, st.Requeue = c.Command, t.readAgain(0)
+		return st
+	}
 	if c.Command == bmc.CommandForceRestart && s != bmc.PowerOn {
 		c.Left = true
 	}
@@ -241,6 +252,12 @@ func (c *Change) follow(now time.Time, s bmc.PowerState, t Timing) Step {
 			c.words(), c.Since.UTC().Format(time.RFC3339), s, c.Sent, c.Command, t.wait(c.Sent))
 	}
 	return st
+}
+
+// same: o is c as its record reads back (times to the millisecond).
+func (c Change) same(o *Change) bool {
+	return c.Target == o.Target && c.Command == o.Command && c.Sent == o.Sent &&
+		c.SentAt.Truncate(time.Millisecond).Equal(o.SentAt.Truncate(time.Millisecond))
 }
 
 // words says what the change is doing.

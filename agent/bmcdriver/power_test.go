@@ -94,6 +94,31 @@ func TestDecideResendsWithBackoffThenStuck(t *testing.T) {
 	g.Expect(st.Stuck).To(BeEmpty())
 }
 
+// TestDecideUnsent: a change whose record was written but whose command
+// was not sent (the write's answer lost) is sent at the next read, once,
+// not after Timing.Wait; read back as stored, it waits.
+func TestDecideUnsent(t *testing.T) {
+	g := NewWithT(t)
+	c := &clock{g: g, now: time.Unix(1e9, 0)}
+	on := bmcdriver.Want{On: true}
+	first := c.read(0, bmc.PowerOff, on)
+	g.Expect(first.Send).To(Equal(bmc.CommandOn))
+
+	stored := *c.pc
+	st := c.read(time.Second, bmc.PowerOff, on)
+	g.Expect(st.Send).To(BeEmpty(), "a command that was sent has a minute to land")
+
+	unsent := stored
+	unsent.Unsent = true
+	c.pc = &unsent
+	st = c.read(time.Second, bmc.PowerOff, on)
+	g.Expect(st.Send).To(Equal(bmc.CommandOn), "never sent: sent now")
+	g.Expect(st.Change.Sent).To(Equal(1), "the first time")
+	g.Expect(st.Change.Unsent).To(BeFalse())
+	g.Expect(st.Change.SentAt.Time).To(Equal(c.now))
+	g.Expect(c.read(time.Second, bmc.PowerOff, on).Send).To(BeEmpty(), "then it has its minute")
+}
+
 func TestDecideReboot(t *testing.T) {
 	g := NewWithT(t)
 	hard := bmcdriver.Want{On: true, Reboot: true, Hard: true}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/hostfleet/hostfleet/agent/bmc"
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
+	"github.com/hostfleet/hostfleet/internal/resume"
 )
 
 // register checks that the BMC answers with the credentials, then inspects
@@ -213,6 +214,10 @@ func (x *run) drivePower(ctx context.Context, want Want, kind metal3api.ErrorTyp
 	if perr != nil {
 		ctrl.LoggerFrom(ctx).Info(perr.Error())
 	}
+	if u, ok := x.unsent.Load(host.UID); ok && pc != nil && u.(Change).same(pc) {
+		pc.Unsent = true
+		x.unsent.Delete(host.UID)
+	}
 	now := time.Now()
 	st := Decide(now, s, want, pc, x.Power)
 	x.change, x.landed = st.Change, st.Landed
@@ -257,6 +262,13 @@ func (x *run) setPowerCondition(s bmc.PowerState) {
 // the next read starts over.
 func (x *run) send(ctx context.Context, st Step, kind metal3api.ErrorType) *hostError {
 	if err := x.remember(ctx); err != nil {
+		if resume.Unreachable(err) {
+			// The write may have landed and its answer been lost: if its
+			// record is read back, its command is sent then (not after
+			// Timing.Wait, as one that was sent). A write the API server
+			// refused (a conflict) did not land: nothing to keep.
+			x.unsent.Store(x.host.UID, *st.Change)
+		}
 		return fail(kind, "remember the power change on the host before sending it: %v", err)
 	}
 	if err := x.d.Send(ctx, st.Send); err != nil {

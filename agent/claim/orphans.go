@@ -24,6 +24,7 @@ import (
 	"github.com/hostfleet/hostfleet/agent/metrics"
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
 	"github.com/hostfleet/hostfleet/internal/requeue"
+	"github.com/hostfleet/hostfleet/internal/resume"
 	"github.com/hostfleet/hostfleet/internal/setup"
 )
 
@@ -71,7 +72,7 @@ func (o *Orphans) SetupWithManager(_ context.Context, mgr ctrl.Manager, so setup
 					q.Add(r)
 				}
 			}})).
-		Complete(o)
+		Complete(resume.Reconciler(o))
 }
 
 // hostsOf are the hosts whose consumerRef names the claim.

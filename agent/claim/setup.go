@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/hostfleet/hostfleet/agent/binder"
+	"github.com/hostfleet/hostfleet/internal/resume"
 	"github.com/hostfleet/hostfleet/internal/setup"
 )
 
@@ -98,7 +99,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, o s
 		WatchesRawSource(source.Channel(r.wake, handler.TypedEnqueueRequestsFromMapFunc(
 			func(ctx context.Context, _ *metal3api.HostClaim) []reconcile.Request { return r.waitingClaims(ctx) }))).
 		WithOptions(o.Controller(1)).
-		Complete(r)
+		Complete(resume.Reconciler(r))
 }
 
 // claimsForHost maps a host event to the claim that holds it (in local

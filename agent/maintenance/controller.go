@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
+	"github.com/hostfleet/hostfleet/internal/resume"
 	"github.com/hostfleet/hostfleet/internal/setup"
 )
 
@@ -65,7 +66,7 @@ func (r *Reconciler) SetupWithManager(_ context.Context, mgr ctrl.Manager, o set
 		WatchesRawSource(source.Kind(o.Managed.GetCache(), &metal3api.BareMetalHost{},
 			handler.TypedEnqueueRequestsFromMapFunc(func(context.Context, *metal3api.BareMetalHost) []reconcile.Request { return []reconcile.Request{all} }),
 			hosts)).
-		Complete(r)
+		Complete(resume.Reconciler(r))
 }
 
 func marked(h *metal3api.BareMetalHost) bool {

@@ -33,6 +33,7 @@ import (
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
 	"github.com/hostfleet/hostfleet/internal/claimstatus"
 	"github.com/hostfleet/hostfleet/internal/conditions"
+	"github.com/hostfleet/hostfleet/internal/resume"
 	"github.com/hostfleet/hostfleet/internal/setup"
 )
 
@@ -80,7 +81,7 @@ func (r *Reconciler) SetupWithManager(_ context.Context, mgr ctrl.Manager, o set
 				return []reconcile.Request{all}
 			}),
 			predicate.TypedFuncs[*corev1.Node]{UpdateFunc: nodeMoved})).
-		Complete(r)
+		Complete(resume.Reconciler(r))
 }
 
 // claimMoved ignores status writes that change nothing label sync reads

@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
+	"github.com/hostfleet/hostfleet/internal/resume"
 	"github.com/hostfleet/hostfleet/internal/setup"
 )
 
@@ -61,7 +62,7 @@ func (r *Reconciler) SetupWithManager(_ context.Context, mgr ctrl.Manager, o set
 		Watches(&corev1.Namespace{}, byName, builder.WithPredicates(onlyCreate)).
 		Watches(&hostfleetv1alpha1.ClusterTenancy{}, byNamespace).
 		Watches(&hostfleetv1alpha1.Tenant{}, tenants).
-		Complete(r)
+		Complete(resume.Reconciler(r))
 }
 
 func asTenant(o client.Object) *hostfleetv1alpha1.Tenant {

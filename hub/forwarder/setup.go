@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
+	"github.com/hostfleet/hostfleet/internal/resume"
 	"github.com/hostfleet/hostfleet/internal/setup"
 )
 
@@ -92,7 +93,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, o s
 		Watches(&addonv1beta1.ManagedClusterAddOn{}, claimsBy(clusterIndex, client.Object.GetNamespace),
 			builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool { return o.GetName() == hostfleetv1alpha1.AddonName }))).
 		Watches(&metal3api.HardwareData{}, sameName, builder.WithPredicates(isCopy)).
-		Complete(r)
+		Complete(resume.Reconciler(r))
 }
 
 // CacheByObject restricts a manager's cache of ManifestWorks to the

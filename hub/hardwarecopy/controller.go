@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
+	"github.com/hostfleet/hostfleet/internal/resume"
 	"github.com/hostfleet/hostfleet/internal/setup"
 )
 
@@ -53,7 +54,7 @@ func (r *Reconciler) SetupWithManager(_ context.Context, mgr ctrl.Manager, o set
 		Watches(&metal3api.HostClaim{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
 			return []reconcile.Request{{NamespacedName: client.ObjectKeyFromObject(o)}}
 		})).
-		Complete(r)
+		Complete(resume.Reconciler(r))
 }
 
 // Reconcile checks one copy against its claim.

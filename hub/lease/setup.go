@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
+	"github.com/hostfleet/hostfleet/internal/resume"
 	"github.com/hostfleet/hostfleet/internal/setup"
 )
 
@@ -37,5 +38,5 @@ func (r *Reconciler) SetupWithManager(_ context.Context, mgr ctrl.Manager, o set
 		For(&metal3api.HostClaim{}).
 		Watches(&hostfleetv1alpha1.Tenant{}, claims, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		WithOptions(o.Controller(2)).
-		Complete(r)
+		Complete(resume.Reconciler(r))
 }

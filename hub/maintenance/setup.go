@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
+	"github.com/hostfleet/hostfleet/internal/resume"
 	"github.com/hostfleet/hostfleet/internal/setup"
 )
 
@@ -52,7 +53,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, o s
 		For(&metal3api.HostClaim{}, builder.WithPredicates(predicate.AnnotationChangedPredicate{})).
 		Watches(&hostfleetv1alpha1.HostMaintenance{}, listed).
 		WithOptions(o.Controller(2)).
-		Complete(r)
+		Complete(resume.Reconciler(r))
 }
 
 func claimsOf(m *hostfleetv1alpha1.HostMaintenance) []string {

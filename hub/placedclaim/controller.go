@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
+	"github.com/hostfleet/hostfleet/internal/resume"
 	"github.com/hostfleet/hostfleet/internal/setup"
 )
 
@@ -55,7 +56,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, o s
 			return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: ns, Name: name}}}
 		}), builder.OnlyMetadata).
 		WithOptions(o.Controller(4)).
-		Complete(r)
+		Complete(resume.Reconciler(r))
 }
 
 // Reconcile brings one claim's copies to Decide's plan.

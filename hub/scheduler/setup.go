@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
+	"github.com/hostfleet/hostfleet/internal/resume"
 	"github.com/hostfleet/hostfleet/internal/setup"
 )
 
@@ -63,7 +64,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, o s
 		Watches(&clusterv1beta1.PlacementDecision{}, unplaced).
 		Watches(&clusterv1.ManagedCluster{}, handler.EnqueueRequestsFromMapFunc(r.onAvailability), builder.WithPredicates(availability)).
 		WithOptions(o.Controller(1)).
-		Complete(r)
+		Complete(resume.Reconciler(r))
 }
 
 // claimIndexers index the claims by where they are placed, whether they

@@ -24,6 +24,7 @@ import (
 
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
 	"github.com/hostfleet/hostfleet/internal/permissions"
+	"github.com/hostfleet/hostfleet/internal/resume"
 	"github.com/hostfleet/hostfleet/internal/setup"
 )
 
@@ -73,7 +74,7 @@ func (r *Reconciler) SetupWithManager(_ context.Context, mgr ctrl.Manager, o set
 			return slices.Contains(permissions.GrantedClusterRoleNames(), o.GetName())
 		}))).
 		Watches(&metal3api.HostClaim{}, byNamespace).
-		Complete(r)
+		Complete(resume.Reconciler(r))
 }
 
 // finalizersChanged passes a Tenant whose finalizers changed (its own is

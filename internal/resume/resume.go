@@ -13,6 +13,7 @@ package resume
 
 import (
 	"io"
+	"math/rand/v2"
 	"net/http"
 	"time"
 
@@ -20,10 +21,12 @@ import (
 	"k8s.io/klog/v2"
 )
 
-// Backoff bounds the waits between tries of a watch request.
+// Backoff bounds the waits between tries of a watch request: each wait is
+// between half of the bound and all of it, so that many clients that lost
+// their server at once do not come back in step.
 const (
 	firstWait = 200 * time.Millisecond
-	maxWait   = 10 * time.Second
+	maxWait   = 4 * time.Second
 )
 
 // Watches returns a copy of cfg whose watches resume as the package says;
@@ -52,11 +55,12 @@ func (t *transport) RoundTrip(r *http.Request) (*http.Response, error) {
 		}
 		// Said each time, as a reflector says a failed watch: a watch
 		// that can never connect (a wrong CA, say) is not silent.
-		klog.FromContext(r.Context()).Info("watch failed; trying again", "url", r.URL.Redacted(), "in", wait, "err", err.Error())
+		jittered := wait/2 + rand.N(wait/2)
+		klog.FromContext(r.Context()).Info("watch failed; trying again", "url", r.URL.Redacted(), "in", jittered, "err", err.Error())
 		select {
 		case <-r.Context().Done():
 			return nil, err
-		case <-time.After(wait):
+		case <-time.After(jittered):
 		}
 		wait = min(2*wait, maxWait)
 	}

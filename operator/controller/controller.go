@@ -27,6 +27,7 @@ import (
 
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
 	"github.com/hostfleet/hostfleet/internal/conditions"
+	"github.com/hostfleet/hostfleet/internal/resume"
 	"github.com/hostfleet/hostfleet/internal/setup"
 	operatorv1alpha1 "github.com/hostfleet/hostfleet/operator/api/v1alpha1"
 )
@@ -82,7 +83,7 @@ func (r *Reconciler) SetupWithManager(_ context.Context, mgr ctrl.Manager, o set
 		For(&operatorv1alpha1.HostfleetHub{}).
 		Watches(&appsv1.Deployment{}, byLabel).
 		Watches(&corev1.Secret{}, bySecret).
-		Complete(r)
+		Complete(resume.Reconciler(r))
 }
 
 // Reconcile applies a HostfleetHub's hub, or removes it: reach the hub;
