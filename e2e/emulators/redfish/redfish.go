@@ -76,6 +76,9 @@ type BMC struct {
 	sessions map[string]bool
 	faults   Faults
 	log      []string
+	// repeats are the power commands accepted that found the system
+	// already where they lead.
+	repeats []string
 
 	srv        *httptest.Server
 	down       bool
@@ -204,51 +207,6 @@ func (b *BMC) SetDown(down bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.down = down
-}
-
-// Power is the system's power state: "On" or "Off", or, with a
-// PowerChange latency, "PoweringOn" or "PoweringOff" while it changes.
-func (b *BMC) Power() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.settle()
-	return b.power
-}
-
-// BootOverride is the boot source override: enabled ("Disabled", "Once",
-// "Continuous") and target ("None", "Pxe", "Hdd", "Cd", "BiosSetup").
-func (b *BMC) BootOverride() (enabled, target string) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.boot.Enabled, b.boot.Target
-}
-
-// Media is the virtual CD: whether inserted, its image URL, and how many
-// bytes of it were fetched.
-func (b *BMC) Media() (inserted bool, image string, size int64) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.media.Inserted, b.media.Image, b.media.Size
-}
-
-// Actions are the state-changing requests served, in order ("Reset On",
-// "InsertMedia http://...", "PATCH Boot Once/Cd", ...).
-func (b *BMC) Actions() []string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return append([]string(nil), b.log...)
-}
-
-// Resets are the Reset actions the BMC accepted, in order ("On",
-// "ForceOff", ...): the power commands a client sent that it acted on.
-func (b *BMC) Resets() []string {
-	var out []string
-	for _, a := range b.Actions() {
-		if t, ok := strings.CutPrefix(a, "Reset "); ok && !strings.Contains(t, " refused") {
-			out = append(out, t)
-		}
-	}
-	return out
 }
 
 func (b *BMC) record(format string, args ...any) {
@@ -470,6 +428,9 @@ func (b *BMC) reset(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	b.erasing = false // whatever the system ran is interrupted
+	if before := b.power; (in.ResetType == "On" && before == "On") || (before == "Off" && (in.ResetType == "ForceOff" || in.ResetType == "GracefulShutdown")) {
+		b.repeats = append(b.repeats, in.ResetType+" while "+before)
+	}
 	switch in.ResetType {
 	case "On":
 		if b.power == "Off" {
@@ -590,11 +551,4 @@ func fetch(ctx context.Context, url string) (int64, error) {
 		return 0, fmt.Errorf("HTTP %d", resp.StatusCode)
 	}
 	return io.Copy(io.Discard, resp.Body)
-}
-
-// SetPowerForTest changes the power as a person at the console would.
-func (b *BMC) SetPowerForTest(state string) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.power, b.target = state, ""
 }

@@ -74,6 +74,8 @@ func TestBmclibDrivesTheEmulator(t *testing.T) {
 	g.Expect(inv.NICs).To(HaveLen(1))
 	g.Expect(inv.NICs[0].NICPorts).To(ContainElement(HaveField("MacAddress", "52:54:00:00:00:01")))
 
+	g.Expect(b.Repeats()).To(BeEmpty(), "each command changed the power")
+
 	_, err = c.SetPowerState(ctx, "off")
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(b.Power()).To(Equal("Off"))
@@ -151,4 +153,28 @@ func TestLatency(t *testing.T) {
 	_, err = c.SetVirtualMedia(ctx, "CD", iso.URL+"/live.iso")
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(time.Since(start)).To(BeNumerically(">=", 300*time.Millisecond))
+}
+
+// TestRepeats: a power command that finds the system already where it
+// leads is accepted, as BMCs do, and counted as a repeat.
+func TestRepeats(t *testing.T) {
+	g := NewWithT(t)
+	b := redfish.Start(redfish.Options{})
+	defer b.Close()
+	reset := func(typ string) {
+		req, err := http.NewRequest(http.MethodPost, b.URL()+redfish.SystemPath+"/Actions/ComputerSystem.Reset", strings.NewReader(`{"ResetType":"`+typ+`"}`))
+		g.Expect(err).NotTo(HaveOccurred())
+		req.SetBasicAuth("admin", "password")
+		resp, err := http.DefaultClient.Do(req)
+		g.Expect(err).NotTo(HaveOccurred())
+		resp.Body.Close()
+		g.Expect(resp.StatusCode).To(Equal(http.StatusNoContent))
+	}
+	reset("On")
+	reset("ForceRestart")
+	reset("On")
+	reset("GracefulShutdown")
+	reset("ForceOff")
+	g.Expect(b.Resets()).To(Equal([]string{"On", "ForceRestart", "On", "GracefulShutdown", "ForceOff"}))
+	g.Expect(b.Repeats()).To(Equal([]string{"On while On", "ForceOff while Off"}))
 }

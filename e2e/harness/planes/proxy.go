@@ -32,7 +32,8 @@ type Proxy struct {
 	conns map[net.Conn]struct{}
 }
 
-// Proxy starts a proxy in front of the named plane; it is closed with the fleet.
+// Proxy starts a proxy in front of the named plane (each call its own, for
+// one client, say); it is closed with the fleet.
 func (f *Fleet) Proxy(plane string) (*Proxy, error) {
 	p := f.planes[plane]
 	if p == nil {
@@ -49,7 +50,7 @@ func (f *Fleet) Proxy(plane string) (*Proxy, error) {
 	px := &Proxy{ln: ln, target: u.Host, up: true, conns: map[net.Conn]struct{}{}}
 	px.Config = rest.CopyConfig(p.Config)
 	px.Config.Host = "https://" + ln.Addr().String()
-	px.Kubeconfig = filepath.Join(f.Dir, plane+"-proxy.kubeconfig")
+	px.Kubeconfig = filepath.Join(f.Dir, fmt.Sprintf("%s-proxy-%d.kubeconfig", plane, ln.Addr().(*net.TCPAddr).Port))
 	if err := WriteKubeconfig(px.Kubeconfig, px.Config); err != nil {
 		_ = ln.Close()
 		return nil, err

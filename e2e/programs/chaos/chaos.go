@@ -49,6 +49,11 @@ type Options struct {
 	// long the hub's API server is stopped, once, mid-run.
 	Kills  int
 	Outage time.Duration
+	// Partitions is how many times an agent is cut from an API server
+	// (the hub's, its plane's, its plane's mid-release, in turn), each for
+	// PartitionFor.
+	Partitions   int
+	PartitionFor time.Duration
 	// Converge bounds the time the fleet may take to settle after the churn.
 	Converge time.Duration
 }
@@ -60,13 +65,18 @@ type Report struct {
 	Kills []string
 	// Outage is how long the hub's API server was stopped.
 	Outage time.Duration
+	// Partitions say which agent was cut from what, and for how long;
+	// LastHeal is when the last one healed.
+	Partitions []string
+	LastHeal   time.Time
 	// Conflicts and Failures count the churn's writes retried after a
 	// conflict (an agent or the hub wrote the claim first) or a failure
 	// (the outage, a timeout).
 	Conflicts, Failures int
-	// Converged is the time from the end of the churn, the kills and the
-	// outage to every invariant holding.
-	Converged time.Duration
+	// Converged is the time from the end of the churn, the kills, the
+	// outage and the partitions to every invariant holding; SinceHeal
+	// from the last partition's heal.
+	Converged, SinceHeal time.Duration
 	// Exits are the processes that ended by themselves (and were started
 	// again, as a Deployment's pods are), with the last line of their log.
 	Exits []string
@@ -123,10 +133,11 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	ch := &churn{hub: hub, rng: rand.New(rand.NewPCG(rng.Uint64(), rng.Uint64())), o: o, liveISO: images.URL + "/live.iso"}
 	ops := ch.plannedOps()
 	duration := time.Duration(float64(ops) / o.Rate * float64(time.Second))
-	say("churn: %d claims created, updated and deleted at random (about %d operations, %.0f/s), %d kills, the hub API server stopped for %s",
-		o.Claims, ops, o.Rate, o.Kills, o.Outage)
+	say("churn: %d claims created, updated and deleted at random (about %d operations, %.0f/s), %d kills, the hub API server stopped for %s, %d agents cut from an API server for %s",
+		o.Claims, ops, o.Rate, o.Kills, o.Outage, o.Partitions, o.PartitionFor)
 
-	if err := chaos(ctx, f, fl, ch, o, duration, rand.New(rand.NewPCG(rng.Uint64(), rng.Uint64())), rep, say); err != nil {
+	plan := planPartitions(o.Partitions, infras, duration+o.Outage, o.PartitionFor, rand.New(rand.NewPCG(rng.Uint64(), rng.Uint64())))
+	if err := chaos(ctx, f, fl, ch, o, duration, plan, rand.New(rand.NewPCG(rng.Uint64(), rng.Uint64())), rep, say); err != nil {
 		return rep, err
 	}
 	over := time.Now()
@@ -135,13 +146,14 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	say("churn done: %d created, %d updated, %d deleted; writes retried after %d conflicts and %d failures; %d kills; converging…",
 		rep.Created, rep.Updated, rep.Deleted, rep.Conflicts, rep.Failures, len(rep.Kills))
 
-	if err := converge(ctx, f, infras, o.Converge, over, rep); err != nil {
+	if err := converge(ctx, f, infras, bmcs, o.Converge, over, rep); err != nil {
 		return rep, err
 	}
 	if err := exits(fl, rep, say); err != nil {
 		return rep, err
 	}
-	say("converged %s after the churn, the last kill and the outage ended: %s", rep.Converged.Round(time.Second), rep.Final)
+	say("converged %s after the churn, the last kill, the outage and the last partition ended (%s after the last heal): %s",
+		rep.Converged.Round(100*time.Millisecond), rep.SinceHeal.Round(100*time.Millisecond), rep.Final)
 	say("logs in %s", o.Dir)
 	return rep, nil
 }
@@ -155,15 +167,17 @@ func infraNames(n int) []string {
 	return names
 }
 
-// chaos runs the churn while processes are killed and the hub API server
-// stops; every kill and the outage happen before it returns.
-func chaos(ctx context.Context, f *planes.Fleet, fl *fleet, ch *churn, o Options, duration time.Duration, kr *rand.Rand, rep *Report, say func(string, ...any)) error {
+// chaos runs the churn while processes are killed, the hub API server
+// stops and agents are cut off; every kill, the outage and every partition
+// happen before it returns.
+func chaos(ctx context.Context, f *planes.Fleet, fl *fleet, ch *churn, o Options, duration time.Duration, plan []partition, kr *rand.Rand, rep *Report, say func(string, ...any)) error {
 	runCtx, stop := context.WithCancel(ctx)
 	defer stop()
 	var wg sync.WaitGroup
-	wg.Add(2)
+	wg.Add(3)
 	go func() { defer wg.Done(); kill(runCtx, fl, o, duration+o.Outage, kr, rep, say) }()
 	go func() { defer wg.Done(); outage(runCtx, f.Plane("hub"), o.Outage, duration/2, rep, say) }()
+	go func() { defer wg.Done(); partitions(runCtx, fl, ch.hub, plan, o.PartitionFor, rep, say) }()
 	err := ch.run(runCtx)
 	if err != nil {
 		stop()
@@ -224,22 +238,28 @@ func outage(ctx context.Context, hub *planes.Plane, d, after time.Duration, rep 
 
 // converge waits, at most timeout, for every invariant to hold, and
 // records how long after over that took.
-func converge(ctx context.Context, f *planes.Fleet, infras []string, timeout time.Duration, over time.Time, rep *Report) error {
+func converge(ctx context.Context, f *planes.Fleet, infras []string, bmcs []*redfish.BMC, timeout time.Duration, over time.Time, rep *Report) error {
 	deadline := time.Now().Add(timeout)
 	for {
-		c, err := check(ctx, f, infras)
+		c, err := check(ctx, f, infras, bmcs)
 		if err != nil {
 			return err
 		}
 		rep.Final = c
+		if len(c.Repeats) > 0 {
+			return fmt.Errorf("BMCs got commands that found their system where they lead (sent twice): %s", strings.Join(c.Repeats, "; "))
+		}
 		if c.Converged() {
 			rep.Converged = time.Since(over)
+			if !rep.LastHeal.IsZero() {
+				rep.SinceHeal = time.Since(rep.LastHeal)
+			}
 			return nil
 		}
 		if time.Now().After(deadline) {
 			return fmt.Errorf("not converged %s after the churn: %s", timeout, c)
 		}
-		time.Sleep(2 * time.Second)
+		time.Sleep(500 * time.Millisecond)
 	}
 }
 

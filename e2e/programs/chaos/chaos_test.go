@@ -25,13 +25,16 @@ func TestChaos(t *testing.T) {
 	bin := build(t)
 	var out strings.Builder
 	rep, err := chaos.Run(context.Background(), chaos.Options{Bin: bin, Dir: t.TempDir(), Out: &out, Seed: 1,
-		Planes: 2, Hosts: 16, Claims: 60, Rate: 10, Kills: 4, Outage: 15 * time.Second, Converge: 4 * time.Minute})
+		Planes: 2, Hosts: 16, Claims: 60, Rate: 10, Kills: 4, Outage: 15 * time.Second, Partitions: 3, PartitionFor: 10 * time.Second,
+		Converge: 4 * time.Minute})
 	t.Log("\n" + out.String())
 	g.Expect(err).NotTo(HaveOccurred())
 	t.Logf("created %d, updated %d, deleted %d, writes retried after %d conflicts and %d failures, kills %v, exits %v, converged in %s: %s",
 		rep.Created, rep.Updated, rep.Deleted, rep.Conflicts, rep.Failures, rep.Kills, rep.Exits, rep.Converged.Round(time.Second), rep.Final)
 	g.Expect(rep.Kills).To(HaveLen(4))
 	g.Expect(rep.Outage).To(Equal(15 * time.Second))
+	g.Expect(rep.Partitions).To(HaveLen(3))
+	g.Expect(rep.Partitions).NotTo(ContainElement(ContainSubstring("not cut")))
 	g.Expect(rep.Final.Violations).To(BeEmpty())
 	g.Expect(rep.Final.Bound).To(BeNumerically(">", 0), "claims were served")
 }

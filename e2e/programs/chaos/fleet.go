@@ -76,6 +76,10 @@ type fleet struct {
 	grace time.Duration
 	ctx   context.Context
 
+	// links are each agent's ways to the hub's API server and to its own
+	// plane's: proxies the partitions cut.
+	links map[string]*links
+
 	mu      sync.Mutex
 	procs   map[string]*planes.Process
 	started map[string]int
@@ -88,6 +92,14 @@ type fleet struct {
 func (fl *fleet) startAll(ctx context.Context) error {
 	fl.ctx = ctx
 	fl.procs, fl.started, fl.killed = map[string]*planes.Process{}, map[string]int{}, map[string]bool{}
+	fl.links = map[string]*links{}
+	for _, name := range fl.infras {
+		l, err := newLinks(fl.f, name)
+		if err != nil {
+			return err
+		}
+		fl.links[name] = l
+	}
 	for _, name := range append([]string{"hub"}, fl.infras...) {
 		if err := fl.start(name); err != nil {
 			return err
@@ -111,7 +123,7 @@ func (fl *fleet) start(name string) error {
 		if grace == 0 {
 			grace = 30 * time.Second
 		}
-		args = []string{"--hub-kubeconfig=" + hubCfg, "--managed-kubeconfig=" + fl.f.Plane(name).Kubeconfig,
+		args = []string{"--hub-kubeconfig=" + fl.links[name].hub.Kubeconfig, "--managed-kubeconfig=" + fl.links[name].infra.Kubeconfig,
 			"--cluster-name=" + name, "--leader-elect=false", "--retry-after=5s", "--inventory-interval=2s",
 			"--health-lease=false", "--bmc-poll=10s",
 			// The emulated hosts run no OS to shut down; and a host whose

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/hostfleet/hostfleet/e2e/emulators/redfish"
 	"github.com/hostfleet/hostfleet/e2e/harness/planes"
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
 )
@@ -27,19 +28,22 @@ type Check struct {
 	Unsettled int
 	// Violations break an invariant; each says which and where.
 	Violations []string
+	// Repeats are power commands a BMC got that found its system where
+	// they lead: sent twice. They are never undone.
+	Repeats []string
 }
 
 // Converged: no invariant broken, nothing being deleted or settling, and
 // no claim waiting while a host is free.
 func (c Check) Converged() bool {
-	return len(c.Violations) == 0 && c.Deleting == 0 && c.Unsettled == 0 && (c.Waiting == 0 || c.Free == 0)
+	return len(c.Violations) == 0 && len(c.Repeats) == 0 && c.Deleting == 0 && c.Unsettled == 0 && (c.Waiting == 0 || c.Free == 0)
 }
 
 func (c Check) String() string {
 	s := fmt.Sprintf("%d claims (%d bound and Ready, %d waiting for a host, %d being deleted, %d settling), %d hosts (%d held, %d free), %d violations",
-		c.Claims, c.Bound, c.Waiting, c.Deleting, c.Unsettled, c.Hosts, c.Held, c.Free, len(c.Violations))
-	if n := len(c.Violations); n > 0 {
-		s += ": " + strings.Join(c.Violations[:min(n, 5)], "; ")
+		c.Claims, c.Bound, c.Waiting, c.Deleting, c.Unsettled, c.Hosts, c.Held, c.Free, len(c.Violations)+len(c.Repeats))
+	if v := append(c.Violations, c.Repeats...); len(v) > 0 {
+		s += ": " + strings.Join(v[:min(len(v), 5)], "; ")
 	}
 	return s
 }
@@ -51,13 +55,44 @@ func (c Check) String() string {
 //   - every bound claim names a host, on its cluster, that names it back;
 //   - no claim holds two hosts;
 //   - no secret copy or HardwareData copy outlives its claim;
-//   - every live claim is Ready or says why not.
-func check(ctx context.Context, f *planes.Fleet, infras []string) (Check, error) {
+//   - every live claim is Ready or says why not;
+//
+// and, from the BMCs (host-N's is bmcs[N]), that no free host is powered on
+// and no BMC got a power command twice.
+func check(ctx context.Context, f *planes.Fleet, infras []string, bmcs []*redfish.BMC) (Check, error) {
 	clusters := map[string]client.Client{}
 	for _, name := range infras {
 		clusters[name] = f.Plane(name).Client
 	}
-	return Invariants(ctx, f.Plane("hub").Client, tenantNS, clusters)
+	c, err := Invariants(ctx, f.Plane("hub").Client, tenantNS, clusters)
+	if err != nil {
+		return c, err
+	}
+	for _, name := range infras {
+		hosts, err := listHosts(ctx, clusters[name])
+		if err != nil {
+			return c, err
+		}
+		for i := range hosts {
+			h := &hosts[i]
+			var n int
+			if _, err := fmt.Sscanf(h.Name, "host-%d", &n); err != nil || n >= len(bmcs) {
+				continue
+			}
+			if power := bmcs[n].Power(); free(h) && power != "Off" {
+				c.Violations = append(c.Violations, fmt.Sprintf("host %s/%s is free while its BMC has it %s", name, h.Name, power))
+			}
+			for _, r := range bmcs[n].Repeats() {
+				c.Repeats = append(c.Repeats, fmt.Sprintf("host %s/%s: %s", name, h.Name, r))
+			}
+		}
+	}
+	return c, nil
+}
+
+// free: the host is available to a new claim.
+func free(h *metal3api.BareMetalHost) bool {
+	return h.Spec.ConsumerRef == nil && h.Status.Provisioning.State == metal3api.StateAvailable && h.Status.ErrorType == ""
 }
 
 // Invariants checks what check does on any fleet: the hub's claims in a
@@ -127,7 +162,7 @@ func (k *checker) host(plane string, h *metal3api.BareMetalHost) {
 	k.Hosts++
 	ref := h.Spec.ConsumerRef
 	if ref == nil {
-		if h.Status.Provisioning.State == metal3api.StateAvailable && h.Status.ErrorType == "" {
+		if free(h) {
 			k.Free++
 		}
 		return

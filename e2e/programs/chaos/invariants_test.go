@@ -2,13 +2,17 @@ package chaos
 
 import (
 	"context"
+	"net/http"
+	"strings"
 	"testing"
 
 	metal3api "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/hostfleet/hostfleet/e2e/emulators/redfish"
 	"github.com/hostfleet/hostfleet/e2e/harness/planes"
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
 )
@@ -18,7 +22,8 @@ func TestMain(m *testing.M) { planes.Main(m) }
 // TestCheckFindsViolations: the end-of-run check is not a formality. On
 // planes where a host holds a claim that is gone, a claim names a host that
 // does not name it back, another holds two hosts, and copies outlive their
-// claims, it reports each of them, and does not call the fleet converged.
+// claims, a free host is powered on and a BMC got a command twice, it
+// reports each of them, and does not call the fleet converged.
 func TestCheckFindsViolations(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
@@ -57,7 +62,23 @@ func TestCheckFindsViolations(t *testing.T) {
 	g.Expect(hub.Create(ctx, &metal3api.HardwareData{ObjectMeta: metav1.ObjectMeta{Namespace: tenantNS, Name: "gone",
 		Labels: map[string]string{hostfleetv1alpha1.LabelClaimUID: "no-such-uid"}}})).To(Succeed())
 
-	c, err := check(ctx, f, []string{"infra-1"})
+	// host-0000 is free while its BMC has it on, and the BMC got an On
+	// while on.
+	b := redfish.Start(redfish.Options{PoweredOn: true})
+	defer b.Close()
+	host("host-0000", nil, "")
+	free := &metal3api.BareMetalHost{}
+	g.Expect(infra.Get(ctx, client.ObjectKey{Namespace: "hosts", Name: "host-0000"}, free)).To(Succeed())
+	free.Status.Provisioning.State = metal3api.StateAvailable
+	g.Expect(infra.Status().Update(ctx, free)).To(Succeed())
+	req, err := http.NewRequest(http.MethodPost, b.URL()+redfish.SystemPath+"/Actions/ComputerSystem.Reset", strings.NewReader(`{"ResetType":"On"}`))
+	g.Expect(err).NotTo(HaveOccurred())
+	req.SetBasicAuth("admin", "password")
+	resp, err := http.DefaultClient.Do(req)
+	g.Expect(err).NotTo(HaveOccurred())
+	resp.Body.Close()
+
+	c, err := check(ctx, f, []string{"infra-1"}, []*redfish.BMC{b})
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(c.Violations).To(ContainElements(
 		ContainSubstring("claim twice holds two hosts or more"),
@@ -65,6 +86,8 @@ func TestCheckFindsViolations(t *testing.T) {
 		ContainSubstring("claim lonely names host hosts/h4, which does not name it back"),
 		ContainSubstring("secret copy infra-1/hosts/gone-userdata outlives its claim"),
 		ContainSubstring("HardwareData copy gone outlives its claim"),
+		ContainSubstring("host infra-1/host-0000 is free while its BMC has it On"),
 	))
+	g.Expect(c.Repeats).To(Equal([]string{"host infra-1/host-0000: On while On"}))
 	g.Expect(c.Converged()).To(BeFalse())
 }

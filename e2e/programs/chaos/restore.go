@@ -234,7 +234,7 @@ func (r *restoreRun) converge(ctx context.Context) error {
 	}
 	rep, deadline := r.rep, time.Now().Add(r.o.Converge)
 	for {
-		c, err := check(ctx, r.f, r.fl.infras)
+		c, err := check(ctx, r.f, r.fl.infras, r.bmcs)
 		if err != nil {
 			return err
 		}

@@ -30,6 +30,8 @@ func main() {
 	flag.Float64Var(&o.Rate, "rate", 20, "churn operations per second")
 	flag.IntVar(&o.Kills, "kills", 10, "SIGKILLs of the hub and the agents")
 	flag.DurationVar(&o.Outage, "outage", 2*time.Minute, "how long the hub's API server is stopped, once")
+	flag.IntVar(&o.Partitions, "partitions", 3, "times an agent is cut from an API server (the hub's, its plane's, its plane's mid-release, in turn)")
+	flag.DurationVar(&o.PartitionFor, "partition-for", 2*time.Minute, "how long each partition lasts")
 	flag.DurationVar(&o.Converge, "converge", 15*time.Minute, "how long the fleet may take to settle after the churn")
 	flag.Parse()
 	ctrl.SetLogger(logr.Discard())
@@ -50,8 +52,12 @@ func main() {
 	if rep != nil {
 		fmt.Printf("\nclaims created %d, updated %d, deleted %d; writes retried after %d conflicts and %d failures; kills %d %v; hub API server stopped %s\n",
 			rep.Created, rep.Updated, rep.Deleted, rep.Conflicts, rep.Failures, len(rep.Kills), rep.Kills, rep.Outage)
+		for _, p := range rep.Partitions {
+			fmt.Printf("partition: %s\n", p)
+		}
 		fmt.Printf("processes that exited by themselves (started again): %d\n", len(rep.Exits))
-		fmt.Printf("converged %s after the churn, the kills and the outage ended; final: %s\n", rep.Converged.Round(time.Second), rep.Final)
+		fmt.Printf("converged %s after the churn, the kills, the outage and the partitions ended, %s after the last heal; final: %s\n",
+			rep.Converged.Round(100*time.Millisecond), rep.SinceHeal.Round(100*time.Millisecond), rep.Final)
 	}
 	fmt.Printf("total %s\n", time.Since(start).Round(time.Second))
 	if err != nil {
