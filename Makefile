@@ -42,10 +42,11 @@ generate: ## Generate deepcopy code, and docs/troubleshooting.md from hub/api/ad
 	go run ./hack/troubleshooting docs/troubleshooting.md
 
 .PHONY: manifests
-manifests: ## Generate our CRDs (the hub's, the operator's) and vendor the upstream metal3 and OCM CRDs into manifests/crds.
+manifests: ## Generate our CRDs (the hub's, the operator's), vendor the upstream metal3 and OCM CRDs into manifests/crds, copy the flow schemas to deploy/flowcontrol.
 	$(TOOLS) controller-gen
 	$(CONTROLLER_GEN) crd paths=./hub/api/... output:crd:artifacts:config=manifests/crds/hostfleet
 	$(CONTROLLER_GEN) crd paths=./operator/api/... output:crd:artifacts:config=manifests/crds/operator
+	cp manifests/flowcontrol/flowcontrol.yaml deploy/flowcontrol/flowcontrol.yaml
 	hack/helm-chart.sh
 	hack/vendor-crds.sh
 
@@ -137,6 +138,12 @@ bench-scale: tools ## One hub, the real agent for 100 then 1000 clusters × 10 h
 	go build -o $(BIN)/hostfleet-bench ./e2e/programs/bench
 	go build -o $(BIN)/hostfleet-hub ./hub/cmd/hostfleet-hub
 	KUBEBUILDER_ASSETS="$$($(TOOLS) --print-assets)" $(BIN)/hostfleet-bench -only scale $(SCALE_FLAGS)
+
+.PHONY: bench-storm
+bench-storm: tools ## The bench-scale fleet of 1000 clusters; the hub API server restarted with every agent connected, without then with the flow schemas: a tenant's and the hub's latencies.
+	go build -o $(BIN)/hostfleet-bench ./e2e/programs/bench
+	go build -o $(BIN)/hostfleet-hub ./hub/cmd/hostfleet-hub
+	KUBEBUILDER_ASSETS="$$($(TOOLS) --print-assets)" $(BIN)/hostfleet-bench -only storm $(STORM_FLAGS)
 
 .PHONY: clean
 clean: ## Remove bin/ (the tool cache stays; delete $(HOSTFLEET_CACHE) to rebuild it).

@@ -22,6 +22,9 @@ var crds embed.FS
 //go:embed policies/*.yaml
 var policies embed.FS
 
+//go:embed flowcontrol/*.yaml
+var flowcontrol embed.FS
+
 // Addon holds the hostfleet-agent add-on templates (text/template, rendered by
 // addon-framework for each ManagedClusterAddOn) under AddonDir.
 //
@@ -108,14 +111,22 @@ func PoliciesFor(hubUser string) ([][]byte, error) {
 // Policies are the hub's ValidatingAdmissionPolicies and their cluster-wide
 // bindings, as YAML documents, in a stable order. Per-tenant bindings are made
 // by the tenant controller.
-func Policies() ([][]byte, error) {
-	entries, err := fs.ReadDir(policies, "policies")
+func Policies() ([][]byte, error) { return documents(policies, "policies") }
+
+// FlowControl is the hub API server's priority and fairness for Hostfleet,
+// as YAML documents: the agents' FlowSchema and PriorityLevelConfiguration,
+// and the hub controller's FlowSchema (deploy/flowcontrol holds a copy).
+func FlowControl() ([][]byte, error) { return documents(flowcontrol, "flowcontrol") }
+
+// documents are the YAML documents of the files of dir, in order.
+func documents(fsys embed.FS, dir string) ([][]byte, error) {
+	entries, err := fs.ReadDir(fsys, dir)
 	if err != nil {
 		return nil, err
 	}
 	var out [][]byte
 	for _, e := range entries {
-		data, err := policies.ReadFile(path.Join("policies", e.Name()))
+		data, err := fsys.ReadFile(path.Join(dir, e.Name()))
 		if err != nil {
 			return nil, err
 		}

@@ -16,6 +16,7 @@ import (
 	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
+	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -200,6 +201,16 @@ func TestDefaultMode(t *testing.T) {
 	g.Expect(string(data)).To(ContainSubstring("system:serviceaccount:hostfleet-system:hostfleet-hub"))
 	g.Expect(string(data)).NotTo(ContainSubstring(manifests.HubUserPlaceholder))
 
+	t.Log("agents have a priority level of their own on the hub API server, the hub's controllers workload-high")
+	agents := &flowcontrolv1.FlowSchema{}
+	g.Expect(hub.Get(ctx, client.ObjectKey{Name: "hostfleet-agents"}, agents)).To(Succeed())
+	g.Expect(agents.Spec.PriorityLevelConfiguration.Name).To(Equal("hostfleet-agents"))
+	g.Expect(agents.Spec.Rules[0].Subjects[0].Group.Name).To(Equal(hostfleetv1alpha1.AgentSharedGroup))
+	g.Expect(hub.Get(ctx, client.ObjectKey{Name: "hostfleet-agents"}, &flowcontrolv1.PriorityLevelConfiguration{})).To(Succeed())
+	hubFlow := &flowcontrolv1.FlowSchema{}
+	g.Expect(hub.Get(ctx, client.ObjectKey{Name: "hostfleet-hub"}, hubFlow)).To(Succeed())
+	g.Expect(hubFlow.Spec.Rules[0].Subjects[0].ServiceAccount).To(Equal(&flowcontrolv1.ServiceAccountSubject{Namespace: "hostfleet-system", Name: controller.HubName}))
+
 	t.Log("the hub's ServiceAccount may bind what it grants, not hold it: no Secret edit anywhere (kubectl auth can-i --list)")
 	hubCfg := serviceAccountConfig(g, hub, f.Plane("hub").Config)
 	asHub, err := client.New(hubCfg, client.Options{Scheme: f.Scheme})
@@ -308,6 +319,8 @@ func TestDefaultMode(t *testing.T) {
 		&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: controller.HubRole}},
 		&rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: controller.HubRole}},
 		&addonv1beta1.ClusterManagementAddOn{ObjectMeta: metav1.ObjectMeta{Name: hostfleetv1alpha1.AddonName}},
+		&flowcontrolv1.FlowSchema{ObjectMeta: metav1.ObjectMeta{Name: "hostfleet-agents"}},
+		&flowcontrolv1.PriorityLevelConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "hostfleet-agents"}},
 	} {
 		g.Expect(hub.Get(ctx, client.ObjectKeyFromObject(obj), obj)).To(Satisfy(apierrors.IsNotFound), "%T %s", obj, obj.GetName())
 	}

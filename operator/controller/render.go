@@ -79,8 +79,9 @@ func images(h *operatorv1alpha1.HostfleetHub, rel Release) (hub, agent string) {
 
 // HubObjects are what the hub cluster gets: the CRDs the hub needs, the
 // hub's namespace, ServiceAccount and RBAC (permissions.Hub(), exactly), the
-// ClusterRoles it binds for tenants and agents (permissions.GrantedClusterRoles), and
-// in Default mode the hub's Deployment and metrics Service.
+// ClusterRoles it binds for tenants and agents (permissions.GrantedClusterRoles),
+// the agents' and the hub's FlowSchemas (manifests.FlowControl), and in
+// Default mode the hub's Deployment and metrics Service.
 func HubObjects(h *operatorv1alpha1.HostfleetHub, rel Release) ([]client.Object, error) {
 	l := labels(h, rel)
 	crds, err := manifests.HubCRDs()
@@ -107,6 +108,16 @@ func HubObjects(h *operatorv1alpha1.HostfleetHub, rel Release) ([]client.Object,
 		role.Labels = l
 		out = append(out, &role)
 	}
+	// The agents' priority and fairness, and the hub controller's.
+	docs, err := manifests.FlowControl()
+	if err != nil {
+		return nil, err
+	}
+	flow, err := objects(docs, l)
+	if err != nil {
+		return nil, err
+	}
+	out = append(out, flow...)
 	if h.Spec.DeployOption.Mode != operatorv1alpha1.ModeHosted {
 		out = append(out, Workload(h, rel, "")...)
 	}
@@ -126,11 +137,19 @@ func Policies(h *operatorv1alpha1.HostfleetHub) ([]client.Object, error) {
 	if err != nil {
 		return nil, err
 	}
+	return objects(docs, nil)
+}
+
+// objects parses YAML documents, with labels l if any.
+func objects(docs [][]byte, l map[string]string) ([]client.Object, error) {
 	var out []client.Object
 	for _, doc := range docs {
 		u := &unstructured.Unstructured{}
 		if err := yaml.Unmarshal(doc, &u.Object); err != nil {
-			return nil, fmt.Errorf("parse policy: %w", err)
+			return nil, fmt.Errorf("parse manifest: %w", err)
+		}
+		if l != nil {
+			u.SetLabels(l)
 		}
 		out = append(out, u)
 	}

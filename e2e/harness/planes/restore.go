@@ -82,6 +82,31 @@ func (f *Fleet) RestoreEtcd(ctx context.Context, plane, snapshot string) error {
 	})
 }
 
+// RestartAPIServer kills the plane's kube-apiserver (SIGKILL, as a crash or
+// an eviction does) and starts it again with the flags it had, on the same
+// etcd. It returns once the API server answers, with how long it did not.
+func (f *Fleet) RestartAPIServer(ctx context.Context, plane string) (time.Duration, error) {
+	p := f.planes[plane]
+	if p == nil {
+		return 0, fmt.Errorf("restart the API server: no plane %q", plane)
+	}
+	pid, args, err := findProcess("kube-apiserver", "--secure-port="+p.port())
+	if err != nil {
+		return 0, err
+	}
+	start := time.Now()
+	if err := kill(ctx, pid); err != nil {
+		return 0, fmt.Errorf("%s: stop kube-apiserver: %w", plane, err)
+	}
+	if _, err := f.Run(fmt.Sprintf("%s-apiserver-%d", plane, start.Unix()), plane, args[0], args[1:]); err != nil {
+		return 0, err
+	}
+	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		return p.Client.Get(ctx, client.ObjectKey{Name: "default"}, &corev1.Namespace{}) == nil, nil
+	})
+	return time.Since(start), err
+}
+
 // port is the API server's secure port.
 func (p *Plane) port() string {
 	_, port, _ := strings.Cut(strings.TrimPrefix(p.Config.Host, "https://"), ":")

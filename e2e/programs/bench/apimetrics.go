@@ -163,3 +163,38 @@ func tail(s string) string {
 	}
 	return strings.Join(lines, "\n")
 }
+
+// flowCounts are the API server's requests by priority level since it
+// started: dispatched (apiserver_flowcontrol_dispatched_requests_total) and
+// rejected with 429 (apiserver_flowcontrol_rejected_requests_total).
+type flowCounts struct{ dispatched, rejected map[string]float64 }
+
+func flowRequests(ctx context.Context, cfg *rest.Config) (flowCounts, error) {
+	fc := flowCounts{dispatched: map[string]float64{}, rejected: map[string]float64{}}
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return fc, err
+	}
+	data, err := kube.Discovery().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
+	if err != nil {
+		return fc, fmt.Errorf("API server metrics: %w", err)
+	}
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		var into map[string]float64
+		switch {
+		case strings.HasPrefix(line, "apiserver_flowcontrol_dispatched_requests_total{"):
+			into = fc.dispatched
+		case strings.HasPrefix(line, "apiserver_flowcontrol_rejected_requests_total{"):
+			into = fc.rejected
+		default:
+			continue
+		}
+		if v, err := sampleValue(line); err == nil {
+			into[label(line, "priority_level")] += v
+		}
+	}
+	return fc, sc.Err()
+}

@@ -211,6 +211,10 @@ type scaleBench struct {
 	hubCmd                          *exec.Cmd
 	hubOut                          bytes.Buffer
 	agentCfgs                       []*rest.Config
+	// hubAsServiceAccount runs the hub controller as its ServiceAccount's
+	// user rather than the administrator (exempt from priority and
+	// fairness).
+	hubAsServiceAccount bool
 }
 
 func (b *scaleBench) clusterName(i int) string { return fmt.Sprintf("c%04d", i) }

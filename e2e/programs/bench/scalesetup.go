@@ -35,7 +35,12 @@ func (b *scaleBench) start(ctx context.Context, hubBin string) (stop func(), _ e
 	}
 	b.f, b.hubPlane = f, f.Plane("hub")
 	b.hub = b.hubPlane.Client
-	b.hubCmd = exec.Command(hubBin, "--kubeconfig", b.hubPlane.Kubeconfig, "--addon-manager=false", "--leader-elect=false",
+	kubeconfig, err := b.hubKubeconfig(ctx)
+	if err != nil {
+		stopPlanes()
+		return nil, err
+	}
+	b.hubCmd = exec.Command(hubBin, "--kubeconfig", kubeconfig, "--addon-manager=false", "--leader-elect=false",
 		"--metrics-bind-address=0", "--health-probe-bind-address=0", "--pprof-bind-address="+*hubPprof,
 		fmt.Sprintf("--placed-claims=%t", *scaleClaimWatch == "placed"))
 	b.hubCmd.Stdout, b.hubCmd.Stderr = &b.hubOut, &b.hubOut
