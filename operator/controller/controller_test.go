@@ -16,7 +16,6 @@ import (
 	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
-	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -202,14 +201,7 @@ func TestDefaultMode(t *testing.T) {
 	g.Expect(string(data)).NotTo(ContainSubstring(manifests.HubUserPlaceholder))
 
 	t.Log("agents have a priority level of their own on the hub API server, the hub's controllers workload-high")
-	agents := &flowcontrolv1.FlowSchema{}
-	g.Expect(hub.Get(ctx, client.ObjectKey{Name: "hostfleet-agents"}, agents)).To(Succeed())
-	g.Expect(agents.Spec.PriorityLevelConfiguration.Name).To(Equal("hostfleet-agents"))
-	g.Expect(agents.Spec.Rules[0].Subjects[0].Group.Name).To(Equal(hostfleetv1alpha1.AgentSharedGroup))
-	g.Expect(hub.Get(ctx, client.ObjectKey{Name: "hostfleet-agents"}, &flowcontrolv1.PriorityLevelConfiguration{})).To(Succeed())
-	hubFlow := &flowcontrolv1.FlowSchema{}
-	g.Expect(hub.Get(ctx, client.ObjectKey{Name: "hostfleet-hub"}, hubFlow)).To(Succeed())
-	g.Expect(hubFlow.Spec.Rules[0].Subjects[0].ServiceAccount).To(Equal(&flowcontrolv1.ServiceAccountSubject{Namespace: "hostfleet-system", Name: controller.HubName}))
+	expectFlowSchemas(g, hub)
 
 	t.Log("the hub's ServiceAccount may bind what it grants, not hold it: no Secret edit anywhere (kubectl auth can-i --list)")
 	hubCfg := serviceAccountConfig(g, hub, f.Plane("hub").Config)
@@ -319,8 +311,6 @@ func TestDefaultMode(t *testing.T) {
 		&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: controller.HubRole}},
 		&rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: controller.HubRole}},
 		&addonv1beta1.ClusterManagementAddOn{ObjectMeta: metav1.ObjectMeta{Name: hostfleetv1alpha1.AddonName}},
-		&flowcontrolv1.FlowSchema{ObjectMeta: metav1.ObjectMeta{Name: "hostfleet-agents"}},
-		&flowcontrolv1.PriorityLevelConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "hostfleet-agents"}},
 	} {
 		g.Expect(hub.Get(ctx, client.ObjectKeyFromObject(obj), obj)).To(Satisfy(apierrors.IsNotFound), "%T %s", obj, obj.GetName())
 	}
@@ -328,6 +318,7 @@ func TestDefaultMode(t *testing.T) {
 		err := hub.Get(ctx, client.ObjectKey{Name: "hostfleet-system"}, &corev1.Namespace{})
 		g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the hub's namespace is gone: %v", err)
 	}).WithTimeout(time.Minute).Should(Succeed())
+	expectNoFlowSchemas(g, hub)
 	policies := &admissionv1.ValidatingAdmissionPolicyList{}
 	g.Expect(hub.List(ctx, policies)).To(Succeed())
 	g.Expect(policies.Items).To(BeEmpty(), "no admission policy of the hub's is left")

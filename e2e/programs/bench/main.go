@@ -62,7 +62,6 @@ func main() {
 	workers := flag.Int("workers", 4, "agent workers, and baseline writers")
 	clusters := flag.Int("clusters", 50, "clusters the scheduler chooses from")
 	only := flag.String("only", "", "run one benchmark: binding, scheduling, bmc, labels or fanout; or scale or storm, which only run when asked (make bench-scale, make bench-storm)")
-	stormClusters := flag.Int("storm-clusters", 1000, "storm: clusters (each an agent) connected when the hub API server restarts")
 	labelHosts := flag.Int("label-hosts", 20, "hosts, claims and Nodes of the label sync benchmark")
 	labelChanges := flag.Int("label-changes", 100, "host label changes the label sync benchmark times")
 	bmcs := flag.Int("bmcs", 200, "emulated Redfish BMCs the agent drives")
@@ -128,14 +127,8 @@ func main() {
 	if err == nil && (*only == "" || *only == "fanout") {
 		err = runFanout()
 	}
-	if err == nil && *only == "storm" {
-		err = runStorm(*stormClusters, *scaleHosts, *scaleInfra, beside(*hubBin, "hostfleet-hub"))
-	}
-	if err == nil && *only == "scale" {
-		var counts []int
-		if counts, err = parseCounts(*scaleClusters); err == nil {
-			err = runScale(counts, *scaleHosts, *scaleInfra, *scaleRate, beside(*hubBin, "hostfleet-hub"))
-		}
+	if err == nil && (*only == "scale" || *only == "storm") {
+		err = runFleetBench(*only, *scaleClusters, *scaleHosts, *scaleInfra, *scaleRate, beside(*hubBin, "hostfleet-hub"))
 	}
 	if err != nil {
 		fail("bench:", err)

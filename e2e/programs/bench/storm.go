@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"path/filepath"
 	"slices"
@@ -23,6 +24,22 @@ import (
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
 	"github.com/hostfleet/hostfleet/manifests"
 )
+
+// stormClusters is the size of the storm's fleet.
+var stormClusters = flag.Int("storm-clusters", 1000, "storm: clusters (each an agent) connected when the hub API server restarts")
+
+// runFleetBench runs the scale benchmark at each of counts ("100,1000"), or
+// the storm.
+func runFleetBench(which, counts string, hostsPer, infraPlanes int, rate float64, hubBin string) error {
+	if which == "storm" {
+		return runStorm(*stormClusters, hostsPer, infraPlanes, hubBin)
+	}
+	cs, err := parseCounts(counts)
+	if err != nil {
+		return err
+	}
+	return runScale(cs, hostsPer, infraPlanes, rate, hubBin)
+}
 
 // stormWindow is how long a storm is watched after the hub API server
 // answers again.
