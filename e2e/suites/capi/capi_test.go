@@ -194,8 +194,8 @@ func (fl *fleet) timeline(t *testing.T, g *WithT, cl *capi.Client, names []strin
 }
 
 // report says, when a machine does not get Ready, where its claims and
-// hosts stand: each claim's conditions, each host's state, power, error and
-// PowerChanging.
+// hosts stand: each claim's conditions, each host's state, power, error,
+// labels, annotations and conditions, and each cluster's HostInventory.
 func (fl *fleet) report() string {
 	ctx := context.Background()
 	var b strings.Builder
@@ -224,9 +224,19 @@ func (fl *fleet) report() string {
 			fmt.Fprintf(&b, "host %s/%s on %s: %s, online %v, poweredOn %v, error %q %q, consumer %s, orphaned since %q\n", h.Namespace, h.Name, cluster,
 				h.Status.Provisioning.State, h.Spec.Online, h.Status.PoweredOn, h.Status.ErrorType, h.Status.ErrorMessage, consumer,
 				h.Annotations[hostfleetv1alpha1.AnnotationOrphanedSince])
+			fmt.Fprintf(&b, "  labels %v, annotations %v\n", h.Labels, h.Annotations)
 			for _, cond := range h.Status.Conditions {
 				fmt.Fprintf(&b, "  %s=%s %s: %s\n", cond.Type, cond.Status, cond.Reason, cond.Message)
 			}
+		}
+		inv := &hostfleetv1alpha1.HostInventory{}
+		if err := fl.hub.Get(ctx, client.ObjectKey{Namespace: cluster, Name: cluster}, inv); err != nil {
+			fmt.Fprintf(&b, "HostInventory of %s: %v\n", cluster, err)
+			continue
+		}
+		fmt.Fprintf(&b, "HostInventory of %s, updated %v: %d of %d available\n", cluster, inv.Status.LastUpdated, inv.Status.Available, inv.Status.Total)
+		for _, p := range inv.Status.Pools {
+			fmt.Fprintf(&b, "  pool %v namespaces %v taints %v: %d of %d\n", p.Labels, p.Namespaces, p.Taints, p.Available, p.Total)
 		}
 	}
 	return b.String()
