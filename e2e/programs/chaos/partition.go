@@ -118,12 +118,12 @@ func (fl *fleet) partition(ctx context.Context, hub client.Client, p partition, 
 	}
 	px.Cut()
 	sleep(ctx, hold)
-	n := releasing(ctx, hub, p.agent)
+	deleting := releasing(ctx, hub, p.agent)
 	px.Restore()
 	if released != "" {
 		released = " (" + released + ")"
 	}
-	return time.Now(), fmt.Sprintf("the agent on %s cut %s%s for %s; %d claims placed there being deleted at the heal", p.agent, p.kind, released, hold, n)
+	return time.Now(), fmt.Sprintf("the agent on %s cut %s%s for %s; at the heal, %s", p.agent, p.kind, released, hold, deleting)
 }
 
 // release deletes a claim bound on cluster, as its tenant would, and names
@@ -146,11 +146,13 @@ func release(ctx context.Context, hub client.Client, cluster string) string {
 	return ""
 }
 
-// releasing counts the claims placed on cluster that are being deleted.
-func releasing(ctx context.Context, hub client.Client, cluster string) int {
+// releasing says how many claims placed on cluster are being deleted.
+func releasing(ctx context.Context, hub client.Client, cluster string) string {
+	lctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
 	var claims metal3api.HostClaimList
-	if err := hub.List(ctx, &claims, client.InNamespace(tenantNS), client.MatchingLabels{hostfleetv1alpha1.LabelCluster: cluster}); err != nil {
-		return 0
+	if err := hub.List(lctx, &claims, client.InNamespace(tenantNS), client.MatchingLabels{hostfleetv1alpha1.LabelCluster: cluster}); err != nil {
+		return "the claims placed there not counted (the hub API server did not answer)"
 	}
 	n := 0
 	for _, c := range claims.Items {
@@ -158,7 +160,7 @@ func releasing(ctx context.Context, hub client.Client, cluster string) int {
 			n++
 		}
 	}
-	return n
+	return fmt.Sprintf("%d claims placed there being deleted", n)
 }
 
 // sleep waits d, or until ctx ends (false).
