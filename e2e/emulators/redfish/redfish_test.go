@@ -161,15 +161,7 @@ func TestRepeats(t *testing.T) {
 	g := NewWithT(t)
 	b := redfish.Start(redfish.Options{})
 	defer b.Close()
-	reset := func(typ string) {
-		req, err := http.NewRequest(http.MethodPost, b.URL()+redfish.SystemPath+"/Actions/ComputerSystem.Reset", strings.NewReader(`{"ResetType":"`+typ+`"}`))
-		g.Expect(err).NotTo(HaveOccurred())
-		req.SetBasicAuth("admin", "password")
-		resp, err := http.DefaultClient.Do(req)
-		g.Expect(err).NotTo(HaveOccurred())
-		resp.Body.Close()
-		g.Expect(resp.StatusCode).To(Equal(http.StatusNoContent))
-	}
+	reset := func(typ string) { g.Expect(b.ResetForTest(typ)).To(Succeed()) }
 	reset("On")
 	reset("ForceRestart")
 	reset("On")

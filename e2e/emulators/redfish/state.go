@@ -1,6 +1,10 @@
 package redfish
 
-import "strings"
+import (
+	"fmt"
+	"net/http"
+	"strings"
+)
 
 // Power is the system's power state: "On" or "Off", or, with a
 // PowerChange latency, "PoweringOn" or "PoweringOff" while it changes.
@@ -61,4 +65,23 @@ func (b *BMC) SetPowerForTest(state string) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.power, b.target = state, ""
+}
+
+// ResetForTest sends a ComputerSystem.Reset of resetType to the BMC over
+// HTTP, as any client would, without looking at the power first.
+func (b *BMC) ResetForTest(resetType string) error {
+	req, err := http.NewRequest(http.MethodPost, b.URL()+SystemPath+"/Actions/ComputerSystem.Reset", strings.NewReader(`{"ResetType":"`+resetType+`"}`))
+	if err != nil {
+		return err
+	}
+	req.SetBasicAuth(b.Username, b.Password)
+	resp, err := b.srv.Client().Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusNoContent {
+		return fmt.Errorf("reset %s: HTTP %d", resetType, resp.StatusCode)
+	}
+	return nil
 }

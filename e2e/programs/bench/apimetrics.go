@@ -89,71 +89,62 @@ func sampleValue(line string) (float64, error) {
 	return strconv.ParseFloat(line[strings.LastIndexByte(line, ' ')+1:], 64)
 }
 
-// apiRequests reads the API server's request counts (apiserver_request_total)
-// by verb, and keyTerminated, keySlowCreates and keySlowEtcd.
-func apiRequests(ctx context.Context, cfg *rest.Config) (map[string]float64, error) {
+// scrape reads the API server's metrics and calls each with every line.
+func scrape(ctx context.Context, cfg *rest.Config, each func(line string)) error {
 	kube, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	data, err := kube.Discovery().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("API server metrics: %w", err)
+		return fmt.Errorf("API server metrics: %w", err)
 	}
-	out := map[string]float64{}
 	sc := bufio.NewScanner(bytes.NewReader(data))
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for sc.Scan() {
-		line := sc.Text()
-		if v, ok := overOneSecond(line, "etcd_request_duration_seconds"); ok {
-			out[keySlowEtcd] += v
-			continue
-		}
-		if strings.Contains(line, `resource="hostclaims"`) && strings.Contains(line, `verb="POST"`) {
-			if v, ok := overOneSecond(line, "apiserver_request_duration_seconds"); ok {
-				out[keySlowCreates] += v
-				continue
-			}
-		}
-		if strings.HasPrefix(line, "apiserver_watch_events_sizes_sum{") && strings.Contains(line, `resource="tenants"`) {
-			if v, err := sampleValue(line); err == nil {
-				out[keyTenantBytes] += v
-			}
-			continue
-		}
-		if strings.HasPrefix(line, "go_cpu_classes_gc_total_cpu_seconds_total ") {
-			if v, err := sampleValue(line); err == nil {
-				out[keyGC] = v
-			}
-			continue
-		}
-		if strings.HasPrefix(line, "watch_cache_capacity{") && label(line, "resource") == "hostclaims" {
-			if v, err := sampleValue(line); err == nil {
-				out[keyClaimCache] = v
-			}
-			continue
-		}
-		if strings.HasPrefix(line, "apiserver_terminated_watchers_total{") {
-			if v, err := sampleValue(line); err == nil {
-				out[keyTerminated] += v
-				out[keyTerminated+"/"+label(line, "resource")] += v
-			}
-			continue
-		}
-		if !strings.HasPrefix(line, "apiserver_request_total{") {
-			continue
-		}
-		verb := label(line, "verb")
-		if verb == "" || verb == "CONNECT" {
-			continue
-		}
-		v, err := sampleValue(line)
-		if err != nil {
-			continue
-		}
-		out[verb] += v
+		each(sc.Text())
 	}
-	return out, sc.Err()
+	return sc.Err()
+}
+
+// apiRequests reads the API server's request counts (apiserver_request_total)
+// by verb, and keyTerminated, keySlowCreates and keySlowEtcd.
+func apiRequests(ctx context.Context, cfg *rest.Config) (map[string]float64, error) {
+	out := map[string]float64{}
+	return out, scrape(ctx, cfg, func(line string) { countRequest(out, line) })
+}
+
+// countRequest adds to out what one metrics line counts.
+func countRequest(out map[string]float64, line string) {
+	if v, ok := overOneSecond(line, "etcd_request_duration_seconds"); ok {
+		out[keySlowEtcd] += v
+		return
+	}
+	if strings.Contains(line, `resource="hostclaims"`) && strings.Contains(line, `verb="POST"`) {
+		if v, ok := overOneSecond(line, "apiserver_request_duration_seconds"); ok {
+			out[keySlowCreates] += v
+			return
+		}
+	}
+	v, err := sampleValue(line)
+	if err != nil {
+		return
+	}
+	switch {
+	case strings.HasPrefix(line, "apiserver_watch_events_sizes_sum{") && strings.Contains(line, `resource="tenants"`):
+		out[keyTenantBytes] += v
+	case strings.HasPrefix(line, "go_cpu_classes_gc_total_cpu_seconds_total "):
+		out[keyGC] = v
+	case strings.HasPrefix(line, "watch_cache_capacity{") && label(line, "resource") == "hostclaims":
+		out[keyClaimCache] = v
+	case strings.HasPrefix(line, "apiserver_terminated_watchers_total{"):
+		out[keyTerminated] += v
+		out[keyTerminated+"/"+label(line, "resource")] += v
+	case strings.HasPrefix(line, "apiserver_request_total{"):
+		if verb := label(line, "verb"); verb != "" && verb != "CONNECT" {
+			out[verb] += v
+		}
+	}
 }
 
 func tail(s string) string {
@@ -171,18 +162,7 @@ type flowCounts struct{ dispatched, rejected map[string]float64 }
 
 func flowRequests(ctx context.Context, cfg *rest.Config) (flowCounts, error) {
 	fc := flowCounts{dispatched: map[string]float64{}, rejected: map[string]float64{}}
-	kube, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return fc, err
-	}
-	data, err := kube.Discovery().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
-	if err != nil {
-		return fc, fmt.Errorf("API server metrics: %w", err)
-	}
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
+	return fc, scrape(ctx, cfg, func(line string) {
 		var into map[string]float64
 		switch {
 		case strings.HasPrefix(line, "apiserver_flowcontrol_dispatched_requests_total{"):
@@ -190,11 +170,10 @@ func flowRequests(ctx context.Context, cfg *rest.Config) (flowCounts, error) {
 		case strings.HasPrefix(line, "apiserver_flowcontrol_rejected_requests_total{"):
 			into = fc.rejected
 		default:
-			continue
+			return
 		}
 		if v, err := sampleValue(line); err == nil {
 			into[label(line, "priority_level")] += v
 		}
-	}
-	return fc, sc.Err()
+	})
 }

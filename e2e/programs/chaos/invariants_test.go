@@ -2,8 +2,6 @@ package chaos
 
 import (
 	"context"
-	"net/http"
-	"strings"
 	"testing"
 
 	metal3api "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
@@ -71,12 +69,7 @@ func TestCheckFindsViolations(t *testing.T) {
 	g.Expect(infra.Get(ctx, client.ObjectKey{Namespace: "hosts", Name: "host-0000"}, free)).To(Succeed())
 	free.Status.Provisioning.State = metal3api.StateAvailable
 	g.Expect(infra.Status().Update(ctx, free)).To(Succeed())
-	req, err := http.NewRequest(http.MethodPost, b.URL()+redfish.SystemPath+"/Actions/ComputerSystem.Reset", strings.NewReader(`{"ResetType":"On"}`))
-	g.Expect(err).NotTo(HaveOccurred())
-	req.SetBasicAuth("admin", "password")
-	resp, err := http.DefaultClient.Do(req)
-	g.Expect(err).NotTo(HaveOccurred())
-	resp.Body.Close()
+	g.Expect(b.ResetForTest("On")).To(Succeed())
 
 	c, err := check(ctx, f, []string{"infra-1"}, []*redfish.BMC{b})
 	g.Expect(err).NotTo(HaveOccurred())
