@@ -64,30 +64,24 @@ func check(ctx context.Context, f *planes.Fleet, infras []string, bmcs []*redfis
 	for _, name := range infras {
 		clusters[name] = f.Plane(name).Client
 	}
-	c, err := Invariants(ctx, f.Plane("hub").Client, tenantNS, clusters)
+	k, err := invariants(ctx, f.Plane("hub").Client, tenantNS, clusters)
 	if err != nil {
-		return c, err
+		return k.Check, err
 	}
-	for _, name := range infras {
-		hosts, err := listHosts(ctx, clusters[name])
-		if err != nil {
-			return c, err
+	for key, h := range k.hosts { // plane/namespace/name
+		var n int
+		if _, err := fmt.Sscanf(h.Name, "host-%d", &n); err != nil || n >= len(bmcs) {
+			continue
 		}
-		for i := range hosts {
-			h := &hosts[i]
-			var n int
-			if _, err := fmt.Sscanf(h.Name, "host-%d", &n); err != nil || n >= len(bmcs) {
-				continue
-			}
-			if power := bmcs[n].Power(); free(h) && power != "Off" {
-				c.Violations = append(c.Violations, fmt.Sprintf("host %s/%s is free while its BMC has it %s", name, h.Name, power))
-			}
-			for _, r := range bmcs[n].Repeats() {
-				c.Repeats = append(c.Repeats, fmt.Sprintf("host %s/%s: %s", name, h.Name, r))
-			}
+		plane, _, _ := strings.Cut(key, "/")
+		if power := bmcs[n].Power(); free(h) && power != "Off" {
+			k.violate("host %s/%s is free while its BMC has it %s", plane, h.Name, power)
+		}
+		for _, r := range bmcs[n].Repeats() {
+			k.Repeats = append(k.Repeats, fmt.Sprintf("host %s/%s: %s", plane, h.Name, r))
 		}
 	}
-	return c, nil
+	return k.Check, nil
 }
 
 // free: the host is available to a new claim.
@@ -100,10 +94,16 @@ func free(h *metal3api.BareMetalHost) bool {
 // each infrastructure cluster, by name. The upgrade scenarios and the
 // agent's leader election test end with it.
 func Invariants(ctx context.Context, hub client.Client, namespace string, infras map[string]client.Client) (Check, error) {
+	k, err := invariants(ctx, hub, namespace, infras)
+	return k.Check, err
+}
+
+// invariants checks, and returns the checker with the hosts it read.
+func invariants(ctx context.Context, hub client.Client, namespace string, infras map[string]client.Client) (*checker, error) {
 	k := &checker{byUID: map[types.UID]*metal3api.HostClaim{}, held: map[types.UID]int{}, hosts: map[string]*metal3api.BareMetalHost{}}
 	var claims metal3api.HostClaimList
 	if err := hub.List(ctx, &claims, client.InNamespace(namespace)); err != nil {
-		return k.Check, err
+		return k, err
 	}
 	for i := range claims.Items {
 		k.byUID[claims.Items[i].UID] = &claims.Items[i]
@@ -111,14 +111,14 @@ func Invariants(ctx context.Context, hub client.Client, namespace string, infras
 	for plane, pc := range infras {
 		hosts, err := listHosts(ctx, pc)
 		if err != nil {
-			return k.Check, err
+			return k, err
 		}
 		for i := range hosts {
 			k.host(plane, &hosts[i])
 		}
 		var copies corev1.SecretList
 		if err := pc.List(ctx, &copies, client.HasLabels{hostfleetv1alpha1.LabelClaimUID}); err != nil {
-			return k.Check, err
+			return k, err
 		}
 		for _, s := range copies.Items {
 			if k.byUID[types.UID(s.Labels[hostfleetv1alpha1.LabelClaimUID])] == nil {
@@ -128,7 +128,7 @@ func Invariants(ctx context.Context, hub client.Client, namespace string, infras
 	}
 	var hw metal3api.HardwareDataList
 	if err := hub.List(ctx, &hw, client.InNamespace(namespace)); err != nil {
-		return k.Check, err
+		return k, err
 	}
 	for _, d := range hw.Items {
 		if uid, ok := d.Labels[hostfleetv1alpha1.LabelClaimUID]; ok && k.byUID[types.UID(uid)] == nil {
@@ -138,7 +138,7 @@ func Invariants(ctx context.Context, hub client.Client, namespace string, infras
 	for i := range claims.Items {
 		k.claim(&claims.Items[i])
 	}
-	return k.Check, nil
+	return k, nil
 }
 
 // checker is one check under way: the counts and violations so far, the
