@@ -156,6 +156,8 @@ func TestRedfishFailures(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	b.SetFaults(redfish.Faults{Status: http.StatusInternalServerError})
 	_, err = d.Power(ctx)
+	g.Expect(err).NotTo(HaveOccurred(), "the first power read is the one that opened the session")
+	_, err = d.Power(ctx)
 	g.Expect(err).To(HaveOccurred())
 	g.Expect(errors.Is(err, bmc.ErrCredentials) || errors.Is(err, bmc.ErrUnreachable)).To(BeFalse(), "a 500 is the BMC failing, not refusing or gone: %v", err)
 
@@ -296,4 +298,42 @@ func TestCallsAreLogged(t *testing.T) {
 		And(ContainSubstring(`"BareMetalHost"="hosts/a"`), ContainSubstring(`"bmc"="redfish://`+b.HostPort()+`"`),
 			ContainSubstring(`"action"="get power"`), ContainSubstring(`"result"="ok"`), ContainSubstring(`"duration"=`)),
 		And(ContainSubstring(`"action"="power On"`), ContainSubstring(`"result"="power On on `), ContainSubstring("409"))))
+}
+
+// TestRedfishKeepsItsConnection: an inspection and a provisioning, then
+// the next session's power read, take one connection (one TLS handshake)
+// and no Redfish session.
+func TestRedfishKeepsItsConnection(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	iso := redfish.ImageServer()
+	defer iso.Close()
+	b := redfish.Start(redfish.Options{TLS: true})
+	defer b.Close()
+	o := bmc.Options{Timeout: 5 * time.Second, InsecureSkipVerify: true}
+	d, err := bmc.Open(ctx, address(b), "admin", "password", o)
+	g.Expect(err).NotTo(HaveOccurred())
+	_, err = d.Power(ctx)
+	g.Expect(err).NotTo(HaveOccurred())
+	hw, err := d.Inventory(ctx)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(hw.CPU).To(Equal(metal3api.CPU{Arch: "x86_64", Model: "Emulated CPU @ 2.4GHz", ClockMegahertz: 2400, Count: 32}))
+	g.Expect(hw.Storage).To(Equal([]metal3api.Storage{{Name: "sda", Model: "Emulated Disk", SerialNumber: "EMU0001-sda", SizeBytes: 480 << 30}}))
+	g.Expect(hw.Firmware.BIOS.Version).To(Equal("1.2.3"))
+	g.Expect(d.InsertMedia(ctx, iso.URL+"/live.iso")).To(Succeed())
+	g.Expect(d.InsertMedia(ctx, iso.URL+"/live.iso")).To(Succeed(), "what is in is ejected first")
+	g.Expect(d.SetBootOnce(ctx, bmc.BootCDROM)).To(Succeed())
+	g.Expect(d.Send(ctx, bmc.CommandOn)).To(Succeed())
+	g.Expect(d.Close(ctx)).To(Succeed())
+	d, err = bmc.Open(ctx, address(b), "admin", "password", o)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(d.Power(ctx)).To(Equal(bmc.PowerOn))
+	g.Expect(d.EjectMedia(ctx)).To(Succeed())
+	g.Expect(d.Close(ctx)).To(Succeed())
+
+	g.Expect(b.Actions()).To(Equal([]string{"InsertMedia " + iso.URL + "/live.iso", "EjectMedia", "InsertMedia " + iso.URL + "/live.iso",
+		"PATCH Boot Once/Cd", "Reset On", "EjectMedia"}))
+	conns, requests := b.Traffic()
+	g.Expect(conns).To(Equal(int64(1)), "every request on one connection")
+	g.Expect(requests).To(BeNumerically("<=", 30), "no Redfish session created or deleted")
 }

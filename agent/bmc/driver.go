@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"net/http"
-	"net/http/cookiejar"
 	"os/exec"
 	"regexp"
 	"strings"
@@ -174,21 +172,7 @@ func open(ctx context.Context, addr Address, user, pass string, o Options) (Driv
 		opts = append(opts, bmclib.WithIpmitoolPath(path), bmclib.WithIpmitoolPort(port), bmclib.WithIpmitoolCipherSuite("3"))
 		provider = "ipmitool"
 	case Redfish:
-		if addr.HTTP {
-			host = "http://" + host // the provider speaks HTTPS unless told
-		}
-		if addr.Port != "" {
-			opts = append(opts, bmclib.WithRedfishPort(addr.Port))
-		}
-		// bmclib's own client opens a connection per request (keep-alives
-		// off), each a TLS handshake: this one keeps them for the session
-		// and resumes TLS sessions across sessions. The system's roots
-		// unless the host disables verification.
-		jar, _ := cookiejar.New(nil)
-		tr := http.DefaultTransport.(*http.Transport).Clone()
-		tr.TLSClientConfig = tlsConfig(o.InsecureSkipVerify)
-		opts = append(opts, bmclib.WithHTTPClient(&http.Client{Transport: tr, Jar: jar, Timeout: 2 * time.Minute}))
-		provider = "gofish"
+		return openRedfish(ctx, addr, user, pass, o)
 	default:
 		return nil, fmt.Errorf("%w: protocol %q", ErrUnsupported, addr.Protocol)
 	}
@@ -206,11 +190,21 @@ func open(ctx context.Context, addr Address, user, pass string, o Options) (Driv
 		}
 		return nil, classify(fmt.Errorf("open %s: %w", addr.HostPort(), err))
 	}
-	d := &client{c: c, bmcCall: bmcCall{addr: addr, timeout: o.Timeout, observe: o.Observe}, log: o.Logger}
-	if addr.Protocol == Redfish {
-		d.rf = newRedfishSystem(addr, user, pass, o.InsecureSkipVerify)
+	return &client{c: c, bmcCall: bmcCall{addr: addr, timeout: o.Timeout, observe: o.Observe}}, nil
+}
+
+// openRedfish reads the system, with basic authentication on a connection
+// kept for the BMC: no Redfish session to create and delete, no new TLS
+// handshake for each request (bmclib's gofish provider asks to close the
+// connection after each, about 40 for an inspection and a provisioning).
+func openRedfish(ctx context.Context, addr Address, user, pass string, o Options) (Driver, error) {
+	rf := newRedfishSystem(addr, user, pass, o.InsecureSkipVerify)
+	octx, cancel := context.WithTimeout(ctx, o.Timeout)
+	defer cancel()
+	if err := rf.open(octx); err != nil {
+		return nil, classify(fmt.Errorf("open %s: %w", addr.HostPort(), err))
 	}
-	return d, nil
+	return &client{rf: rf, bmcCall: bmcCall{addr: addr, timeout: o.Timeout, observe: o.Observe}}, nil
 }
 
 // status401 finds an HTTP 401 in an error, not a port or address that
@@ -238,12 +232,11 @@ func classify(err error) error {
 	return err
 }
 
+// client is a session with one BMC: Redfish (rf), or IPMI through
+// bmclib's ipmitool provider (c).
 type client struct {
-	c *bmclib.Client
-	// rf, on Redfish, reads and changes the power and reads what bmclib's
-	// inventory leaves out.
-	rf  *redfishSystem
-	log logr.Logger
+	c  *bmclib.Client
+	rf *redfishSystem
 	bmcCall
 }
 
@@ -346,32 +339,34 @@ func (d *client) Send(ctx context.Context, cmd Command) error {
 
 func (d *client) SetBootOnce(ctx context.Context, dev BootDevice) error {
 	return d.call(ctx, "set boot device "+string(dev), func(ctx context.Context) error {
+		if d.rf != nil {
+			return d.rf.setBootOnce(ctx, dev)
+		}
 		_, err := d.c.SetBootDevice(ctx, string(dev), false, true)
 		return err
 	})
 }
 
 func (d *client) InsertMedia(ctx context.Context, url string) error {
-	if d.addr.Protocol != Redfish {
+	if d.rf == nil {
 		return fmt.Errorf("%w: virtual media needs Redfish (redfish-virtualmedia://), %s speaks %s", ErrUnsupported, d.addr.HostPort(), d.addr.Protocol)
 	}
-	return d.call(ctx, "insert virtual media", func(ctx context.Context) error {
-		_, err := d.c.SetVirtualMedia(ctx, "CD", url)
-		return err
-	})
+	return d.call(ctx, "insert virtual media", func(ctx context.Context) error { return d.rf.insertMedia(ctx, url) })
 }
 
 func (d *client) EjectMedia(ctx context.Context) error {
-	if d.addr.Protocol != Redfish {
+	if d.rf == nil {
 		return nil // nothing can be inserted
 	}
-	return d.call(ctx, "eject virtual media", func(ctx context.Context) error {
-		_, err := d.c.SetVirtualMedia(ctx, "CD", "")
-		return err
-	})
+	return d.call(ctx, "eject virtual media", d.rf.ejectMedia)
 }
 
+// Close ends the ipmitool session; a Redfish one has nothing to end (its
+// connection is kept for the next).
 func (d *client) Close(ctx context.Context) error {
+	if d.c == nil {
+		return nil
+	}
 	ctx, cancel := context.WithTimeout(ctx, d.timeout)
 	defer cancel()
 	return d.c.Close(ctx)

@@ -3,97 +3,173 @@ package bmc
 import (
 	"context"
 	"fmt"
+	"math"
 	"sort"
 	"strings"
 
-	"github.com/bmc-toolbox/common"
 	metal3api "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
 )
 
+// Inventory reads the system's hardware from its Redfish resources: the
+// system, its Processors, Memory, Storage (or SimpleStorage) and
+// EthernetInterfaces, about a dozen requests on one kept connection.
 func (d *client) Inventory(ctx context.Context) (*metal3api.HardwareDetails, error) {
-	if d.addr.Protocol != Redfish {
+	if d.rf == nil {
 		return nil, fmt.Errorf("%w: inventory needs Redfish; %s speaks %s", ErrUnsupported, d.addr.HostPort(), d.addr.Protocol)
 	}
-	var dev *common.Device
-	if err := d.call(ctx, "read inventory", func(ctx context.Context) error {
+	var hw *metal3api.HardwareDetails
+	err := d.call(ctx, "read inventory", func(ctx context.Context) error {
 		var err error
-		dev, err = d.c.Inventory(ctx)
+		hw, err = d.rf.inventory(ctx)
 		return err
-	}); err != nil {
+	})
+	return hw, err
+}
+
+// inventory reads what HardwareDetails holds. A resource the system does
+// not link is left out; one it links and does not serve fails the read.
+func (r *redfishSystem) inventory(ctx context.Context) (*metal3api.HardwareDetails, error) {
+	_, sys, err := r.read(ctx)
+	if err != nil {
 		return nil, err
 	}
-	hw := Hardware(dev)
-	// Best effort: what bmclib read stands without it.
-	if err := d.call(ctx, "read the system's Redfish resources", func(ctx context.Context) error {
-		return d.rf.complete(ctx, hw)
-	}); err != nil {
-		d.log.Info("inventory: NICs, vendor or model not completed from the system's Redfish resources", "bmc", d.addr.HostPort(), "error", err.Error())
+	hw := &metal3api.HardwareDetails{
+		SystemVendor: metal3api.HardwareSystemVendor{Manufacturer: sys.Manufacturer, ProductName: sys.Model, SerialNumber: sys.SerialNumber},
+		Hostname:     sys.HostName,
+	}
+	hw.Firmware.BIOS.Version = sys.BiosVersion
+	if err := r.processors(ctx, sys.Processors.ID, hw); err != nil {
+		return nil, err
+	}
+	if err := r.memory(ctx, sys.Memory.ID, hw); err != nil {
+		return nil, err
+	}
+	if hw.RAMMebibytes == 0 {
+		hw.RAMMebibytes = int(math.Round(sys.MemorySummary.TotalSystemMemoryGiB * 1024))
+	}
+	if err := r.storage(ctx, sys.Storage.ID, sys.SimpleStorage.ID, hw); err != nil {
+		return nil, err
+	}
+	if sys.EthernetInterfaces.ID != "" {
+		if hw.NIC, err = r.ethernetInterfaces(ctx, sys.EthernetInterfaces.ID); err != nil {
+			return nil, err
+		}
 	}
 	return hw, nil
 }
 
-// Hardware maps bmclib's inventory to metal3's HardwareDetails.
-func Hardware(dev *common.Device) *metal3api.HardwareDetails {
-	hw := &metal3api.HardwareDetails{
-		SystemVendor: metal3api.HardwareSystemVendor{Manufacturer: dev.Vendor, ProductName: dev.Model, SerialNumber: dev.Serial},
+// state is a Redfish resource's Status; an Absent one is an empty slot.
+type state struct {
+	Status struct{ State string }
+}
+
+func (s state) absent() bool { return s.Status.State == "Absent" }
+
+// members reads a collection's members into out, one GET each; an empty
+// path reads nothing.
+func members[T any](ctx context.Context, r *redfishSystem, path string) ([]T, error) {
+	if path == "" {
+		return nil, nil
 	}
-	if dev.BIOS != nil {
-		hw.Firmware.BIOS.Vendor = dev.BIOS.Vendor
-		if dev.BIOS.Firmware != nil {
-			hw.Firmware.BIOS.Version = dev.BIOS.Firmware.Installed
+	var list struct{ Members []odataRef }
+	if err := r.get(ctx, path, &list); err != nil {
+		return nil, err
+	}
+	out := make([]T, len(list.Members))
+	for i, m := range list.Members {
+		if err := r.get(ctx, m.ID, &out[i]); err != nil {
+			return nil, err
 		}
 	}
-	for _, c := range dev.CPUs {
-		if c == nil {
-			continue
+	return out, nil
+}
+
+// processors counts the CPUs' threads (their cores where threads are not
+// reported) and takes the first CPU's model, clock and architecture.
+func (r *redfishSystem) processors(ctx context.Context, path string, hw *metal3api.HardwareDetails) error {
+	cpus, err := members[struct {
+		state
+		ProcessorType, Model, ProcessorArchitecture, InstructionSet string
+		TotalCores, TotalThreads                                    int
+		MaxSpeedMHz                                                 float64
+	}](ctx, r, path)
+	for _, c := range cpus {
+		if c.absent() || (c.ProcessorType != "" && c.ProcessorType != "CPU") {
+			continue // an empty socket, a GPU or an FPGA
 		}
-		hw.CPU.Count += max(c.Threads, c.Cores)
+		hw.CPU.Count += max(c.TotalThreads, c.TotalCores)
 		if hw.CPU.Model == "" {
 			hw.CPU.Model = c.Model
-			hw.CPU.Arch = arch(c.Architecture)
-			hw.CPU.ClockMegahertz = metal3api.ClockSpeed(float64(c.ClockSpeedHz) / 1e6)
+			hw.CPU.Arch = arch(first(c.InstructionSet, c.ProcessorArchitecture))
+			hw.CPU.ClockMegahertz = metal3api.ClockSpeed(c.MaxSpeedMHz)
 		}
 	}
-	var ram int64
-	for _, m := range dev.Memory {
-		if m != nil {
-			ram += m.SizeBytes
+	return err
+}
+
+func (r *redfishSystem) memory(ctx context.Context, path string, hw *metal3api.HardwareDetails) error {
+	dimms, err := members[struct {
+		state
+		CapacityMiB int
+	}](ctx, r, path)
+	for _, m := range dimms {
+		if !m.absent() {
+			hw.RAMMebibytes += m.CapacityMiB
 		}
 	}
-	hw.RAMMebibytes = int(ram >> 20)
-	for _, dr := range dev.Drives {
-		if dr == nil {
-			continue
-		}
-		name := dr.ID
-		if dr.LogicalName != "" {
-			name = dr.LogicalName
-		}
-		hw.Storage = append(hw.Storage, metal3api.Storage{Name: name, Model: dr.Model, SerialNumber: dr.Serial, Vendor: dr.Vendor,
-			SizeBytes: metal3api.Capacity(dr.CapacityBytes), Rotational: strings.EqualFold(dr.Type, "HDD")})
+	return err
+}
+
+// storage reads the drives of every Storage controller, or the devices of
+// SimpleStorage on a BMC without Storage.
+func (r *redfishSystem) storage(ctx context.Context, storagePath, simplePath string, hw *metal3api.HardwareDetails) error {
+	type drive struct {
+		state
+		ID                                      string `json:"Id"`
+		Name, Model, SerialNumber, Manufacturer string
+		MediaType                               string
+		CapacityBytes                           int64
 	}
-	for _, n := range dev.NICs {
-		if n == nil {
-			continue
+	add := func(d drive) {
+		if d.absent() || d.CapacityBytes <= 0 {
+			return
 		}
-		for _, p := range n.NICPorts {
-			if p == nil || p.MacAddress == "" {
-				continue
+		hw.Storage = append(hw.Storage, metal3api.Storage{Name: first(d.ID, d.Name), Model: d.Model, SerialNumber: d.SerialNumber,
+			Vendor: d.Manufacturer, SizeBytes: metal3api.Capacity(d.CapacityBytes), Rotational: strings.EqualFold(d.MediaType, "HDD")})
+	}
+	controllers, err := members[struct{ Drives []odataRef }](ctx, r, storagePath)
+	if err != nil {
+		return err
+	}
+	for _, c := range controllers {
+		for _, ref := range c.Drives {
+			var d drive
+			if err := r.get(ctx, ref.ID, &d); err != nil {
+				return err
 			}
-			hw.NIC = append(hw.NIC, metal3api.NIC{Name: p.ID, Model: strings.TrimSpace(n.Vendor + " " + n.Model),
-				MAC: strings.ToLower(p.MacAddress), SpeedGbps: int(p.SpeedBits / 1e9)})
+			add(d)
+		}
+	}
+	if storagePath == "" {
+		simple, err := members[struct{ Devices []drive }](ctx, r, simplePath)
+		if err != nil {
+			return err
+		}
+		for _, s := range simple {
+			for _, d := range s.Devices {
+				add(d)
+			}
 		}
 	}
 	sort.Slice(hw.Storage, func(i, j int) bool { return hw.Storage[i].Name < hw.Storage[j].Name })
-	sort.Slice(hw.NIC, func(i, j int) bool { return hw.NIC[i].Name < hw.NIC[j].Name })
-	return hw
+	return nil
 }
 
 func arch(a string) string {
 	switch strings.ToLower(a) {
 	case "x86", "x86-64", "x86_64", "amd64", "":
 		return "x86_64"
-	case "arm", "aarch64", "arm64":
+	case "arm", "arm-a64", "aarch64", "arm64":
 		return "aarch64"
 	}
 	return a

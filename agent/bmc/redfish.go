@@ -16,17 +16,22 @@ import (
 	metal3api "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
 )
 
-// redfishSystem speaks to the address's Redfish system where bmclib falls
-// short: its power (one GET, one Reset action with the ResetType asked
-// for) and what its inventory leaves out. Same address, credentials and TLS
-// choice as the driver's session.
+// redfishSystem speaks to the address's Redfish system: its power (one GET,
+// one Reset action with the ResetType asked for), boot override, virtual CD
+// and inventory, with basic authentication on the BMC's kept connection.
 type redfishSystem struct {
 	base       string
 	systemPath string
 	// resetTarget is the system's Reset action, once read.
 	resetTarget string
-	user, pass  string
-	http        *http.Client
+	// last is the system as read to open the session, until the first
+	// power read or command; etag the ETag of the system's last read.
+	last *computerSystem
+	etag string
+	// media is the system's virtual CD, once found.
+	media      string
+	user, pass string
+	http       *http.Client
 }
 
 func newRedfishSystem(addr Address, user, pass string, insecure bool) *redfishSystem {
@@ -47,8 +52,8 @@ func newRedfishSystem(addr Address, user, pass string, insecure bool) *redfishSy
 // the last one instead of a new TLS handshake (the BMC's CPU is scarce).
 var transports sync.Map
 
-// tlsSessions resumes the TLS sessions of every BMC connection, bmclib's
-// included (it copies the transport it is given, and this with it).
+// tlsSessions resumes the TLS sessions of BMC connections made again (a
+// BMC that closed its idle one).
 var tlsSessions = tls.NewLRUClientSessionCache(4096)
 
 // transport is the connection pool for base.
@@ -71,33 +76,49 @@ func tlsConfig(insecure bool) *tls.Config {
 }
 
 func (r *redfishSystem) get(ctx context.Context, path string, out any) error {
+	_, err := r.fetch(ctx, path, out)
+	return err
+}
+
+// fetch reads path into out and returns its ETag, if the BMC sends one.
+func (r *redfishSystem) fetch(ctx context.Context, path string, out any) (string, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, r.base+path, nil)
 	if err != nil {
-		return err
+		return "", err
 	}
 	req.SetBasicAuth(r.user, r.pass)
 	req.Header.Set("Accept", "application/json")
 	resp, err := r.http.Do(req)
 	if err != nil {
-		return err
+		return "", err
 	}
 	defer drain(resp)
 	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("GET %s: %s", path, resp.Status)
+		return "", fmt.Errorf("GET %s: %s", path, resp.Status)
 	}
-	return json.NewDecoder(resp.Body).Decode(out)
+	return resp.Header.Get("ETag"), json.NewDecoder(resp.Body).Decode(out)
 }
 
 // post posts body as JSON to path and accepts any 2xx answer; otherwise it
 // returns the status and the BMC's message.
 func (r *redfishSystem) post(ctx context.Context, path string, body any) error {
+	return r.send(ctx, http.MethodPost, path, "", body)
+}
+
+// send sends body as JSON to path with method (and If-Match: etag, when
+// set): a command changes what was read, which is read again.
+func (r *redfishSystem) send(ctx context.Context, method, path, etag string, body any) error {
+	r.last = nil
 	data, err := json.Marshal(body)
 	if err != nil {
 		return err
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, r.base+path, bytes.NewReader(data))
+	req, err := http.NewRequestWithContext(ctx, method, r.base+path, bytes.NewReader(data))
 	if err != nil {
 		return err
+	}
+	if etag != "" {
+		req.Header.Set("If-Match", etag)
 	}
 	req.SetBasicAuth(r.user, r.pass)
 	req.Header.Set("Content-Type", "application/json")
@@ -117,9 +138,9 @@ func (r *redfishSystem) post(ctx context.Context, path string, body any) error {
 	}
 	_ = json.NewDecoder(io.LimitReader(resp.Body, 64<<10)).Decode(&e)
 	if e.Error.Message != "" {
-		return fmt.Errorf("POST %s: %s: %s", path, resp.Status, e.Error.Message)
+		return fmt.Errorf("%s %s: %s: %s", method, path, resp.Status, e.Error.Message)
 	}
-	return fmt.Errorf("POST %s: %s", path, resp.Status)
+	return fmt.Errorf("%s %s: %s", method, path, resp.Status)
 }
 
 // drain reads what is left of a response (a JSON document's last newline)
@@ -133,8 +154,11 @@ func drain(resp *http.Response) {
 // computerSystem is what the driver reads of a Redfish ComputerSystem.
 type computerSystem struct {
 	Manufacturer, Model, SerialNumber, PowerState string
-	HostName                                      string
-	EthernetInterfaces                            odataRef
+	HostName, BiosVersion                         string
+	MemorySummary                                 struct{ TotalSystemMemoryGiB float64 }
+	Processors, Memory, Storage, SimpleStorage    odataRef
+	EthernetInterfaces, VirtualMedia              odataRef
+	Links                                         struct{ ManagedBy []odataRef }
 	Actions                                       struct {
 		Reset struct {
 			Target string `json:"target"`
@@ -148,21 +172,28 @@ func (r *redfishSystem) read(ctx context.Context) (string, *computerSystem, erro
 		return "", nil, err
 	}
 	sys := &computerSystem{}
-	if err := r.get(ctx, path, sys); err != nil {
+	etag, err := r.fetch(ctx, path, sys)
+	if err != nil {
 		return "", nil, err
 	}
 	if sys.Actions.Reset.Target != "" {
 		r.resetTarget = sys.Actions.Reset.Target
 	}
+	r.etag = etag
 	return path, sys, nil
 }
 
-// powerState is the system's PowerState, as the BMC words it.
+// powerState is the system's PowerState, as the BMC words it: the read
+// that opened the session, if nothing was sent since, or a new one.
 func (r *redfishSystem) powerState(ctx context.Context) (string, error) {
-	_, sys, err := r.read(ctx)
-	if err != nil {
-		return "", err
+	sys := r.last
+	if sys == nil {
+		var err error
+		if _, sys, err = r.read(ctx); err != nil {
+			return "", err
+		}
 	}
+	r.last = nil
 	if sys.PowerState == "" {
 		return "", fmt.Errorf("the system reports no PowerState")
 	}
@@ -201,57 +232,6 @@ func (r *redfishSystem) system(ctx context.Context) (string, error) {
 	}
 	r.systemPath = systems.Members[0].ID
 	return r.systemPath, nil
-}
-
-// complete fills what hw lacks from the system resource: vendor, model and
-// serial (bmclib reports them only when all three are present), the
-// hostname, and NICs with their addresses from the system's
-// EthernetInterfaces (bmclib reads only NetworkInterfaces and
-// NetworkAdapters, which most BMCs do not have). A Cluster API client makes
-// a machine's addresses from the NICs' IPs and the hostname.
-func (r *redfishSystem) complete(ctx context.Context, hw *metal3api.HardwareDetails) error {
-	v := &hw.SystemVendor
-	if v.Manufacturer != "" && v.ProductName != "" && v.SerialNumber != "" && hw.Hostname != "" && addressed(hw.NIC) {
-		return nil
-	}
-	_, sys, err := r.read(ctx)
-	if err != nil {
-		return err
-	}
-	v.Manufacturer = first(v.Manufacturer, sys.Manufacturer)
-	v.ProductName = first(v.ProductName, sys.Model)
-	v.SerialNumber = first(v.SerialNumber, sys.SerialNumber)
-	hw.Hostname = first(hw.Hostname, sys.HostName)
-	if addressed(hw.NIC) || sys.EthernetInterfaces.ID == "" {
-		return nil
-	}
-	nics, err := r.ethernetInterfaces(ctx, sys.EthernetInterfaces.ID)
-	if err != nil {
-		return err
-	}
-	if len(hw.NIC) == 0 {
-		hw.NIC = nics
-		return nil
-	}
-	// bmclib's NICs, with the addresses only EthernetInterfaces report.
-	for i := range hw.NIC {
-		for _, e := range nics {
-			if hw.NIC[i].IP == "" && strings.EqualFold(hw.NIC[i].MAC, e.MAC) {
-				hw.NIC[i].IP = e.IP
-			}
-		}
-	}
-	return nil
-}
-
-// addressed: there are NICs and each has an address.
-func addressed(nics []metal3api.NIC) bool {
-	for _, n := range nics {
-		if n.IP == "" {
-			return false
-		}
-	}
-	return len(nics) > 0
 }
 
 // ethernetInterfaces reads the NICs of a system's EthernetInterfaces
@@ -299,4 +279,117 @@ func first(s ...string) string {
 		}
 	}
 	return ""
+}
+
+// open reads the system: the BMC answers and takes the credentials. The
+// first power read is this one.
+func (r *redfishSystem) open(ctx context.Context) error {
+	_, sys, err := r.read(ctx)
+	r.last = sys
+	return err
+}
+
+// bootTargets are Redfish's BootSourceOverrideTarget for each device.
+var bootTargets = map[BootDevice]string{BootPXE: "Pxe", BootDisk: "Hdd", BootCDROM: "Cd"}
+
+// setBootOnce makes the next boot, only, from dev, in UEFI mode.
+func (r *redfishSystem) setBootOnce(ctx context.Context, dev BootDevice) error {
+	target, ok := bootTargets[dev]
+	if !ok {
+		return fmt.Errorf("%w: boot device %q", ErrUnsupported, dev)
+	}
+	path, _, err := r.read(ctx) // its ETag, which some BMCs require
+	if err != nil {
+		return err
+	}
+	return r.send(ctx, http.MethodPatch, path, r.etag, map[string]any{"Boot": map[string]string{
+		"BootSourceOverrideEnabled": "Once", "BootSourceOverrideTarget": target, "BootSourceOverrideMode": "UEFI"}})
+}
+
+// virtualMedia is what the driver reads of a VirtualMedia resource.
+type virtualMedia struct {
+	Inserted   bool
+	Image      string
+	MediaTypes []string
+	Actions    struct {
+		Insert struct {
+			Target string `json:"target"`
+		} `json:"#VirtualMedia.InsertMedia"`
+		Eject struct {
+			Target string `json:"target"`
+		} `json:"#VirtualMedia.EjectMedia"`
+	}
+}
+
+// cd finds the system's virtual CD: among the system's own VirtualMedia,
+// or its manager's, the first that takes a CD or DVD.
+func (r *redfishSystem) cd(ctx context.Context) (*virtualMedia, error) {
+	if r.media != "" {
+		vm := &virtualMedia{}
+		return vm, r.get(ctx, r.media, vm)
+	}
+	_, sys, err := r.read(ctx)
+	if err != nil {
+		return nil, err
+	}
+	collection := sys.VirtualMedia.ID
+	if collection == "" && len(sys.Links.ManagedBy) > 0 {
+		var m struct{ VirtualMedia odataRef }
+		if err := r.get(ctx, sys.Links.ManagedBy[0].ID, &m); err != nil {
+			return nil, err
+		}
+		collection = m.VirtualMedia.ID
+	}
+	var list struct{ Members []odataRef }
+	if collection != "" {
+		if err := r.get(ctx, collection, &list); err != nil {
+			return nil, err
+		}
+	}
+	for _, ref := range list.Members {
+		vm := &virtualMedia{}
+		if err := r.get(ctx, ref.ID, vm); err != nil {
+			return nil, err
+		}
+		for _, t := range vm.MediaTypes {
+			if t == "CD" || t == "DVD" {
+				r.media = ref.ID
+				return vm, nil
+			}
+		}
+	}
+	return nil, fmt.Errorf("%w: the BMC lists no virtual CD for the system (neither its VirtualMedia nor its manager's)", ErrUnsupported)
+}
+
+// insertMedia inserts url as the virtual CD, ejecting what is in first.
+func (r *redfishSystem) insertMedia(ctx context.Context, url string) error {
+	vm, err := r.cd(ctx)
+	if err != nil {
+		return err
+	}
+	if vm.Inserted {
+		if err := r.eject(ctx, vm); err != nil {
+			return err
+		}
+	}
+	if vm.Actions.Insert.Target == "" {
+		return fmt.Errorf("%w: the virtual CD %s has no InsertMedia action", ErrUnsupported, r.media)
+	}
+	return r.post(ctx, vm.Actions.Insert.Target, map[string]any{"Image": url, "Inserted": true, "WriteProtected": true})
+}
+
+// ejectMedia ejects the virtual CD, if something is in.
+func (r *redfishSystem) ejectMedia(ctx context.Context) error {
+	vm, err := r.cd(ctx)
+	if err != nil || !vm.Inserted {
+		return err
+	}
+	return r.eject(ctx, vm)
+}
+
+func (r *redfishSystem) eject(ctx context.Context, vm *virtualMedia) error {
+	if vm.Actions.Eject.Target == "" {
+		return fmt.Errorf("%w: the virtual CD %s has no EjectMedia action", ErrUnsupported, r.media)
+	}
+	return r.post(ctx, vm.Actions.Eject.Target, map[string]any{})
 }

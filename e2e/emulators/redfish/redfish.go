@@ -8,10 +8,12 @@ import (
 	"fmt"
 	"io"
 	"log"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -80,11 +82,14 @@ type BMC struct {
 	// already where they lead.
 	repeats []string
 
-	srv        *httptest.Server
-	down       bool
-	ethOnly    bool
-	softIgnore bool
-	latency    Latency
+	srv *httptest.Server
+	// conns and requests count the connections accepted (each a TLS
+	// handshake on HTTPS) and the requests served.
+	conns, requests atomic.Int64
+	down            bool
+	ethOnly         bool
+	softIgnore      bool
+	latency         Latency
 	// target is the power state a change under way reaches at settleAt.
 	target   string
 	settleAt time.Time
@@ -175,6 +180,11 @@ func Start(o Options) *BMC {
 	b.srv = httptest.NewUnstartedServer(http.HandlerFunc(b.serve))
 	// Clients that refuse the self-signed certificate are expected.
 	b.srv.Config.ErrorLog = log.New(io.Discard, "", 0)
+	b.srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			b.conns.Add(1)
+		}
+	}
 	if o.TLS {
 		b.srv.StartTLS()
 	} else {
@@ -260,6 +270,7 @@ func collection(path, typ, name string, members ...string) map[string]any {
 }
 
 func (b *BMC) serve(w http.ResponseWriter, r *http.Request) {
+	b.requests.Add(1)
 	b.mu.Lock()
 	down, faults := b.down, b.faults
 	b.mu.Unlock()

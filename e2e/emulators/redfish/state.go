@@ -60,6 +60,12 @@ func (b *BMC) Repeats() []string {
 	return append([]string(nil), b.repeats...)
 }
 
+// Traffic is how many connections the BMC accepted (each a TLS handshake
+// on HTTPS) and how many requests it served.
+func (b *BMC) Traffic() (connections, requests int64) {
+	return b.conns.Load(), b.requests.Load()
+}
+
 // SetPowerForTest changes the power as a person at the console would.
 func (b *BMC) SetPowerForTest(state string) {
 	b.mu.Lock()
