@@ -5,12 +5,14 @@ import (
 	"fmt"
 	"maps"
 	"reflect"
+	"strings"
 	"sync"
 	"time"
 
 	metal3api "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
@@ -58,6 +60,8 @@ type Reconciler struct {
 	// unsent holds, by host UID, the last change whose record's write
 	// failed: its command was not sent.
 	unsent sync.Map
+	// versions are the hosts' versions the driver's own writes left.
+	versions versions
 }
 
 // Defaults of Reconciler.Power: baremetal-operator's 3 minutes for a soft
@@ -109,9 +113,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.Client.Get(ctx, req.NamespacedName, host); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
+	if r.versions.behind(host) {
+		return ctrl.Result{RequeueAfter: requeue.CacheLag}, nil
+	}
+	seen := []string{host.ResourceVersion}
+	defer func() { r.versions.passed(host.UID, seen, host.ResourceVersion) }()
 	driven := r.drives(host)
 	switch {
 	case host.DeletionTimestamp != nil:
+		r.versions.forget(host.UID)
 		return r.delete(ctx, host, driven)
 	case !driven:
 		// Handed back (annotation removed, paused, detached): let go.
@@ -122,11 +132,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		if err := r.setFinalizer(ctx, host, true); err != nil {
 			return ctrl.Result{}, err
 		}
+		seen = append(seen, host.ResourceVersion)
 	}
 	// One BMC session for as many steps as follow each other (registering
 	// to provisioning is four), and one status write for all of them: at
 	// the end, or before a power command (which it remembers).
-	x := &run{Reconciler: r, host: host, stored: host.DeepCopy()}
+	x := &run{Reconciler: r, host: host, stored: host.DeepCopy(), seen: &seen}
 	defer x.close(ctx)
 	if host.Status.OperationalStatus == "" {
 		host.Status.OperationalStatus = metal3api.OperationalStatusOK // a new host, until an error says otherwise
@@ -214,6 +225,8 @@ type run struct {
 	// that landed at this read.
 	read           bmc.PowerState
 	change, landed *Change
+	// seen collects the host's versions as its writes move it.
+	seen *[]string
 }
 
 func (x *run) close(ctx context.Context) {
@@ -253,6 +266,7 @@ func (x *run) record(ctx context.Context, o outcome) (ctrl.Result, error) {
 		}
 		host.ResourceVersion = done.ResourceVersion
 		orig.Annotations, orig.ResourceVersion = done.Annotations, done.ResourceVersion
+		x.saw()
 	}
 	if !equalStatus(orig, host) {
 		if err := x.writeStatus(ctx); err != nil {
@@ -281,9 +295,17 @@ func (x *run) writeStatus(ctx context.Context) error {
 	if err := x.Client.Status().Update(ctx, x.host); err != nil {
 		return err
 	}
+	x.saw()
 	x.stored = x.host.DeepCopy()
 	x.host.Annotations = annotations
 	return nil
+}
+
+// saw notes the host's version after a write.
+func (x *run) saw() {
+	if x.seen != nil {
+		*x.seen = append(*x.seen, x.host.ResourceVersion)
+	}
 }
 
 // recordFailed ends a reconcile whose write failed: quietly on a conflict
@@ -360,9 +382,16 @@ func (x *run) step(ctx context.Context) outcome {
 	return h(x, ctx)
 }
 
-// equalStatus compares statuses but for when they were written.
+// equalStatus compares statuses but for when they were written and what
+// the BMC reported last of a change under way (PoweringOn, then On...):
+// a write for that alone would only record what the next read shows.
 func equalStatus(a, b *metal3api.BareMetalHost) bool {
 	x, y := a.Status.DeepCopy(), b.Status.DeepCopy()
 	x.LastUpdated, y.LastUpdated = nil, nil
+	for _, s := range []*metal3api.BareMetalHostStatus{x, y} {
+		if c := meta.FindStatusCondition(s.Conditions, hostfleetv1alpha1.ConditionPowerChanging); c != nil && c.Status == metav1.ConditionTrue {
+			c.Message, _, _ = strings.Cut(c.Message, readSuffix)
+		}
+	}
 	return reflect.DeepEqual(x, y)
 }

@@ -304,9 +304,13 @@ func PowerCondition(pc *Change, s bmc.PowerState, generation int64) metav1.Condi
 	}
 	return metav1.Condition{Type: hostfleetv1alpha1.ConditionPowerChanging, Status: metav1.ConditionTrue,
 		Reason: pc.reason(), ObservedGeneration: generation, LastTransitionTime: metav1.NewTime(pc.Since.Time).Rfc3339Copy(),
-		Message: fmt.Sprintf("%s since %s: %s sent %s, last at %s%s; the BMC reports %s", pc.words(),
-			pc.Since.UTC().Format(changeTime), pc.Command, times, pc.SentAt.UTC().Format(changeTime), extra, s)}
+		Message: fmt.Sprintf("%s since %s: %s sent %s, last at %s%s%s%s", pc.words(),
+			pc.Since.UTC().Format(changeTime), pc.Command, times, pc.SentAt.UTC().Format(changeTime), extra, readSuffix, s)}
 }
+
+// readSuffix ends a change's message with what the BMC reported when it
+// was written.
+const readSuffix = "; the BMC reports "
 
 // changeTime is how a change's times are written: to the millisecond, which
 // its timing needs (a restart settles within seconds).

@@ -126,3 +126,32 @@ func TestStateHandlers(t *testing.T) {
 }
 
 func ptrTo[T any](v T) *T { return &v }
+
+// TestEqualStatus: what the BMC reported last of a change under way is no
+// reason to write; the change itself, and anything else, is.
+func TestEqualStatus(t *testing.T) {
+	at := metav1.NewMicroTime(metav1.Now().Time)
+	on := &Change{Target: TargetOn, Command: bmc.CommandOn, Sent: 1, SentAt: at, Since: at}
+	with := func(c *Change, s bmc.PowerState, powered bool) *metal3api.BareMetalHost {
+		h := &metal3api.BareMetalHost{}
+		h.Status.PoweredOn = powered
+		h.Status.Conditions = []metav1.Condition{PowerCondition(c, s, 1)}
+		return h
+	}
+	resent := *on
+	resent.Sent = 2
+	for _, tt := range []struct {
+		name  string
+		a, b  *metal3api.BareMetalHost
+		equal bool
+	}{
+		{name: "Off, then PoweringOn read during the change", a: with(on, bmc.PowerOff, false), b: with(on, bmc.PoweringOn, false), equal: true},
+		{name: "the command sent again", a: with(on, bmc.PoweringOn, false), b: with(&resent, bmc.PoweringOn, false)},
+		{name: "the change landed", a: with(on, bmc.PoweringOn, false), b: with(nil, bmc.PowerOn, true)},
+		{name: "settled, read again", a: with(nil, bmc.PowerOn, true), b: with(nil, bmc.PowerOn, true), equal: true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			NewWithT(t).Expect(equalStatus(tt.a, tt.b)).To(Equal(tt.equal))
+		})
+	}
+}
