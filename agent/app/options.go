@@ -103,9 +103,11 @@ type Options struct {
 	Ipmitool string
 	// InventoryInterval bounds how often the HostInventory is written.
 	InventoryInterval time.Duration
-	// QPS and Burst limit each client (hub, managed) on the client side.
-	QPS   float32
-	Burst int
+	// QPS and Burst limit the hub client on the client side; ManagedQPS
+	// and ManagedBurst the managed cluster's, which carries the hosts'
+	// writes (four for each host provisioned).
+	QPS, ManagedQPS     float32
+	Burst, ManagedBurst int
 	// MetricsAddr and HealthAddr are listen addresses; "0" disables.
 	MetricsAddr string
 	HealthAddr  string
@@ -164,6 +166,8 @@ func NewOptions() *Options {
 		InventoryInterval: 10 * time.Second,
 		QPS:               50,
 		Burst:             100,
+		ManagedQPS:        200,
+		ManagedBurst:      400,
 		MetricsAddr:       "0",
 		MetricsSecure:     true,
 		HealthAddr:        "0",
@@ -174,7 +178,7 @@ func NewOptions() *Options {
 		ClaimScope:        "tenants",
 		ClaimWatch:        defaultClaimWatch(),
 		OrphanGrace:       5 * time.Minute,
-		BMCWorkers:        50,
+		BMCWorkers:        500,
 		BMCTimeout:        30 * time.Second,
 		Erase:             string(hostfleetv1alpha1.EraseNone),
 		EraseTimeout:      time.Hour,
@@ -208,8 +212,11 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 		"with --local-claims: namespaces of this cluster whose own HostClaims the agent serves too (it reads their secrets there; default: none, only forwarded claims)")
 	fs.DurationVar(&o.InventoryInterval, "inventory-interval", o.InventoryInterval,
 		"the HostInventory on the hub is recomputed and, if it changed, written at most this often")
-	fs.Float32Var(&o.QPS, "kube-api-qps", o.QPS, "client-side queries per second to each API server")
-	fs.IntVar(&o.Burst, "kube-api-burst", o.Burst, "client-side burst to each API server")
+	fs.Float32Var(&o.QPS, "kube-api-qps", o.QPS, "client-side queries per second to the hub's API server (shared by the fleet)")
+	fs.IntVar(&o.Burst, "kube-api-burst", o.Burst, "client-side burst to the hub's API server")
+	fs.Float32Var(&o.ManagedQPS, "managed-kube-api-qps", o.ManagedQPS,
+		"client-side queries per second to the managed cluster's API server (4 writes per host provisioned: 500 hosts at once need about 150)")
+	fs.IntVar(&o.ManagedBurst, "managed-kube-api-burst", o.ManagedBurst, "client-side burst to the managed cluster's API server")
 	fs.DurationVar(&o.OrphanGrace, "orphan-grace", o.OrphanGrace,
 		"a host whose claim has been gone (deleted with its finalizer forced off, lost with a hub restore) this long is released")
 	fs.StringVar(&o.ClaimScope, "claim-scope", o.ClaimScope,
@@ -222,7 +229,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 		"namespaces of the managed cluster whose BareMetalHosts, HostDeployPolicies and HardwareData the agent sees (default: all), for a cluster shared with other agents")
 	fs.StringSliceVar(&o.BMCNamespaces, "bmc-namespaces", o.BMCNamespaces,
 		"namespaces whose hosts the BMC driver drives, and where alone it reads BMC credentials (default: all; required in Hosted mode unless --bmh-driver=none)")
-	fs.IntVar(&o.BMCWorkers, "bmc-workers", o.BMCWorkers, "hosts driven at once, and so BMCs spoken to at once (each mostly waits on its BMC: 50 drove 500 slow BMCs 71 times faster than one at a time; more did not help, see docs/benchmarks.md)")
+	fs.IntVar(&o.BMCWorkers, "bmc-workers", o.BMCWorkers,
+		"hosts driven at once, and so BMCs spoken to at once (a worker mostly waits on its BMC's inventory or media insert, a few seconds each, and costs a goroutine: see docs/benchmarks.md)")
 	fs.DurationVar(&o.BMCTimeout, "bmc-timeout", o.BMCTimeout, "bound on each BMC call")
 	fs.DurationVar(&o.BMCPoll, "bmc-poll", o.BMCPoll, "how often the power of a settled driven host is read again")
 	fs.DurationVar(&o.BMCPowerWait, "bmc-power-wait", o.BMCPowerWait,
@@ -301,6 +309,9 @@ func (o *Options) Validate() []error {
 	}
 	if o.QPS <= 0 || o.Burst < 1 {
 		errs = append(errs, fmt.Errorf("--kube-api-qps %v and --kube-api-burst %d must be positive", o.QPS, o.Burst))
+	}
+	if o.ManagedQPS <= 0 || o.ManagedBurst < 1 {
+		errs = append(errs, fmt.Errorf("--managed-kube-api-qps %v and --managed-kube-api-burst %d must be positive", o.ManagedQPS, o.ManagedBurst))
 	}
 	if o.ClaimScope != "tenants" && o.ClaimScope != "all" {
 		errs = append(errs, fmt.Errorf("--claim-scope %q must be tenants or all", o.ClaimScope))

@@ -45,6 +45,8 @@ func TestOptions(t *testing.T) {
 		{name: "erase", args: []string{"--hub-kubeconfig=/h", "--cluster-name=a", "--erase=Metadata", "--erase-image=https://images.example.com/erase.iso", "--erase-pxe"}},
 		{name: "bad erase", args: []string{"--hub-kubeconfig=/h", "--cluster-name=a", "--erase=wipe", "--erase-image=file:///erase.iso", "--erase-timeout=1ms"},
 			wantErr: []string{`--erase "wipe" must be None, Metadata or Full`, `--erase-image "file:///erase.iso" must be an http:// or https:// URL`, "--erase-timeout 1ms must be at least 1s"}},
+		{name: "bad client limits", args: []string{"--hub-kubeconfig=/h", "--cluster-name=a", "--kube-api-qps=0", "--managed-kube-api-burst=0"},
+			wantErr: []string{"--kube-api-qps 0 and --kube-api-burst 100 must be positive", "--managed-kube-api-qps 200 and --managed-kube-api-burst 0 must be positive"}},
 		{name: "bad hub name", args: []string{"--hub-kubeconfig=/h", "--cluster-name=a", "--hub-name="}, wantErr: []string{"--hub-name"}},
 	}
 	for _, tt := range tests {

@@ -69,7 +69,7 @@ func Run(ctx context.Context, o *Options) error {
 	if err != nil {
 		return err
 	}
-	managedCfg.QPS, managedCfg.Burst = o.QPS, o.Burst
+	managedCfg.QPS, managedCfg.Burst = o.ManagedQPS, o.ManagedBurst
 	var reader client.Reader
 	if o.ClaimScope == "tenants" {
 		if reader, err = newClient(hubCfg); err != nil {
