@@ -7,7 +7,6 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
-	"runtime"
 	"syscall"
 	"time"
 
@@ -38,7 +37,8 @@ func runBMCAgent(kubeconfig string, workers, hosts int) error {
 		return err
 	}
 	cfg, writes := counted(cfg)
-	cfg.QPS, cfg.Burst = 50, 100 // the agent's defaults
+	defaults := app.NewOptions()
+	cfg.QPS, cfg.Burst = defaults.ManagedQPS, defaults.ManagedBurst
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{Scheme: app.Scheme(), Metrics: metricsserver.Options{BindAddress: "0"}})
 	if err != nil {
 		return err
@@ -51,6 +51,7 @@ func runBMCAgent(kubeconfig string, workers, hosts int) error {
 	defer stop()
 	err = mgr.Start(ctx)
 	fmt.Printf("  agent writes: %.1f per host: %s\n", float64(writes.writes.Load())/float64(hosts), writes.breakdown(hosts))
+	fmt.Printf("  agent reads: %.1f per host: %s\n", float64(writes.reads.Load())/float64(hosts), writes.readBreakdown(hosts))
 	return err
 }
 
@@ -61,73 +62,6 @@ func hardwareLatency(r *rand.Rand) redfish.Latency {
 	between := func(lo, hi time.Duration) time.Duration { return lo + time.Duration(r.Int64N(int64(hi-lo))) }
 	return redfish.Latency{PowerChange: between(2*time.Second, 10*time.Second), MediaInsert: between(time.Second, 3*time.Second),
 		Inventory: between(time.Second, 5*time.Second)}
-}
-
-// bmcRun is what the BMC driver benchmark measured.
-type bmcRun struct {
-	n, workers, sample int
-	slow               bool
-	// baseline is the sequential loop's time for all n; measured, its
-	// time for the sample.
-	baseline, measured time.Duration
-	// elapsed is the agent's time for all n; cpu and rssMiB its process's.
-	elapsed time.Duration
-	cpu     time.Duration
-	rssMiB  float64
-	// loopBusy and agentBusy are the machine's busy CPU time (every
-	// process) during the measured loop and during the agent's run.
-	loopBusy, agentBusy time.Duration
-}
-
-func runBMC(n, workers int, slow bool, sample int) error {
-	if sample <= 0 || sample > n {
-		sample = n
-	}
-	run := bmcRun{n: n, workers: workers, sample: sample, slow: slow}
-	ctx := context.Background()
-	f, stop, err := startPlanes(ctx, "infra")
-	if err != nil {
-		return err
-	}
-	defer stop()
-
-	fmt.Printf("\nstarting %d emulated Redfish BMCs (HTTPS) and an image server\n", n)
-	iso := redfish.ImageServer()
-	defer iso.Close()
-	image := iso.URL + "/live.iso"
-	bmcs, waits := startBMCs(n, slow)
-	defer func() {
-		for _, b := range bmcs {
-			b.Close()
-		}
-	}()
-	busy, err := planes.MachineCPU()
-	if err != nil {
-		return err
-	}
-	if run.measured, err = bmcLoop(ctx, bmcs[:sample], image); err != nil {
-		return err
-	}
-	if run.loopBusy, err = busySince(busy); err != nil {
-		return err
-	}
-	run.baseline = extrapolate(run.measured, waits, sample)
-	for _, b := range bmcs[:sample] {
-		b.SetPowerForTest("Off")
-	}
-	if err := createBMCHosts(ctx, f.Plane("infra").Client, bmcs, image); err != nil {
-		return err
-	}
-	if err := run.agent(ctx, f.Plane("infra").Config, f.Plane("infra").Kubeconfig); err != nil {
-		return err
-	}
-	for _, b := range bmcs {
-		if b.Power() != "On" {
-			return fmt.Errorf("a provisioned host's BMC says %s", b.Power())
-		}
-	}
-	run.print()
-	return nil
 }
 
 // startBMCs starts n emulated Redfish BMCs, as slow as hardware if slow.
@@ -146,74 +80,6 @@ func startBMCs(n int, slow bool) ([]*redfish.BMC, []time.Duration) {
 		bmcs[i] = redfish.Start(o)
 	}
 	return bmcs, waits
-}
-
-// bmcLoop is the baseline: the calls the driver makes for one host (open,
-// power, inventory, media, boot device, power on, close), one host after
-// another.
-func bmcLoop(ctx context.Context, bmcs []*redfish.BMC, image string) (time.Duration, error) {
-	start := time.Now()
-	for _, b := range bmcs {
-		if err := bmcProvision(ctx, b, image); err != nil {
-			return 0, err
-		}
-	}
-	return time.Since(start), nil
-}
-
-// bmcProvision makes the driver's calls for one host, as the driver: done
-// once the BMC reports the host on.
-func bmcProvision(ctx context.Context, b *redfish.BMC, image string) error {
-	a, err := bmc.ParseAddress("redfish-virtualmedia://" + b.HostPort() + redfish.SystemPath)
-	if err != nil {
-		return err
-	}
-	d, err := bmc.Open(ctx, a, "admin", "password", bmc.Options{InsecureSkipVerify: true})
-	if err != nil {
-		return err
-	}
-	defer func() { _ = d.Close(ctx) }()
-	if _, err := d.Power(ctx); err != nil {
-		return err
-	}
-	if _, err := d.Inventory(ctx); err != nil {
-		return err
-	}
-	if err := d.InsertMedia(ctx, image); err != nil {
-		return err
-	}
-	if err := d.SetBootOnce(ctx, bmc.BootCDROM); err != nil {
-		return err
-	}
-	if err := d.Send(ctx, bmc.CommandOn); err != nil {
-		return err
-	}
-	for {
-		s, err := d.Power(ctx)
-		if err != nil || s == bmc.PowerOn {
-			return err
-		}
-		time.Sleep(250 * time.Millisecond)
-	}
-}
-
-// extrapolate is the loop's time for all BMCs from its time over the first
-// sample: what it measured plus, for each other BMC, what that BMC makes a
-// caller wait for and the loop's measured cost per host beyond those waits.
-func extrapolate(measured time.Duration, waits []time.Duration, sample int) time.Duration {
-	if sample == len(waits) {
-		return measured
-	}
-	var sampleWaits, restWaits time.Duration
-	for i, w := range waits {
-		if i < sample {
-			sampleWaits += w
-		} else {
-			restWaits += w
-		}
-	}
-	perHost := (measured - sampleWaits) / time.Duration(sample)
-	return measured + restWaits + perHost*time.Duration(len(waits)-sample)
 }
 
 // createBMCHosts creates a host per BMC, each already asking for a live
@@ -242,10 +108,17 @@ func createBMCHosts(ctx context.Context, c client.Client, bmcs []*redfish.BMC, i
 
 // agent runs the BMC driver in a child process until every host is
 // provisioned, and records its time, CPU and memory.
-func (run *bmcRun) agent(ctx context.Context, cfg *rest.Config, kubeconfig string) error {
-	child := exec.Command(os.Args[0], "-bmc-agent", kubeconfig, "-bmc-workers", fmt.Sprint(run.workers), "-bmcs", fmt.Sprint(run.n))
+func (run *bmcRun) agent(ctx context.Context, p *planes.Plane) error {
+	child := exec.Command(os.Args[0], "-bmc-agent", p.Kubeconfig, "-bmc-workers", fmt.Sprint(run.workers), "-bmcs", fmt.Sprint(run.n))
+	if f := os.Getenv("BENCH_AGENT_PROFILE"); f != "" {
+		child.Args = append(child.Args, "-cpuprofile", f)
+	}
 	child.Stdout, child.Stderr = os.Stdout, os.Stderr
 	busy, err := planes.MachineCPU()
+	if err != nil {
+		return err
+	}
+	split, err := readSplit(p)
 	if err != nil {
 		return err
 	}
@@ -254,13 +127,18 @@ func (run *bmcRun) agent(ctx context.Context, cfg *rest.Config, kubeconfig strin
 		return err
 	}
 	defer func() { _ = child.Process.Kill() }()
-	if err := waitProvisioned(ctx, cfg, run.n, 10*time.Minute); err != nil {
+	if err := waitProvisioned(ctx, p.Config, run.n, 10*time.Minute); err != nil {
 		return err
 	}
 	run.elapsed = time.Since(start)
 	if run.agentBusy, err = busySince(busy); err != nil {
 		return err
 	}
+	after, err := readSplit(p)
+	if err != nil {
+		return err
+	}
+	run.split = after.sub(split)
 	_ = child.Process.Signal(syscall.SIGTERM)
 	_ = child.Wait()
 	if ru, _ := child.ProcessState.SysUsage().(*syscall.Rusage); ru != nil {
@@ -310,34 +188,6 @@ func waitProvisioned(ctx context.Context, cfg *rest.Config, n int, timeout time.
 		w.Stop()
 	}
 	return nil
-}
-
-func (run *bmcRun) print() {
-	n := run.n
-	kind := "answering in milliseconds"
-	if run.slow {
-		kind = "as slow as hardware (power change 2–10 s, media insert 1–3 s, inventory 1–5 s)"
-	}
-	fmt.Printf("\nBMC driver, %d Redfish BMCs %s, from registering to provisioned (inspection, live-ISO boot, the BMC reporting the host on), %d workers\n", n, kind, run.workers)
-	fmt.Printf("  baseline: the same calls one host after another: %s (%s per host)\n",
-		run.baseline.Round(10*time.Millisecond), (run.baseline / time.Duration(n)).Round(time.Millisecond))
-	if run.sample < n {
-		fmt.Printf("            measured over the first %d hosts (%s), the other %d added from their BMCs' latencies and the loop's measured cost per host\n",
-			run.sample, run.measured.Round(10*time.Millisecond), n-run.sample)
-	}
-	fmt.Printf("  agent:    %s for all %d (%.1f hosts/s), including its start and cache sync\n", run.elapsed.Round(10*time.Millisecond), n, float64(n)/run.elapsed.Seconds())
-	fmt.Printf("  ratio:    %.3f of the baseline's time (%.1f times faster)\n", run.elapsed.Seconds()/run.baseline.Seconds(), run.baseline.Seconds()/run.elapsed.Seconds())
-	fmt.Printf("  agent process: %s CPU (%s per host), %.0f MiB peak resident memory\n",
-		run.cpu.Round(10*time.Millisecond), (run.cpu / time.Duration(n)).Round(time.Millisecond), run.rssMiB)
-	// The loop's calls cost what they cost wherever they are made: on this
-	// machine's cores, no driver making them finishes sooner than their
-	// CPU time spread over every core.
-	cores := runtime.NumCPU()
-	fmt.Printf("  machine:  the loop kept %.2f cores busy (%s CPU per host, BMCs included); the agent's run %.2f of %d (%s per host: agent, API server, etcd, BMCs)\n",
-		run.loopBusy.Seconds()/run.measured.Seconds(), (run.loopBusy / time.Duration(run.sample)).Round(time.Millisecond),
-		run.agentBusy.Seconds()/run.elapsed.Seconds(), cores, (run.agentBusy / time.Duration(n)).Round(time.Millisecond))
-	fmt.Printf("  bound:    on %d cores a driver making the loop's calls is at most %.1f times faster than the loop\n",
-		cores, float64(cores)*run.measured.Seconds()/run.loopBusy.Seconds())
 }
 
 // busySince is the machine's busy CPU time since the reading before.

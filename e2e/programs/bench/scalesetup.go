@@ -193,7 +193,7 @@ func (b *scaleBench) startAgents(ctx context.Context) error {
 		managedCfg := rest.CopyConfig(b.infraOf(i).Config)
 		hubCfg := rest.CopyConfig(b.agentCfgs[i])
 		hubCfg.QPS, hubCfg.Burst = o.QPS, o.Burst
-		managedCfg.QPS, managedCfg.Burst = o.QPS, o.Burst
+		managedCfg.QPS, managedCfg.Burst = o.ManagedQPS, o.ManagedBurst
 		a, err := app.New(ctx, hubCfg, managedCfg, o)
 		if err != nil {
 			return fmt.Errorf("agent %s: %w", name, err)
