@@ -4,13 +4,13 @@ import (
 	"context"
 	"fmt"
 	"maps"
-	"reflect"
 	"strings"
 	"sync"
 	"time"
 
 	metal3api "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -393,5 +393,5 @@ func equalStatus(a, b *metal3api.BareMetalHost) bool {
 			c.Message, _, _ = strings.Cut(c.Message, readSuffix)
 		}
 	}
-	return reflect.DeepEqual(x, y)
+	return equality.Semantic.DeepEqual(x, y) // times by their instant, not their location
 }

@@ -2,6 +2,7 @@ package bmcdriver
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"testing"
 
@@ -140,6 +141,13 @@ func TestEqualStatus(t *testing.T) {
 	}
 	resent := *on
 	resent.Sent = 2
+	readBack := func(h *metal3api.BareMetalHost) *metal3api.BareMetalHost {
+		data, err := json.Marshal(h)
+		NewWithT(t).Expect(err).NotTo(HaveOccurred())
+		out := &metal3api.BareMetalHost{}
+		NewWithT(t).Expect(json.Unmarshal(data, out)).To(Succeed())
+		return out
+	}
 	for _, tt := range []struct {
 		name  string
 		a, b  *metal3api.BareMetalHost
@@ -149,6 +157,7 @@ func TestEqualStatus(t *testing.T) {
 		{name: "the command sent again", a: with(on, bmc.PoweringOn, false), b: with(&resent, bmc.PoweringOn, false)},
 		{name: "the change landed", a: with(on, bmc.PoweringOn, false), b: with(nil, bmc.PowerOn, true)},
 		{name: "settled, read again", a: with(nil, bmc.PowerOn, true), b: with(nil, bmc.PowerOn, true), equal: true},
+		{name: "as the API server gave it back (times in the local zone)", a: readBack(with(on, bmc.PowerOff, false)), b: with(on, bmc.PowerOff, false), equal: true},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			NewWithT(t).Expect(equalStatus(tt.a, tt.b)).To(Equal(tt.equal))
