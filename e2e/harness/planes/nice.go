@@ -13,15 +13,11 @@ import (
 // thread of them: at a higher value they take only the CPU that processes
 // at a lower one leave. Lowering it again needs CAP_SYS_NICE.
 func (p *Plane) Renice(nice int) error {
-	api, err := p.apiServerPID()
+	pids, err := p.PIDs()
 	if err != nil {
 		return err
 	}
-	etcd, err := p.etcdPID()
-	if err != nil {
-		return err
-	}
-	for _, pid := range []int{api, etcd} {
+	for _, pid := range pids {
 		if err := ReniceProcess(pid, nice); err != nil {
 			return fmt.Errorf("%s: %w", p.Name, err)
 		}

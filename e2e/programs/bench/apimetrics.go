@@ -35,6 +35,9 @@ const (
 	keyGC = "gc cpu"
 	// keyClaimCache: the capacity of its watch cache of claims, in events.
 	keyClaimCache = "claim cache"
+	// keyByResource/<verb> <resource>[/<subresource>] counts requests by
+	// what they ask.
+	keyByResource = "by"
 )
 
 // overOneSecond counts, from a histogram's _count and le="1" _bucket lines,
@@ -114,6 +117,26 @@ func apiRequests(ctx context.Context, cfg *rest.Config) (map[string]float64, err
 	return out, scrape(ctx, cfg, func(line string) { countRequest(out, line) })
 }
 
+// storedObjects are the objects the API server stores and their estimated
+// bytes, by resource (apiserver_resource_objects and
+// apiserver_resource_size_estimate_bytes).
+func storedObjects(ctx context.Context, cfg *rest.Config) (objects, bytes map[string]float64, err error) {
+	objects, bytes = map[string]float64{}, map[string]float64{}
+	return objects, bytes, scrape(ctx, cfg, func(line string) {
+		out := objects
+		switch {
+		case strings.HasPrefix(line, "apiserver_resource_objects{"):
+		case strings.HasPrefix(line, "apiserver_resource_size_estimate_bytes{"):
+			out = bytes
+		default:
+			return
+		}
+		if v, err := sampleValue(line); err == nil && v > 0 {
+			out[label(line, "resource")] += v
+		}
+	})
+}
+
 // countRequest adds to out what one metrics line counts.
 func countRequest(out map[string]float64, line string) {
 	if v, ok := overOneSecond(line, "etcd_request_duration_seconds"); ok {
@@ -143,6 +166,11 @@ func countRequest(out map[string]float64, line string) {
 	case strings.HasPrefix(line, "apiserver_request_total{"):
 		if verb := label(line, "verb"); verb != "" && verb != "CONNECT" {
 			out[verb] += v
+			what := verb + " " + label(line, "resource")
+			if sub := label(line, "subresource"); sub != "" {
+				what += "/" + sub
+			}
+			out[keyByResource+"/"+what] += v
 		}
 	}
 }

@@ -246,7 +246,7 @@ func (w *writeCounter) readBreakdown(n int) string {
 	return perN(w.readKinds, n)
 }
 
-func perN(counts map[string]int64, n int) string {
+func perN[V int64 | float64](counts map[string]V, n int) string {
 	keys := slices.SortedFunc(maps.Keys(counts), func(a, b string) int { return cmp.Compare(counts[b], counts[a]) })
 	var out []string
 	for _, k := range keys {

@@ -45,8 +45,9 @@ type scaleResult struct {
 	// behind: a watcher that does not take its events in time holds up
 	// every other's.
 	watches, terminated float64
-	// terminatedBy splits terminated by resource.
-	terminatedBy map[string]float64
+	// terminatedBy splits terminated by resource; byResource the requests
+	// by verb and resource.
+	terminatedBy, byResource map[string]float64
 	// claimCache is the capacity of the hub API server's watch cache of
 	// claims, in events, when the claims began and at the end: a watch
 	// opened on it gets a buffer of capacity/75 events, from 10 to 100, for
@@ -61,6 +62,15 @@ type scaleResult struct {
 	// agentHeap is this process's live heap once every agent has started,
 	// per cluster: what a simulated agent holds.
 	agentHeap int64
+	// idle is the hub's CPU (API server and controller) over idleWindow
+	// before the claims; window is how long the claims were measured.
+	idle, window time.Duration
+	// late are the claims placed more than 1 s after their creation.
+	late int
+	// setupRSS is the hub API server's resident memory before the claims;
+	// objects and objectBytes what it stores at the end, by resource.
+	setupRSS             int64
+	objects, objectBytes map[string]float64
 	// observerWaited is the longest a goroutine of the process that
 	// creates and watches the claims waited to run: a measure of the
 	// measurement.
@@ -139,6 +149,20 @@ func printScale(rs []scaleResult) {
 	row("all claims Ready after", func(r scaleResult) string { return r.elapsed.Round(100 * time.Millisecond).String() })
 	row("scheduling p50 / p99", func(r scaleResult) string { return pair(r.scheduling) })
 	row("created → Ready p50 / p99", func(r scaleResult) string { return pair(r.ready) })
+	row("placed over 1 s after creation", func(r scaleResult) string { return strconv.Itoa(r.late) })
+	row("hub idle (API server + controller)", func(r scaleResult) string {
+		return fmt.Sprintf("%.3f cores", r.idle.Seconds()/idleWindow.Seconds())
+	})
+	row("hub CPU per claim, idle subtracted", func(r scaleResult) string { return r.hubPerClaim().Round(10 * time.Microsecond).String() })
+	row("  ratio to the first run", func(r scaleResult) string {
+		return fmt.Sprintf("%.2f", r.hubPerClaim().Seconds()/rs[0].hubPerClaim().Seconds())
+	})
+	row("hub API server RSS per cluster, before", func(r scaleResult) string {
+		return fmt.Sprintf("%.2f MiB", float64(r.setupRSS)/float64(r.clusters)/(1<<20))
+	})
+	row("hub API server objects per cluster, after", func(r scaleResult) string {
+		return fmt.Sprintf("%.1f, %.1f kB", total(r.objects)/float64(r.clusters), total(r.objectBytes)/float64(r.clusters)/1e3)
+	})
 	row("hub API server CPU per claim", func(r scaleResult) string {
 		return (r.hubServer.CPU / time.Duration(r.claims)).Round(10 * time.Microsecond).String()
 	})
@@ -192,6 +216,36 @@ func printScale(rs []scaleResult) {
 	})
 	row("Tenant events sent to the hub's watchers", func(r scaleResult) string { return fmt.Sprintf("%.0f MB", r.tenantBytes/1e6) })
 	row("observer's goroutines waited to run, at most", func(r scaleResult) string { return r.observerWaited.String() })
+	last := rs[len(rs)-1]
+	fmt.Printf("\n  hub objects per cluster at %d clusters, after the claims: %s\n", last.clusters, perUnit(last.objects, last.clusters))
+	fmt.Printf("  their bytes per cluster (estimated, as stored): %s\n", perUnit(last.objectBytes, last.clusters))
+	fmt.Printf("  hub API requests per claim at %d clusters: %s\n", last.clusters, perUnit(last.byResource, last.claims))
+}
+
+// perUnit is the counts over n, most first, those of at least 0.1.
+func perUnit(counts map[string]float64, n int) string {
+	some := map[string]float64{}
+	for k, v := range counts {
+		if v/float64(n) >= 0.1 {
+			some[k] = v
+		}
+	}
+	return perN(some, n)
+}
+
+// hubPerClaim is the hub's CPU (API server and controller) per claim,
+// its idle background over the same time subtracted.
+func (r scaleResult) hubPerClaim() time.Duration {
+	background := time.Duration(float64(r.idle) * r.window.Seconds() / idleWindow.Seconds())
+	return (r.hubServer.CPU + r.hubController.CPU - background) / time.Duration(r.claims)
+}
+
+func total(m map[string]float64) float64 {
+	t := 0.0
+	for _, v := range m {
+		t += v
+	}
+	return t
 }
 
 func pair(d [2]time.Duration) string {

@@ -43,10 +43,23 @@ func (b *scaleBench) usage(ctx context.Context) (usage, error) {
 // which watches them), with a timeline of the hub alongside, and records
 // what the run cost.
 func (b *scaleBench) measure(ctx context.Context, res *scaleResult, rate float64) (observation, *timeline, error) {
+	if *scaleSplit {
+		undo, err := b.split()
+		if err != nil {
+			return observation{}, nil, fmt.Errorf("-scale-split: %w", err)
+		}
+		defer undo()
+	}
+	var err error
+	if res.idle, err = b.idle(ctx); err != nil {
+		return observation{}, nil, err
+	}
 	before, err := b.usage(ctx)
 	if err != nil {
 		return observation{}, nil, err
 	}
+	res.setupRSS = before.server.RSS
+	window := time.Now()
 	others := planeUsage(b.f, b.names[1:]...)
 	fmt.Printf("  %d claims at %.0f/s\n", res.claims, rate)
 	if *scaleAgentCores > 0 {
@@ -92,6 +105,10 @@ func (b *scaleBench) measure(ctx context.Context, res *scaleResult, rate float64
 	<-tlDone
 	after, err := b.usage(ctx)
 	if err != nil {
+		return obs, nil, err
+	}
+	res.window = time.Since(window)
+	if res.objects, res.objectBytes, err = storedObjects(ctx, b.hubPlane.Config); err != nil {
 		return obs, nil, err
 	}
 	res.hubServer, res.hubController = after.server.Sub(before.server), after.controller.Sub(before.controller)
@@ -181,10 +198,14 @@ func (res *scaleResult) countRequests(before, after map[string]float64) {
 	for _, k := range []string{keyWatches, keyTerminated, keySlowCreates, keySlowEtcd, keyTenantBytes, keyGC, keyClaimCache} {
 		delete(res.requests, k)
 	}
-	res.terminatedBy = map[string]float64{}
+	res.terminatedBy, res.byResource = map[string]float64{}, map[string]float64{}
 	for k, n := range res.requests {
 		if resource, ok := strings.CutPrefix(k, keyTerminated+"/"); ok {
 			res.terminatedBy[resource] = n
+			delete(res.requests, k)
+		}
+		if what, ok := strings.CutPrefix(k, keyByResource+"/"); ok {
+			res.byResource[what] = n
 			delete(res.requests, k)
 		}
 	}
@@ -203,6 +224,7 @@ func (b *scaleBench) latencies(res *scaleResult, obs observation, tl *timeline) 
 		rdy = append(rdy, obs.Ready[i].Sub(created))
 		if sched[i] > time.Second {
 			late[i] = true
+			res.late++
 			slow[int(created.Sub(obs.Start).Minutes())]++
 			delivered = append(delivered, obs.Seen[i].Sub(created))
 			placing = append(placing, obs.Placed[i].Sub(obs.Seen[i]))
