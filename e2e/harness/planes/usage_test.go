@@ -70,3 +70,29 @@ func niceOf(pid int) int {
 	}
 	return n
 }
+
+// TestCpuset: a process moved into a cpuset runs on its CPUs only;
+// removed, the cpuset gives it every CPU back.
+func TestCpuset(t *testing.T) {
+	g := NewWithT(t)
+	child := exec.Command("sleep", "60")
+	g.Expect(child.Start()).To(Succeed())
+	defer func() { _ = child.Process.Kill(); _ = child.Wait() }()
+	allowed := func(pid int) string {
+		status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+		g.Expect(err).NotTo(HaveOccurred())
+		for _, line := range strings.Split(string(status), "\n") {
+			if v, ok := strings.CutPrefix(line, "Cpus_allowed_list:"); ok {
+				return strings.TrimSpace(v)
+			}
+		}
+		return ""
+	}
+	all := allowed(os.Getpid())
+	c, err := planes.NewCpuset("hostfleet-test-"+strconv.Itoa(os.Getpid()), "0")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(c.Add(child.Process.Pid)).To(Succeed())
+	g.Expect(allowed(child.Process.Pid)).To(Equal("0"))
+	g.Expect(c.Remove()).To(Succeed())
+	g.Expect(allowed(child.Process.Pid)).To(Equal(all))
+}
