@@ -337,3 +337,17 @@ func TestRedfishKeepsItsConnection(t *testing.T) {
 	g.Expect(conns).To(Equal(int64(1)), "every request on one connection")
 	g.Expect(requests).To(BeNumerically("<=", 30), "no Redfish session created or deleted")
 }
+
+// TestRedfishWithoutVirtualMedia: a BMC without virtual media refuses an
+// insert as unsupported and has nothing to eject.
+func TestRedfishWithoutVirtualMedia(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	b := redfish.Start(redfish.Options{NoVirtualMedia: true})
+	defer b.Close()
+	d, err := bmc.Open(ctx, address(b), "admin", "password", bmc.Options{Timeout: 5 * time.Second})
+	g.Expect(err).NotTo(HaveOccurred())
+	defer d.Close(ctx)
+	g.Expect(d.InsertMedia(ctx, "http://images/live.iso")).To(MatchError(bmc.ErrUnsupported))
+	g.Expect(d.EjectMedia(ctx)).To(Succeed())
+}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/tls"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -378,9 +379,13 @@ func (r *redfishSystem) insertMedia(ctx context.Context, url string) error {
 	return r.post(ctx, vm.Actions.Insert.Target, map[string]any{"Image": url, "Inserted": true, "WriteProtected": true})
 }
 
-// ejectMedia ejects the virtual CD, if something is in.
+// ejectMedia ejects the virtual CD, if something is in; a system without
+// one has nothing to eject.
 func (r *redfishSystem) ejectMedia(ctx context.Context) error {
 	vm, err := r.cd(ctx)
+	if errors.Is(err, ErrUnsupported) {
+		return nil
+	}
 	if err != nil || !vm.Inserted {
 		return err
 	}

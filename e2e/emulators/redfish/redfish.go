@@ -88,6 +88,7 @@ type BMC struct {
 	conns, requests atomic.Int64
 	down            bool
 	ethOnly         bool
+	noMedia         bool
 	softIgnore      bool
 	latency         Latency
 	// target is the power state a change under way reaches at settleAt.
@@ -134,6 +135,9 @@ type Options struct {
 	// EthernetInterfaces, as most BMCs (and Ironic's inspection) do: no
 	// NetworkInterfaces, no chassis NetworkAdapters.
 	EthernetInterfacesOnly bool
+	// NoVirtualMedia: the manager lists no VirtualMedia, as a BMC without
+	// the licence for it.
+	NoVirtualMedia bool
 	// GracefulShutdownIgnored: the operating system does not answer the
 	// ACPI power button, as a hung or misconfigured one does; a
 	// GracefulShutdown is accepted and changes nothing.
@@ -169,7 +173,7 @@ func Start(o Options) *BMC {
 		o.Hardware = DefaultHardware("EMU0001")
 	}
 	b := &BMC{Username: o.Username, Password: o.Password, Hardware: o.Hardware, power: "Off",
-		boot: bootOverride{Enabled: "Disabled", Target: "None", Mode: "UEFI"}, sessions: map[string]bool{}, ethOnly: o.EthernetInterfacesOnly,
+		boot: bootOverride{Enabled: "Disabled", Target: "None", Mode: "UEFI"}, sessions: map[string]bool{}, ethOnly: o.EthernetInterfacesOnly, noMedia: o.NoVirtualMedia,
 		softIgnore: o.GracefulShutdownIgnored, latency: o.Latency, erase: o.Erase, eraseHangs: o.EraseHangs}
 	if b.erase <= 0 {
 		b.erase = time.Second

@@ -75,13 +75,17 @@ func (b *BMC) resource(path string) any {
 	case "/redfish/v1/Managers":
 		return collection(path, "#ManagerCollection.ManagerCollection", "Manager Collection", ManagerPath)
 	case ManagerPath:
-		return map[string]any{"@odata.id": path, "@odata.type": "#Manager.v1_10_0.Manager", "Id": "1", "Name": "Manager",
+		m := map[string]any{"@odata.id": path, "@odata.type": "#Manager.v1_10_0.Manager", "Id": "1", "Name": "Manager",
 			"ManagerType": "BMC", "FirmwareVersion": "1.0.0", "Model": "Emulated BMC",
 			"Status":       map[string]string{"State": "Enabled", "Health": "OK"},
 			"VirtualMedia": ref(ManagerPath + "/VirtualMedia"),
 			"Links":        map[string]any{"ManagerForServers": []map[string]string{ref(SystemPath)}},
 			"Actions": map[string]any{"#Manager.Reset": map[string]any{"target": ManagerPath + "/Actions/Manager.Reset",
 				"ResetType@Redfish.AllowableValues": []string{"GracefulRestart", "ForceRestart"}}}}
+		if b.noMedia {
+			delete(m, "VirtualMedia")
+		}
+		return m
 	case ManagerPath + "/VirtualMedia":
 		return collection(path, "#VirtualMediaCollection.VirtualMediaCollection", "Virtual Media Services", MediaPath)
 	case MediaPath:
