@@ -134,7 +134,7 @@ bench: tools ## Benchmarks on real control planes, each printed beside a baselin
 	KUBEBUILDER_ASSETS="$$($(TOOLS) --print-assets)" $(BIN)/hostfleet-bench -n $${BENCH_N:-1000}
 
 .PHONY: bench-scale
-bench-scale: tools ## One hub, the real agent for 100 then 1000 clusters × 10 hosts in one process, 10 claims per cluster: latencies, hub CPU and memory, requests per claim.
+bench-scale: tools ## One hub on a core of its own, the real agent for 100 then 1000 clusters × 10 hosts in one process on the other: latencies, late placements, hub CPU per claim (idle subtracted) and memory, requests per claim.
 	go build -o $(BIN)/hostfleet-bench ./e2e/programs/bench
 	go build -o $(BIN)/hostfleet-hub ./hub/cmd/hostfleet-hub
 	KUBEBUILDER_ASSETS="$$($(TOOLS) --print-assets)" $(BIN)/hostfleet-bench -only scale $(SCALE_FLAGS)
