@@ -186,6 +186,12 @@ func printScale(rs []scaleResult) {
 	row("hub controller RSS (peak)", func(r scaleResult) string {
 		return mib(r.hubController.RSS) + " (" + mib(r.hubController.PeakRSS) + ")"
 	})
+	printRequests(rs, row)
+}
+
+// printRequests prints what the hub API server served per claim, and what
+// it holds per cluster after the last run.
+func printRequests(rs []scaleResult, row func(name string, f func(r scaleResult) string)) {
 	verbs := []string{}
 	for _, r := range rs {
 		for v := range r.requests {

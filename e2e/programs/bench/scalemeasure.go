@@ -43,17 +43,11 @@ func (b *scaleBench) usage(ctx context.Context) (usage, error) {
 // which watches them), with a timeline of the hub alongside, and records
 // what the run cost.
 func (b *scaleBench) measure(ctx context.Context, res *scaleResult, rate float64) (observation, *timeline, error) {
-	if *scaleSplit {
-		undo, err := b.split()
-		if err != nil {
-			return observation{}, nil, fmt.Errorf("-scale-split: %w", err)
-		}
-		defer undo()
-	}
-	var err error
-	if res.idle, err = b.idle(ctx); err != nil {
+	undo, err := b.prepare(ctx, res)
+	if err != nil {
 		return observation{}, nil, err
 	}
+	defer undo()
 	before, err := b.usage(ctx)
 	if err != nil {
 		return observation{}, nil, err

@@ -58,6 +58,22 @@ func (b *scaleBench) split() (undo func(), err error) {
 	return undo, nil
 }
 
+// prepare splits the hub from the fleet (with -scale-split) and reads the
+// hub idle; undo ends the split.
+func (b *scaleBench) prepare(ctx context.Context, res *scaleResult) (undo func(), err error) {
+	undo = func() {}
+	if *scaleSplit {
+		if undo, err = b.split(); err != nil {
+			return nil, fmt.Errorf("-scale-split: %w", err)
+		}
+	}
+	if res.idle, err = b.idle(ctx); err != nil {
+		undo()
+		return nil, err
+	}
+	return undo, nil
+}
+
 // idleWindow is how long the hub is watched idle before the claims.
 const idleWindow = 10 * time.Second
 
