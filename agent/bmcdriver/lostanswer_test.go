@@ -22,31 +22,46 @@ import (
 	"github.com/hostfleet/hostfleet/internal/setup"
 )
 
-// loseAnswer writes a host's status and, the first time the status
-// remembers a power change, loses the API server's answer, as client-go
-// reports a connection cut after the request went out.
-type loseAnswer struct {
+// onPowerOnRecord is a client whose hook runs around each status write
+// that remembers a power-on (an online host, PowerChanging True); update
+// makes the write. Other writes pass.
+type onPowerOnRecord struct {
 	client.Client
-	lost atomic.Bool
+	hook func(ctx context.Context, h *metal3api.BareMetalHost, update func() error) error
 }
 
-func (c *loseAnswer) Status() client.SubResourceWriter {
-	return &loseWriter{SubResourceWriter: c.Client.Status(), c: c}
+func (c *onPowerOnRecord) Status() client.SubResourceWriter {
+	return &onPowerOnWriter{SubResourceWriter: c.Client.Status(), c: c}
 }
 
-type loseWriter struct {
+type onPowerOnWriter struct {
 	client.SubResourceWriter
-	c *loseAnswer
+	c *onPowerOnRecord
 }
 
-func (w *loseWriter) Update(ctx context.Context, obj client.Object, opts ...client.SubResourceUpdateOption) error {
-	err := w.SubResourceWriter.Update(ctx, obj, opts...)
-	if h, ok := obj.(*metal3api.BareMetalHost); ok && err == nil && h.Spec.Online {
-		if c := powerChanging(h); c != nil && c.Status == metav1.ConditionTrue && w.c.lost.CompareAndSwap(false, true) {
+func (w *onPowerOnWriter) Update(ctx context.Context, obj client.Object, opts ...client.SubResourceUpdateOption) error {
+	update := func() error { return w.SubResourceWriter.Update(ctx, obj, opts...) }
+	h, ok := obj.(*metal3api.BareMetalHost)
+	if !ok || !h.Spec.Online {
+		return update()
+	}
+	if c := powerChanging(h); c == nil || c.Status != metav1.ConditionTrue {
+		return update()
+	}
+	return w.c.hook(ctx, h, update)
+}
+
+// loseAnswer loses the API server's answer to the first write that
+// remembers a power-on, as client-go reports a connection cut after the
+// request went out.
+func loseAnswer(lost *atomic.Bool) func(context.Context, *metal3api.BareMetalHost, func() error) error {
+	return func(_ context.Context, _ *metal3api.BareMetalHost, update func() error) error {
+		err := update()
+		if err == nil && lost.CompareAndSwap(false, true) {
 			return fmt.Errorf("unexpected error when reading response body. Please retry. Original error: %w", io.ErrUnexpectedEOF)
 		}
+		return err
 	}
-	return err
 }
 
 // TestLostAnswer: the answer to the write that remembers a power-on is
@@ -56,7 +71,8 @@ func (w *loseWriter) Update(ctx context.Context, obj client.Object, opts ...clie
 func TestLostAnswer(t *testing.T) {
 	f := planes.ForTest(t, "infra")
 	c := f.Plane("infra").Client
-	lossy := &loseAnswer{}
+	var lost atomic.Bool
+	lossy := &onPowerOnRecord{hook: loseAnswer(&lost)}
 	f.ManagerForTest(t, "infra", func(mgr ctrl.Manager) error {
 		lossy.Client = mgr.GetClient()
 		return (&bmcdriver.Reconciler{Client: lossy, Poll: 2 * time.Second, Power: bmcdriver.Timing{Wait: time.Minute},
@@ -76,7 +92,7 @@ func TestLostAnswer(t *testing.T) {
 	g.Eventually(b.Power).WithTimeout(20 * time.Second).Should(Equal("On"))
 	took := time.Since(start)
 	t.Logf("powered on %s after the answer was lost", took.Round(10*time.Millisecond))
-	g.Expect(lossy.lost.Load()).To(BeTrue(), "the answer was lost")
+	g.Expect(lost.Load()).To(BeTrue(), "the answer was lost")
 	g.Expect(took).To(BeNumerically("<", 20*time.Second), "not after the minute a sent command waits")
 	g.Eventually(func(g Gomega) {
 		g.Expect(e.get(g, h).Status.PoweredOn).To(BeTrue())

@@ -26,11 +26,29 @@ import (
 // write (read from the API server itself), as a loaded API server's watch
 // delivers late.
 type lagging struct {
-	client.Client
+	onPowerOnRecord
 	direct        client.Client
 	mu            sync.Mutex
 	done          bool
 	stale, served *metal3api.BareMetalHost
+}
+
+func newLagging(direct client.Client) *lagging {
+	c := &lagging{direct: direct}
+	c.hook = func(ctx context.Context, h *metal3api.BareMetalHost, update func() error) error {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		before := &metal3api.BareMetalHost{}
+		if err := c.direct.Get(ctx, client.ObjectKeyFromObject(h), before); err != nil {
+			return err
+		}
+		err := update()
+		if err == nil && !c.done {
+			c.done, c.stale = true, before
+		}
+		return err
+	}
+	return c
 }
 
 func (c *lagging) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
@@ -44,43 +62,13 @@ func (c *lagging) Get(ctx context.Context, key client.ObjectKey, obj client.Obje
 	return c.Client.Get(ctx, key, obj, opts...)
 }
 
-func (c *lagging) Status() client.SubResourceWriter {
-	return &laggingWriter{SubResourceWriter: c.Client.Status(), c: c}
-}
-
-type laggingWriter struct {
-	client.SubResourceWriter
-	c *lagging
-}
-
-func (w *laggingWriter) Update(ctx context.Context, obj client.Object, opts ...client.SubResourceUpdateOption) error {
-	h, ok := obj.(*metal3api.BareMetalHost)
-	if !ok || !h.Spec.Online {
-		return w.SubResourceWriter.Update(ctx, obj, opts...)
-	}
-	if c := powerChanging(h); c == nil || c.Status != metav1.ConditionTrue {
-		return w.SubResourceWriter.Update(ctx, obj, opts...)
-	}
-	w.c.mu.Lock()
-	defer w.c.mu.Unlock()
-	before := &metal3api.BareMetalHost{}
-	if err := w.c.direct.Get(ctx, client.ObjectKeyFromObject(h), before); err != nil {
-		return err
-	}
-	err := w.SubResourceWriter.Update(ctx, obj, opts...)
-	if err == nil && !w.c.done {
-		w.c.done, w.c.stale = true, before
-	}
-	return err
-}
-
 // TestCacheBehindItsWrites: the host read after the write that remembers
 // a provisioning's power-on is the host before it. The driver waits for
 // its own write rather than insert the media and boot again.
 func TestCacheBehindItsWrites(t *testing.T) {
 	f := planes.ForTest(t, "infra")
 	c := f.Plane("infra").Client
-	lag := &lagging{direct: c}
+	lag := newLagging(c)
 	f.ManagerForTest(t, "infra", func(mgr ctrl.Manager) error {
 		lag.Client = mgr.GetClient()
 		return (&bmcdriver.Reconciler{Client: lag, Poll: 2 * time.Second, BMC: bmc.Options{Timeout: 3 * time.Second}}).
