@@ -111,18 +111,22 @@ func (r *Reconciler) drives(host *metal3api.BareMetalHost) bool {
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	host := &metal3api.BareMetalHost{}
 	if err := r.Client.Get(ctx, req.NamespacedName, host); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.versions.forget(req.NamespacedName)
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	driven := r.drives(host)
+	if host.DeletionTimestamp != nil {
+		r.versions.forget(req.NamespacedName)
+		return r.delete(ctx, host, driven)
 	}
 	if r.versions.behind(host) {
 		return ctrl.Result{RequeueAfter: requeue.CacheLag}, nil
 	}
 	seen := []string{host.ResourceVersion}
-	defer func() { r.versions.passed(host.UID, seen, host.ResourceVersion) }()
-	driven := r.drives(host)
+	defer func() { r.versions.passed(req.NamespacedName, seen, host.ResourceVersion) }()
 	switch {
-	case host.DeletionTimestamp != nil:
-		r.versions.forget(host.UID)
-		return r.delete(ctx, host, driven)
 	case !driven:
 		// Handed back (annotation removed, paused, detached): let go.
 		return ctrl.Result{}, r.setFinalizer(ctx, host, false)
