@@ -135,7 +135,7 @@ func (run *bindingRun) agent(ctx context.Context, f *planes.Fleet) error {
 	usage := planeUsage(f, "hub", "infra-1")
 	if dir := os.Getenv("BENCH_APISERVER_PROFILES"); dir != "" {
 		for _, name := range []string{"hub", "infra-1"} {
-			go profileAPIServer(ctx, f.Plane(name), filepath.Join(dir, name+".prof"))
+			go profileAPIServer(ctx, f.Plane(name), filepath.Join(dir, name+".prof"), 10)
 		}
 		go profileSelf(filepath.Join(dir, "agent.prof"))
 	}

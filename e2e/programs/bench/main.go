@@ -43,6 +43,7 @@ import (
 	"os"
 	"runtime/pprof"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -333,9 +334,9 @@ func profileSelf(path string) {
 	}
 }
 
-// profileAPIServer writes 10 s of the plane's kube-apiserver CPU profile to
-// path (BENCH_APISERVER_PROFILES=<dir>: where the servers' time goes).
-func profileAPIServer(ctx context.Context, p *planes.Plane, path string) {
+// profileAPIServer writes seconds of the plane's kube-apiserver CPU profile
+// to path (BENCH_APISERVER_PROFILES=<dir>: where the servers' time goes).
+func profileAPIServer(ctx context.Context, p *planes.Plane, path string, seconds int) {
 	rc, err := rest.RESTClientFor(p.Config)
 	if err != nil {
 		cfg := rest.CopyConfig(p.Config)
@@ -346,7 +347,7 @@ func profileAPIServer(ctx context.Context, p *planes.Plane, path string) {
 			return
 		}
 	}
-	data, err := rc.Get().AbsPath("/debug/pprof/profile").Param("seconds", "10").DoRaw(ctx)
+	data, err := rc.Get().AbsPath("/debug/pprof/profile").Param("seconds", strconv.Itoa(seconds)).DoRaw(ctx)
 	if err == nil {
 		err = os.WriteFile(path, data, 0o644)
 	}

@@ -2,9 +2,13 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"maps"
+	"net/http"
 	"os"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
@@ -69,6 +73,7 @@ func (b *scaleBench) measure(ctx context.Context, res *scaleResult, rate float64
 	}()
 	// The claims, at a steady rate, unpinned: the hub scheduler places them.
 	start := time.Now()
+	b.profile(tlCtx, b.clusters)
 	// The observer starts as this process is: only then is the fleet
 	// reniced.
 	started := func() error { return nil }
@@ -266,4 +271,38 @@ func printSlow(byMinute map[int]int, delivered, placing []time.Duration) {
 	fmt.Printf("    of their latency, created → seen by a watch p50 / max %s / %s, seen → placed p50 / max %s / %s\n",
 		quantile(delivered, 0.5).Round(time.Millisecond), delivered[len(delivered)-1].Round(time.Millisecond),
 		quantile(placing, 0.5).Round(time.Millisecond), placing[len(placing)-1].Round(time.Millisecond))
+}
+
+// profile writes, 30 s into the claims, 60 s of the hub API server's and
+// the hub controller's CPU profiles to $BENCH_APISERVER_PROFILES (the
+// controller's when -scale-hub-pprof serves them): hub-<clusters>.prof,
+// controller-<clusters>.prof.
+func (b *scaleBench) profile(ctx context.Context, clusters int) {
+	dir := os.Getenv("BENCH_APISERVER_PROFILES")
+	if dir == "" {
+		return
+	}
+	go func() {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(30 * time.Second):
+		}
+		go profileAPIServer(ctx, b.hubPlane, filepath.Join(dir, fmt.Sprintf("hub-%d.prof", clusters)), 60)
+		if *hubPprof == "0" {
+			return
+		}
+		resp, err := http.Get("http://" + *hubPprof + "/debug/pprof/profile?seconds=60")
+		if err == nil {
+			defer resp.Body.Close()
+			var f *os.File
+			if f, err = os.Create(filepath.Join(dir, fmt.Sprintf("controller-%d.prof", clusters))); err == nil {
+				_, err = io.Copy(f, resp.Body)
+				err = errors.Join(err, f.Close())
+			}
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "profile:", err)
+		}
+	}()
 }
