@@ -43,6 +43,9 @@ type Reconciler struct {
 	// Probe dry-runs, as AdmissionProbeUser, a claim the tenant's policy
 	// must refuse; SetupWithManager makes it by impersonation if nil.
 	Probe client.Client
+
+	// applied skips applying what is already as the Tenant wants it.
+	applied applied
 }
 
 // Reconcile makes a Tenant's objects and reports on them.
@@ -340,6 +343,14 @@ func (r *Reconciler) apply(ctx context.Context, t *hostfleetv1alpha1.Tenant, obj
 	u.SetGroupVersionKind(gvk)
 	unstructured.RemoveNestedField(u.Object, "metadata", "creationTimestamp")
 	unstructured.RemoveNestedField(u.Object, "status")
+	current, err := r.applied.current(ctx, r.Client, u)
+	if err != nil {
+		return fmt.Errorf("read %s %s/%s of tenant %s: %w", gvk.Kind, obj.GetNamespace(), obj.GetName(), t.Name, err)
+	}
+	if current {
+		return nil
+	}
+	want := u.DeepCopy()
 	err = r.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(hostfleetv1alpha1.FieldManagerHub), client.ForceOwnership)
 	if _, binding := obj.(*rbacv1.RoleBinding); binding && apierrors.IsInvalid(err) {
 		// A roleRef cannot change: an earlier hub bound a Role of the same
@@ -352,7 +363,7 @@ func (r *Reconciler) apply(ctx context.Context, t *hostfleetv1alpha1.Tenant, obj
 	if err != nil {
 		return fmt.Errorf("apply %s %s/%s for tenant %s: %w", gvk.Kind, obj.GetNamespace(), obj.GetName(), t.Name, err)
 	}
-	return nil
+	return r.applied.record(want, u.GetResourceVersion())
 }
 
 // retire deletes a RoleBinding and the Role of the same name.

@@ -3,13 +3,18 @@ package tenant_test
 import (
 	"context"
 	"fmt"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
 	metal3api "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
 	. "github.com/onsi/gomega"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
@@ -68,4 +73,76 @@ func TestClaimCountsPaced(t *testing.T) {
 	limit := int(elapsed/tenant.ClaimCountDelay) + 1
 	t.Logf("%d claims over %s: %d status writes (at most %d)", n, elapsed.Round(time.Millisecond), writes, limit)
 	g.Expect(writes).To(BeNumerically("<=", limit))
+}
+
+// TestUnchangedObjectsNotApplied: the claim counts' reconciles apply
+// nothing that is already as the Tenant wants it (its RoleBindings name
+// two subjects per cluster: at thousands of clusters each apply is
+// costly), and still put back what someone else changed or deleted.
+func TestUnchangedObjectsNotApplied(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	f, hub := labHub(t)
+	alice := rbacv1.Subject{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: "alice"}
+	g.Expect(hub.Create(ctx, &hostfleetv1alpha1.Tenant{ObjectMeta: metav1.ObjectMeta{Name: "a"},
+		Spec: hostfleetv1alpha1.TenantSpec{ClusterSet: "lab", Admins: []rbacv1.Subject{alice}}})).To(Succeed())
+	tn := &hostfleetv1alpha1.Tenant{}
+	g.Eventually(func(g Gomega) {
+		g.Expect(hub.Get(ctx, client.ObjectKey{Name: "a"}, tn)).To(Succeed())
+		g.Expect(ready(tn).Reason).To(Equal(hostfleetv1alpha1.ReasonRegistered))
+	}).WithTimeout(30 * time.Second).Should(Succeed())
+
+	before := applies(ctx, g, f.Plane("hub").Config)
+	claims := 0
+	claim := func() {
+		claims++
+		g.Expect(hub.Create(ctx, &metal3api.HostClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant-a", Name: fmt.Sprintf("c%02d", claims)}})).To(Succeed())
+		g.Eventually(func(g Gomega) {
+			g.Expect(hub.Get(ctx, client.ObjectKey{Name: "a"}, tn)).To(Succeed())
+			g.Expect(tn.Status.Claims).To(BeEquivalentTo(claims))
+		}).WithTimeout(30 * time.Second).Should(Succeed(), "the Tenant counted the claim")
+	}
+	claim()
+	claim()
+	g.Expect(applies(ctx, g, f.Plane("hub").Config)-before).To(BeZero(), "two reconciles applied objects that had not changed")
+
+	t.Log("an admin binding edited by hand is put back at the next reconcile")
+	admins := &rbacv1.RoleBinding{}
+	key := client.ObjectKey{Namespace: "tenant-a", Name: hostfleetv1alpha1.TenantAdminRole}
+	g.Expect(hub.Get(ctx, key, admins)).To(Succeed())
+	admins.Subjects = []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: "mallory"}}
+	g.Expect(hub.Update(ctx, admins)).To(Succeed())
+	claim()
+	g.Eventually(func(g Gomega) {
+		g.Expect(hub.Get(ctx, key, admins)).To(Succeed())
+		g.Expect(admins.Subjects).To(ConsistOf(alice))
+	}).WithTimeout(30 * time.Second).Should(Succeed())
+
+	t.Log("and one deleted is made again")
+	g.Expect(hub.Delete(ctx, admins)).To(Succeed())
+	claim()
+	g.Eventually(func(g Gomega) {
+		g.Expect(hub.Get(ctx, key, admins)).To(Succeed())
+		g.Expect(admins.Subjects).To(ConsistOf(alice))
+	}).WithTimeout(30 * time.Second).Should(Succeed())
+}
+
+// applies is how many server-side applies of RoleBindings the API server
+// has served (apiserver_request_total).
+func applies(ctx context.Context, g Gomega, cfg *rest.Config) float64 {
+	kube, err := kubernetes.NewForConfig(cfg)
+	g.Expect(err).NotTo(HaveOccurred())
+	data, err := kube.Discovery().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
+	g.Expect(err).NotTo(HaveOccurred())
+	var n float64
+	for _, line := range strings.Split(string(data), "\n") {
+		if !strings.HasPrefix(line, "apiserver_request_total{") || !strings.Contains(line, `verb="APPLY"`) ||
+			!strings.Contains(line, `resource="rolebindings"`) {
+			continue
+		}
+		v, err := strconv.ParseFloat(line[strings.LastIndex(line, " ")+1:], 64)
+		g.Expect(err).NotTo(HaveOccurred())
+		n += v
+	}
+	return n
 }
