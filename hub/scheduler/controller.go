@@ -199,7 +199,7 @@ func (r *Reconciler) schedule(ctx context.Context, c *metal3api.HostClaim, v *ve
 // a time; their writes run concurrently (setup.Options.Concurrency). stale: this view of the
 // claim is older than its own placement, which the cache does not show yet.
 func (r *Reconciler) decide(c *metal3api.HostClaim, t *hostfleetv1alpha1.Tenant, clusters []string) (res Result, excluded []hostfleetv1alpha1.ClassSelector, stale bool, _ error) {
-	in := Input{Claim: c, Clusters: clusters, Inventories: map[string]*hostfleetv1alpha1.HostInventory{},
+	in := Input{Claim: c, Clusters: clusters, Inventories: make(map[string]*hostfleetv1alpha1.HostInventory, len(clusters)),
 		Pending: map[string][]*metal3api.HostClaim{}, Prefixes: t.Spec.LabelSyncPrefixes, Exclude: map[string]bool{},
 		Placement: c.Annotations[hostfleetv1alpha1.AnnotationPlacement], SetClusters: t.Status.Clusters, Remote: isRemote(c), Unavailable: r.downFor(clusters)}
 	for _, e := range strings.Split(c.Annotations[hostfleetv1alpha1.AnnotationExcluded], ",") {
@@ -240,7 +240,9 @@ func (r *Reconciler) decide(c *metal3api.HostClaim, t *hostfleetv1alpha1.Tenant,
 				in.Pending[cl] = append(in.Pending[cl], p)
 			}
 		}
-		in.Pending[cl] = append(in.Pending[cl], missing[cl]...)
+		if len(missing[cl]) > 0 {
+			in.Pending[cl] = append(in.Pending[cl], missing[cl]...)
+		}
 	}
 	res = Place(in)
 	if res.Cluster != "" {

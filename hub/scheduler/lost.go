@@ -9,6 +9,7 @@ import (
 	metal3api "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	toolscache "k8s.io/client-go/tools/cache"
 	clusterv1 "open-cluster-management.io/api/cluster/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -39,16 +40,44 @@ func (r *Reconciler) unavailable(cluster string) (time.Time, bool) {
 	return c.LastTransitionTime.Time, true
 }
 
+// downIndex indexes ManagedClusters that say they are not Available under
+// "true": a decision looks at those, not at every cluster of the fleet.
+const downIndex = "hostfleet.down"
+
+func clusterIndexers() toolscache.Indexers {
+	return toolscache.Indexers{downIndex: func(o any) ([]string, error) {
+		if mc, ok := o.(*clusterv1.ManagedCluster); ok && down(mc) {
+			return []string{"true"}, nil
+		}
+		return nil, nil
+	}}
+}
+
 // downFor is the candidates that are not Available, with since when: no
 // claim is placed there.
 func (r *Reconciler) downFor(clusters []string) map[string]time.Time {
-	var out map[string]time.Time
+	if r.clusters == nil {
+		return nil
+	}
+	objs, err := r.clusters.ByIndex(downIndex, "true")
+	if err != nil || len(objs) == 0 {
+		return nil
+	}
+	candidate := make(map[string]bool, len(clusters))
 	for _, cl := range clusters {
-		if since, down := r.unavailable(cl); down {
+		candidate[cl] = true
+	}
+	var out map[string]time.Time
+	for _, o := range objs {
+		mc, ok := o.(*clusterv1.ManagedCluster)
+		if !ok || !candidate[mc.Name] {
+			continue
+		}
+		if since, down := r.unavailable(mc.Name); down {
 			if out == nil {
 				out = map[string]time.Time{}
 			}
-			out[cl] = since
+			out[mc.Name] = since
 		}
 	}
 	return out

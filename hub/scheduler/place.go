@@ -78,25 +78,29 @@ func Place(in Input) Result {
 		return Result{Reason: hostfleetv1alpha1.ReasonNoCapacity, Message: fmt.Sprintf("spec.hostSelector is invalid: %v", err)}
 	}
 	var cands []candidate
-	var why, noInventory, unknown []string
-	clusters := append([]string(nil), in.Clusters...)
-	sort.Strings(clusters)
+	var why reasons
+	var noInventory, unknown []string
+	clusters := in.Clusters
+	if !slices.IsSorted(clusters) {
+		// A Tenant lists its clusters sorted: no copy to sort per decision.
+		clusters = slices.Sorted(slices.Values(clusters))
+	}
 	for _, c := range clusters {
 		inv := in.Inventories[c]
 		switch {
 		case in.Exclude[c]:
-			why = append(why, c+" (did not bind it in time)")
+			why.add("%s (did not bind it in time)", c)
 		case !in.Unavailable[c].IsZero():
-			why = append(why, fmt.Sprintf("%s (not Available since %s)", c, at(in.Unavailable[c])))
+			why.add("%s (not Available since %s)", c, at(in.Unavailable[c]))
 		case inv == nil && in.Remote:
 			unknown = append(unknown, c)
 		case inv == nil:
-			why = append(why, c+" (no HostInventory yet)")
+			why.add("%s (no HostInventory yet)", c)
 			noInventory = append(noInventory, c)
 		default:
 			free, pending := freeHosts(in, sel, c, inv)
 			if free-pending <= 0 {
-				why = append(why, fmt.Sprintf("%s (%d free matching hosts after %d pending claims)", c, free, pending))
+				why.add("%s (%d free matching hosts after %d pending claims)", c, free, pending)
 				continue
 			}
 			cands = append(cands, candidate{c, free - pending})
@@ -105,8 +109,8 @@ func Place(in Input) Result {
 	if len(cands) == 0 && len(unknown) > 0 {
 		chosen := unknown[int(hash(in.Claim)%uint32(len(unknown)))]
 		msg := fmt.Sprintf("placed on %s, which publishes no HostInventory: the claim is forwarded there and its own HostClaim controller decides whether a host matches", chosen)
-		if len(why) > 0 {
-			msg += fmt.Sprintf(" (no cluster with an inventory has a free matching host: %s)", listed(why))
+		if why.n() > 0 {
+			msg += fmt.Sprintf(" (no cluster with an inventory has a free matching host: %s)", why)
 		}
 		return Result{Cluster: chosen, Message: msg}
 	}
@@ -147,7 +151,7 @@ func freeHosts(in Input, sel labels.Selector, cluster string, inv *hostfleetv1al
 }
 
 // nowhere says why no cluster of clusters can take the claim.
-func nowhere(in Input, clusters, noInventory, why []string) Result {
+func nowhere(in Input, clusters, noInventory []string, why reasons) Result {
 	switch {
 	case len(clusters) == 0 && in.Placement != "" && len(in.SetClusters) > 0:
 		return Result{Reason: hostfleetv1alpha1.ReasonNoCapacity, Message: fmt.Sprintf("Placement %s selects none of the tenant's clusters (%s): change the Placement, or remove the %s annotation",
@@ -160,7 +164,7 @@ func nowhere(in Input, clusters, noInventory, why []string) Result {
 			listed(noInventory))}
 	}
 	return Result{Reason: hostfleetv1alpha1.ReasonNoCapacity, Message: fmt.Sprintf("no cluster has a free host matching %s for namespace %s: %s; the claim is placed as soon as one has",
-		describe(in.Claim), in.Claim.Namespace, listed(why))}
+		describe(in.Claim), in.Claim.Namespace, why)}
 }
 
 // listedMax is how many clusters a message names: an Event's message holds
@@ -173,6 +177,31 @@ func listed(items []string) string {
 		return strings.Join(items, ", ")
 	}
 	return fmt.Sprintf("%s and %d more", strings.Join(items[:listedMax], ", "), len(items)-listedMax)
+}
+
+// reasons are why clusters were passed over, as listed says them: only the
+// first listedMax are formatted (a decision passes over thousands of
+// clusters, and says why only when it places the claim nowhere).
+type reasons struct {
+	said []string
+	more int
+}
+
+func (r *reasons) add(format string, args ...any) {
+	if len(r.said) < listedMax {
+		r.said = append(r.said, fmt.Sprintf(format, args...))
+		return
+	}
+	r.more++
+}
+
+func (r reasons) n() int { return len(r.said) + r.more }
+
+func (r reasons) String() string {
+	if r.more == 0 {
+		return strings.Join(r.said, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(r.said, ", "), r.more)
 }
 
 // choose picks among the candidates: most free hosts first; among equals,

@@ -44,6 +44,9 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, o s
 	if err != nil {
 		return err
 	}
+	if err := managedClusters.AddIndexers(clusterIndexers()); err != nil {
+		return fmt.Errorf("index ManagedClusters: %w", err)
+	}
 	r.claims, r.inventories, r.clusters = claims.GetIndexer(), inventories.GetIndexer(), managedClusters.GetIndexer()
 	unplaced := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, _ client.Object) []reconcile.Request {
 		return r.requests(ctx, unplacedIndex)
