@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"strings"
+	"time"
 
 	metal3api "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -39,6 +40,10 @@ type Reconciler struct {
 	// forwarded from the hub among them), cached: a host one holds is
 	// listed with the hub claim it was forwarded from.
 	LocalClaims bool
+
+	// running ends with the agent: host events are filtered by reading the
+	// hub cache, which must not block a stopping informer.
+	running context.Context
 }
 
 var all = reconcile.Request{NamespacedName: types.NamespacedName{Name: "all"}}
@@ -46,7 +51,8 @@ var all = reconcile.Request{NamespacedName: types.NamespacedName{Name: "all"}}
 // SetupWithManager watches the cluster's maintenances and, while there are
 // any or a host carries a mark, the host changes a plan reads: labels,
 // consumer, provisioning state and the mark.
-func (r *Reconciler) SetupWithManager(_ context.Context, mgr ctrl.Manager, o setup.Options) error {
+func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, o setup.Options) error {
+	r.running = ctx
 	toAll := handler.EnqueueRequestsFromMapFunc(func(context.Context, client.Object) []reconcile.Request { return []reconcile.Request{all} })
 	hosts := predicate.TypedFuncs[*metal3api.BareMetalHost]{
 		CreateFunc:  func(e event.TypedCreateEvent[*metal3api.BareMetalHost]) bool { return r.matters(e.Object) },
@@ -81,7 +87,12 @@ func (r *Reconciler) matters(h *metal3api.BareMetalHost) bool {
 		return true
 	}
 	var ms hostfleetv1alpha1.HostMaintenanceList
-	if err := r.Hub.List(context.Background(), &ms, client.InNamespace(r.ClusterName)); err != nil {
+	// Until the hub's cache has synced, a read waits: only while the agent
+	// runs, and not past a manager's grace period (a read with no end held
+	// the host informer's handler, and so the manager's stop, forever).
+	ctx, cancel := context.WithTimeout(r.running, 10*time.Second)
+	defer cancel()
+	if err := r.Hub.List(ctx, &ms, client.InNamespace(r.ClusterName)); err != nil {
 		return true
 	}
 	return len(ms.Items) > 0
