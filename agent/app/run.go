@@ -8,8 +8,6 @@ import (
 	"path/filepath"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-
 	metal3api "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/labels"
@@ -356,17 +354,5 @@ func hubCache(o *Options) map[client.Object]cache.ByObject {
 		// The cluster's maintenances.
 		&hostfleetv1alpha1.HostMaintenance{}: tenancy,
 		&metal3api.HostClaim{}:               claims,
-		// Tenant namespaces only: the claims' namespace labels and the
-		// inventory's namespaces come from the cache, not one read each.
-		&corev1.Namespace{}: {Label: labels.SelectorFromSet(nil).Add(tenantLabelExists())},
 	}
-}
-
-// tenantLabelExists selects the objects labelled hostfleet.io/tenant.
-func tenantLabelExists() labels.Requirement {
-	r, err := labels.NewRequirement(hostfleetv1alpha1.LabelTenant, selection.Exists, nil)
-	if err != nil {
-		panic(err) // a constant key
-	}
-	return *r
 }

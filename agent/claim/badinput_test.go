@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/hostfleet/hostfleet/agent/hostspec"
+	"github.com/hostfleet/hostfleet/e2e/harness/planes"
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
 )
 
@@ -24,7 +25,11 @@ func TestBadInputs(t *testing.T) {
 	ctx := context.Background()
 	s := newScene(t, g, true, "h0") // the policy admits ^tenant- only
 	hub, infra := s.hub, s.infra
-	mustCreate(t, hub, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "outsiders"}})
+	// Tenant b's namespace, which the cluster serves and no policy admits.
+	mustCreate(t, hub, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "outsiders"}},
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "infra-1"}},
+		planes.Tenancy("infra-1", hostfleetv1alpha1.ServedTenant{Name: "a", Namespaces: []string{tenantNS}},
+			hostfleetv1alpha1.ServedTenant{Name: "b", Namespaces: []string{"outsiders"}}))
 	startAgent(t, s.f, "infra-1", 2)
 
 	t.Log("a namespace that no HostDeployPolicy admits")

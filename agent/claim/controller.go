@@ -19,6 +19,7 @@ import (
 	"github.com/hostfleet/hostfleet/agent/binder"
 	"github.com/hostfleet/hostfleet/agent/hoststatus"
 	"github.com/hostfleet/hostfleet/agent/metrics"
+	"github.com/hostfleet/hostfleet/agent/servedtenants"
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
 	"github.com/hostfleet/hostfleet/internal/conditions"
 	"github.com/hostfleet/hostfleet/internal/requeue"
@@ -274,9 +275,9 @@ func (r *Reconciler) keep(ctx context.Context, c *metal3api.HostClaim, h *metal3
 }
 
 func (r *Reconciler) inputs(ctx context.Context, c *metal3api.HostClaim) (binder.Input, error) {
-	ns := &corev1.Namespace{}
-	if err := r.hubGet(ctx, client.ObjectKey{Name: c.Namespace}, ns); err != nil {
-		return binder.Input{}, fmt.Errorf("get hub namespace %s: %w", c.Namespace, err)
+	nsLabels, err := r.namespaceLabels(ctx, c.Namespace)
+	if err != nil {
+		return binder.Input{}, err
 	}
 	var policies metal3api.HostDeployPolicyList
 	if err := r.Managed.List(ctx, &policies); err != nil {
@@ -290,11 +291,11 @@ func (r *Reconciler) inputs(ctx context.Context, c *metal3api.HostClaim) (binder
 		client.UnsafeDisableDeepCopy); err != nil {
 		return binder.Input{}, fmt.Errorf("list the BareMetalHosts of %s: %w", klog.KObj(c), err)
 	}
-	mode, err := r.eraseOf(ctx, c, ns.Labels)
+	mode, err := r.eraseOf(ctx, c, nsLabels)
 	if err != nil {
 		return binder.Input{}, err
 	}
-	in := binder.Input{Consumer: r.Consumer, Claim: c, NamespaceLabels: ns.Labels, Policies: policies.Items,
+	in := binder.Input{Consumer: r.Consumer, Claim: c, NamespaceLabels: nsLabels, Policies: policies.Items,
 		Hosts: pointers(held.Items), Reserved: binder.Reservation(c), Erase: mode, EraseSupport: r.Erase.support}
 	if in.ReservedHeldByGone, err = r.heldByGone(ctx, in.Reserved); err != nil || binder.HeldDecides(in) {
 		return in, err
@@ -316,15 +317,26 @@ func pointers(items []metal3api.BareMetalHost) []*metal3api.BareMetalHost {
 	return out
 }
 
-// hubGet reads a tenant namespace of the hub from the cache, which holds
-// them all (the agent's hub cache watches tenant namespaces); what the
-// cache lacks is read from the API server. Local claims' namespaces are
-// always read from the API server.
-func (r *Reconciler) hubGet(ctx context.Context, key client.ObjectKey, obj client.Object) error {
-	if !r.local() {
-		if err := r.Claims.Get(ctx, key, obj); err == nil {
-			return nil
+// namespaceLabels are the labels of a claim's namespace: a hub claim's as
+// the cluster's ClusterTenancy gives them (agents read no Namespace on the
+// hub: a ClusterRoleBinding per agent would cost every hub request a walk
+// over one more binding per cluster); a local claim's namespace is read
+// from the managed cluster.
+func (r *Reconciler) namespaceLabels(ctx context.Context, ns string) (map[string]string, error) {
+	if r.local() {
+		n := &corev1.Namespace{}
+		if err := r.ClaimReader.Get(ctx, client.ObjectKey{Name: ns}, n); err != nil {
+			return nil, fmt.Errorf("get namespace %s: %w", ns, err)
 		}
+		return n.Labels, nil
 	}
-	return r.ClaimReader.Get(ctx, key, obj)
+	ct, err := servedtenants.Get(ctx, r.Claims, r.ClusterName)
+	if err != nil {
+		return nil, err
+	}
+	labels, ok := servedtenants.NamespaceLabels(ct, ns)
+	if !ok {
+		return nil, fmt.Errorf("namespace %s is not a namespace of a tenant cluster %s serves (its ClusterTenancy): the hub has not written it yet, or the tenant's cluster set no longer holds the cluster", ns, r.ClusterName)
+	}
+	return labels, nil
 }

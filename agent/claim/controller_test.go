@@ -27,9 +27,27 @@ const (
 )
 
 // startAgent runs an agent for cluster in this process until the test ends.
+// Its cluster serves tenant a (tenantNS) unless the test wrote the
+// cluster's ClusterTenancy first: the hub's tenancy controller, which does
+// not run here, would.
 func startAgent(t *testing.T, f *planes.Fleet, cluster string, concurrency int, opts ...func(*app.Options)) context.CancelFunc {
 	t.Helper()
+	servesTenantA(t, f.Plane("hub").Client, cluster)
 	return startAgentWith(t, f.Plane("hub").Config, f.Plane(cluster).Config, cluster, concurrency, opts...)
+}
+
+// servesTenantA writes cluster's ClusterTenancy serving tenant a
+// (tenantNS), unless the test wrote one first.
+func servesTenantA(t *testing.T, hub client.Client, cluster string) {
+	t.Helper()
+	for _, o := range []client.Object{
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: cluster}},
+		planes.Tenancy(cluster, hostfleetv1alpha1.ServedTenant{Name: "a", Namespaces: []string{tenantNS}}),
+	} {
+		if err := hub.Create(context.Background(), o); err != nil && !apierrors.IsAlreadyExists(err) {
+			t.Fatalf("create %T %s: %v", o, o.GetName(), err)
+		}
+	}
 }
 
 // startAgentWith runs an agent with the given hub and managed configs.

@@ -25,6 +25,7 @@ func TestHubOutage(t *testing.T) {
 	hub, infra := s.hub, s.infra
 	px, err := s.f.Proxy("hub")
 	g.Expect(err).NotTo(HaveOccurred())
+	servesTenantA(t, s.hub, "infra-1")
 	startAgentWith(t, px.Config, s.f.Plane("infra-1").Config, "infra-1", 2)
 
 	c := hubClaim("web", "infra-1", nil)

@@ -42,6 +42,7 @@ func TestClaimWatchPlaced(t *testing.T) {
 	waitAvailable(g, infra, "gpu-0")
 
 	rc := &requestCounter{}
+	servesTenantA(t, f.Plane("hub").Client, "infra-1")
 	startAgentWith(t, rc.wrap(f.Plane("hub").Config), f.Plane("infra-1").Config, "infra-1", 2,
 		func(o *app.Options) { o.ClaimWatch = "placed" })
 

@@ -12,7 +12,6 @@ import (
 
 	metal3api "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
 	. "github.com/onsi/gomega"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -80,6 +79,7 @@ func TestHubStall(t *testing.T) {
 	// these timeouts would outlive the test.
 	managed := rest.CopyConfig(s.f.Plane("infra-1").Config)
 	managed.Dial = (&net.Dialer{}).DialContext
+	servesTenantA(t, s.hub, "infra-1")
 	startAgentWith(t, rc.wrap(s.f.Plane("hub").Config), managed, "infra-1", 2)
 
 	bound := func(c *metal3api.HostClaim) {
@@ -89,9 +89,8 @@ func TestHubStall(t *testing.T) {
 			g.Expect(associated(c).Status).To(Equal(metav1.ConditionTrue))
 		}).WithTimeout(60*time.Second).WithPolling(200*time.Millisecond).Should(Succeed(), "claim %s bound", c.Name)
 	}
-	// The cluster's namespace on the hub, for its HostInventory: once
-	// written, every hub informer of the agent has listed.
-	mustCreate(t, s.hub, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "infra-1"}})
+	// Once its HostInventory is written, every hub informer of the agent
+	// has listed.
 	before := hubClaim("before", "infra-1", nil)
 	mustCreate(t, s.hub, before)
 	bound(before)

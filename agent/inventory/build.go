@@ -17,7 +17,8 @@ import (
 type Input struct {
 	Hosts    []metal3api.BareMetalHost
 	Policies []metal3api.HostDeployPolicy
-	// Namespaces are the hub's tenant namespaces, with their labels.
+	// Namespaces are the hub namespaces of the tenants the cluster serves,
+	// with their labels (servedtenants.Namespaces).
 	Namespaces []corev1.Namespace
 	// Prefixes are the label sync prefixes of the tenants the cluster serves.
 	Prefixes []string

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	metal3api "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -126,15 +125,15 @@ func (w *Writer) Once(ctx context.Context) error {
 	if err := w.Managed.List(ctx, &policies, client.UnsafeDisableDeepCopy); err != nil {
 		return fmt.Errorf("list HostDeployPolicies: %w", err)
 	}
-	var nss corev1.NamespaceList
-	if err := w.Hub.List(ctx, &nss, client.HasLabels{hostfleetv1alpha1.LabelTenant}, client.UnsafeDisableDeepCopy); err != nil {
-		return fmt.Errorf("list tenant namespaces on the hub: %w", err)
+	ct, err := servedtenants.Get(ctx, w.Hub, w.ClusterName)
+	if err != nil {
+		return err
 	}
 	prefixes, err := servedtenants.Prefixes(ctx, w.Hub, w.ClusterName)
 	if err != nil {
 		return err
 	}
-	st := Build(Input{Hosts: hosts.Items, Policies: policies.Items, Namespaces: nss.Items, Prefixes: prefixes})
+	st := Build(Input{Hosts: hosts.Items, Policies: policies.Items, Namespaces: servedtenants.Namespaces(ct), Prefixes: prefixes})
 	metrics.Heartbeat.WithLabelValues(w.ClusterName).SetToCurrentTime()
 	if w.written != nil {
 		last := w.written.Status

@@ -5,8 +5,11 @@ package servedtenants
 import (
 	"context"
 	"fmt"
+	"slices"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/hostfleet/hostfleet/agent/labelsync"
@@ -42,4 +45,37 @@ func Prefixes(ctx context.Context, hub client.Reader, cluster string) ([]string,
 		out = append(out, valid...)
 	}
 	return out, nil
+}
+
+// NamespaceLabels are the labels of hub namespace ns as the ClusterTenancy
+// gives them, and whether it names ns among the namespaces of a tenant the
+// cluster serves as infrastructure. Agents read no Namespace on the hub. A
+// ClusterTenancy written without labels (by an earlier hub) gives the
+// labels every tenant namespace has: its name and tenant.
+func NamespaceLabels(ct *hostfleetv1alpha1.ClusterTenancy, ns string) (map[string]string, bool) {
+	for _, t := range ct.Served(hostfleetv1alpha1.RoleInfrastructure) {
+		if !slices.Contains(t.Namespaces, ns) {
+			continue
+		}
+		for _, l := range t.NamespaceLabels {
+			if l.Name == ns {
+				return l.Labels, true
+			}
+		}
+		return map[string]string{corev1.LabelMetadataName: ns, hostfleetv1alpha1.LabelTenant: t.Name}, true
+	}
+	return nil, false
+}
+
+// Namespaces are the hub namespaces of the tenants the cluster serves as
+// infrastructure, with their labels (NamespaceLabels).
+func Namespaces(ct *hostfleetv1alpha1.ClusterTenancy) []corev1.Namespace {
+	var out []corev1.Namespace
+	for _, t := range ct.Served(hostfleetv1alpha1.RoleInfrastructure) {
+		for _, ns := range t.Namespaces {
+			labels, _ := NamespaceLabels(ct, ns)
+			out = append(out, corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: labels}})
+		}
+	}
+	return out
 }

@@ -195,21 +195,27 @@ func TestAddonManager(t *testing.T) {
 		g.Expect(mca.Status.HealthCheck.Mode).To(Equal(addonv1beta1.HealthCheckModeLease))
 	}).WithTimeout(30 * time.Second).Should(Succeed())
 
-	t.Log("CSR driver: the registration asks for the add-on identity, which is bound on the hub")
+	t.Log("CSR driver: the registration asks for the add-on identity, which is bound in the cluster's namespace, nowhere cluster-wide")
 	user := agent.DefaultUser("c1", hostfleetv1alpha1.AddonName, hostfleetv1alpha1.AddonName)
 	groups := agent.DefaultGroups("c1", hostfleetv1alpha1.AddonName)
-	crb := &rbacv1.ClusterRoleBinding{}
+	rb := &rbacv1.RoleBinding{}
+	agentBinding := func(g Gomega, cluster string) *rbacv1.RoleBinding {
+		g.Expect(hub.Get(ctx, client.ObjectKey{Namespace: cluster, Name: hostfleetv1alpha1.AgentClusterRole}, rb)).To(Succeed())
+		return rb
+	}
 	g.Eventually(func(g Gomega) {
-		g.Expect(hub.Get(ctx, client.ObjectKey{Name: addon.BindingName("c1")}, crb)).To(Succeed())
-		g.Expect(crb.RoleRef.Name).To(Equal(hostfleetv1alpha1.AgentHubRole))
-		g.Expect(crb.Subjects).To(ConsistOf(
+		g.Expect(agentBinding(g, "c1").Subjects).To(ConsistOf(
 			rbacv1.Subject{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: user},
 			rbacv1.Subject{Kind: rbacv1.GroupKind, APIGroup: rbacv1.GroupName, Name: groups[0]}),
 			"the cluster's own user and group; never %s, which every cluster's agent holds", groups[1])
 	}).WithTimeout(30 * time.Second).Should(Succeed())
-	rb := &rbacv1.RoleBinding{}
-	g.Expect(hub.Get(ctx, client.ObjectKey{Namespace: "c1", Name: hostfleetv1alpha1.AgentClusterRole}, rb)).To(Succeed())
 	g.Expect(rb.OwnerReferences).To(ContainElement(HaveField("Kind", "ManagedClusterAddOn")), "disabling the add-on removes the grant")
+	crbs := &rbacv1.ClusterRoleBindingList{}
+	g.Expect(hub.List(ctx, crbs)).To(Succeed())
+	for _, crb := range crbs.Items {
+		g.Expect(crb.Subjects).NotTo(ContainElement(HaveField("Name", Or(Equal(user), Equal(groups[0])))),
+			"no ClusterRoleBinding names the agent: %s", crb.Name)
+	}
 
 	t.Log("CSRs are approved only for the add-on identity, requested by the cluster's own agent")
 	regCfg, err := f.AddUser("hub", "system:open-cluster-management:c1:registration", "system:open-cluster-management:c1")
@@ -243,6 +249,8 @@ func TestAddonManager(t *testing.T) {
 	g.Expect(asAgent.Create(ctx, &hostfleetv1alpha1.HostInventory{ObjectMeta: metav1.ObjectMeta{Namespace: "c1", Name: "c1"},
 		Spec: hostfleetv1alpha1.HostInventorySpec{ClusterName: "c1"}}, client.DryRunAll)).To(Succeed())
 	g.Expect(asAgent.List(ctx, &corev1.SecretList{}, client.InNamespace("c1"))).To(Satisfy(apierrors.IsForbidden))
+	g.Expect(asAgent.List(ctx, &corev1.NamespaceList{})).To(Satisfy(apierrors.IsForbidden),
+		"no Namespace: the ClusterTenancy carries the labels of its tenants' namespaces")
 	hubLease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: "c1", Name: hostfleetv1alpha1.AddonName}}
 	g.Expect(asAgent.Create(ctx, hubLease)).To(Succeed(), "the agent creates its health Lease on the hub")
 	g.Expect(asAgent.Update(ctx, hubLease)).To(Succeed(), "and renews it")
@@ -288,8 +296,7 @@ func TestAddonManager(t *testing.T) {
 		g.Expect(applied.Status).To(Equal(metav1.ConditionFalse))
 		g.Expect(applied.Message).To(ContainSubstring("the agent of cluster c2 may be only"))
 	}).WithTimeout(30 * time.Second).Should(Succeed())
-	g.Expect(hub.Get(ctx, client.ObjectKey{Name: addon.BindingName("c2")}, crb)).To(Succeed())
-	g.Expect(crb.Subjects).NotTo(ContainElement(HaveField("Name", "system:serviceaccounts")))
+	g.Expect(agentBinding(g, "c2").Subjects).NotTo(ContainElement(HaveField("Name", "system:serviceaccounts")))
 
 	t.Log("token driver: the klusterlet declares the cluster's ServiceAccount identity, which is bound instead")
 	tokenUser := hostfleetv1alpha1.AgentTokenUser("c2")
@@ -301,8 +308,7 @@ func TestAddonManager(t *testing.T) {
 		g.Expect(hub.Status().Update(ctx, mca)).To(Succeed())
 	}).WithTimeout(30 * time.Second).Should(Succeed())
 	g.Eventually(func(g Gomega) {
-		g.Expect(hub.Get(ctx, client.ObjectKey{Name: addon.BindingName("c2")}, crb)).To(Succeed())
-		g.Expect(crb.Subjects).To(Equal([]rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: tokenUser}}))
+		g.Expect(agentBinding(g, "c2").Subjects).To(Equal([]rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: tokenUser}}))
 	}).WithTimeout(30 * time.Second).Should(Succeed())
 
 	t.Log("a tenant on the set: the token identity serves its namespace, writes only its own inventory, and only its own claims")

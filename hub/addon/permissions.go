@@ -20,12 +20,13 @@ import (
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
 )
 
-// BindingName names the ClusterRoleBinding of one cluster's agent.
-func BindingName(cluster string) string { return hostfleetv1alpha1.AgentHubRole + ":" + cluster }
-
 // Permissions binds the identity the agent registered with, as Subjects
-// accepts it from the ManagedClusterAddOn's status, to the ClusterRoles
-// AgentHubRole and, in the cluster's namespace, AgentClusterRole. Until the identity is known it
+// accepts it from the ManagedClusterAddOn's status, to the ClusterRole
+// AgentClusterRole in the cluster's namespace: nothing cluster-wide (the
+// API server's RBAC walks every ClusterRoleBinding for each request that
+// no earlier one allows, so one per cluster would make every request on
+// the hub cost more as the fleet grows; the bindings earlier hubs made are
+// left to agents still at that release, and go at uninstall). Until the identity is known it
 // reports SubjectNotReady and is called again when the status changes; an
 // identity Subjects refuses is reported on the add-on (RegistrationApplied
 // False) and bound to nothing.
@@ -40,19 +41,9 @@ func Permissions(kube kubernetes.Interface) agent.PermissionConfigFunc {
 			return &agent.SubjectNotReadyError{}
 		}
 		labels := map[string]string{hostfleetv1alpha1.LabelCluster: cluster.Name}
-		// The ClusterRoles are the operator's (permissions.GrantedClusterRoles):
-		// the hub only binds them.
-		// Owned by the ManagedCluster: it goes when the cluster is removed.
-		if _, _, err := utils.ApplyClusterRoleBinding(ctx, kube.RbacV1(), &rbacv1.ClusterRoleBinding{
-			ObjectMeta: metav1.ObjectMeta{Name: BindingName(cluster.Name), Labels: labels,
-				OwnerReferences: []metav1.OwnerReference{{APIVersion: clusterv1.GroupVersion.String(), Kind: "ManagedCluster",
-					Name: cluster.Name, UID: cluster.UID}}},
-			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: hostfleetv1alpha1.AgentHubRole},
-			Subjects: subjects,
-		}); err != nil {
-			return fmt.Errorf("hub role binding for %s: %w", cluster.Name, err)
-		}
-		// Owned by the ManagedClusterAddOn: it goes when the add-on is disabled.
+		// The ClusterRole is the operator's (permissions.GrantedClusterRoles):
+		// the hub only binds it. Owned by the ManagedClusterAddOn: the
+		// binding goes when the add-on is disabled.
 		owner := []metav1.OwnerReference{{APIVersion: addonv1beta1.GroupVersion.String(), Kind: "ManagedClusterAddOn",
 			Name: mca.Name, UID: mca.UID, BlockOwnerDeletion: ptr.To(true)}}
 		binding := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: hostfleetv1alpha1.AgentClusterRole, Namespace: cluster.Name, Labels: labels, OwnerReferences: owner},

@@ -25,7 +25,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/hostfleet/hostfleet/e2e/harness/planes"
-	"github.com/hostfleet/hostfleet/hub/addon"
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
 	"github.com/hostfleet/hostfleet/hub/app"
 	"github.com/hostfleet/hostfleet/internal/permissions"
@@ -170,7 +169,6 @@ func TestHubRunsWithItsOwnRBAC(t *testing.T) {
 		OwnerReferences: []metav1.OwnerReference{{APIVersion: addonv1beta1.GroupVersion.String(), Kind: "ClusterManagementAddOn", Name: cma.Name, UID: cma.UID}}}})).To(Succeed())
 	g.Eventually(func(g Gomega) {
 		g.Expect(hub.Get(ctx, client.ObjectKey{Namespace: "c1", Name: "addon-hostfleet-agent-deploy-0"}, &workv1.ManifestWork{})).To(Succeed())
-		g.Expect(hub.Get(ctx, client.ObjectKey{Name: addon.BindingName("c1")}, &rbacv1.ClusterRoleBinding{})).To(Succeed())
 		g.Expect(hub.Get(ctx, client.ObjectKey{Namespace: "c1", Name: hostfleetv1alpha1.AgentClusterRole}, &rbacv1.RoleBinding{})).To(Succeed())
 	}).WithTimeout(time.Minute).Should(Succeed())
 

@@ -3,6 +3,8 @@ package clustertenancy
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -60,6 +62,8 @@ func (r *Reconciler) SetupWithManager(_ context.Context, mgr ctrl.Manager, o set
 		// Its heartbeats and conditions change nothing here.
 		For(&clusterv1.ManagedCluster{}, builder.WithPredicates(onlyCreate)).
 		Watches(&corev1.Namespace{}, byName, builder.WithPredicates(onlyCreate)).
+		// A tenant namespace's labels are in its clusters' ClusterTenancies.
+		Watches(&corev1.Namespace{}, handler.Funcs{UpdateFunc: r.onLabels}).
 		Watches(&hostfleetv1alpha1.ClusterTenancy{}, byNamespace).
 		Watches(&hostfleetv1alpha1.Tenant{}, tenants).
 		Complete(resume.Reconciler(r))
@@ -90,10 +94,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.Client.List(ctx, &tenants, client.UnsafeDisableDeepCopy); err != nil {
 		return ctrl.Result{}, fmt.Errorf("list tenants: %w", err)
 	}
-	want := Desired(mc.Name, tenants.Items)
+	nsLabels, err := r.namespaceLabels(ctx, mc.Name, tenants.Items)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	want := Desired(mc.Name, tenants.Items, nsLabels)
 	owner := []metav1.OwnerReference{{APIVersion: clusterv1.GroupVersion.String(), Kind: "ManagedCluster", Name: mc.Name, UID: mc.UID}}
 	cur := &hostfleetv1alpha1.ClusterTenancy{}
-	err := r.Client.Get(ctx, client.ObjectKey{Namespace: mc.Name, Name: hostfleetv1alpha1.TenancyName}, cur)
+	err = r.Client.Get(ctx, client.ObjectKey{Namespace: mc.Name, Name: hostfleetv1alpha1.TenancyName}, cur)
 	switch {
 	case apierrors.IsNotFound(err):
 		ct := &hostfleetv1alpha1.ClusterTenancy{ObjectMeta: metav1.ObjectMeta{Namespace: mc.Name, Name: hostfleetv1alpha1.TenancyName,
@@ -122,4 +130,46 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	ctrl.LoggerFrom(ctx).V(1).Info("cluster tenancy written", "cluster", mc.Name, "tenants", len(want.Tenants), "workloadTenants", len(want.WorkloadTenants))
 	return ctrl.Result{}, nil
+}
+
+// namespaceLabels are the labels of the namespaces of the tenants cluster
+// serves, from the cache; a namespace not there yet is left out.
+func (r *Reconciler) namespaceLabels(ctx context.Context, cluster string, tenants []hostfleetv1alpha1.Tenant) (map[string]map[string]string, error) {
+	out := map[string]map[string]string{}
+	for i := range tenants {
+		t := &tenants[i]
+		if !slices.Contains(t.Status.Clusters, cluster) && !slices.Contains(t.Status.WorkloadClusters, cluster) {
+			continue
+		}
+		for _, name := range t.Status.Namespaces {
+			ns := &corev1.Namespace{}
+			if err := r.Client.Get(ctx, client.ObjectKey{Name: name}, ns); client.IgnoreNotFound(err) != nil {
+				return nil, fmt.Errorf("get namespace %s of tenant %s: %w", name, t.Name, err)
+			}
+			out[name] = ns.Labels
+		}
+	}
+	return out, nil
+}
+
+// onLabels maps a namespace whose labels changed to the clusters of the
+// Tenants it belongs to, before and after: their ClusterTenancies carry
+// its labels.
+func (r *Reconciler) onLabels(ctx context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	if maps.Equal(e.ObjectOld.GetLabels(), e.ObjectNew.GetLabels()) {
+		return
+	}
+	for _, name := range union([]string{e.ObjectOld.GetLabels()[hostfleetv1alpha1.LabelTenant], e.ObjectNew.GetLabels()[hostfleetv1alpha1.LabelTenant]}) {
+		t := &hostfleetv1alpha1.Tenant{}
+		if name == "" {
+			continue
+		}
+		if err := r.Client.Get(ctx, client.ObjectKey{Name: name}, t); err != nil {
+			if !apierrors.IsNotFound(err) {
+				ctrl.LoggerFrom(ctx).Error(err, "find the clusters of a tenant namespace whose labels changed", "namespace", e.ObjectNew.GetName())
+			}
+			continue
+		}
+		enqueue(q, union(t.Status.Clusters, t.Status.WorkloadClusters))
+	}
 }

@@ -56,8 +56,12 @@ func TestClusterTenancy(t *testing.T) {
 		g.Expect(hub.Get(ctx, client.ObjectKey{Namespace: cluster, Name: hostfleetv1alpha1.TenancyName}, ct)).To(Succeed())
 		return ct
 	}
-	a := served{Name: "a", Namespaces: []string{"tenant-a"}, LabelSyncPrefixes: []string{"example.com"}}
-	b := served{Name: "b", Namespaces: []string{"b1", "b2"}}
+	labelled := func(ns, tenant string) hostfleetv1alpha1.NamespaceLabels {
+		return hostfleetv1alpha1.NamespaceLabels{Name: ns, Labels: map[string]string{corev1.LabelMetadataName: ns, hostfleetv1alpha1.LabelTenant: tenant}}
+	}
+	a := served{Name: "a", Namespaces: []string{"tenant-a"}, LabelSyncPrefixes: []string{"example.com"},
+		NamespaceLabels: []hostfleetv1alpha1.NamespaceLabels{labelled("tenant-a", "a")}}
+	b := served{Name: "b", Namespaces: []string{"b1", "b2"}, NamespaceLabels: []hostfleetv1alpha1.NamespaceLabels{labelled("b1", "b"), labelled("b2", "b")}}
 
 	t.Log("c1 serves a; c3 serves b and is a's only workload cluster; c2 has no namespace yet, so no ClusterTenancy")
 	var c1 *hostfleetv1alpha1.ClusterTenancy
@@ -101,6 +105,19 @@ func TestClusterTenancy(t *testing.T) {
 			g.Expect(tenancy(g, c).Spec.Tenants).To(ConsistOf(HaveField("LabelSyncPrefixes", ConsistOf("example.com", "rack.example.com"))))
 		}
 		g.Expect(tenancy(g, "c3").Spec.WorkloadTenants).To(ConsistOf(HaveField("LabelSyncPrefixes", ConsistOf("example.com", "rack.example.com"))))
+	}).WithTimeout(30 * time.Second).Should(Succeed())
+
+	t.Log("a namespace of a is labelled: every cluster of a sees its labels (agents read no hub Namespace)")
+	ns := &corev1.Namespace{}
+	g.Expect(hub.Get(ctx, client.ObjectKey{Name: "tenant-a"}, ns)).To(Succeed())
+	ns.Labels["rack"] = "r1"
+	g.Expect(hub.Update(ctx, ns)).To(Succeed())
+	rack := HaveField("NamespaceLabels", ConsistOf(HaveField("Labels", HaveKeyWithValue("rack", "r1"))))
+	g.Eventually(func(g Gomega) {
+		for _, c := range []string{"c1", "c2"} {
+			g.Expect(tenancy(g, c).Spec.Tenants).To(ConsistOf(rack))
+		}
+		g.Expect(tenancy(g, "c3").Spec.WorkloadTenants).To(ConsistOf(rack))
 	}).WithTimeout(30 * time.Second).Should(Succeed())
 
 	t.Log("c2 moves to edge: it serves b instead of a; c1 is not rewritten")

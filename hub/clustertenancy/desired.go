@@ -1,6 +1,7 @@
 package clustertenancy
 
 import (
+	"maps"
 	"slices"
 	"strings"
 
@@ -9,16 +10,18 @@ import (
 
 // Desired is the spec of cluster's ClusterTenancy, from the Tenants'
 // status: the tenants whose cluster set holds the cluster, and those whose
-// workload cluster it is, in name order. It shares no slice with tenants.
-func Desired(cluster string, tenants []hostfleetv1alpha1.Tenant) hostfleetv1alpha1.ClusterTenancySpec {
+// workload cluster it is, in name order, with their namespaces' labels
+// (nsLabels, by namespace; a namespace missing there has none). It shares
+// no slice or map with its arguments.
+func Desired(cluster string, tenants []hostfleetv1alpha1.Tenant, nsLabels map[string]map[string]string) hostfleetv1alpha1.ClusterTenancySpec {
 	spec := hostfleetv1alpha1.ClusterTenancySpec{ClusterName: cluster}
 	for i := range tenants {
 		t := &tenants[i]
 		if slices.Contains(t.Status.Clusters, cluster) {
-			spec.Tenants = append(spec.Tenants, served(t, false))
+			spec.Tenants = append(spec.Tenants, served(t, false, nsLabels))
 		}
 		if slices.Contains(t.Status.WorkloadClusters, cluster) {
-			spec.WorkloadTenants = append(spec.WorkloadTenants, served(t, len(t.Status.WorkloadClusters) == 1))
+			spec.WorkloadTenants = append(spec.WorkloadTenants, served(t, len(t.Status.WorkloadClusters) == 1, nsLabels))
 		}
 	}
 	byName := func(a, b hostfleetv1alpha1.ServedTenant) int { return strings.Compare(a.Name, b.Name) }
@@ -27,9 +30,13 @@ func Desired(cluster string, tenants []hostfleetv1alpha1.Tenant) hostfleetv1alph
 	return spec
 }
 
-func served(t *hostfleetv1alpha1.Tenant, only bool) hostfleetv1alpha1.ServedTenant {
-	return hostfleetv1alpha1.ServedTenant{Name: t.Name, Namespaces: slices.Clone(t.Status.Namespaces),
+func served(t *hostfleetv1alpha1.Tenant, only bool, nsLabels map[string]map[string]string) hostfleetv1alpha1.ServedTenant {
+	st := hostfleetv1alpha1.ServedTenant{Name: t.Name, Namespaces: slices.Clone(t.Status.Namespaces),
 		LabelSyncPrefixes: slices.Clone(t.Spec.LabelSyncPrefixes), Erase: t.Spec.Erase, OnlyWorkloadCluster: only}
+	for _, ns := range slices.Sorted(slices.Values(t.Status.Namespaces)) {
+		st.NamespaceLabels = append(st.NamespaceLabels, hostfleetv1alpha1.NamespaceLabels{Name: ns, Labels: maps.Clone(nsLabels[ns])})
+	}
+	return st
 }
 
 // affected are the clusters whose ClusterTenancy a change of a Tenant from

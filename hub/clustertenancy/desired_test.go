@@ -18,15 +18,21 @@ func tenant(name string, clusters, workload []string) *hostfleetv1alpha1.Tenant 
 func TestDesiredSortsAndCopies(t *testing.T) {
 	g := NewWithT(t)
 	ts := []hostfleetv1alpha1.Tenant{*tenant("b", []string{"c1"}, nil), *tenant("a", []string{"c1", "c2"}, []string{"c1", "c3"})}
-	spec := Desired("c1", ts)
+	labels := map[string]map[string]string{"tenant-a": {"hostfleet.io/tenant": "a", "rack": "r1"}}
+	spec := Desired("c1", ts, labels)
 	g.Expect(spec.ClusterName).To(Equal("c1"))
 	g.Expect(spec.Tenants).To(HaveLen(2))
 	g.Expect(spec.Tenants[0].Name).To(Equal("a"), "in name order")
 	g.Expect(spec.WorkloadTenants).To(Equal([]hostfleetv1alpha1.ServedTenant{{Name: "a", Namespaces: []string{"tenant-a"},
+		NamespaceLabels:   []hostfleetv1alpha1.NamespaceLabels{{Name: "tenant-a", Labels: map[string]string{"hostfleet.io/tenant": "a", "rack": "r1"}}},
 		LabelSyncPrefixes: []string{"example.com"}, OnlyWorkloadCluster: false}}), "c3 is a's other workload cluster")
+	g.Expect(spec.Tenants[1].NamespaceLabels).To(Equal([]hostfleetv1alpha1.NamespaceLabels{{Name: "tenant-b"}}),
+		"a namespace the hub has not seen yet has no labels")
 	spec.Tenants[0].Namespaces[0] = "changed"
+	spec.Tenants[0].NamespaceLabels[0].Labels["rack"] = "changed"
 	g.Expect(ts[1].Status.Namespaces[0]).To(Equal("tenant-a"), "no slice shared with the Tenants")
-	g.Expect(Desired("c9", ts)).To(Equal(hostfleetv1alpha1.ClusterTenancySpec{ClusterName: "c9"}))
+	g.Expect(labels["tenant-a"]["rack"]).To(Equal("r1"), "no map shared with the labels")
+	g.Expect(Desired("c9", ts, labels)).To(Equal(hostfleetv1alpha1.ClusterTenancySpec{ClusterName: "c9"}))
 }
 
 func TestAffected(t *testing.T) {

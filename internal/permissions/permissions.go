@@ -167,18 +167,6 @@ func AgentHostingNamespace() []rbacv1.PolicyRule {
 	}
 }
 
-// AgentHub is what every agent identity may do cluster-wide on the hub: see
-// namespaces, to compute the inventory (the tenant namespaces that the
-// cluster's HostDeployPolicies admit). No Tenant: what an agent needs of
-// the tenants is its cluster's ClusterTenancy (AgentClusterNamespace).
-// Claims it reads only in the namespaces of the tenants its cluster serves
-// (AgentTenantNamespace).
-func AgentHub() []rbacv1.PolicyRule {
-	return []rbacv1.PolicyRule{
-		{APIGroups: []string{""}, Resources: []string{"namespaces"}, Verbs: view},
-	}
-}
-
 // AgentClusterNamespace is what an agent may do in its cluster's namespace
 // on the hub: read the cluster's ClusterTenancy (the tenants it serves),
 // read the PlacedClaims (the claims placed on the cluster, copied there),
@@ -273,7 +261,6 @@ func GrantedClusterRoles() []rbacv1.ClusterRole {
 		return r
 	}
 	return []rbacv1.ClusterRole{
-		role(hostfleetv1alpha1.AgentHubRole, AgentHub()),
 		role(hostfleetv1alpha1.AgentClusterRole, AgentClusterNamespace()),
 		role(hostfleetv1alpha1.AgentTenantClusterRole, AgentTenantNamespace()),
 		role(hostfleetv1alpha1.AgentWorkloadClusterRole, AgentWorkloadTenantNamespace()),

@@ -158,6 +158,8 @@ func TestDefaultMode(t *testing.T) {
 	asOperator := bundleIdentity(t, f, "hub")
 	stop := operator(t, f, asOperator, release, time.Hour)
 
+	retired := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: hostfleetv1alpha1.RetiredAgentHubRole}}
+	g.Expect(hub.Create(ctx, retired)).To(Succeed(), "as an earlier release installed it")
 	g.Expect(hub.Create(ctx, &operatorv1alpha1.HostfleetHub{ObjectMeta: metav1.ObjectMeta{Name: "hub"}})).To(Succeed())
 
 	t.Log("install: CRDs, RBAC, Deployment; Applied, not yet Available")
@@ -184,6 +186,8 @@ func TestDefaultMode(t *testing.T) {
 		g.Expect(hub.Get(ctx, client.ObjectKey{Name: granted.Name}, role)).To(Succeed(), "the ClusterRoles the hub binds for tenants and agents")
 		g.Expect(role.Rules).To(Equal(granted.Rules), granted.Name)
 	}
+	g.Expect(hub.Get(ctx, client.ObjectKeyFromObject(retired), retired)).To(Succeed(),
+		"the ClusterRole earlier releases bound agents to stays for agents still at that release")
 	d := &appsv1.Deployment{}
 	g.Expect(hub.Get(ctx, client.ObjectKey{Namespace: "hostfleet-system", Name: controller.HubName}, d)).To(Succeed())
 	c := d.Spec.Template.Spec.Containers[0]
@@ -309,6 +313,7 @@ func TestDefaultMode(t *testing.T) {
 	}).WithTimeout(30 * time.Second).Should(Succeed())
 	for _, obj := range []client.Object{
 		&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: controller.HubRole}},
+		&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: hostfleetv1alpha1.RetiredAgentHubRole}},
 		&rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: controller.HubRole}},
 		&addonv1beta1.ClusterManagementAddOn{ObjectMeta: metav1.ObjectMeta{Name: hostfleetv1alpha1.AddonName}},
 	} {

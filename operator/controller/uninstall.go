@@ -130,6 +130,9 @@ func (r *Reconciler) removeHub(ctx context.Context, h *operatorv1alpha1.Hostflee
 	errs = append(errs,
 		hub.DeleteAllOf(ctx, &admissionv1.ValidatingAdmissionPolicyBinding{}, client.HasLabels{hostfleetv1alpha1.LabelTenant}),
 		hub.DeleteAllOf(ctx, &rbacv1.ClusterRoleBinding{}, client.HasLabels{hostfleetv1alpha1.LabelCluster}),
+		// Earlier releases' cluster-wide role for agents, left on upgrade to
+		// agents still at that release.
+		deleteIgnoringMissing(ctx, hub, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: hostfleetv1alpha1.RetiredAgentHubRole}}),
 	)
 	objs, err := HubObjects(h, r.Release)
 	errs = append(errs, err)

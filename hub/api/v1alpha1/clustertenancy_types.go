@@ -19,6 +19,13 @@ type ServedTenant struct {
 	// +optional
 	// +listType=set
 	Namespaces []string `json:"namespaces,omitempty"`
+	// NamespaceLabels are the labels each of Namespaces has on the hub:
+	// what the agent matches its HostDeployPolicies' hasLabels against.
+	// Agents read no Namespace on the hub.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	NamespaceLabels []NamespaceLabels `json:"namespaceLabels,omitempty"`
 
 	// LabelSyncPrefixes are the tenant's label sync prefixes (the Tenant's
 	// spec.labelSyncPrefixes).
@@ -35,6 +42,17 @@ type ServedTenant struct {
 	// tenant's only workload cluster: claims that name none are its.
 	// +optional
 	OnlyWorkloadCluster bool `json:"onlyWorkloadCluster,omitempty"`
+}
+
+// NamespaceLabels are the labels of one hub namespace.
+type NamespaceLabels struct {
+	// Name is the namespace.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	Name string `json:"name"`
+	// Labels are its labels.
+	// +optional
+	Labels map[string]string `json:"labels,omitempty"`
 }
 
 // ClusterTenancySpec is the tenants a cluster serves, as the hub's tenant

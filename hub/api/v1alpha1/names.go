@@ -46,15 +46,19 @@ const (
 	// namespace whose local claims an administrator has it serve
 	// (--local-claim-namespaces): those claims' data secrets.
 	AgentLocalClaimsRole = "hostfleet-agent-local-claims"
+	// RetiredAgentHubRole is the ClusterRole earlier hubs bound each agent
+	// identity to, cluster-wide, to read Namespaces (the ClusterTenancy now
+	// carries the labels agents need): left on upgrade, with its bindings,
+	// to agents still at that release; removed at uninstall.
+	RetiredAgentHubRole = "hostfleet:agent"
 	// AgentHostingRole names the agent's Role (and binding) on a Hosted mode
 	// hosting cluster.
 	AgentHostingRole = "hostfleet-agent-lease"
-	// AgentHubRole is the ClusterRole every agent identity is bound to on
-	// the hub; AgentClusterRole the ClusterRole it is bound to in its
-	// cluster's namespace (by a RoleBinding of the same name);
-	// AgentTenantRole the RoleBinding in the namespaces of the tenants it
-	// serves, to the ClusterRole AgentTenantClusterRole.
-	AgentHubRole           = "hostfleet:agent"
+	// AgentClusterRole is the ClusterRole an agent identity is bound to in
+	// its cluster's namespace on the hub (by a RoleBinding of the same
+	// name); AgentTenantRole the RoleBinding in the namespaces of the
+	// tenants it serves, to the ClusterRole AgentTenantClusterRole. No agent
+	// is bound cluster-wide.
 	AgentClusterRole       = "hostfleet:agent-inventory"
 	AgentTenantRole        = "hostfleet-agent"
 	AgentTenantClusterRole = "hostfleet:agent-tenant"
