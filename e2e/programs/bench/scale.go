@@ -123,7 +123,7 @@ func agentCores() string {
 func runScale(clusterCounts []int, hostsPer, infraPlanes int, rate float64, hubBin string) error {
 	var results []scaleResult
 	for _, c := range clusterCounts {
-		fmt.Printf("\nscale: %d clusters × %d hosts on %d infrastructure planes, %d claims at %.0f/s, claim watch %s, agents on %s, fleet at nice %d\n", c, hostsPer, infraPlanes, claimsOf(c, hostsPer), rate, *scaleClaimWatch, agentCores(), *scaleFleetNice)
+		fmt.Printf("\nscale: %d clusters × %d hosts on %d infrastructure planes, %d claims at %.0f/s, claim watch %s, agents on %s, fleet at nice %d, OCM registration's bindings %t\n", c, hostsPer, infraPlanes, claimsOf(c, hostsPer), rate, *scaleClaimWatch, agentCores(), *scaleFleetNice, *scaleOCMBindings)
 		r, err := scaleRun(c, hostsPer, infraPlanes, rate, hubBin)
 		if err != nil {
 			return fmt.Errorf("%d clusters: %w", c, err)

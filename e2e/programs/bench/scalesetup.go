@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -12,6 +13,7 @@ import (
 
 	metal3api "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -136,6 +138,11 @@ func (b *scaleBench) setUpCluster(ctx context.Context, kube kubernetes.Interface
 	if err := planes.SetClusterAvailable(ctx, b.hub, name, metav1.ConditionTrue); err != nil {
 		return err
 	}
+	if *scaleOCMBindings {
+		if err := ocmRegistrationRBAC(ctx, b.hub, name); err != nil {
+			return err
+		}
+	}
 	mca := &addonv1beta1.ManagedClusterAddOn{ObjectMeta: metav1.ObjectMeta{Namespace: name, Name: hostfleetv1alpha1.AddonName}}
 	if err := b.hub.Create(ctx, mca); err != nil {
 		return err
@@ -222,4 +229,35 @@ func (b *scaleBench) startAgents(ctx context.Context) error {
 		}
 		return full == b.clusters, nil
 	})
+}
+
+// scaleOCMBindings makes each cluster's ClusterRole and ClusterRoleBinding
+// as OCM's registration does on a real hub: RBAC walks every
+// ClusterRoleBinding for each request no earlier one allows, so they cost
+// each agent's and the hub controller's request more as the fleet grows.
+var scaleOCMBindings = flag.Bool("scale-ocm-bindings", true, "scale: make each cluster's ClusterRole and ClusterRoleBinding open-cluster-management:managedcluster:<cluster>, as OCM's registration does on a real hub (RBAC walks every ClusterRoleBinding for each request no earlier one allows)")
+
+// ocmRegistrationRBAC is what OCM's registration makes on the hub for an
+// accepted cluster's registration agent (pkg/registration/hub/manifests/rbac).
+func ocmRegistrationRBAC(ctx context.Context, hub client.Client, cluster string) error {
+	name := "open-cluster-management:managedcluster:" + cluster
+	labels := map[string]string{"open-cluster-management.io/cluster-name": cluster}
+	for _, o := range []client.Object{
+		&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}, Rules: []rbacv1.PolicyRule{
+			{APIGroups: []string{"certificates.k8s.io"}, Resources: []string{"certificatesigningrequests"}, Verbs: []string{"create", "get", "list", "watch"}},
+			{APIGroups: []string{clusterv1.GroupName}, Resources: []string{"managedclusters"}, ResourceNames: []string{cluster}, Verbs: []string{"get", "list", "update", "watch"}},
+			{APIGroups: []string{clusterv1.GroupName}, Resources: []string{"managedclusters/status"}, ResourceNames: []string{cluster}, Verbs: []string{"patch", "update"}},
+		}},
+		&rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels},
+			RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: name},
+			Subjects: []rbacv1.Subject{
+				{Kind: rbacv1.GroupKind, APIGroup: rbacv1.GroupName, Name: "system:open-cluster-management:" + cluster},
+				{Kind: rbacv1.GroupKind, APIGroup: rbacv1.GroupName, Name: "open-cluster-management:" + cluster},
+			}},
+	} {
+		if err := hub.Create(ctx, o); err != nil {
+			return err
+		}
+	}
+	return nil
 }
