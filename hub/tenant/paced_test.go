@@ -100,7 +100,7 @@ func TestUnchangedObjectsNotApplied(t *testing.T) {
 		g.Eventually(func(g Gomega) {
 			g.Expect(hub.Get(ctx, client.ObjectKey{Name: "a"}, tn)).To(Succeed())
 			g.Expect(tn.Status.Claims).To(BeEquivalentTo(claims))
-		}).WithTimeout(30 * time.Second).Should(Succeed(), "the Tenant counted the claim")
+		}).WithTimeout(30*time.Second).Should(Succeed(), "the Tenant counted the claim")
 	}
 	claim()
 	claim()
