@@ -112,19 +112,18 @@ func TestUnchangedObjectsNotApplied(t *testing.T) {
 	g.Expect(hub.Get(ctx, key, admins)).To(Succeed())
 	admins.Subjects = []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: "mallory"}}
 	g.Expect(hub.Update(ctx, admins)).To(Succeed())
-	claim()
-	g.Eventually(func(g Gomega) {
-		g.Expect(hub.Get(ctx, key, admins)).To(Succeed())
-		g.Expect(admins.Subjects).To(ConsistOf(alice))
-	}).WithTimeout(30 * time.Second).Should(Succeed())
+	putBack := func() {
+		claim()
+		g.Eventually(func(g Gomega) {
+			g.Expect(hub.Get(ctx, key, admins)).To(Succeed())
+			g.Expect(admins.Subjects).To(ConsistOf(alice))
+		}).WithTimeout(30 * time.Second).Should(Succeed())
+	}
+	putBack()
 
 	t.Log("and one deleted is made again")
 	g.Expect(hub.Delete(ctx, admins)).To(Succeed())
-	claim()
-	g.Eventually(func(g Gomega) {
-		g.Expect(hub.Get(ctx, key, admins)).To(Succeed())
-		g.Expect(admins.Subjects).To(ConsistOf(alice))
-	}).WithTimeout(30 * time.Second).Should(Succeed())
+	putBack()
 }
 
 // applies is how many server-side applies of RoleBindings the API server
