@@ -50,15 +50,16 @@ func Prefixes(ctx context.Context, hub client.Reader, cluster string) ([]string,
 // NamespaceLabels are the labels of hub namespace ns as the ClusterTenancy
 // gives them, and whether it names ns among the namespaces of a tenant the
 // cluster serves as infrastructure. Agents read no Namespace on the hub. A
-// ClusterTenancy written without labels (by an earlier hub) gives the
-// labels every tenant namespace has: its name and tenant.
+// ClusterTenancy written without labels for ns (by an earlier hub, or
+// before the hub's cache had the namespace) gives the labels every tenant
+// namespace has: its name and tenant.
 func NamespaceLabels(ct *hostfleetv1alpha1.ClusterTenancy, ns string) (map[string]string, bool) {
 	for _, t := range ct.Served(hostfleetv1alpha1.RoleInfrastructure) {
 		if !slices.Contains(t.Namespaces, ns) {
 			continue
 		}
 		for _, l := range t.NamespaceLabels {
-			if l.Name == ns {
+			if l.Name == ns && len(l.Labels) > 0 {
 				return l.Labels, true
 			}
 		}

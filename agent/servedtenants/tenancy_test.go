@@ -13,8 +13,8 @@ import (
 func TestNamespaceLabels(t *testing.T) {
 	ct := &hostfleetv1alpha1.ClusterTenancy{Spec: hostfleetv1alpha1.ClusterTenancySpec{
 		Tenants: []hostfleetv1alpha1.ServedTenant{
-			{Name: "a", Namespaces: []string{"a1", "a2"}, NamespaceLabels: []hostfleetv1alpha1.NamespaceLabels{
-				{Name: "a1", Labels: map[string]string{"rack": "r1"}}}},
+			{Name: "a", Namespaces: []string{"a1", "a2", "a3"}, NamespaceLabels: []hostfleetv1alpha1.NamespaceLabels{
+				{Name: "a1", Labels: map[string]string{"rack": "r1"}}, {Name: "a3"}}},
 			// Written by an earlier hub: no labels.
 			{Name: "b", Namespaces: []string{"b1"}},
 		},
@@ -27,6 +27,8 @@ func TestNamespaceLabels(t *testing.T) {
 	}{
 		{"a1", map[string]string{"rack": "r1"}, true},
 		{"a2", map[string]string{corev1.LabelMetadataName: "a2", hostfleetv1alpha1.LabelTenant: "a"}, true},
+		// Listed before the hub's cache had the namespace: no labels.
+		{"a3", map[string]string{corev1.LabelMetadataName: "a3", hostfleetv1alpha1.LabelTenant: "a"}, true},
 		{"b1", map[string]string{corev1.LabelMetadataName: "b1", hostfleetv1alpha1.LabelTenant: "b"}, true},
 		{"w1", nil, false}, // a workload tenant's: nothing is bound there
 		{"other", nil, false},
@@ -42,6 +44,7 @@ func TestNamespaceLabels(t *testing.T) {
 	g.Expect(Namespaces(ct)).To(Equal([]corev1.Namespace{
 		{ObjectMeta: metav1.ObjectMeta{Name: "a1", Labels: map[string]string{"rack": "r1"}}},
 		{ObjectMeta: metav1.ObjectMeta{Name: "a2", Labels: map[string]string{corev1.LabelMetadataName: "a2", hostfleetv1alpha1.LabelTenant: "a"}}},
+		{ObjectMeta: metav1.ObjectMeta{Name: "a3", Labels: map[string]string{corev1.LabelMetadataName: "a3", hostfleetv1alpha1.LabelTenant: "a"}}},
 		{ObjectMeta: metav1.ObjectMeta{Name: "b1", Labels: map[string]string{corev1.LabelMetadataName: "b1", hostfleetv1alpha1.LabelTenant: "b"}}},
 	}))
 	g.Expect(Namespaces(nil)).To(BeEmpty())

@@ -63,7 +63,7 @@ func (r *Reconciler) SetupWithManager(_ context.Context, mgr ctrl.Manager, o set
 		For(&clusterv1.ManagedCluster{}, builder.WithPredicates(onlyCreate)).
 		Watches(&corev1.Namespace{}, byName, builder.WithPredicates(onlyCreate)).
 		// A tenant namespace's labels are in its clusters' ClusterTenancies.
-		Watches(&corev1.Namespace{}, handler.Funcs{UpdateFunc: r.onLabels}).
+		Watches(&corev1.Namespace{}, handler.Funcs{UpdateFunc: r.onLabels, CreateFunc: r.onCreate}).
 		Watches(&hostfleetv1alpha1.ClusterTenancy{}, byNamespace).
 		Watches(&hostfleetv1alpha1.Tenant{}, tenants).
 		Complete(resume.Reconciler(r))
@@ -150,6 +150,12 @@ func (r *Reconciler) namespaceLabels(ctx context.Context, cluster string, tenant
 		}
 	}
 	return out, nil
+}
+
+// onCreate maps a tenant namespace the cache sees created to its Tenant's
+// clusters: the Tenant may have listed it before this cache had it.
+func (r *Reconciler) onCreate(ctx context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	r.onLabels(ctx, event.UpdateEvent{ObjectOld: &corev1.Namespace{}, ObjectNew: e.Object}, q)
 }
 
 // onLabels maps a namespace whose labels changed to the clusters of the
