@@ -55,17 +55,22 @@ func Prefixes(ctx context.Context, hub client.Reader, cluster string) ([]string,
 // namespace has: its name and tenant.
 func NamespaceLabels(ct *hostfleetv1alpha1.ClusterTenancy, ns string) (map[string]string, bool) {
 	for _, t := range ct.Served(hostfleetv1alpha1.RoleInfrastructure) {
-		if !slices.Contains(t.Namespaces, ns) {
-			continue
+		if slices.Contains(t.Namespaces, ns) {
+			return labelsOf(&t, ns), true
 		}
-		for _, l := range t.NamespaceLabels {
-			if l.Name == ns && len(l.Labels) > 0 {
-				return l.Labels, true
-			}
-		}
-		return map[string]string{corev1.LabelMetadataName: ns, hostfleetv1alpha1.LabelTenant: t.Name}, true
 	}
 	return nil, false
+}
+
+// labelsOf are the labels t's ClusterTenancy entry gives its namespace ns,
+// or its name and tenant when it gives none.
+func labelsOf(t *hostfleetv1alpha1.ServedTenant, ns string) map[string]string {
+	for _, l := range t.NamespaceLabels {
+		if l.Name == ns && len(l.Labels) > 0 {
+			return l.Labels
+		}
+	}
+	return map[string]string{corev1.LabelMetadataName: ns, hostfleetv1alpha1.LabelTenant: t.Name}
 }
 
 // Namespaces are the hub namespaces of the tenants the cluster serves as
@@ -74,8 +79,7 @@ func Namespaces(ct *hostfleetv1alpha1.ClusterTenancy) []corev1.Namespace {
 	var out []corev1.Namespace
 	for _, t := range ct.Served(hostfleetv1alpha1.RoleInfrastructure) {
 		for _, ns := range t.Namespaces {
-			labels, _ := NamespaceLabels(ct, ns)
-			out = append(out, corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: labels}})
+			out = append(out, corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: labelsOf(&t, ns)}})
 		}
 	}
 	return out

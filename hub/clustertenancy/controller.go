@@ -155,24 +155,30 @@ func (r *Reconciler) namespaceLabels(ctx context.Context, cluster string, tenant
 // onCreate maps a tenant namespace the cache sees created to its Tenant's
 // clusters: the Tenant may have listed it before this cache had it.
 func (r *Reconciler) onCreate(ctx context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-	r.onLabels(ctx, event.UpdateEvent{ObjectOld: &corev1.Namespace{}, ObjectNew: e.Object}, q)
+	r.enqueueTenants(ctx, q, e.Object.GetName(), e.Object.GetLabels()[hostfleetv1alpha1.LabelTenant])
 }
 
 // onLabels maps a namespace whose labels changed to the clusters of the
 // Tenants it belongs to, before and after: their ClusterTenancies carry
 // its labels.
 func (r *Reconciler) onLabels(ctx context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-	if maps.Equal(e.ObjectOld.GetLabels(), e.ObjectNew.GetLabels()) {
-		return
+	if !maps.Equal(e.ObjectOld.GetLabels(), e.ObjectNew.GetLabels()) {
+		r.enqueueTenants(ctx, q, e.ObjectNew.GetName(),
+			e.ObjectOld.GetLabels()[hostfleetv1alpha1.LabelTenant], e.ObjectNew.GetLabels()[hostfleetv1alpha1.LabelTenant])
 	}
-	for _, name := range union([]string{e.ObjectOld.GetLabels()[hostfleetv1alpha1.LabelTenant], e.ObjectNew.GetLabels()[hostfleetv1alpha1.LabelTenant]}) {
-		t := &hostfleetv1alpha1.Tenant{}
+}
+
+// enqueueTenants enqueues the clusters of the named Tenants, which
+// namespace ns belongs or belonged to.
+func (r *Reconciler) enqueueTenants(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request], ns string, tenants ...string) {
+	for _, name := range union(tenants) {
 		if name == "" {
 			continue
 		}
+		t := &hostfleetv1alpha1.Tenant{}
 		if err := r.Client.Get(ctx, client.ObjectKey{Name: name}, t); err != nil {
 			if !apierrors.IsNotFound(err) {
-				ctrl.LoggerFrom(ctx).Error(err, "find the clusters of a tenant namespace whose labels changed", "namespace", e.ObjectNew.GetName())
+				ctrl.LoggerFrom(ctx).Error(err, "find the clusters of a tenant namespace", "namespace", ns)
 			}
 			continue
 		}
