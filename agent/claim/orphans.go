@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
+	"github.com/hostfleet/hostfleet/agent/hostspec"
 	"github.com/hostfleet/hostfleet/agent/metrics"
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
 	"github.com/hostfleet/hostfleet/internal/requeue"
@@ -32,7 +33,8 @@ import (
 // with their finalizer forced off, lost with a hub restore, or replaced by a
 // claim of the same name. A host is released only once its claim has been
 // gone for Grace (the host says since when, so a restart does not reset
-// it), never on an error reading the claim, and never when the claim cannot
+// it), or at once when its claim was deleted as it was bound (crossed),
+// never on an error reading the claim, and never when the claim cannot
 // be read because its tenant no longer counts this cluster in: that is
 // reported on the host instead.
 type Orphans struct {
@@ -82,7 +84,8 @@ func (o *Orphans) hostsOf(ctx context.Context, c *metal3api.HostClaim) []reconci
 }
 
 // Reconcile checks that one held host's claim exists, and releases the
-// host once it has been gone for Grace.
+// host once it has been gone for Grace (at once when the claim was deleted
+// as the host was bound: crossed).
 func (o *Orphans) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	h := &metal3api.BareMetalHost{}
 	if err := o.Managed.Get(ctx, req.NamespacedName, h); err != nil {
@@ -118,6 +121,9 @@ func (o *Orphans) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result,
 		// HostClaim controller may have taken it over. Not this agent's.
 		return ctrl.Result{}, nil
 	}
+	if crossed(h, time.Now()) {
+		return o.releaseOrphan(ctx, h, "the claim %s was deleted as the host was bound to it, and nothing was deployed on the host", klog.KRef(ref.Namespace, ref.Name))
+	}
 	since, perr := time.Parse(time.RFC3339, h.Annotations[hostfleetv1alpha1.AnnotationOrphanedSince])
 	if perr != nil {
 		now := time.Now().UTC().Truncate(time.Second)
@@ -132,7 +138,31 @@ func (o *Orphans) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result,
 	if left := o.Grace - time.Since(since); left > 0 {
 		return ctrl.Result{RequeueAfter: left}, nil
 	}
-	gone := &metal3api.HostClaim{ObjectMeta: metav1.ObjectMeta{Namespace: ref.Namespace, Name: ref.Name, UID: types.UID(uid)}}
+	return o.releaseOrphan(ctx, h, "the claim %s that held this host was gone for %s", klog.KRef(ref.Namespace, ref.Name), time.Since(since).Round(time.Second))
+}
+
+// crossedWithin is how recent a binding crossed by its claim's deletion is.
+const crossedWithin = time.Minute
+
+// crossed reports whether a host whose claim is gone was bound moments ago
+// and has nothing deployed: the claim was deleted as the agent bound it.
+// kube-apiserver can let a DELETE that read the claim before the agent's
+// finalizer was added remove it after (kubernetes/kubernetes#77988), so
+// the release the finalizer guards never runs. Such a host is released at
+// once: a claim that came back would lose nothing on it. (A host already
+// marked orphaned is on the grace's path, to its end.)
+func crossed(h *metal3api.BareMetalHost, now time.Time) bool {
+	at, err := time.Parse(time.RFC3339, h.Annotations[hostfleetv1alpha1.AnnotationBoundAt])
+	_, marked := h.Annotations[hostfleetv1alpha1.AnnotationOrphanedSince]
+	return err == nil && now.Sub(at) < crossedWithin && !marked && hostspec.Settled(h)
+}
+
+// releaseOrphan releases a host whose claim is gone and says why on it
+// (format and args).
+func (o *Orphans) releaseOrphan(ctx context.Context, h *metal3api.BareMetalHost, format string, args ...any) (ctrl.Result, error) {
+	ref := h.Spec.ConsumerRef
+	gone := &metal3api.HostClaim{ObjectMeta: metav1.ObjectMeta{Namespace: ref.Namespace, Name: ref.Name,
+		UID: types.UID(h.Annotations[hostfleetv1alpha1.AnnotationClaimUID])}}
 	done, err := o.releaseHost(ctx, gone, h)
 	if err != nil {
 		return requeue.OnConflict(err)
@@ -144,8 +174,7 @@ func (o *Orphans) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result,
 		return ctrl.Result{RequeueAfter: o.RetryAfter}, nil
 	}
 	metrics.OrphansReleased.Inc()
-	o.HostRecorder.Eventf(h, nil, corev1.EventTypeNormal, ReasonOrphanReleased, "Release",
-		"released: the claim %s that held this host was gone for %s", klog.KRef(ref.Namespace, ref.Name), time.Since(since).Round(time.Second))
+	o.HostRecorder.Eventf(h, nil, corev1.EventTypeNormal, ReasonOrphanReleased, "Release", "released: "+format, args...)
 	return ctrl.Result{}, nil
 }
 
