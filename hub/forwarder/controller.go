@@ -75,7 +75,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	c := &metal3api.HostClaim{}
 	if err := r.Client.Get(ctx, req.NamespacedName, c); err != nil {
-		return ctrl.Result{}, client.IgnoreNotFound(err)
+		if apierrors.IsNotFound(err) {
+			return ctrl.Result{}, r.dropStale(ctx, req.NamespacedName, "")
+		}
+		return ctrl.Result{}, err
+	}
+	if err := r.dropStale(ctx, req.NamespacedName, c.UID); err != nil {
+		return ctrl.Result{}, err
 	}
 	if !remote(c) {
 		return ctrl.Result{}, nil

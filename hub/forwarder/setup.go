@@ -63,6 +63,9 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, o s
 	}); err != nil {
 		return fmt.Errorf("index ManifestWorks by claim: %w", err)
 	}
+	if err := idx.IndexField(ctx, &workv1.ManifestWork{}, workClaimIndex, workClaimKey); err != nil {
+		return fmt.Errorf("index ManifestWorks by claim name: %w", err)
+	}
 	claimsBy := func(index string, key func(client.Object) string) handler.EventHandler {
 		return handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
 			return setup.ListRequests(ctx, r.Client, &metal3api.HostClaimList{}, "the remote claims of "+index+" "+key(o),
