@@ -31,9 +31,17 @@ func TestWorkOfAGoneClaim(t *testing.T) {
 		g.Expect(src.Finalizers).To(ContainElement(hostfleetv1alpha1.ForwarderFinalizer))
 	}).WithTimeout(30 * time.Second).Should(Succeed())
 
-	src.Finalizers = nil
-	g.Expect(hub.Update(ctx, src)).To(Succeed())
-	g.Expect(hub.Delete(ctx, src)).To(Succeed())
+	g.Eventually(func() error {
+		if err := hub.Get(ctx, client.ObjectKeyFromObject(src), src); err != nil {
+			return err
+		}
+		src.Finalizers = nil
+		if err := hub.Update(ctx, src); err != nil {
+			return err
+		}
+		// Deleted as it is, before the forwarder puts its finalizer back.
+		return hub.Delete(ctx, src, client.Preconditions{ResourceVersion: &src.ResourceVersion})
+	}).WithTimeout(10 * time.Second).Should(Succeed())
 	g.Eventually(func(g Gomega) {
 		var works workv1.ManifestWorkList
 		g.Expect(hub.List(ctx, &works, client.InNamespace("infra-1"))).To(Succeed())
