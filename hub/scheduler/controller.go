@@ -72,6 +72,8 @@ type Reconciler struct {
 	// clusters are the ManagedClusters: none is placed on one that is not
 	// Available (lost.go).
 	clusters toolscache.Indexer
+	// order is the clusters by available hosts, for a decision's walk.
+	order *order
 }
 
 // shownPlaced reports whether the cache shows the claim placed, or gone.
@@ -193,64 +195,6 @@ func (r *Reconciler) schedule(ctx context.Context, c *metal3api.HostClaim, v *ve
 	return r.place(ctx, c, res, excluded, len(clusters), v)
 }
 
-// decide takes one placement decision (Place) over the candidates'
-// inventories and pending claims, counting the placements decided before it
-// (expectations, recorded before their writes). Decisions are taken one at
-// a time; their writes run concurrently (setup.Options.Concurrency). stale: this view of the
-// claim is older than its own placement, which the cache does not show yet.
-func (r *Reconciler) decide(c *metal3api.HostClaim, t *hostfleetv1alpha1.Tenant, clusters []string) (res Result, excluded []hostfleetv1alpha1.ClassSelector, stale bool, _ error) {
-	in := Input{Claim: c, Clusters: clusters, Inventories: make(map[string]*hostfleetv1alpha1.HostInventory, len(clusters)),
-		Pending: map[string][]*metal3api.HostClaim{}, Prefixes: t.Spec.LabelSyncPrefixes, Exclude: map[string]bool{},
-		Placement: c.Annotations[hostfleetv1alpha1.AnnotationPlacement], SetClusters: t.Status.Clusters, Remote: isRemote(c), Unavailable: r.downFor(clusters)}
-	for _, e := range strings.Split(c.Annotations[hostfleetv1alpha1.AnnotationExcluded], ",") {
-		if e != "" {
-			in.Exclude[e] = true
-		}
-	}
-	r.deciding.Lock()
-	defer r.deciding.Unlock()
-	missing := r.expect.missing(r.shownPlaced)
-	if r.expect.has(c) {
-		// Deciding again would place it twice, and the placement it has
-		// would stop being counted.
-		return Result{}, nil, true, nil
-	}
-	cv, excludeHosts, err := r.classVerdict(t, c, missing)
-	if err != nil {
-		return Result{}, nil, false, err
-	}
-	if len(cv.Held) > 0 {
-		return Result{Reason: hostfleetv1alpha1.ReasonClassQuotaExceeded, Message: cv.Message}, nil, false, nil
-	}
-	in.ExcludeHosts = excludeHosts
-	for _, cl := range clusters {
-		obj, found, err := r.inventories.GetByKey(cl + "/" + cl)
-		if err != nil {
-			return Result{}, nil, false, fmt.Errorf("read HostInventory %s/%s: %w", cl, cl, err)
-		}
-		if inv, ok := obj.(*hostfleetv1alpha1.HostInventory); found && ok {
-			in.Inventories[cl] = inv
-		}
-		placed, err := r.claims.ByIndex(pendingIndex, cl)
-		if err != nil {
-			return Result{}, nil, false, fmt.Errorf("list the claims pending on %s: %w", cl, err)
-		}
-		for _, o := range placed {
-			if p, ok := o.(*metal3api.HostClaim); ok && uncounted(p, in.Inventories[cl]) {
-				in.Pending[cl] = append(in.Pending[cl], p)
-			}
-		}
-		if len(missing[cl]) > 0 {
-			in.Pending[cl] = append(in.Pending[cl], missing[cl]...)
-		}
-	}
-	res = Place(in)
-	if res.Cluster != "" {
-		r.expect.add(c, res.Cluster)
-	}
-	return res, cv.Exclude, false, nil
-}
-
 // place writes a decided placement: the cluster label (which the agent
 // acts on) and an Event; the Scheduled condition follows (Reconcile), and
 // with it the Deadline.
@@ -370,9 +314,12 @@ func holds(c *metal3api.HostClaim) string {
 }
 
 // candidates are the tenant's clusters, intersected with the decisions of
-// the claim's Placement, if it names one.
+// the claim's Placement, if it names one, sorted.
 func (r *Reconciler) candidates(ctx context.Context, c *metal3api.HostClaim, t *hostfleetv1alpha1.Tenant) ([]string, error) {
-	clusters := append([]string(nil), t.Status.Clusters...)
+	clusters := t.Status.Clusters // only read
+	if !slices.IsSorted(clusters) {
+		clusters = slices.Sorted(slices.Values(clusters))
+	}
 	name := c.Annotations[hostfleetv1alpha1.AnnotationPlacement]
 	if name == "" {
 		return clusters, nil

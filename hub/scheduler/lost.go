@@ -53,8 +53,8 @@ func clusterIndexers() toolscache.Indexers {
 	}}
 }
 
-// downFor is the candidates that are not Available, with since when: no
-// claim is placed there.
+// downFor is the candidates (sorted) that are not Available, with since
+// when: no claim is placed there.
 func (r *Reconciler) downFor(clusters []string) map[string]time.Time {
 	if r.clusters == nil {
 		return nil
@@ -63,14 +63,13 @@ func (r *Reconciler) downFor(clusters []string) map[string]time.Time {
 	if err != nil || len(objs) == 0 {
 		return nil
 	}
-	candidate := make(map[string]bool, len(clusters))
-	for _, cl := range clusters {
-		candidate[cl] = true
-	}
 	var out map[string]time.Time
 	for _, o := range objs {
 		mc, ok := o.(*clusterv1.ManagedCluster)
-		if !ok || !candidate[mc.Name] {
+		if !ok {
+			continue
+		}
+		if _, candidate := slices.BinarySearch(clusters, mc.Name); !candidate {
 			continue
 		}
 		if since, down := r.unavailable(mc.Name); down {

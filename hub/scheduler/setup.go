@@ -48,6 +48,10 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, o s
 		return fmt.Errorf("index ManagedClusters: %w", err)
 	}
 	r.claims, r.inventories, r.clusters = claims.GetIndexer(), inventories.GetIndexer(), managedClusters.GetIndexer()
+	r.order = newOrder()
+	if _, err := inventories.AddEventHandler(r.order.handler()); err != nil {
+		return fmt.Errorf("order clusters by their inventories: %w", err)
+	}
 	unplaced := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, _ client.Object) []reconcile.Request {
 		return r.requests(ctx, unplacedIndex)
 	})
