@@ -44,16 +44,16 @@ func (r *Reconciler) decide(c *metal3api.HostClaim, t *hostfleetv1alpha1.Tenant,
 		return Result{Reason: hostfleetv1alpha1.ReasonClassQuotaExceeded, Message: cv.Message}, nil, false, nil
 	}
 	in.ExcludeHosts = excludeHosts
-	short, err := r.shortlist(&in, missing)
+	gathered := map[string]bool{}
+	short, err := r.shortlist(&in, missing, gathered)
 	if err != nil {
 		return Result{}, nil, false, err
 	}
 	if len(short) > 0 {
 		in.Clusters = short
 	} else {
-		in.Inventories, in.Pending = make(map[string]*hostfleetv1alpha1.HostInventory, len(clusters)), map[string][]*metal3api.HostClaim{}
 		for _, cl := range clusters {
-			if err := r.gather(&in, cl, missing); err != nil {
+			if err := r.gather(&in, cl, missing, gathered); err != nil {
 				return Result{}, nil, false, err
 			}
 		}
@@ -69,7 +69,7 @@ func (r *Reconciler) decide(c *metal3api.HostClaim, t *hostfleetv1alpha1.Tenant,
 // free matching hosts, gathering what Place reads of each, until no
 // cluster left can have more than the best found: those are what Place
 // chooses among. Empty when none has (or the selector cannot be read).
-func (r *Reconciler) shortlist(in *Input, missing map[string][]*metal3api.HostClaim) ([]string, error) {
+func (r *Reconciler) shortlist(in *Input, missing map[string][]*metal3api.HostClaim, gathered map[string]bool) ([]string, error) {
 	sel, err := selector(in.Claim.Spec.HostSelector, in.Prefixes)
 	if r.order == nil || err != nil {
 		return nil, nil // Place looks at every cluster, and says why
@@ -80,7 +80,7 @@ func (r *Reconciler) shortlist(in *Input, missing map[string][]*metal3api.HostCl
 		if _, ok := slices.BinarySearch(in.Clusters, cl); !ok || in.Exclude[cl] || !in.Unavailable[cl].IsZero() {
 			return true
 		}
-		if err = r.gather(in, cl, missing); err != nil {
+		if err = r.gather(in, cl, missing, gathered); err != nil {
 			return false
 		}
 		if inv := in.Inventories[cl]; inv != nil {
@@ -94,8 +94,13 @@ func (r *Reconciler) shortlist(in *Input, missing map[string][]*metal3api.HostCl
 	return short, err
 }
 
-// gather reads cluster's inventory and the claims pending there into in.
-func (r *Reconciler) gather(in *Input, cluster string, missing map[string][]*metal3api.HostClaim) error {
+// gather reads cluster's inventory and the claims pending there into in,
+// once (gathered).
+func (r *Reconciler) gather(in *Input, cluster string, missing map[string][]*metal3api.HostClaim, gathered map[string]bool) error {
+	if gathered[cluster] {
+		return nil
+	}
+	gathered[cluster] = true
 	obj, found, err := r.inventories.GetByKey(cluster + "/" + cluster)
 	if err != nil {
 		return fmt.Errorf("read HostInventory %s/%s: %w", cluster, cluster, err)

@@ -54,7 +54,8 @@ func TestOrder(t *testing.T) {
 
 // TestWalkFindsTheMostFree: over random inventories and pending claims, the
 // cluster a decision chooses from its walk's shortlist has as many free
-// matching hosts as the best of every cluster (Place over all of them).
+// matching hosts as the best of every cluster (Place over all of them), and
+// a claim placed nowhere is told why as Place over all of them tells it.
 func TestWalkFindsTheMostFree(t *testing.T) {
 	g := NewWithT(t)
 	rng := rand.New(rand.NewPCG(1, 2))
@@ -85,8 +86,11 @@ func TestWalkFindsTheMostFree(t *testing.T) {
 		for k := range 10 {
 			c := claim(func(c *metal3api.HostClaim) {
 				c.UID = types.UID(fmt.Sprintf("u-%d-%d", round, k))
-				if k%2 == 0 {
+				switch k % 3 {
+				case 0:
 					c.Spec.HostSelector.MatchLabels = gpu
+				case 1:
+					c.Spec.HostSelector.MatchLabels = map[string]string{"example.com/gpu": "no"} // nowhere
 				}
 			})
 			tenant := &hostfleetv1alpha1.Tenant{ObjectMeta: metav1.ObjectMeta{Name: "a"},
@@ -97,6 +101,9 @@ func TestWalkFindsTheMostFree(t *testing.T) {
 			all := Place(Input{Claim: c, Clusters: clusters, Inventories: invs, Pending: pending, Prefixes: []string{"example.com"}})
 			g.Expect(got.Cluster != "").To(Equal(all.Cluster != ""), "round %d claim %d: %s / %s", round, k, got.Message, all.Message)
 			g.Expect(got.Free).To(Equal(all.Free), "round %d claim %d: %s / %s", round, k, got.Message, all.Message)
+			if all.Cluster == "" {
+				g.Expect(got.Message).To(Equal(all.Message), "nowhere: why, of every cluster")
+			}
 		}
 	}
 }
