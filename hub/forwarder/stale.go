@@ -38,7 +38,8 @@ func workClaimKey(o client.Object) []string {
 // first.
 func (r *Reconciler) dropStale(ctx context.Context, key types.NamespacedName, uid types.UID) error {
 	var works workv1.ManifestWorkList
-	if err := r.Client.List(ctx, &works, client.MatchingFields{workClaimIndex: key.String()}); err != nil {
+	// Read, not changed: no copies (a work carries the claim and secrets).
+	if err := r.Client.List(ctx, &works, client.MatchingFields{workClaimIndex: key.String()}, client.UnsafeDisableDeepCopy); err != nil {
 		return fmt.Errorf("list the ManifestWorks of claim %s: %w", key, err)
 	}
 	for i := range works.Items {
