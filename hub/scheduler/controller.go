@@ -64,8 +64,8 @@ type Reconciler struct {
 	deciding sync.Mutex
 
 	// claims and inventories are the cache's own stores, read without
-	// copies: a decision over 1 000 clusters reads 1 000 inventories and
-	// 1 000 lists of placed claims, which through the client (a deep copy
+	// copies: a decision placing a claim nowhere reads every candidate's
+	// inventory and placed claims, which through the client (a deep copy
 	// each, and reflection) cost most of the hub controller's CPU (make
 	// bench-scale). What they return is never changed.
 	claims, inventories toolscache.Indexer

@@ -8,4 +8,6 @@
 // not Associated within a deadline is placed again elsewhere; a claim the
 // tenant pinned is never moved. Place is a plain function; the Reconciler
 // fetches (through indexes, never listing all claims per claim) and writes.
+// A decision visits clusters by their available hosts, most first, and
+// stops at the first that cannot be beaten (order.walk).
 package scheduler
