@@ -39,8 +39,9 @@ const (
 	secretIndex = "hostfleet.forwarded-secret"
 	// clusterIndex: the cluster a remote claim is placed on.
 	clusterIndex = "hostfleet.forwarded-to"
-	// workIndex, on ManifestWorks: the UID of the claim a work forwards.
-	workIndex = "hostfleet.forwards-claim"
+	// workIndex, on ManifestWorks: "<namespace>/<name>" of the claim a
+	// work forwards (works of earlier claims of that name too: dropStale).
+	workIndex = "hostfleet.forwards-claim-named"
 )
 
 // Reconciler forwards remote claims.
@@ -316,7 +317,7 @@ func (r *Reconciler) withdraw(ctx context.Context, c *metal3api.HostClaim, clust
 // work is the claim's ManifestWork, wherever it is, or nil.
 func (r *Reconciler) work(ctx context.Context, c *metal3api.HostClaim) (*workv1.ManifestWork, error) {
 	var list workv1.ManifestWorkList
-	if err := r.Client.List(ctx, &list, client.MatchingFields{workIndex: string(c.UID)}); err != nil {
+	if err := r.Client.List(ctx, &list, client.MatchingFields{workIndex: client.ObjectKeyFromObject(c).String()}); err != nil {
 		return nil, fmt.Errorf("list the ManifestWorks of claim %s: %w", klog.KObj(c), err)
 	}
 	for i := range list.Items {

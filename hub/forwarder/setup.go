@@ -55,16 +55,8 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, o s
 	}); err != nil {
 		return fmt.Errorf("index remote claims by cluster: %w", err)
 	}
-	if err := idx.IndexField(ctx, &workv1.ManifestWork{}, workIndex, func(o client.Object) []string {
-		if uid := o.GetLabels()[hostfleetv1alpha1.LabelClaimUID]; uid != "" {
-			return []string{uid}
-		}
-		return nil
-	}); err != nil {
+	if err := idx.IndexField(ctx, &workv1.ManifestWork{}, workIndex, workClaimKey); err != nil {
 		return fmt.Errorf("index ManifestWorks by claim: %w", err)
-	}
-	if err := idx.IndexField(ctx, &workv1.ManifestWork{}, workClaimIndex, workClaimKey); err != nil {
-		return fmt.Errorf("index ManifestWorks by claim name: %w", err)
 	}
 	claimsBy := func(index string, key func(client.Object) string) handler.EventHandler {
 		return handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {

@@ -15,10 +15,6 @@ import (
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
 )
 
-// workClaimIndex, on ManifestWorks: "<namespace>/<name>" of the claim a
-// work forwards.
-const workClaimIndex = "hostfleet.forwards-claim-named"
-
 func workClaimKey(o client.Object) []string {
 	l := o.GetLabels()
 	if l[hostfleetv1alpha1.LabelClaimName] == "" {
@@ -39,7 +35,7 @@ func workClaimKey(o client.Object) []string {
 func (r *Reconciler) dropStale(ctx context.Context, key types.NamespacedName, uid types.UID) error {
 	var works workv1.ManifestWorkList
 	// Read, not changed: no copies (a work carries the claim and secrets).
-	if err := r.Client.List(ctx, &works, client.MatchingFields{workClaimIndex: key.String()}, client.UnsafeDisableDeepCopy); err != nil {
+	if err := r.Client.List(ctx, &works, client.MatchingFields{workIndex: key.String()}, client.UnsafeDisableDeepCopy); err != nil {
 		return fmt.Errorf("list the ManifestWorks of claim %s: %w", key, err)
 	}
 	for i := range works.Items {

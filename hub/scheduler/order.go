@@ -29,7 +29,8 @@ func newOrder() *order {
 }
 
 // bound is the most free matching hosts any claim can count on the
-// inventory: its pools' available hosts.
+// inventory: its pools' available hosts, summed from the pools Place reads
+// (not status.available, which a writer keeps equal to it).
 func bound(inv *hostfleetv1alpha1.HostInventory) int32 {
 	var n int32
 	for _, p := range inv.Status.Pools {
