@@ -369,6 +369,12 @@ func TestPlacementIsOneStatusWrite(t *testing.T) {
 	hub := schedulerPlane(t, time.Hour)
 	lab(g, hub, map[string][]hostfleetv1alpha1.HostPool{"c1": {{Namespaces: []string{"tenant-a"}, Total: 3, Available: 3}}})
 	get := getter(hub)
+	// A first claim placed: the scheduler's cache has the tenant's
+	// clusters (before, a claim may be said NoCapacity for a moment).
+	first := createClaim(g, hub, "first", nil)
+	g.Eventually(func(g Gomega) {
+		g.Expect(get(g, first).Labels).To(HaveKey(hostfleetv1alpha1.LabelCluster))
+	}).WithTimeout(20 * time.Second).Should(Succeed())
 	c := createClaim(g, hub, "placed", nil)
 	g.Eventually(func(g Gomega) {
 		got := get(g, c)
