@@ -80,8 +80,9 @@ test-images: ## The images for this machine's architecture only: what the end-to
 # programs tests build, are linked without a symbol table or DWARF
 # (-ldflags=-s): a third less linking; stack traces and race reports keep
 # their names and lines.
-SLOW_PKGS := ./e2e/suites/local/ ./e2e/suites/forwarding/ ./e2e/programs/chaos/ ./agent/claim/ ./agent/cmd/hostfleet-agent/ ./e2e/suites/capi/ \
-	./e2e/programs/demo/ ./e2e/harness/planes/ ./agent/bmcdriver/ ./operator/controller/
+SLOW_PKGS := ./e2e/suites/local/ ./e2e/suites/forwarding/ ./e2e/programs/chaos/ ./agent/claim/ ./agent/cmd/hostfleet-agent/ ./e2e/programs/demo/ \
+	./e2e/suites/capi/ ./hub/cmd/hostfleet-hub/ ./e2e/harness/planes/ ./agent/bmcdriver/ ./operator/controller/ ./e2e/suites/monitoring/ \
+	./hub/kubectl/ ./hub/forwarder/ ./agent/nodelabels/
 TEST_P ?= 4
 # How long make test fuzzes each fuzz target, after the race-detector
 # packages and beside the rest (make fuzz: FUZZTIME, longer).
