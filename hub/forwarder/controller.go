@@ -11,7 +11,6 @@ import (
 	metal3api "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -210,7 +209,7 @@ func (r *Reconciler) forward(ctx context.Context, c *metal3api.HostClaim, cluste
 			cluster, w.Name, TargetNamespace(c.Namespace), c.Name, cluster)
 		return w, nil, nil
 	}
-	if equality.Semantic.DeepEqual(existing.Spec, w.Spec) && equality.Semantic.DeepEqual(existing.Labels, w.Labels) {
+	if Unchanged(existing, w) {
 		return existing, nil, nil
 	}
 	existing.Spec, existing.Labels = w.Spec, w.Labels

@@ -13,6 +13,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
 	addonv1beta1 "open-cluster-management.io/api/addon/v1beta1"
 	clusterv1 "open-cluster-management.io/api/cluster/v1"
 	clusterv1beta2 "open-cluster-management.io/api/cluster/v1beta2"
@@ -47,8 +48,8 @@ func setAvailable(g Gomega, hub client.Client, cluster string, status metav1.Con
 
 // fleet is a hub running the tenant controller, the scheduler and the
 // forwarder; infra-1 runs OCM's real work agent; infra-2 is a cluster with
-// none. Tenant a's set holds both.
-func fleet(t *testing.T, g Gomega) (hub, infra client.Client) {
+// none. Tenant a's set holds both. hubConfig reaches the hub's API server.
+func fleet(t *testing.T, g Gomega) (hub, infra client.Client, hubConfig *rest.Config) {
 	f := planes.ForTest(t, "hub", "infra-1")
 	f.HubForTest(t, "hub", func(mgr ctrl.Manager) error {
 		if err := (&scheduler.Reconciler{Client: mgr.GetClient(), Deadline: 5 * time.Second}).SetupWithManager(context.Background(), mgr, setup.Options{}); err != nil {
@@ -56,7 +57,7 @@ func fleet(t *testing.T, g Gomega) (hub, infra client.Client) {
 		}
 		return (&forwarder.Reconciler{Client: mgr.GetClient()}).SetupWithManager(context.Background(), mgr, setup.Options{})
 	})
-	hub, infra = f.Plane("hub").Client, f.Plane("infra-1").Client
+	hub, infra, hubConfig = f.Plane("hub").Client, f.Plane("infra-1").Client, f.Plane("hub").Config
 	ctx := context.Background()
 	g.Expect(hub.Create(ctx, &clusterv1beta2.ManagedClusterSet{ObjectMeta: metav1.ObjectMeta{Name: "lab"}})).To(Succeed())
 	for _, c := range []string{"infra-1", "infra-2"} {
@@ -81,7 +82,7 @@ func fleet(t *testing.T, g Gomega) (hub, infra client.Client) {
 			dump(t, hub, infra)
 		}
 	})
-	return hub, infra
+	return hub, infra, hubConfig
 }
 
 // dump logs the claims' conditions and the works' status, for a failed test.
@@ -136,7 +137,7 @@ func remoteClaim(name, cluster string, mut func(*metal3api.HostClaim)) *metal3ap
 func TestForward(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	hub, infra := fleet(t, g)
+	hub, infra, hubConfig := fleet(t, g)
 	inv := &hostfleetv1alpha1.HostInventory{ObjectMeta: metav1.ObjectMeta{Namespace: "infra-1", Name: "infra-1"},
 		Spec: hostfleetv1alpha1.HostInventorySpec{ClusterName: "infra-1"}}
 	g.Expect(hub.Create(ctx, inv)).To(Succeed())
@@ -189,6 +190,12 @@ func TestForward(t *testing.T) {
 	}).WithTimeout(6*time.Second).Should(Succeed(), "past the 5 s bind deadline, unbound, a remote claim stays where its target is")
 
 	t.Log("the target's controller binds it (written here as a HostClaim controller would): the hub claim mirrors it and goes Ready")
+	puts := func() float64 {
+		n, err := planes.Requests(ctx, hubConfig, "PUT", "manifestworks")
+		g.Expect(err).NotTo(HaveOccurred())
+		return n
+	}
+	before := puts()
 	bindTarget(g, infra, target, true)
 	g.Eventually(func(g Gomega) {
 		g.Expect(hub.Get(ctx, client.ObjectKeyFromObject(src), src)).To(Succeed())
@@ -199,6 +206,7 @@ func TestForward(t *testing.T) {
 		g.Expect(src.Status.PoweredOn).To(BeTrue())
 		g.Expect(src.Status.LastUpdated).NotTo(BeNil())
 	}).WithTimeout(30 * time.Second).Should(Succeed())
+	g.Expect(puts()-before).To(BeZero(), "the claim's status changed, not its spec: its work is not written again")
 
 	t.Log("changes flow down: image, poweredOn, a keyed reboot annotation, the secret's contents; what the target's controller owns stays")
 	g.Eventually(func(g Gomega) {
@@ -336,7 +344,7 @@ func bindTarget(g Gomega, infra client.Client, target *metal3api.HostClaim, read
 func TestRefused(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	hub, infra := fleet(t, g)
+	hub, infra, _ := fleet(t, g)
 	g.Expect(hub.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "elsewhere"}})).To(Succeed())
 	g.Expect(hub.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "elsewhere", Name: "theirs"},
 		StringData: map[string]string{"userData": "not yours"}})).To(Succeed())

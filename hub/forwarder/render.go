@@ -1,13 +1,16 @@
 package forwarder
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"strings"
 
 	metal3api "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -207,6 +210,9 @@ func manifestWork(in Input, objs []client.Object, copies []string) (*workv1.Mani
 		w.Spec.ManifestConfigs = append(w.Spec.ManifestConfigs, workv1.ManifestConfigOption{
 			ResourceIdentifier: workv1.ResourceIdentifier{Resource: "secrets", Namespace: ns, Name: name},
 			UpdateStrategy:     apply,
+			// The API server's default, written out: a work read back
+			// has it, and one rendered without it would differ (Unchanged).
+			FeedbackScrapeType: workv1.FeedbackPollType,
 		})
 	}
 	return w, nil
@@ -270,4 +276,36 @@ func targetAnnotations(c *metal3api.HostClaim, rebootRequest string, tenantErase
 		out[hostfleetv1alpha1.AnnotationRebootRequest] = rebootRequest
 	}
 	return out
+}
+
+// Unchanged reports whether a stored work already is the rendered one (its
+// spec and labels). The API server hands each manifest back re-encoded,
+// its keys sorted, so manifests compare as JSON values, not as bytes:
+// compared as bytes, every reconcile of a forwarded claim rewrote its work
+// unchanged.
+func Unchanged(stored, rendered *workv1.ManifestWork) bool {
+	a, b := stored.Spec, rendered.Spec
+	am, bm := a.Workload.Manifests, b.Workload.Manifests
+	a.Workload.Manifests, b.Workload.Manifests = nil, nil
+	if len(am) != len(bm) || !equality.Semantic.DeepEqual(a, b) || !equality.Semantic.DeepEqual(stored.Labels, rendered.Labels) {
+		return false
+	}
+	for i := range am {
+		if !sameJSON(am[i].Raw, bm[i].Raw) {
+			return false
+		}
+	}
+	return true
+}
+
+// sameJSON reports whether two JSON documents hold the same value.
+func sameJSON(a, b []byte) bool {
+	if bytes.Equal(a, b) {
+		return true
+	}
+	var x, y any
+	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil {
+		return false
+	}
+	return reflect.DeepEqual(x, y)
 }

@@ -159,3 +159,51 @@ func TestRender(t *testing.T) {
 		g.Expect(err.Error()).To(ContainSubstring("Secret web-userdata: "), "says which object is how large")
 	})
 }
+
+// TestUnchanged: a work as the API server returns it (each manifest
+// re-encoded, its keys sorted) is the rendered one; a changed manifest, a
+// missing one or a changed label is not.
+func TestUnchanged(t *testing.T) {
+	g := NewWithT(t)
+	render := func(mut func(*metal3api.HostClaim)) *workv1.ManifestWork {
+		c := claim()
+		if mut != nil {
+			mut(c)
+		}
+		w, err := Render(Input{Claim: c, Cluster: "c1", Tenant: "a", Secrets: map[string]*corev1.Secret{
+			RoleUserData: {Data: map[string][]byte{"userData": []byte("u")}},
+			RoleMetaData: {Data: map[string][]byte{"metaData": []byte("m")}},
+		}})
+		g.Expect(err).NotTo(HaveOccurred())
+		return w
+	}
+	// stored re-encodes every manifest as the API server does: through a
+	// map, so with its keys sorted.
+	stored := func(w *workv1.ManifestWork) *workv1.ManifestWork {
+		s := w.DeepCopy()
+		for i, m := range s.Spec.Workload.Manifests {
+			var v map[string]any
+			g.Expect(json.Unmarshal(m.Raw, &v)).To(Succeed())
+			raw, err := json.Marshal(v)
+			g.Expect(err).NotTo(HaveOccurred())
+			s.Spec.Workload.Manifests[i].Raw = raw
+		}
+		return s
+	}
+	w := render(nil)
+	s := stored(w)
+	g.Expect(string(s.Spec.Workload.Manifests[1].Raw)).NotTo(Equal(string(w.Spec.Workload.Manifests[1].Raw)), "the stored bytes differ")
+	g.Expect(Unchanged(s, w)).To(BeTrue(), "the same work")
+
+	image := render(func(c *metal3api.HostClaim) { c.Spec.Image = &metal3api.Image{URL: "http://images/two.qcow2"} })
+	g.Expect(Unchanged(s, image)).To(BeFalse(), "a new image")
+	fewer := w.DeepCopy()
+	fewer.Spec.Workload.Manifests = fewer.Spec.Workload.Manifests[1:]
+	g.Expect(Unchanged(s, fewer)).To(BeFalse(), "a manifest less")
+	relabelled := w.DeepCopy()
+	relabelled.Labels[hostfleetv1alpha1.LabelTenant] = "b"
+	g.Expect(Unchanged(s, relabelled)).To(BeFalse(), "a label changed")
+	orphan := w.DeepCopy()
+	orphan.Spec.DeleteOption = nil
+	g.Expect(Unchanged(s, orphan)).To(BeFalse(), "another delete option")
+}

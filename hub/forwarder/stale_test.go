@@ -21,7 +21,7 @@ import (
 func TestWorkOfAGoneClaim(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	hub, infra := fleet(t, g)
+	hub, infra, _ := fleet(t, g)
 	src := remoteClaim("gone", "infra-1", nil)
 	g.Expect(hub.Create(ctx, src)).To(Succeed())
 	target := &metal3api.HostClaim{}

@@ -3,8 +3,6 @@ package tenant_test
 import (
 	"context"
 	"fmt"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -13,10 +11,10 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/hostfleet/hostfleet/e2e/harness/planes"
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
 	"github.com/hostfleet/hostfleet/hub/tenant"
 )
@@ -127,21 +125,9 @@ func TestUnchangedObjectsNotApplied(t *testing.T) {
 }
 
 // applies is how many server-side applies of RoleBindings the API server
-// has served (apiserver_request_total).
+// has served.
 func applies(ctx context.Context, g Gomega, cfg *rest.Config) float64 {
-	kube, err := kubernetes.NewForConfig(cfg)
+	n, err := planes.Requests(ctx, cfg, "APPLY", "rolebindings")
 	g.Expect(err).NotTo(HaveOccurred())
-	data, err := kube.Discovery().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
-	g.Expect(err).NotTo(HaveOccurred())
-	var n float64
-	for _, line := range strings.Split(string(data), "\n") {
-		if !strings.HasPrefix(line, "apiserver_request_total{") || !strings.Contains(line, `verb="APPLY"`) ||
-			!strings.Contains(line, `resource="rolebindings"`) {
-			continue
-		}
-		v, err := strconv.ParseFloat(line[strings.LastIndex(line, " ")+1:], 64)
-		g.Expect(err).NotTo(HaveOccurred())
-		n += v
-	}
 	return n
 }
