@@ -396,7 +396,7 @@ func (r *Reconciler) writeStatus(ctx context.Context, c *metal3api.HostClaim, mu
 	}
 	before, after := meta.FindStatusCondition(orig.Status.Conditions, hostfleetv1alpha1.ConditionForwarded),
 		meta.FindStatusCondition(c.Status.Conditions, hostfleetv1alpha1.ConditionForwarded)
-	if after != nil && (before == nil || before.Reason != after.Reason) {
+	if recorded(before, after) {
 		kind := corev1.EventTypeNormal
 		if after.Status != metav1.ConditionTrue {
 			kind = corev1.EventTypeWarning
@@ -404,4 +404,23 @@ func (r *Reconciler) writeStatus(ctx context.Context, c *metal3api.HostClaim, mu
 		r.Recorder.Eventf(c, nil, kind, after.Reason, "Forward", "%s", after.Message)
 	}
 	return nil
+}
+
+// recorded says whether a change of the Forwarded condition is an Event:
+// a change of reason, but not to a step every forwarded claim passes on
+// its way (placed, its work created and applied, its feedback awaited),
+// which would give every claim a Warning, nor to Withdrawing (its own
+// Normal Event says the work was deleted). The work not applied once it
+// had been is one.
+func recorded(before, after *metav1.Condition) bool {
+	if after == nil || before != nil && before.Reason == after.Reason {
+		return false
+	}
+	switch after.Reason {
+	case hostfleetv1alpha1.ReasonNotPlaced, hostfleetv1alpha1.ReasonFeedbackPending, hostfleetv1alpha1.ReasonWithdrawing:
+		return false
+	case hostfleetv1alpha1.ReasonWorkNotApplied:
+		return before != nil && before.Reason != hostfleetv1alpha1.ReasonNotPlaced
+	}
+	return true
 }

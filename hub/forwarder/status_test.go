@@ -143,3 +143,29 @@ func TestSetStatus(t *testing.T) {
 		g.Expect(s).To(BeNil(), "absent from the target, absent here")
 	})
 }
+
+// TestRecorded: a change of Forwarded's reason is an Event, but not the
+// steps every forwarded claim passes, nor Withdrawing (an Event of its
+// own); the work not applied once it had been is one.
+func TestRecorded(t *testing.T) {
+	g := NewWithT(t)
+	reason := func(r string) *metav1.Condition { return &metav1.Condition{Reason: r} }
+	for name, tc := range map[string]struct {
+		before, after *metav1.Condition
+		want          bool
+	}{
+		"no condition":                   {nil, nil, false},
+		"reason unchanged":               {reason(hostfleetv1alpha1.ReasonTargetBound), reason(hostfleetv1alpha1.ReasonTargetBound), false},
+		"not placed yet":                 {nil, reason(hostfleetv1alpha1.ReasonNotPlaced), false},
+		"work being created":             {nil, reason(hostfleetv1alpha1.ReasonWorkNotApplied), false},
+		"work being created once placed": {reason(hostfleetv1alpha1.ReasonNotPlaced), reason(hostfleetv1alpha1.ReasonWorkNotApplied), false},
+		"feedback awaited":               {reason(hostfleetv1alpha1.ReasonWorkNotApplied), reason(hostfleetv1alpha1.ReasonFeedbackPending), false},
+		"bound":                          {reason(hostfleetv1alpha1.ReasonFeedbackPending), reason(hostfleetv1alpha1.ReasonTargetBound), true},
+		"work no longer applied":         {reason(hostfleetv1alpha1.ReasonTargetBound), reason(hostfleetv1alpha1.ReasonWorkNotApplied), true},
+		"cluster lost":                   {reason(hostfleetv1alpha1.ReasonTargetBound), reason(hostfleetv1alpha1.ReasonClusterUnavailable), true},
+		"refused at once":                {nil, reason(hostfleetv1alpha1.ReasonSecretInvalid), true},
+		"withdrawing, said by its own":   {reason(hostfleetv1alpha1.ReasonTargetBound), reason(hostfleetv1alpha1.ReasonWithdrawing), false},
+	} {
+		g.Expect(recorded(tc.before, tc.after)).To(Equal(tc.want), name)
+	}
+}
