@@ -117,11 +117,14 @@ func drivenHosts(t *testing.T, g Gomega, infra client.Client, n int) map[string]
 }
 
 // startAgent runs the Hostfleet agent for the target in --local-claims mode
-// in this process.
-func startAgent(t *testing.T, f *planes.Fleet) {
+// in this process, its options then changed by more.
+func startAgent(t *testing.T, f *planes.Fleet, more ...func(*app.Options)) {
 	agents.ForTest(t, f.Plane("hub").Config, f.Plane(cluster).Config, cluster, func(o *app.Options) {
 		o.LocalClaims, o.BMCPoll, o.BMCTimeout = true, 2*time.Second, 5*time.Second
 		o.Resync = app.NewOptions().Resync // host and claim events drive it; a 2 s resync of 20 claims only costs CPU
+		for _, m := range more {
+			m(o)
+		}
 	})
 }
 
