@@ -281,8 +281,8 @@ func targetAnnotations(c *metal3api.HostClaim, rebootRequest string, tenantErase
 // Unchanged reports whether a stored work already is the rendered one (its
 // spec and labels). The API server hands each manifest back re-encoded,
 // its keys sorted, so manifests compare as JSON values, not as bytes:
-// compared as bytes, every reconcile of a forwarded claim rewrote its work
-// unchanged.
+// compared as bytes, every reconcile of a forwarded claim would rewrite its
+// work unchanged.
 func Unchanged(stored, rendered *workv1.ManifestWork) bool {
 	a, b := stored.Spec, rendered.Spec
 	am, bm := a.Workload.Manifests, b.Workload.Manifests
