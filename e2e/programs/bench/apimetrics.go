@@ -1,8 +1,6 @@
 package main
 
 import (
-	"bufio"
-	"bytes"
 	"cmp"
 	"context"
 	"fmt"
@@ -10,7 +8,7 @@ import (
 	"strconv"
 	"strings"
 
-	"k8s.io/client-go/kubernetes"
+	"github.com/hostfleet/hostfleet/e2e/harness/planes"
 	"k8s.io/client-go/rest"
 )
 
@@ -92,29 +90,11 @@ func sampleValue(line string) (float64, error) {
 	return strconv.ParseFloat(line[strings.LastIndexByte(line, ' ')+1:], 64)
 }
 
-// scrape reads the API server's metrics and calls each with every line.
-func scrape(ctx context.Context, cfg *rest.Config, each func(line string)) error {
-	kube, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return err
-	}
-	data, err := kube.Discovery().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
-	if err != nil {
-		return fmt.Errorf("API server metrics: %w", err)
-	}
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		each(sc.Text())
-	}
-	return sc.Err()
-}
-
 // apiRequests reads the API server's request counts (apiserver_request_total)
 // by verb, and keyTerminated, keySlowCreates and keySlowEtcd.
 func apiRequests(ctx context.Context, cfg *rest.Config) (map[string]float64, error) {
 	out := map[string]float64{}
-	return out, scrape(ctx, cfg, func(line string) { countRequest(out, line) })
+	return out, planes.Metrics(ctx, cfg, func(line string) { countRequest(out, line) })
 }
 
 // storedObjects are the objects the API server stores and their estimated
@@ -122,7 +102,7 @@ func apiRequests(ctx context.Context, cfg *rest.Config) (map[string]float64, err
 // apiserver_resource_size_estimate_bytes).
 func storedObjects(ctx context.Context, cfg *rest.Config) (objects, bytes map[string]float64, err error) {
 	objects, bytes = map[string]float64{}, map[string]float64{}
-	return objects, bytes, scrape(ctx, cfg, func(line string) {
+	return objects, bytes, planes.Metrics(ctx, cfg, func(line string) {
 		out := objects
 		switch {
 		case strings.HasPrefix(line, "apiserver_resource_objects{"):
@@ -190,7 +170,7 @@ type flowCounts struct{ dispatched, rejected map[string]float64 }
 
 func flowRequests(ctx context.Context, cfg *rest.Config) (flowCounts, error) {
 	fc := flowCounts{dispatched: map[string]float64{}, rejected: map[string]float64{}}
-	return fc, scrape(ctx, cfg, func(line string) {
+	return fc, planes.Metrics(ctx, cfg, func(line string) {
 		var into map[string]float64
 		switch {
 		case strings.HasPrefix(line, "apiserver_flowcontrol_dispatched_requests_total{"):

@@ -107,8 +107,8 @@ func count(ctx context.Context, infra client.Client) (tally, error) {
 		}
 	}
 	for name, hs := range naming {
-		if _, ok := live[name]; !ok {
-			for _, h := range hs {
+		for _, h := range hs {
+			if !live[name] {
 				t.strays = append(t.strays, fmt.Sprintf("%s (consumer %s) %v", h.Name, name, h.Annotations))
 			}
 		}
