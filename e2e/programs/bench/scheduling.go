@@ -111,9 +111,10 @@ func schedulingFleet(ctx context.Context, hub client.Client, n, clusters int) (m
 				return nil, err
 			}
 		}
+		orig := inv.DeepCopy()
 		inv.Status = hostfleetv1alpha1.HostInventoryStatus{Total: free, Available: free, Pools: []hostfleetv1alpha1.HostPool{
 			{Labels: map[string]string{"bench.io/kind": "small"}, Namespaces: []string{benchNS}, Total: free, Available: free}}}
-		if err := hub.Status().Update(ctx, inv); err != nil {
+		if err := hub.Status().Patch(ctx, inv, client.MergeFrom(orig)); err != nil {
 			return nil, err
 		}
 	}
@@ -127,8 +128,9 @@ func schedulingFleet(ctx context.Context, hub client.Client, n, clusters int) (m
 		}
 	}
 	// What the tenant controller would report.
+	orig := t.DeepCopy()
 	t.Status.Clusters = names
-	return capacity, hub.Status().Update(ctx, t)
+	return capacity, hub.Status().Patch(ctx, t, client.MergeFrom(orig))
 }
 
 func benchClaim(ns string, i int) *metal3api.HostClaim {

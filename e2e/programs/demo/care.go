@@ -9,6 +9,7 @@ import (
 	metal3api "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/hostfleet/hostfleet/agent/bmcdriver"
@@ -65,8 +66,7 @@ func (r *run) care(ctx context.Context) error {
 	}
 	r.say("  server-0 erased itself first (tenant acme erases Metadata): %s; its BMC: %v", erased.Message, media)
 	r.say("  the maintenance lists it %s: free, and out of the pool", m.Status.Hosts[0].State)
-	m.Spec.Complete = true
-	if err := r.hub.Update(ctx, m); err != nil {
+	if err := r.hub.Patch(ctx, m, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"complete":true}}`))); err != nil {
 		return fmt.Errorf("complete the maintenance: %w", err)
 	}
 	if err := poll(ctx, r.o.Timeout, func() (bool, error) {

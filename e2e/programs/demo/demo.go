@@ -21,6 +21,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/hostfleet/hostfleet/e2e/emulators/ipmisim"
@@ -320,14 +321,9 @@ func powerCycle(ctx context.Context, hub client.Client, rf *redfish.BMC, timeout
 	for _, on := range []bool{false, true} {
 		before := len(rf.Resets())
 		start := time.Now()
-		if err := poll(ctx, timeout, func() (bool, error) {
-			if err := hub.Get(ctx, client.ObjectKeyFromObject(c), c); err != nil {
-				return false, err
-			}
-			c.Spec.PoweredOn = on
-			return true, hub.Update(ctx, c)
-		}); err != nil {
-			return err
+		patch := client.RawPatch(types.MergePatchType, fmt.Appendf(nil, `{"spec":{"poweredOn":%t}}`, on))
+		if err := hub.Patch(ctx, c, patch); err != nil {
+			return fmt.Errorf("power edge-1 %s: %w", map[bool]string{false: "off", true: "on"}[on], err)
 		}
 		changing := ""
 		if err := poll(ctx, timeout, func() (bool, error) {

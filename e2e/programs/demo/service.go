@@ -23,11 +23,15 @@ func (r *run) service(ctx context.Context) error {
 	if err := r.hub.Get(ctx, client.ObjectKey{Name: "acme"}, t); err != nil {
 		return err
 	}
+	// A merge patch of the fields the demo sets: the tenant controller
+	// writes the Tenant too (its finalizer, its status), and an update
+	// from this read would lose to it.
+	orig := t.DeepCopy()
 	t.Spec.MaxClaims = ptr.To[int32](7)
 	t.Spec.LeaseWarning = &metav1.Duration{Duration: 20 * time.Second}
 	t.Spec.Quotas = []hostfleetv1alpha1.ClassQuota{{Name: "large", MaxClaims: 2,
 		HostSelector: hostfleetv1alpha1.ClassSelector{MatchLabels: map[string]string{"example.com/size": "large"}}}}
-	if err := r.hub.Update(ctx, t); err != nil {
+	if err := r.hub.Patch(ctx, t, client.MergeFrom(orig)); err != nil {
 		return fmt.Errorf("give tenant acme a host class: %w", err)
 	}
 	r.say("Tenant acme gets host class large (example.com/size=large) with maxClaims 2, which db-1 and edge-fwd fill,")
