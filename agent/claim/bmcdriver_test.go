@@ -174,7 +174,7 @@ func TestClaimFollowsASlowBMC(t *testing.T) {
 
 	t.Log(`a hard reboot: one ForceRestart, and the claim not Ready until the BMC reports the host on again`)
 	update(func(c *metal3api.HostClaim) {
-		c.Annotations = map[string]string{metal3api.RebootAnnotationPrefix: `{"mode":"hard"}`}
+		c.Annotations[metal3api.RebootAnnotationPrefix] = `{"mode":"hard"}`
 	})
 	g.Eventually(func(g Gomega) {
 		g.Expect(hub.Get(ctx, key, c)).To(Succeed())

@@ -14,6 +14,7 @@ import (
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	"github.com/hostfleet/hostfleet/agent/binder"
@@ -132,6 +133,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, nil
 	}
 	if !r.serves(c) {
+		return ctrl.Result{}, nil
+	}
+	if !r.local() && !conditions.Admitted(c) {
+		// A tenant's pin the hub has not let through yet (a full host
+		// class holds it back, or the scheduler has not looked): nothing
+		// is bound for it. One the agent served before still goes.
+		if !c.DeletionTimestamp.IsZero() && controllerutil.ContainsFinalizer(c, hostfleetv1alpha1.AgentFinalizer) {
+			return r.release(ctx, c)
+		}
 		return ctrl.Result{}, nil
 	}
 	if by, ok := conditions.PausedBy(c.Annotations); ok {

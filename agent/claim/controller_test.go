@@ -106,8 +106,9 @@ func bmh(name string, i int, lbls map[string]string) *metal3api.BareMetalHost {
 
 func hubClaim(name, cluster string, selector map[string]string) *metal3api.HostClaim {
 	return &metal3api.HostClaim{
-		ObjectMeta: metav1.ObjectMeta{Namespace: tenantNS, Name: name, Labels: map[string]string{hostfleetv1alpha1.LabelCluster: cluster}},
-		Spec:       metal3api.HostClaimSpec{HostSelector: metal3api.HostSelector{MatchLabels: selector}},
+		ObjectMeta: metav1.ObjectMeta{Namespace: tenantNS, Name: name, Labels: map[string]string{hostfleetv1alpha1.LabelCluster: cluster},
+			Annotations: planes.PlacedBy()},
+		Spec: metal3api.HostClaimSpec{HostSelector: metal3api.HostSelector{MatchLabels: selector}},
 	}
 }
 
@@ -153,7 +154,6 @@ func TestBindAcrossClusters(t *testing.T) {
 	// Placed by the scheduler (none runs here), which alone writes the
 	// Scheduled condition: the agent writes none.
 	first := hubClaim("first", "infra-1", map[string]string{"example.com/gpu": "yes"})
-	first.Annotations = map[string]string{hostfleetv1alpha1.AnnotationPlacedBy: hostfleetv1alpha1.PlacedByScheduler}
 	mustCreate(t, hub, first)
 	g.Eventually(func(g Gomega) {
 		g.Expect(hub.Get(ctx, client.ObjectKeyFromObject(first), first)).To(Succeed())

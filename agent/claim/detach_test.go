@@ -23,7 +23,7 @@ func TestDetach(t *testing.T) {
 	startAgent(t, s.f, "infra-1", 2)
 
 	c := hubClaim("c", "infra-1", nil)
-	c.Annotations = map[string]string{metal3api.DetachedAnnotation: ""}
+	c.Annotations[metal3api.DetachedAnnotation] = ""
 	mustCreate(t, hub, c)
 	key := client.ObjectKeyFromObject(c)
 	hostKey := client.ObjectKey{Namespace: hostsNS, Name: "h0"}

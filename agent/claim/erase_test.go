@@ -70,7 +70,7 @@ func TestEraseOnRelease(t *testing.T) {
 			c.Spec.Image = &metal3api.Image{URL: iso.URL + "/live.iso", DiskFormat: ptr.To("live-iso")}
 		}
 		if full {
-			c.Annotations = map[string]string{hostfleetv1alpha1.AnnotationErase: string(hostfleetv1alpha1.EraseFull)}
+			c.Annotations[hostfleetv1alpha1.AnnotationErase] = string(hostfleetv1alpha1.EraseFull)
 		}
 		mustCreate(t, hub, c)
 		return c

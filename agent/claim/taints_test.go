@@ -57,7 +57,7 @@ func TestTaintedHost(t *testing.T) {
 	}).WithTimeout(30*time.Second).Should(Succeed(), "a claim that does not tolerate gpu waits")
 
 	tolerant := hubClaim("tolerant", "infra-1", nil)
-	tolerant.Annotations = map[string]string{hostfleetv1alpha1.AnnotationTolerations: "gpu"}
+	tolerant.Annotations[hostfleetv1alpha1.AnnotationTolerations] = "gpu"
 	mustCreate(t, s.hub, tolerant)
 	bound(tolerant, "gpu")
 	g.Expect(s.hub.Get(ctx, client.ObjectKeyFromObject(second), second)).To(Succeed())

@@ -66,7 +66,7 @@ func TestWriter(t *testing.T) {
 	// inventory is written once more, unchanged, with a later time.
 	bound := func(name string, at metav1.Time) {
 		c := &metal3api.HostClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant-a", Name: name,
-			Labels: map[string]string{hostfleetv1alpha1.LabelCluster: "infra-1"}}}
+			Labels: map[string]string{hostfleetv1alpha1.LabelCluster: "infra-1"}, Annotations: planes.PlacedBy()}}
 		g.Expect(hub.Create(ctx, c)).To(Succeed())
 		c.Status.Conditions = []metav1.Condition{{Type: hostfleetv1alpha1.ConditionAssociated, Status: metav1.ConditionTrue,
 			Reason: "Bound", LastTransitionTime: at}}
@@ -141,7 +141,7 @@ func TestWriterSettlesWithinSeconds(t *testing.T) {
 	// unsettled until one is written after it.
 	boundAt := metav1.NewTime(time.Now().Truncate(time.Second).Add(2 * time.Second))
 	c := &metal3api.HostClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant-a", Name: "c",
-		Labels: map[string]string{hostfleetv1alpha1.LabelCluster: "infra-1"}}}
+		Labels: map[string]string{hostfleetv1alpha1.LabelCluster: "infra-1"}, Annotations: planes.PlacedBy()}}
 	g.Expect(hub.Create(ctx, c)).To(Succeed())
 	c.Status.Conditions = []metav1.Condition{{Type: hostfleetv1alpha1.ConditionAssociated, Status: metav1.ConditionTrue,
 		Reason: "Bound", LastTransitionTime: boundAt}}

@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/selection"
 
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
+	"github.com/hostfleet/hostfleet/internal/conditions"
 	"github.com/hostfleet/hostfleet/internal/labelkeys"
 )
 
@@ -46,10 +47,11 @@ func Bound(c *metal3api.HostClaim) bool {
 }
 
 // Counted reports whether a claim counts against its tenant's classes: it
-// is placed on a cluster, or bound. Claims not placed take no host, so
-// that claims held back do not hold each other back.
+// is placed on a cluster (a pin once admitted: conditions.Admitted), or
+// bound. Claims not placed take no host, so that claims held back do not
+// hold each other back.
 func Counted(c *metal3api.HostClaim) bool {
-	return c.Labels[hostfleetv1alpha1.LabelCluster] != "" || Bound(c)
+	return c.Labels[hostfleetv1alpha1.LabelCluster] != "" && conditions.Admitted(c) || Bound(c)
 }
 
 // Labels are what a claim's classes are judged on: the labels its

@@ -89,7 +89,14 @@ func TestDecide(t *testing.T) {
 	g.Expect(v).To(Equal(classes.Verdict{}), "room in every class: placed anywhere")
 
 	g.Expect(classes.Counted(claim(nil, nil))).To(BeFalse(), "not placed: takes no host")
-	g.Expect(classes.Counted(claim(nil, func(c *metal3api.HostClaim) { c.Labels = map[string]string{hostfleetv1alpha1.LabelCluster: "c1"} }))).To(BeTrue())
+	pinned := claim(nil, func(c *metal3api.HostClaim) { c.Labels = map[string]string{hostfleetv1alpha1.LabelCluster: "c1"} })
+	g.Expect(classes.Counted(pinned)).To(BeFalse(), "a pin the scheduler has not admitted takes no host")
+	pinned.Status.Conditions = []metav1.Condition{{Type: hostfleetv1alpha1.ConditionScheduled, Status: metav1.ConditionTrue, Reason: hostfleetv1alpha1.ReasonPinned}}
+	g.Expect(classes.Counted(pinned)).To(BeTrue(), "admitted")
+	g.Expect(classes.Counted(claim(nil, func(c *metal3api.HostClaim) {
+		c.Labels = map[string]string{hostfleetv1alpha1.LabelCluster: "c1"}
+		c.Annotations = map[string]string{hostfleetv1alpha1.AnnotationPlacedBy: hostfleetv1alpha1.PlacedByScheduler}
+	}))).To(BeTrue(), "placed by the scheduler")
 
 	tenant.Spec.Quotas[0].HostSelector.MatchLabels = map[string]string{"example.com/gpu": "not a value!"}
 	_, err = classes.Of(tenant)

@@ -90,7 +90,13 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if !c.DeletionTimestamp.IsZero() || c.Labels[hostfleetv1alpha1.LabelKind] != hostfleetv1alpha1.KindRemote {
 		return r.withdraw(ctx, c, cluster)
 	}
-	if cluster == "" {
+	work, err := r.work(ctx, c)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if cluster == "" || work == nil && !conditions.Admitted(c) {
+		// Not placed, or pinned and not admitted by the scheduler (a host
+		// class may hold it back): nothing is forwarded yet.
 		return ctrl.Result{}, r.writeStatus(ctx, c, func(c *metal3api.HostClaim) {
 			msg := "waiting for the scheduler to place the claim on a cluster (see the Scheduled condition)"
 			for _, t := range []string{hostfleetv1alpha1.ConditionForwarded, hostfleetv1alpha1.ConditionReady} {
@@ -104,10 +110,6 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 					Reason: s.Reason, Message: s.Message, ObservedGeneration: c.Generation})
 			}
 		})
-	}
-	work, err := r.work(ctx, c)
-	if err != nil {
-		return ctrl.Result{}, err
 	}
 	if work != nil && work.Namespace != cluster {
 		// Placed elsewhere since: the old target goes (its host is

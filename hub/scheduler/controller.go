@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
+	"github.com/hostfleet/hostfleet/hub/classes"
 	"github.com/hostfleet/hostfleet/hub/metrics"
 	"github.com/hostfleet/hostfleet/hub/tenant"
 	"github.com/hostfleet/hostfleet/internal/claimstatus"
@@ -76,14 +77,15 @@ type Reconciler struct {
 	order *order
 }
 
-// shownPlaced reports whether the cache shows the claim placed, or gone.
-func (r *Reconciler) shownPlaced(c *metal3api.HostClaim) bool {
+// shownCounted reports whether the cache shows the claim counted where it
+// was placed (placed, or its pin admitted: classes.Counted), or gone.
+func (r *Reconciler) shownCounted(c *metal3api.HostClaim) bool {
 	obj, found, err := r.claims.GetByKey(c.Namespace + "/" + c.Name)
 	if err != nil {
 		return false
 	}
 	seen, ok := obj.(*metal3api.HostClaim)
-	return !found || !ok || seen.UID != c.UID || seen.Labels[hostfleetv1alpha1.LabelCluster] != ""
+	return !found || !ok || seen.UID != c.UID || classes.Counted(seen)
 }
 
 func isRemote(c *metal3api.HostClaim) bool {
@@ -127,17 +129,23 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return res, err
 	}
 	if err := r.writeScheduled(ctx, c, kind, v); err != nil {
+		if v.admits != "" {
+			r.expect.remove(c, v.admits)
+		}
 		return requeue.OnConflict(err)
 	}
 	return res, nil
 }
 
 // verdict is what a reconcile says in the claim's Scheduled condition,
-// and whether an Event records a change of it.
+// and whether an Event records a change of it. admits names the cluster
+// of a pin the verdict lets through: its expectation goes if the write
+// fails.
 type verdict struct {
 	set, ok         bool
 	reason, message string
 	record          bool
+	admits          string
 }
 
 // not is a verdict that the claim is not scheduled, recorded.
@@ -236,6 +244,11 @@ func (r *Reconciler) placed(ctx context.Context, c *metal3api.HostClaim, t *host
 	_, paused := conditions.PausedBy(c.Annotations)
 	served := associated(c) || holds(c) != "" || isRemote(c) || paused
 	byScheduler := c.Annotations[hostfleetv1alpha1.AnnotationPlacedBy] == hostfleetv1alpha1.PlacedByScheduler
+	if !byScheduler && !conditions.Admitted(c) {
+		// A pin is judged as a placement is, host classes included,
+		// before its agent may serve it.
+		return r.admitPin(ctx, c, t, cluster, clusters, v)
+	}
 	since, down := r.unavailable(cluster)
 	if down && (served || !byScheduler) {
 		*v = stranded(cluster, since)
@@ -277,6 +290,59 @@ func (r *Reconciler) pinned(c *metal3api.HostClaim, t *hostfleetv1alpha1.Tenant,
 			cluster, t.Name, t.Spec.ClusterSet, strings.Join(clusters, ","), hostfleetv1alpha1.LabelCluster))
 	}
 	return verdict{set: true, ok: true, reason: hostfleetv1alpha1.ReasonPinned, message: "pinned by the tenant to " + cluster, record: true}
+}
+
+// admitPin judges a pin not yet admitted (conditions.Admitted) as a
+// placement is judged: the cluster must be the tenant's, and the claim
+// within its tenant's host classes, counted under r.deciding with the
+// placements and admissions in flight. Admitted, it is kept off the full
+// classes it does not ask for (hostfleet.io/excluded-hosts, written before
+// the Scheduled condition that admits it); held, it waits where it is
+// pinned, woken when a claim of its tenant goes.
+func (r *Reconciler) admitPin(ctx context.Context, c *metal3api.HostClaim, t *hostfleetv1alpha1.Tenant, cluster string, clusters []string, v *verdict) (ctrl.Result, error) {
+	if *v = r.pinned(c, t, cluster, clusters); !v.ok {
+		return ctrl.Result{}, nil
+	}
+	r.deciding.Lock()
+	defer r.deciding.Unlock()
+	missing := r.expect.missing(r.shownCounted)
+	if r.expect.has(c) {
+		// Its admission is being written: judging it again would count it
+		// twice, or not at all.
+		*v = verdict{}
+		return ctrl.Result{RequeueAfter: requeue.CacheLag}, nil
+	}
+	cv, _, err := r.classVerdict(t, c, missing)
+	if err != nil {
+		*v = verdict{}
+		return ctrl.Result{}, err
+	}
+	if len(cv.Held) > 0 {
+		*v = not(hostfleetv1alpha1.ReasonClassQuotaExceeded, cv.Message)
+		return ctrl.Result{RequeueAfter: 30 * time.Second}, nil
+	}
+	exclude, err := exclusion.Encode(cv.Exclude)
+	if err != nil {
+		*v = verdict{}
+		return ctrl.Result{}, err
+	}
+	if exclude != c.Annotations[hostfleetv1alpha1.AnnotationExcludedHosts] {
+		orig := c.DeepCopy()
+		if c.Annotations == nil {
+			c.Annotations = map[string]string{}
+		}
+		c.Annotations[hostfleetv1alpha1.AnnotationExcludedHosts] = exclude
+		if exclude == "" {
+			delete(c.Annotations, hostfleetv1alpha1.AnnotationExcludedHosts)
+		}
+		if err := r.Client.Patch(ctx, c, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
+			*v = verdict{}
+			return requeue.OnConflict(fmt.Errorf("keep pinned claim %s off full host classes: %w", klog.KObj(c), err))
+		}
+	}
+	r.expect.add(c, cluster)
+	v.admits = cluster
+	return ctrl.Result{}, nil
 }
 
 // replace takes a placement that did not bind in time back, excluding its

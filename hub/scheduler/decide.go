@@ -30,7 +30,7 @@ func (r *Reconciler) decide(c *metal3api.HostClaim, t *hostfleetv1alpha1.Tenant,
 	}
 	r.deciding.Lock()
 	defer r.deciding.Unlock()
-	missing := r.expect.missing(r.shownPlaced)
+	missing := r.expect.missing(r.shownCounted)
 	if r.expect.has(c) {
 		// Deciding again would place it twice, and the placement it has
 		// would stop being counted.

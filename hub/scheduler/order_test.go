@@ -78,6 +78,7 @@ func TestWalkFindsTheMostFree(t *testing.T) {
 				p := claim(func(c *metal3api.HostClaim) {
 					c.Name, c.UID = fmt.Sprintf("p-%s-%d", cl, j), types.UID(fmt.Sprintf("p-%s-%d", cl, j))
 					c.Labels = map[string]string{hostfleetv1alpha1.LabelCluster: cl}
+					c.Annotations = map[string]string{hostfleetv1alpha1.AnnotationPlacedBy: hostfleetv1alpha1.PlacedByScheduler}
 				})
 				g.Expect(r.claims.Add(p)).To(Succeed())
 				pending[cl] = append(pending[cl], p)

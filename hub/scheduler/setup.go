@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
+	"github.com/hostfleet/hostfleet/internal/conditions"
 	"github.com/hostfleet/hostfleet/internal/resume"
 	"github.com/hostfleet/hostfleet/internal/setup"
 )
@@ -55,6 +56,11 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, o s
 	unplaced := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, _ client.Object) []reconcile.Request {
 		return r.requests(ctx, unplacedIndex)
 	})
+	// A Tenant changed (its classes' caps among them) also looks again at
+	// the pins a class holds back.
+	tenants := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, _ client.Object) []reconcile.Request {
+		return append(r.requests(ctx, unplacedIndex), r.requests(ctx, classHeldIndex)...)
+	})
 	// A claim gone may free a place in a host class: the claims a class
 	// holds back are looked at again.
 	classHeld := handler.Funcs{DeleteFunc: func(ctx context.Context, _ event.TypedDeleteEvent[client.Object], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
@@ -67,7 +73,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, o s
 		For(&metal3api.HostClaim{}).
 		Watches(&metal3api.HostClaim{}, classHeld).
 		Watches(&hostfleetv1alpha1.HostInventory{}, unplaced).
-		Watches(&hostfleetv1alpha1.Tenant{}, unplaced).
+		Watches(&hostfleetv1alpha1.Tenant{}, tenants).
 		Watches(&clusterv1beta1.PlacementDecision{}, unplaced).
 		Watches(&clusterv1.ManagedCluster{}, handler.EnqueueRequestsFromMapFunc(r.onAvailability), builder.WithPredicates(availability)).
 		WithOptions(o.Controller(1)).
@@ -79,8 +85,9 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, o s
 func claimIndexers() toolscache.Indexers {
 	return toolscache.Indexers{
 		pendingIndex: func(o any) ([]string, error) {
+			// A pin not admitted yet takes no host there.
 			c, ok := o.(*metal3api.HostClaim)
-			if !ok || c.DeletionTimestamp != nil || c.Labels[hostfleetv1alpha1.LabelCluster] == "" {
+			if !ok || c.DeletionTimestamp != nil || c.Labels[hostfleetv1alpha1.LabelCluster] == "" || !conditions.Admitted(c) {
 				return nil, nil
 			}
 			return []string{c.Labels[hostfleetv1alpha1.LabelCluster]}, nil
@@ -100,8 +107,9 @@ func claimIndexers() toolscache.Indexers {
 			return []string{"true"}, nil
 		},
 		classHeldIndex: func(o any) ([]string, error) {
+			// Unplaced claims, and pins not admitted.
 			c, ok := o.(*metal3api.HostClaim)
-			if !ok || c.DeletionTimestamp != nil || c.Labels[hostfleetv1alpha1.LabelCluster] != "" {
+			if !ok || c.DeletionTimestamp != nil || c.Labels[hostfleetv1alpha1.LabelCluster] != "" && conditions.Admitted(c) {
 				return nil, nil
 			}
 			if cond := meta.FindStatusCondition(c.Status.Conditions, hostfleetv1alpha1.ConditionScheduled); cond == nil ||

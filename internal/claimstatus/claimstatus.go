@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
+	"github.com/hostfleet/hostfleet/internal/conditions"
 )
 
 // Owner is a controller that writes HostClaim status.
@@ -69,12 +70,13 @@ const (
 // Kinds are every kind, in the table's order.
 var Kinds = []Kind{HubUnplaced, HubBaremetal, HubRemote, Local, LocalShared}
 
-// HubKind is the kind of a hub claim.
+// HubKind is the kind of a hub claim. A pin the scheduler has not
+// admitted is not served yet: unplaced.
 func HubKind(c *metal3api.HostClaim) Kind {
 	switch {
 	case c.Labels[hostfleetv1alpha1.LabelKind] == hostfleetv1alpha1.KindRemote:
 		return HubRemote
-	case c.Labels[hostfleetv1alpha1.LabelCluster] == "":
+	case c.Labels[hostfleetv1alpha1.LabelCluster] == "" || !conditions.Admitted(c):
 		return HubUnplaced
 	}
 	return HubBaremetal

@@ -82,6 +82,11 @@ func TestKinds(t *testing.T) {
 	c := &metal3api.HostClaim{}
 	g.Expect(HubKind(c)).To(Equal(HubUnplaced))
 	c.Labels = map[string]string{hostfleetv1alpha1.LabelCluster: "c1"}
+	g.Expect(HubKind(c)).To(Equal(HubUnplaced), "a pin the scheduler has not admitted is served by nobody yet")
+	c.Status.Conditions = []metav1.Condition{{Type: hostfleetv1alpha1.ConditionScheduled, Status: metav1.ConditionTrue, Reason: hostfleetv1alpha1.ReasonPinned}}
+	g.Expect(HubKind(c)).To(Equal(HubBaremetal))
+	c.Status.Conditions = nil
+	c.Annotations = map[string]string{hostfleetv1alpha1.AnnotationPlacedBy: hostfleetv1alpha1.PlacedByScheduler}
 	g.Expect(HubKind(c)).To(Equal(HubBaremetal))
 	c.Labels[hostfleetv1alpha1.LabelKind] = hostfleetv1alpha1.KindRemote
 	g.Expect(HubKind(c)).To(Equal(HubRemote))

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"unicode/utf8"
 
+	metal3api "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -58,6 +59,19 @@ func PlacedMessage(cluster string) string { return "placed on " + cluster }
 func SaysPlaced(conds []metav1.Condition) bool {
 	c := meta.FindStatusCondition(conds, hostfleetv1alpha1.ConditionScheduled)
 	return c != nil && c.Status == metav1.ConditionTrue && c.Reason == hostfleetv1alpha1.ReasonPlaced
+}
+
+// Admitted reports whether a hub claim that names a cluster may be served
+// there: the scheduler placed it (hostfleet.io/placed-by), or its tenant
+// pinned it and the scheduler let the pin through its checks, the host
+// classes among them (Scheduled True), or it already holds a host there
+// (the agent's reservation or binding). Only the hub sets the first two
+// and only the agent the last (admission): a pin alone admits nothing, so
+// that no pin gets around a host class.
+func Admitted(c *metal3api.HostClaim) bool {
+	return c.Annotations[hostfleetv1alpha1.AnnotationPlacedBy] == hostfleetv1alpha1.PlacedByScheduler ||
+		meta.IsStatusConditionTrue(c.Status.Conditions, hostfleetv1alpha1.ConditionScheduled) ||
+		c.Annotations[hostfleetv1alpha1.AnnotationReservedHost] != "" || c.Status.BareMetalHost != nil
 }
 
 // PausedBy is the value of a claim's pause annotation (who paused it, by

@@ -67,7 +67,7 @@ func TestHostedMode(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 
 	c := &metal3api.HostClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant-a", Name: "web",
-		Labels: map[string]string{hostfleetv1alpha1.LabelCluster: "infra-1"}},
+		Labels: map[string]string{hostfleetv1alpha1.LabelCluster: "infra-1"}, Annotations: planes.PlacedBy()},
 		Spec: metal3api.HostClaimSpec{PoweredOn: true, UserData: &corev1.SecretReference{Name: "ud"},
 			Image: &metal3api.Image{URL: "http://127.0.0.1:8099/os.qcow2", Checksum: "http://127.0.0.1:8099/os.qcow2.sha256sum"}}}
 	g.Expect(hub.Create(ctx, c)).To(Succeed())

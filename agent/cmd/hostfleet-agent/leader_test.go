@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/hostfleet/hostfleet/e2e/harness/planes"
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
 )
 
@@ -50,7 +51,7 @@ func TestLeaderElection(t *testing.T) {
 
 	claim := func(name string) *metal3api.HostClaim {
 		c := &metal3api.HostClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant-a", Name: name,
-			Labels: map[string]string{hostfleetv1alpha1.LabelCluster: "infra-1"}}}
+			Labels: map[string]string{hostfleetv1alpha1.LabelCluster: "infra-1"}, Annotations: planes.PlacedBy()}}
 		g.Expect(hub.Create(ctx, c)).To(Succeed())
 		return c
 	}

@@ -79,7 +79,7 @@ func bindsH0(t *testing.T, hub client.Client, proc *planes.Process, timeout time
 	g := NewWithT(t)
 	ctx := context.Background()
 	c := &metal3api.HostClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant-a", Name: "c",
-		Labels: map[string]string{hostfleetv1alpha1.LabelCluster: "infra-1"}}}
+		Labels: map[string]string{hostfleetv1alpha1.LabelCluster: "infra-1"}, Annotations: planes.PlacedBy()}}
 	g.Expect(hub.Create(ctx, c)).To(Succeed())
 	g.Eventually(func(g Gomega) {
 		g.Expect(proc.Exited()).To(BeFalse(), "agent exited; see %s", proc.Log)
@@ -179,7 +179,7 @@ func TestBinaryBindsClaim(t *testing.T) {
 	g.Expect(hub.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "tenant-b",
 		Labels: map[string]string{hostfleetv1alpha1.LabelTenant: "b"}}})).To(Succeed())
 	cb := &metal3api.HostClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant-b", Name: "c",
-		Labels: map[string]string{hostfleetv1alpha1.LabelCluster: "infra-1"}}}
+		Labels: map[string]string{hostfleetv1alpha1.LabelCluster: "infra-1"}, Annotations: planes.PlacedBy()}}
 	g.Expect(hub.Create(ctx, cb)).To(Succeed())
 	g.Consistently(func(g Gomega) {
 		g.Expect(hub.Get(ctx, client.ObjectKeyFromObject(cb), cb)).To(Succeed())

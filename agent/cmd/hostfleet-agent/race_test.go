@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/hostfleet/hostfleet/e2e/harness/planes"
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
 )
 
@@ -28,7 +29,7 @@ func TestOneToOneAcrossKill(t *testing.T) {
 	bin, f, hub, infra := agentScene(t, hosts, 7000, func(i int) string { return fmt.Sprintf("h%03d", i) })
 	for i := 0; i < claims; i++ {
 		g.Expect(hub.Create(ctx, &metal3api.HostClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant-a", Name: fmt.Sprintf("c%03d", i),
-			Labels: map[string]string{hostfleetv1alpha1.LabelCluster: "infra-1"}}})).To(Succeed())
+			Labels: map[string]string{hostfleetv1alpha1.LabelCluster: "infra-1"}, Annotations: planes.PlacedBy()}})).To(Succeed())
 	}
 
 	args := []string{

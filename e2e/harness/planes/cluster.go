@@ -5,6 +5,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
 	clusterv1 "open-cluster-management.io/api/cluster/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -22,13 +24,15 @@ func Tenancy(cluster string, tenants ...hostfleetv1alpha1.ServedTenant) *hostfle
 // hub, as its registration agent would keep it (on planes no registration
 // agent runs).
 func SetClusterAvailable(ctx context.Context, hub client.Client, name string, status metav1.ConditionStatus) error {
-	mc := &clusterv1.ManagedCluster{}
-	if err := hub.Get(ctx, client.ObjectKey{Name: name}, mc); err != nil {
-		return err
-	}
-	meta.SetStatusCondition(&mc.Status.Conditions, metav1.Condition{Type: clusterv1.ManagedClusterConditionAvailable,
-		Status: status, Reason: "ManagedClusterAvailable", Message: "set without a registration agent"})
-	return hub.Status().Update(ctx, mc)
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		mc := &clusterv1.ManagedCluster{}
+		if err := hub.Get(ctx, client.ObjectKey{Name: name}, mc); err != nil {
+			return err
+		}
+		meta.SetStatusCondition(&mc.Status.Conditions, metav1.Condition{Type: clusterv1.ManagedClusterConditionAvailable,
+			Status: status, Reason: "ManagedClusterAvailable", Message: "set without a registration agent"})
+		return hub.Status().Update(ctx, mc)
+	})
 }
 
 // AcceptCluster accepts a ManagedCluster on the hub and marks it joined, as
@@ -36,18 +40,26 @@ func SetClusterAvailable(ctx context.Context, hub client.Client, name string, st
 // no registration agent runs). Only an accepted, joined cluster counts as a
 // tenant's workload cluster.
 func AcceptCluster(ctx context.Context, hub client.Client, name string) error {
-	mc := &clusterv1.ManagedCluster{}
-	if err := hub.Get(ctx, client.ObjectKey{Name: name}, mc); err != nil {
+	mc := &clusterv1.ManagedCluster{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	if err := hub.Patch(ctx, mc, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"hubAcceptsClient":true}}`))); err != nil {
 		return err
 	}
-	if !mc.Spec.HubAcceptsClient {
-		mc.Spec.HubAcceptsClient = true
-		if err := hub.Update(ctx, mc); err != nil {
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := hub.Get(ctx, client.ObjectKey{Name: name}, mc); err != nil {
 			return err
 		}
-	}
-	for _, c := range []string{clusterv1.ManagedClusterConditionHubAccepted, clusterv1.ManagedClusterConditionJoined} {
-		meta.SetStatusCondition(&mc.Status.Conditions, metav1.Condition{Type: c, Status: metav1.ConditionTrue, Reason: c, Message: "set without a registration agent"})
-	}
-	return hub.Status().Update(ctx, mc)
+		for _, c := range []string{clusterv1.ManagedClusterConditionHubAccepted, clusterv1.ManagedClusterConditionJoined} {
+			meta.SetStatusCondition(&mc.Status.Conditions, metav1.Condition{Type: c, Status: metav1.ConditionTrue, Reason: c, Message: "set without a registration agent"})
+		}
+		return hub.Status().Update(ctx, mc)
+	})
+}
+
+// PlacedBy are the annotations the hub's scheduler writes with a
+// placement. An agent serves a claim that names its cluster only once the
+// hub admitted it (conditions.Admitted): tests and programs that run
+// agents without a scheduler create their claims as the scheduler would
+// have placed them, with these and the cluster label.
+func PlacedBy() map[string]string {
+	return map[string]string{hostfleetv1alpha1.AnnotationPlacedBy: hostfleetv1alpha1.PlacedByScheduler}
 }

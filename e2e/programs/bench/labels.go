@@ -113,14 +113,15 @@ func labelsFleet(ctx context.Context, hub, infra, wl client.Client, hosts int) e
 		if err := infra.Create(ctx, h); err != nil {
 			return err
 		}
+		orig := h.DeepCopy()
 		h.Status.Provisioning.State = metal3api.StateAvailable
 		h.Status.OperationalStatus = metal3api.OperationalStatusOK
-		if err := infra.Status().Update(ctx, h); err != nil {
+		if err := infra.Status().Patch(ctx, h, client.MergeFrom(orig)); err != nil {
 			return err
 		}
 		claim := fmt.Sprintf("c%03d", i)
 		if err := create(ctx, hub, &metal3api.HostClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant-a", Name: claim,
-			Labels: map[string]string{hostfleetv1alpha1.LabelCluster: "infra-1"}},
+			Labels: map[string]string{hostfleetv1alpha1.LabelCluster: "infra-1"}, Annotations: planes.PlacedBy()},
 			Spec: metal3api.HostClaimSpec{HostSelector: metal3api.HostSelector{MatchLabels: map[string]string{"host": name}}}}); err != nil {
 			return err
 		}

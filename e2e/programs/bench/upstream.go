@@ -124,7 +124,11 @@ func runUpstream(ctx context.Context, f *planes.Fleet, binary string, n, workers
 // createClaims creates n claims c0000… in ns, with labels, from workers.
 func createClaims(ctx context.Context, c client.Client, ns string, n, workers int, labels map[string]string) error {
 	return parallel(n, workers, func(i int) error {
-		return c.Create(ctx, &metal3api.HostClaim{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("c%04d", i), Labels: labels}})
+		claim := &metal3api.HostClaim{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("c%04d", i), Labels: labels}}
+		if labels[hostfleetv1alpha1.LabelCluster] != "" {
+			claim.Annotations = planes.PlacedBy() // no scheduler runs: placed as it would
+		}
+		return c.Create(ctx, claim)
 	})
 }
 
@@ -136,8 +140,9 @@ func createHosts(ctx context.Context, c client.Client, ns string, n, workers int
 		if err := c.Create(ctx, h); err != nil {
 			return err
 		}
+		orig := h.DeepCopy()
 		h.Status.Provisioning.State = metal3api.StateAvailable
 		h.Status.OperationalStatus = metal3api.OperationalStatusOK
-		return c.Status().Update(ctx, h)
+		return c.Status().Patch(ctx, h, client.MergeFrom(orig))
 	})
 }

@@ -34,7 +34,7 @@ func TestCheckFindsViolations(t *testing.T) {
 
 	claim := func(name string) *metal3api.HostClaim {
 		c := &metal3api.HostClaim{ObjectMeta: metav1.ObjectMeta{Namespace: tenantNS, Name: name,
-			Labels: map[string]string{hostfleetv1alpha1.LabelCluster: "infra-1"}}}
+			Labels: map[string]string{hostfleetv1alpha1.LabelCluster: "infra-1"}, Annotations: planes.PlacedBy()}}
 		g.Expect(hub.Create(ctx, c)).To(Succeed())
 		return c
 	}
