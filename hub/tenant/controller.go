@@ -73,7 +73,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 	}
 
-	clusters, setFound, err := r.clusters(ctx, t.Spec.ClusterSet)
+	clusters, unavailable, setFound, err := r.clusters(ctx, t.Spec.ClusterSet)
 	if err != nil {
 		return ctrl.Result{}, fmt.Errorf("clusters of tenant %s: %w", t.Name, err)
 	}
@@ -103,7 +103,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	cond := ReadyCondition(Registration{ClusterSet: t.Spec.ClusterSet, SetFound: setFound, Clusters: clusters,
 		Namespaces: owned, Conflicts: conflicts, MissingRoles: missing, InvalidClass: claims.invalidClass})
-	return ctrl.Result{}, r.setStatus(ctx, t, owned, clusters, workload, claims, cond, WorkloadCondition(workload, ignored))
+	return ctrl.Result{}, r.setStatus(ctx, t, owned, clusterStatus{clusters, unavailable, workload}, claims, cond, WorkloadCondition(workload, ignored))
 }
 
 // policyWait is how long a tenant waits for its admission policy to take
@@ -183,32 +183,36 @@ func (r *Reconciler) namespaces(ctx context.Context, t *hostfleetv1alpha1.Tenant
 	return owned, conflicts, nil
 }
 
-// clusters are the managed clusters in the set, and whether the set exists.
-func (r *Reconciler) clusters(ctx context.Context, set string) ([]string, bool, error) {
+// clusters are the managed clusters in the set, those of them whose
+// ManagedCluster is not Available, and whether the set exists.
+func (r *Reconciler) clusters(ctx context.Context, set string) (all, unavailable []string, found bool, _ error) {
 	mcs := &clusterv1beta2.ManagedClusterSet{}
 	if err := r.Client.Get(ctx, client.ObjectKey{Name: set}, mcs); err != nil {
 		if apierrors.IsNotFound(err) {
-			return nil, false, nil
+			return nil, nil, false, nil
 		}
-		return nil, false, fmt.Errorf("get ManagedClusterSet %s: %w", set, err)
+		return nil, nil, false, fmt.Errorf("get ManagedClusterSet %s: %w", set, err)
 	}
 	sel := labels.SelectorFromSet(labels.Set{clusterSetLabel: set})
 	if s := mcs.Spec.ClusterSelector; s.SelectorType == clusterv1beta2.LabelSelector && s.LabelSelector != nil {
 		var err error
 		if sel, err = metav1.LabelSelectorAsSelector(s.LabelSelector); err != nil {
-			return nil, true, fmt.Errorf("ManagedClusterSet %s selector: %w", set, err)
+			return nil, nil, true, fmt.Errorf("ManagedClusterSet %s selector: %w", set, err)
 		}
 	}
 	var list clusterv1.ManagedClusterList
 	if err := r.Client.List(ctx, &list, client.MatchingLabelsSelector{Selector: sel}); err != nil {
-		return nil, true, fmt.Errorf("list the ManagedClusters of set %s: %w", set, err)
+		return nil, nil, true, fmt.Errorf("list the ManagedClusters of set %s: %w", set, err)
 	}
-	var out []string
 	for _, c := range list.Items {
-		out = append(out, c.Name)
+		all = append(all, c.Name)
+		if !meta.IsStatusConditionTrue(c.Status.Conditions, clusterv1.ManagedClusterConditionAvailable) {
+			unavailable = append(unavailable, c.Name)
+		}
 	}
-	sort.Strings(out)
-	return out, true, nil
+	sort.Strings(all)
+	sort.Strings(unavailable)
+	return all, unavailable, true, nil
 }
 
 // workloadClusters are the managed clusters labelled hostfleet.io/tenant
@@ -268,7 +272,8 @@ func (r *Reconciler) delete(ctx context.Context, t *hostfleetv1alpha1.Tenant, ow
 		}
 		cond := metav1.Condition{Type: hostfleetv1alpha1.ConditionReady, Status: metav1.ConditionFalse, Reason: hostfleetv1alpha1.ReasonDeletionBlocked,
 			Message: fmt.Sprintf("the tenant is kept while it has claims: %s; delete them first", strings.Join(shown, ", "))}
-		return ctrl.Result{RequeueAfter: 30 * time.Second}, r.setStatus(ctx, t, owned, t.Status.Clusters, t.Status.WorkloadClusters,
+		return ctrl.Result{RequeueAfter: 30 * time.Second}, r.setStatus(ctx, t, owned,
+			clusterStatus{t.Status.Clusters, t.Status.UnavailableClusters, t.Status.WorkloadClusters},
 			tally{names: claims, ready: t.Status.ReadyClaims, classes: t.Status.Classes}, cond)
 	}
 	for _, name := range owned {
@@ -276,7 +281,7 @@ func (r *Reconciler) delete(ctx context.Context, t *hostfleetv1alpha1.Tenant, ow
 			return ctrl.Result{}, fmt.Errorf("delete namespace %s of tenant %s: %w", name, t.Name, err)
 		}
 	}
-	for _, name := range []string{ClaimsBinding(t.Name), WorkloadClaimsBinding(t.Name)} {
+	for _, name := range Bindings(t.Name) {
 		binding := &admissionv1.ValidatingAdmissionPolicyBinding{ObjectMeta: metav1.ObjectMeta{Name: name}}
 		if err := r.Client.Delete(ctx, binding); client.IgnoreNotFound(err) != nil {
 			return ctrl.Result{}, fmt.Errorf("delete ValidatingAdmissionPolicyBinding %s of tenant %s: %w", binding.Name, t.Name, err)
@@ -291,9 +296,15 @@ func (r *Reconciler) delete(ctx context.Context, t *hostfleetv1alpha1.Tenant, ow
 	return ctrl.Result{}, nil
 }
 
+// clusterStatus is what a Tenant's status says of clusters: those of its
+// set, those of them not Available, and its workload clusters.
+type clusterStatus struct {
+	clusters, unavailable, workload []string
+}
+
 // setStatus writes the Tenant's status with the conditions given (Ready
 // first), and records an Event for each whose status or reason changed.
-func (r *Reconciler) setStatus(ctx context.Context, t *hostfleetv1alpha1.Tenant, owned, clusters, workload []string, claims tally, conds ...metav1.Condition) error {
+func (r *Reconciler) setStatus(ctx context.Context, t *hostfleetv1alpha1.Tenant, owned []string, cs clusterStatus, claims tally, conds ...metav1.Condition) error {
 	var changed []metav1.Condition
 	orig := t.DeepCopy()
 	for _, cond := range conds {
@@ -305,8 +316,9 @@ func (r *Reconciler) setStatus(ctx context.Context, t *hostfleetv1alpha1.Tenant,
 	}
 	t.Status.ObservedGeneration = t.Generation
 	t.Status.Namespaces = owned
-	t.Status.Clusters = clusters
-	t.Status.WorkloadClusters = workload
+	t.Status.Clusters = cs.clusters
+	t.Status.UnavailableClusters = cs.unavailable
+	t.Status.WorkloadClusters = cs.workload
 	t.Status.Claims = int32(len(claims.names))
 	t.Status.ReadyClaims = claims.ready
 	t.Status.Classes = claims.classes

@@ -24,6 +24,17 @@ func WorkloadClaimsBinding(tenant string) string {
 	return hostfleetv1alpha1.WorkloadClaimsPolicy + "-" + tenant
 }
 
+// ClaimFinalizersBinding names a tenant's binding of the policy on who
+// lets go of its claims.
+func ClaimFinalizersBinding(tenant string) string {
+	return hostfleetv1alpha1.ClaimFinalizersPolicy + "-" + tenant
+}
+
+// Bindings names every admission policy binding of a tenant.
+func Bindings(tenant string) []string {
+	return []string{ClaimsBinding(tenant), WorkloadClaimsBinding(tenant), ClaimFinalizersBinding(tenant)}
+}
+
 // agentSubjects are the hub subjects of the clusters' agents: each
 // cluster's own group (CSR driver) and token user, never the group every
 // agent shares.
@@ -68,6 +79,7 @@ func Desired(t *hostfleetv1alpha1.Tenant, clusters, workload []string) []client.
 	out := []client.Object{
 		binding(ClaimsBinding(t.Name), hostfleetv1alpha1.ClaimsPolicy),
 		binding(WorkloadClaimsBinding(t.Name), hostfleetv1alpha1.WorkloadClaimsPolicy),
+		binding(ClaimFinalizersBinding(t.Name), hostfleetv1alpha1.ClaimFinalizersPolicy),
 	}
 	for _, ns := range t.DefaultNamespaces() {
 		meta := func(name string) metav1.ObjectMeta {

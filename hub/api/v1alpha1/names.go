@@ -121,4 +121,8 @@ const (
 	// ClaimsPolicy is the ValidatingAdmissionPolicy on tenants' claims; the
 	// hub binds it once per tenant, with the Tenant as its parameter.
 	ClaimsPolicy = "hostfleet-claims"
+	// ClaimFinalizersPolicy keeps everyone but the hub and the claim's own
+	// agent from letting go of a claim while its cluster is Available; the
+	// hub binds it once per tenant, with the Tenant as its parameter.
+	ClaimFinalizersPolicy = "hostfleet-claim-finalizers"
 )

@@ -205,6 +205,15 @@ type TenantStatus struct {
 	// +listType=set
 	Clusters []string `json:"clusters,omitempty"`
 
+	// UnavailableClusters are those of Clusters whose ManagedCluster is not
+	// Available: only while its cluster is listed here (or has left the
+	// set) may anyone but the hub and the cluster's agent strip the
+	// finalizers of a claim placed there (kubectl hostfleet
+	// forget-cluster; admission policy hostfleet-claim-finalizers).
+	// +optional
+	// +listType=set
+	UnavailableClusters []string `json:"unavailableClusters,omitempty"`
+
 	// WorkloadClusters are the managed clusters labelled
 	// hostfleet.io/tenant=<this tenant>: clusters whose Nodes run on the
 	// tenant's hosts. Their agents (workload role) may read the tenant's

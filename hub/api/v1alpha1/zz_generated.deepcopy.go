@@ -795,6 +795,11 @@ func (in *TenantStatus) DeepCopyInto(out *TenantStatus) {
 		*out = make([]string, len(*in))
 		copy(*out, *in)
 	}
+	if in.UnavailableClusters != nil {
+		in, out := &in.UnavailableClusters, &out.UnavailableClusters
+		*out = make([]string, len(*in))
+		copy(*out, *in)
+	}
 	if in.WorkloadClusters != nil {
 		in, out := &in.WorkloadClusters, &out.WorkloadClusters
 		*out = make([]string, len(*in))
