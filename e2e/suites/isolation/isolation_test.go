@@ -15,6 +15,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	addonv1beta1 "open-cluster-management.io/api/addon/v1beta1"
 	clusterv1 "open-cluster-management.io/api/cluster/v1"
@@ -172,6 +173,17 @@ func TestIsolation(t *testing.T) {
 		fresh.Labels[hostfleetv1alpha1.LabelBoundHost] = "h0"
 		return tokenAgentC1.Update(ctx, fresh, client.DryRunAll)
 	}).WithTimeout(30*time.Second).Should(Succeed(), "c1's token agent, which the hub bound for tenant a, records a binding: exempt from the tenant rules")
+	g.Expect(hub.Patch(ctx, onC1, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"annotations":{"reboot.metal3.io":""}}}`)))).To(Succeed())
+	g.Expect(c1.Get(ctx, client.ObjectKeyFromObject(onC1), onC1)).To(Succeed())
+	binding := onC1.DeepCopy()
+	binding.Annotations[hostfleetv1alpha1.AnnotationReservedHost] = "hosts/h0"
+	binding.Annotations[hostfleetv1alpha1.AnnotationHostUID] = "0c6f2b1e-0000-4000-8000-000000000000"
+	delete(binding.Annotations, "reboot.metal3.io")
+	binding.Labels[hostfleetv1alpha1.LabelBoundHost] = "h0"
+	binding.Labels["example.com/rack"] = "r1"
+	binding.Finalizers = append(binding.Finalizers, hostfleetv1alpha1.AgentFinalizer)
+	g.Expect(c1.Update(ctx, binding, client.DryRunAll)).To(Succeed(),
+		"agent c1 writes its binding on its own cluster's claim: reservation, host UID, bound-host, a synced label, its finalizer, a reboot request carried out")
 	g.Eventually(func() error { return namesake.Create(ctx, claimOn("tenant-a", "namesake", ""), client.DryRunAll) }).
 		WithTimeout(30*time.Second).Should(Succeed(), "the namesake ServiceAccount is one of tenant a's admins")
 
@@ -233,6 +245,16 @@ func TestIsolation(t *testing.T) {
 		return mutate(alice, c, false, func() { change(c.Annotations) })
 	}
 	leasedByAgent, warnedByAgent := claimOn("tenant-a", "on-c1", ""), claimOn("tenant-a", "on-c1", "")
+	// byAgent is agent c1 changing its own cluster's claim on-c1.
+	byAgent := func(change func(*metal3api.HostClaim)) func(context.Context) error {
+		c := claimOn("tenant-a", "on-c1", "")
+		return mutate(c1, c, false, func() {
+			if c.Annotations == nil {
+				c.Annotations = map[string]string{}
+			}
+			change(c)
+		})
+	}
 	approvedByAgent := claimOn("tenant-a", "on-c1", "")
 	rack := metav1.LabelSelector{MatchLabels: map[string]string{"rack": "r1"}}
 	hostMaintenance := func(sel metav1.LabelSelector, policy hostfleetv1alpha1.MaintenancePolicy, in time.Duration) *hostfleetv1alpha1.HostMaintenance {
@@ -252,13 +274,16 @@ func TestIsolation(t *testing.T) {
 		})), "not both"},
 		{"alice", "mark her claim released", create(alice, lease(hostfleetv1alpha1.AnnotationReleasedBy, hostfleetv1alpha1.ReleasedByLease)), "only the hub sets it"},
 		{"alice", "exclude host classes herself", create(alice, lease(hostfleetv1alpha1.AnnotationExcludedHosts, "[]")), "only the hub sets it"},
+		{"alice", "pin her claim as though the scheduler placed it (past its host classes)", create(alice, with(claimOn("tenant-a", "x", "c1"), func(c *metal3api.HostClaim) {
+			c.Annotations[hostfleetv1alpha1.AnnotationPlacedBy] = hostfleetv1alpha1.PlacedByScheduler
+		})), "hostfleet.io/placed-by marks a placement the hub's scheduler made; only the hub sets it"},
 		{"alice", "shorten her lease", relet("leased", func(a map[string]string) { a[hostfleetv1alpha1.AnnotationLeaseUntil] = in(time.Hour) }), "extended, never shortened"},
 		{"alice", "remove her lease under a cap", relet("leased", func(a map[string]string) { delete(a, hostfleetv1alpha1.AnnotationLeaseUntil) }), "cannot be removed"},
 		{"alice", "extend her lease past the cap", relet("leased", func(a map[string]string) { a[hostfleetv1alpha1.AnnotationLeaseUntil] = in(800 * time.Hour) }), "may end at"},
 		{"alice", "give a running claim a length", relet("leased", func(a map[string]string) { a[hostfleetv1alpha1.AnnotationLeaseFor] = "2h" }), "read when the claim is created"},
 		{"agent c1", "lease a claim of its cluster", mutate(c1, leasedByAgent, false, func() {
 			leasedByAgent.Annotations = map[string]string{hostfleetv1alpha1.AnnotationLeaseUntil: in(time.Hour)}
-		}), "an agent may not change a claim's lease"},
+		}), "it may not change hostfleet.io/lease-until: only the hub and the tenant decide them"},
 		{"agent c1", "say a claim's lease ends", mutate(c1, warnedByAgent, true, func() {
 			warnedByAgent.Status.Conditions = append(warnedByAgent.Status.Conditions, metav1.Condition{Type: hostfleetv1alpha1.ConditionLeaseExpiring,
 				Status: metav1.ConditionTrue, Reason: hostfleetv1alpha1.ReasonLeaseEnding, LastTransitionTime: metav1.Now()})
@@ -273,7 +298,7 @@ func TestIsolation(t *testing.T) {
 		{"alice", "open a maintenance", create(alice, hostMaintenance(rack, hostfleetv1alpha1.MaintenanceEnforced, time.Hour)), rbac},
 		{"agent c1", "approve a maintenance for a tenant", mutate(c1, approvedByAgent, false, func() {
 			approvedByAgent.Annotations = map[string]string{hostfleetv1alpha1.AnnotationMaintenanceApproved: "true"}
-		}), "only the hub and the tenant decide them"},
+		}), "it may not change hostfleet.io/maintenance-approved: only the hub and the tenant decide them"},
 		{"agent c1", "open a maintenance on its cluster", create(c1, hostMaintenance(rack, hostfleetv1alpha1.MaintenanceEnforced, time.Hour)), rbac},
 		{"agent c1", "read c2's maintenances", list(c1, "c2", &hostfleetv1alpha1.HostMaintenanceList{}), rbac},
 		// A tenant admin, against the other tenant and outside its rights.
@@ -354,6 +379,34 @@ func TestIsolation(t *testing.T) {
 		{"agent c1", "write a claim of tenant b", mutate(c1, claimOn("tenant-b", "on-c3", ""), true, func() {}), rbac},
 		{"agent c1", "write the status of a claim placed on c2", mutate(c1, claimOn("tenant-a", "on-c2", ""), true, func() {}), "an agent may only change claims placed on its own cluster"},
 		{"agent c1", "move its claim to c2", mutate(c1, moved, false, func() { moved.Labels[hostfleetv1alpha1.LabelCluster] = "c2" }), "an agent may not move a claim"},
+		// What an agent writes on its own cluster's claim: its binding, nothing a tenant or the hub decides.
+		{"agent c1", "tolerate a taint for its claim", byAgent(func(c *metal3api.HostClaim) { c.Annotations[hostfleetv1alpha1.AnnotationTolerations] = "gpu" }),
+			"it may not change hostfleet.io/tolerations"},
+		{"agent c1", "write a tolerations value that is no list of keys", byAgent(func(c *metal3api.HostClaim) { c.Annotations[hostfleetv1alpha1.AnnotationTolerations] = "any host!" }),
+			"it may not change hostfleet.io/tolerations"},
+		{"agent c1", "lift a maintenance on its claim", byAgent(func(c *metal3api.HostClaim) { c.Annotations[hostfleetv1alpha1.AnnotationMaintenance] = "none" }),
+			"it may not change hostfleet.io/maintenance"},
+		{"agent c1", "ask its claim's host to reboot", byAgent(func(c *metal3api.HostClaim) { c.Annotations["reboot.metal3.io/agent"] = `{"mode":"hard"}` }),
+			"it may not change reboot.metal3.io/agent"},
+		{"agent c1", "send a reboot value the tenant could not", byAgent(func(c *metal3api.HostClaim) { c.Annotations["reboot.metal3.io"] = "now please" }),
+			"it may not change reboot.metal3.io"},
+		{"agent c1", "weaken its claim's erase", byAgent(func(c *metal3api.HostClaim) { c.Annotations[hostfleetv1alpha1.AnnotationErase] = "None" }),
+			"it may not change hostfleet.io/erase"},
+		{"agent c1", "place its claim as the scheduler would", byAgent(func(c *metal3api.HostClaim) {
+			c.Annotations[hostfleetv1alpha1.AnnotationPlacedBy] = hostfleetv1alpha1.PlacedByScheduler
+		}), "it may not change hostfleet.io/placed-by"},
+		{"agent c1", "set its claim's lease", byAgent(func(c *metal3api.HostClaim) { c.Annotations[hostfleetv1alpha1.AnnotationLeaseFor] = "1h" }),
+			"it may not change hostfleet.io/lease-for"},
+		{"agent c1", "point its claim at another Placement", byAgent(func(c *metal3api.HostClaim) { c.Annotations[hostfleetv1alpha1.AnnotationPlacement] = "elsewhere" }),
+			"it may not change hostfleet.io/placement"},
+		{"agent c1", "reserve a host by a path", byAgent(func(c *metal3api.HostClaim) { c.Annotations[hostfleetv1alpha1.AnnotationReservedHost] = "../h0" }),
+			"hostfleet.io/reserved-host names the host the claim is bound to"},
+		{"agent c1", "re-kind its claim", byAgent(func(c *metal3api.HostClaim) { c.Labels[hostfleetv1alpha1.LabelKind] = hostfleetv1alpha1.KindRemote }),
+			"it may not change hostfleet.io/kind"},
+		{"agent c1", "name a bound host that is no name", byAgent(func(c *metal3api.HostClaim) { c.Labels[hostfleetv1alpha1.LabelBoundHost] = "Host_0" }),
+			"hostfleet.io/bound-host names the bound host"},
+		{"agent c1", "remove the forwarder's finalizer", byAgent(func(c *metal3api.HostClaim) { c.Finalizers = []string{"example.com/keep"} }),
+			"an agent adds and removes its own finalizer"},
 		{"agent c1", "write c2's HostInventory", create(c1, &hostfleetv1alpha1.HostInventory{ObjectMeta: metav1.ObjectMeta{Namespace: "c2", Name: "c2"},
 			Spec: hostfleetv1alpha1.HostInventorySpec{ClusterName: "c2"}}), rbac},
 		{"agent c1", "read c2's HostInventory", get(c1, "c2", "c2", &hostfleetv1alpha1.HostInventory{}), rbac},
