@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
+	"github.com/hostfleet/hostfleet/hub/tenant"
 	"github.com/hostfleet/hostfleet/internal/claimstatus"
 	"github.com/hostfleet/hostfleet/internal/conditions"
 	"github.com/hostfleet/hostfleet/internal/requeue"
@@ -62,24 +63,45 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 }
 
 // requests are the maintenances whose status lists the claim, on the
-// cluster the claim is placed on: an agent names only claims of its own
-// cluster, whatever it writes.
+// cluster the claim is placed on (an agent names only claims of its own
+// cluster, whatever it writes), and whose hostSelector selects the claim's
+// host as far as the hub can tell (Selects): a listing the hub cannot
+// confirm is said in a Warning Event on the maintenance, and asks nothing.
 func (r *Reconciler) requests(ctx context.Context, c *metal3api.HostClaim) ([]Request, error) {
 	cluster := c.Labels[hostfleetv1alpha1.LabelCluster]
 	if cluster == "" {
 		return nil, nil
 	}
+	key := c.Namespace + "/" + c.Name
 	var ms hostfleetv1alpha1.HostMaintenanceList
-	if err := r.Client.List(ctx, &ms, client.InNamespace(cluster), client.MatchingFields{claimIndex: c.Namespace + "/" + c.Name}); err != nil {
+	if err := r.Client.List(ctx, &ms, client.InNamespace(cluster), client.MatchingFields{claimIndex: key}); err != nil {
 		return nil, fmt.Errorf("list the maintenances of cluster %s: %w", cluster, err)
 	}
+	if len(ms.Items) == 0 {
+		return nil, nil
+	}
+	t, err := tenant.Of(ctx, r.Client, c.Namespace)
+	if err != nil {
+		return nil, err
+	}
+	var prefixes []string
+	if t != nil {
+		prefixes = t.Spec.LabelSyncPrefixes
+	}
 	var out []Request
-	for _, m := range ms.Items {
+	for i := range ms.Items {
+		m := &ms.Items[i]
 		for _, h := range m.Status.Hosts {
-			if h.Claim == c.Namespace+"/"+c.Name {
-				out = append(out, Request{Cluster: m.Namespace, Name: m.Name, Policy: m.Spec.Policy, Deadline: m.Spec.Deadline.Time,
-					Reason: m.Spec.Reason, Complete: m.Spec.Complete || !m.DeletionTimestamp.IsZero(), Host: h.Host, State: h.State})
+			if h.Claim != key {
+				continue
 			}
+			if err := Selects(m.Spec.HostSelector, h.Host, c, prefixes); err != nil {
+				r.Recorder.Eventf(m, c, corev1.EventTypeWarning, hostfleetv1alpha1.ReasonMaintenanceNotSelected, "Ask",
+					"%s", conditions.EventNote(fmt.Sprintf("claim %s is not asked: %v", key, err)))
+				continue
+			}
+			out = append(out, Request{Cluster: m.Namespace, Name: m.Name, Policy: m.Spec.Policy, Deadline: m.Spec.Deadline.Time,
+				Reason: m.Spec.Reason, Complete: m.Spec.Complete || !m.DeletionTimestamp.IsZero(), Host: h.Host, State: h.State})
 		}
 	}
 	return out, nil

@@ -3,11 +3,15 @@ package maintenance
 import (
 	"fmt"
 	"sort"
+	"strings"
 	"time"
 
+	metal3api "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
+	"github.com/hostfleet/hostfleet/internal/labelkeys"
 )
 
 // Request is one maintenance that lists the claim's host.
@@ -99,4 +103,48 @@ func Decide(in Input) Plan {
 			what, deadline, hostfleetv1alpha1.AnnotationMaintenanceApproved)
 		return Plan{Condition: cond}
 	}
+}
+
+// Selects judges, from what the hub knows, whether a maintenance's
+// hostSelector selects the host a claim holds, which the cluster's agent
+// lists as host: the claim must hold that host (status.bareMetalHost),
+// and the selector must match the host's labels the agent synced to the
+// claim, those under its tenant's prefixes. A requirement on a label the
+// tenant does not sync cannot be judged: the claim is not selected, as far
+// as the hub knows. The agent's list alone never releases a claim. nil:
+// selected; else why not.
+func Selects(sel metav1.LabelSelector, host string, c *metal3api.HostClaim, prefixes []string) error {
+	if b := c.Status.BareMetalHost; b == nil || b.Namespace+"/"+b.Name != host {
+		held := "no host"
+		if b != nil {
+			held = "host " + b.Namespace + "/" + b.Name
+		}
+		return fmt.Errorf("the agent lists it on host %s, but the claim holds %s", host, held)
+	}
+	s, err := metav1.LabelSelectorAsSelector(&sel)
+	if err != nil {
+		return fmt.Errorf("hostSelector: %w", err)
+	}
+	reqs, _ := s.Requirements()
+	synced := labels.Set{}
+	for k, v := range c.Labels {
+		if labelkeys.UnderPrefixes(k, prefixes) {
+			synced[k] = v
+		}
+	}
+	var unseen []string
+	for _, r := range reqs {
+		if !labelkeys.UnderPrefixes(r.Key(), prefixes) {
+			unseen = append(unseen, r.Key())
+			continue
+		}
+		if !r.Matches(synced) {
+			return fmt.Errorf("its host's labels synced to the claim (%s) do not satisfy %s", synced, r.String())
+		}
+	}
+	if len(unseen) > 0 {
+		return fmt.Errorf("hostSelector uses %s, which the claim's tenant does not sync (prefixes %s): the hub cannot see them on the claim; select hosts by synced labels",
+			strings.Join(unseen, ", "), strings.Join(prefixes, ", "))
+	}
+	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	metal3api "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -70,6 +71,55 @@ func TestDecide(t *testing.T) {
 			g.Expect(p.Release).To(Equal(tc.release != ""))
 			g.Expect(p.ReleasedBy).To(Equal(tc.release))
 			g.Expect(p.After).To(Equal(tc.after))
+		})
+	}
+}
+
+func TestSelects(t *testing.T) {
+	on := func(host string, lbls map[string]string) *metal3api.HostClaim {
+		c := &metal3api.HostClaim{ObjectMeta: metav1.ObjectMeta{Labels: lbls}}
+		if host != "" {
+			c.Status.BareMetalHost = &metal3api.ObjectReference{Namespace: "hosts", Name: host}
+		}
+		return c
+	}
+	r1 := map[string]string{"example.com/rack": "r1", "app": "web"}
+	prefixes := []string{"example.com"}
+	for _, tc := range []struct {
+		name  string
+		sel   metav1.LabelSelector
+		host  string
+		claim *metal3api.HostClaim
+		why   string
+	}{
+		{name: "its host, a synced label that matches", sel: metav1.LabelSelector{MatchLabels: map[string]string{"example.com/rack": "r1"}},
+			host: "hosts/h0", claim: on("h0", r1)},
+		{name: "an expression on a synced label", sel: metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
+			{Key: "example.com/rack", Operator: metav1.LabelSelectorOpIn, Values: []string{"r1", "r2"}}}}, host: "hosts/h0", claim: on("h0", r1)},
+		{name: "another rack", sel: metav1.LabelSelector{MatchLabels: map[string]string{"example.com/rack": "r2"}},
+			host: "hosts/h0", claim: on("h0", r1), why: "do not satisfy example.com/rack=r2"},
+		{name: "NotIn its rack", sel: metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
+			{Key: "example.com/rack", Operator: metav1.LabelSelectorOpNotIn, Values: []string{"r1"}}}}, host: "hosts/h0", claim: on("h0", r1),
+			why: "do not satisfy example.com/rack notin (r1)"},
+		{name: "a host the claim does not hold", sel: metav1.LabelSelector{MatchLabels: map[string]string{"example.com/rack": "r1"}},
+			host: "hosts/h1", claim: on("h0", r1), why: "the agent lists it on host hosts/h1, but the claim holds host hosts/h0"},
+		{name: "a claim holding nothing", sel: metav1.LabelSelector{MatchLabels: map[string]string{"example.com/rack": "r1"}},
+			host: "hosts/h0", claim: on("", r1), why: "the claim holds no host"},
+		{name: "a label the tenant does not sync", sel: metav1.LabelSelector{MatchLabels: map[string]string{"rack": "r1"}},
+			host: "hosts/h0", claim: on("h0", map[string]string{"example.com/rack": "r1", "rack": "r1"}), why: "hostSelector uses rack, which the claim's tenant does not sync"},
+		{name: "a synced label and one not synced", sel: metav1.LabelSelector{MatchLabels: map[string]string{"example.com/rack": "r1", "other.org/pdu": "p1"}},
+			host: "hosts/h0", claim: on("h0", r1), why: "hostSelector uses other.org/pdu"},
+		{name: "the claim's own labels outside the prefixes do not count", sel: metav1.LabelSelector{MatchLabels: map[string]string{"example.com/app": "web"}},
+			host: "hosts/h0", claim: on("h0", r1), why: "do not satisfy example.com/app=web"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			err := Selects(tc.sel, tc.host, tc.claim, prefixes)
+			if tc.why == "" {
+				g.Expect(err).NotTo(HaveOccurred())
+				return
+			}
+			g.Expect(err).To(MatchError(ContainSubstring(tc.why)))
 		})
 	}
 }

@@ -13,6 +13,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -32,6 +33,10 @@ const (
 	hostsNS  = "hosts"
 )
 
+// rack is the label the tests' hosts carry their rack in: under the
+// tenant's label sync prefix, so that the hub sees it on the claims.
+const rack = "example.com/rack"
+
 // TestMaintenance: an Enforced maintenance of rack r1 releases the two
 // claims on its hosts at its deadline, while an OwnerApproval one of rack
 // r2 keeps its claim past the deadline until the tenant approves; the free
@@ -48,8 +53,9 @@ func TestMaintenance(t *testing.T) {
 	})
 	for _, o := range []client.Object{
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: cluster}},
-		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: tenantNS}},
-		planes.Tenancy(cluster, hostfleetv1alpha1.ServedTenant{Name: "a", Namespaces: []string{tenantNS}}),
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: tenantNS, Labels: map[string]string{hostfleetv1alpha1.LabelTenant: "a"}}},
+		&hostfleetv1alpha1.Tenant{ObjectMeta: metav1.ObjectMeta{Name: "a"}, Spec: hostfleetv1alpha1.TenantSpec{ClusterSet: "lab", LabelSyncPrefixes: []string{"example.com"}}},
+		planes.Tenancy(cluster, hostfleetv1alpha1.ServedTenant{Name: "a", Namespaces: []string{tenantNS}, LabelSyncPrefixes: []string{"example.com"}}),
 	} {
 		g.Expect(hub.Create(ctx, o)).To(Succeed())
 	}
@@ -60,18 +66,18 @@ func TestMaintenance(t *testing.T) {
 	} {
 		g.Expect(infra.Create(ctx, o)).To(Succeed())
 	}
-	for i, rack := range []string{"r1", "r1", "r1", "r2"} {
-		h := &metal3api.BareMetalHost{ObjectMeta: metav1.ObjectMeta{Namespace: hostsNS, Name: fmt.Sprintf("h%d", i), Labels: map[string]string{"rack": rack}},
+	for i, r := range []string{"r1", "r1", "r1", "r2"} {
+		h := &metal3api.BareMetalHost{ObjectMeta: metav1.ObjectMeta{Namespace: hostsNS, Name: fmt.Sprintf("h%d", i), Labels: map[string]string{rack: r}},
 			Spec: metal3api.BareMetalHostSpec{BMC: metal3api.BMCDetails{Address: fmt.Sprintf("ipmi://127.0.0.1:%d", 6230+i), CredentialsName: "bmc"}}}
 		g.Expect(infra.Create(ctx, h)).To(Succeed())
-		h.Status.Provisioning.State, h.Status.OperationalStatus = metal3api.StateAvailable, metal3api.OperationalStatusOK
-		g.Expect(infra.Status().Update(ctx, h)).To(Succeed())
+		g.Expect(planes.MarkAvailable(ctx, infra, h)).To(Succeed())
 	}
 	agents.ForTest(t, f.Plane("hub").Config, f.Plane(cluster).Config, cluster, func(o *app.Options) { o.InventoryInterval = time.Second })
 
-	claim := func(name, rack string) *metal3api.HostClaim {
-		c := &metal3api.HostClaim{ObjectMeta: metav1.ObjectMeta{Namespace: tenantNS, Name: name, Labels: map[string]string{hostfleetv1alpha1.LabelCluster: cluster}},
-			Spec: metal3api.HostClaimSpec{HostSelector: metal3api.HostSelector{MatchLabels: map[string]string{"rack": rack}}}}
+	claim := func(name, r string) *metal3api.HostClaim {
+		c := &metal3api.HostClaim{ObjectMeta: metav1.ObjectMeta{Namespace: tenantNS, Name: name, Labels: map[string]string{hostfleetv1alpha1.LabelCluster: cluster},
+			Annotations: planes.PlacedBy()},
+			Spec: metal3api.HostClaimSpec{HostSelector: metal3api.HostSelector{MatchLabels: map[string]string{rack: r}}}}
 		g.Expect(hub.Create(ctx, c)).To(Succeed())
 		return c
 	}
@@ -93,10 +99,10 @@ func TestMaintenance(t *testing.T) {
 	}).WithTimeout(30 * time.Second).Should(Succeed())
 
 	deadline := time.Now().Add(15 * time.Second).Truncate(time.Second)
-	maint := func(name, rack string, policy hostfleetv1alpha1.MaintenancePolicy) *hostfleetv1alpha1.HostMaintenance {
+	maint := func(name, r string, policy hostfleetv1alpha1.MaintenancePolicy) *hostfleetv1alpha1.HostMaintenance {
 		m := &hostfleetv1alpha1.HostMaintenance{ObjectMeta: metav1.ObjectMeta{Namespace: cluster, Name: name},
-			Spec: hostfleetv1alpha1.HostMaintenanceSpec{HostSelector: metav1.LabelSelector{MatchLabels: map[string]string{"rack": rack}},
-				Policy: policy, Deadline: metav1.NewTime(deadline), Reason: "firmware " + rack}}
+			Spec: hostfleetv1alpha1.HostMaintenanceSpec{HostSelector: metav1.LabelSelector{MatchLabels: map[string]string{rack: r}},
+				Policy: policy, Deadline: metav1.NewTime(deadline), Reason: "firmware " + r}}
 		g.Expect(hub.Create(ctx, m)).To(Succeed())
 		return m
 	}
@@ -159,9 +165,7 @@ func TestMaintenance(t *testing.T) {
 	g.Expect(asked.Status.Waiting).To(BeNumerically("==", 1))
 
 	t.Log("the tenant approves: o1 is released")
-	g.Expect(hub.Get(ctx, client.ObjectKeyFromObject(o1), o1)).To(Succeed())
-	o1.Annotations = map[string]string{hostfleetv1alpha1.AnnotationMaintenanceApproved: "true"}
-	g.Expect(hub.Update(ctx, o1)).To(Succeed())
+	g.Expect(hub.Patch(ctx, o1, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"annotations":{"hostfleet.io/maintenance-approved":"true"}}}`)))).To(Succeed())
 	g.Eventually(func(g Gomega) {
 		g.Expect(apierrors.IsNotFound(hub.Get(ctx, client.ObjectKeyFromObject(o1), &metal3api.HostClaim{}))).To(BeTrue())
 		g.Expect(hub.Get(ctx, client.ObjectKeyFromObject(asked), asked)).To(Succeed())
@@ -169,8 +173,7 @@ func TestMaintenance(t *testing.T) {
 	}).WithTimeout(30 * time.Second).Should(Succeed())
 
 	t.Log("the maintenance completes: its hosts are Done and back in the pool; the waiting claim binds")
-	enforced.Spec.Complete = true
-	g.Expect(hub.Update(ctx, enforced)).To(Succeed())
+	g.Expect(hub.Patch(ctx, enforced, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"complete":true}}`)))).To(Succeed())
 	g.Eventually(func(g Gomega) {
 		g.Expect(hub.Get(ctx, client.ObjectKeyFromObject(enforced), enforced)).To(Succeed())
 		g.Expect(enforced.Status.Hosts).To(HaveEach(HaveField("State", hostfleetv1alpha1.MaintenanceDone)))
@@ -185,4 +188,70 @@ func TestMaintenance(t *testing.T) {
 		g.Expect(infra.Get(ctx, client.ObjectKey{Namespace: hostsNS, Name: "h3"}, h)).To(Succeed())
 		g.Expect(h.Annotations).NotTo(HaveKey(hostfleetv1alpha1.AnnotationMaintenance), "a deleted maintenance returns its hosts")
 	}).WithTimeout(30 * time.Second).Should(Succeed())
+}
+
+// TestMaintenanceTrustsNoAgentList: a cluster's agent lists, in its
+// maintenances' status, the claims their hosts hold. The hub asks and
+// releases only those whose host it confirms the maintenance selects (the
+// claim holds the listed host, and the host's labels synced to the claim
+// match the selector): a hostile agent's list of a claim the selector does
+// not select, of a host the claim does not hold, or under a selector on
+// labels the tenant does not sync, asks nothing and releases nothing; the
+// maintenance says so in a Warning Event.
+func TestMaintenanceTrustsNoAgentList(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	f := planes.ForTest(t, "hub")
+	hub := f.Plane("hub").Client
+	f.ManagerForTest(t, "hub", func(mgr ctrl.Manager) error {
+		return (&maintenance.Reconciler{Client: mgr.GetClient()}).SetupWithManager(ctx, mgr, setup.Options{})
+	})
+	for _, o := range []client.Object{
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: cluster}},
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: tenantNS, Labels: map[string]string{hostfleetv1alpha1.LabelTenant: "a"}}},
+		&hostfleetv1alpha1.Tenant{ObjectMeta: metav1.ObjectMeta{Name: "a"}, Spec: hostfleetv1alpha1.TenantSpec{ClusterSet: "lab", LabelSyncPrefixes: []string{"example.com"}}},
+	} {
+		g.Expect(hub.Create(ctx, o)).To(Succeed())
+	}
+	// A claim bound to h3 in rack r2, as its agent reports it.
+	c := &metal3api.HostClaim{ObjectMeta: metav1.ObjectMeta{Namespace: tenantNS, Name: "web",
+		Labels: map[string]string{hostfleetv1alpha1.LabelCluster: cluster, rack: "r2"}, Annotations: planes.PlacedBy()}}
+	g.Expect(hub.Create(ctx, c)).To(Succeed())
+	c.Status.BareMetalHost = &metal3api.ObjectReference{Namespace: hostsNS, Name: "h3"}
+	g.Expect(hub.Status().Update(ctx, c)).To(Succeed())
+	// listing is a maintenance whose deadline has passed, with the status
+	// a hostile agent writes: the claim, on host listed, waiting.
+	listing := func(name string, sel map[string]string, listed string) *hostfleetv1alpha1.HostMaintenance {
+		m := &hostfleetv1alpha1.HostMaintenance{ObjectMeta: metav1.ObjectMeta{Namespace: cluster, Name: name},
+			Spec: hostfleetv1alpha1.HostMaintenanceSpec{HostSelector: metav1.LabelSelector{MatchLabels: sel},
+				Policy: hostfleetv1alpha1.MaintenanceEnforced, Deadline: metav1.NewTime(time.Now().Add(2 * time.Second)), Reason: name}}
+		g.Expect(hub.Create(ctx, m)).To(Succeed())
+		m.Status.Hosts = []hostfleetv1alpha1.MaintainedHost{{Host: listed, State: hostfleetv1alpha1.MaintenanceWaiting, Claim: tenantNS + "/web"}}
+		m.Status.Waiting = 1
+		g.Expect(hub.Status().Update(ctx, m)).To(Succeed())
+		return m
+	}
+	notSelected := func(g Gomega, m *hostfleetv1alpha1.HostMaintenance, says string) {
+		var events eventsv1.EventList
+		g.Expect(hub.List(ctx, &events, client.InNamespace(cluster))).To(Succeed())
+		g.Expect(events.Items).To(ContainElement(And(HaveField("Regarding.Name", m.Name), HaveField("Type", corev1.EventTypeWarning),
+			HaveField("Reason", hostfleetv1alpha1.ReasonMaintenanceNotSelected), HaveField("Note", ContainSubstring(says)))))
+	}
+	otherRack := listing("other-rack", map[string]string{rack: "r1"}, hostsNS+"/h3")
+	otherHost := listing("other-host", map[string]string{rack: "r2"}, hostsNS+"/h0")
+	unsynced := listing("unsynced", map[string]string{"rack": "r2"}, hostsNS+"/h3")
+	g.Eventually(func(g Gomega) {
+		notSelected(g, otherRack, "do not satisfy example.com/rack=r1")
+		notSelected(g, otherHost, "the agent lists it on host hosts/h0, but the claim holds host hosts/h3")
+		notSelected(g, unsynced, "hostSelector uses rack, which the claim's tenant does not sync")
+	}).WithTimeout(20 * time.Second).Should(Succeed())
+	g.Consistently(func(g Gomega) {
+		g.Expect(hub.Get(ctx, client.ObjectKeyFromObject(c), c)).To(Succeed(), "not released past the deadlines")
+		g.Expect(meta.FindStatusCondition(c.Status.Conditions, hostfleetv1alpha1.ConditionMaintenanceRequested)).To(BeNil(), "not asked")
+	}).WithTimeout(5 * time.Second).Should(Succeed())
+
+	t.Log("positive control: a maintenance of rack r2, listing the host the claim holds, releases it at its deadline")
+	listing("r2", map[string]string{rack: "r2"}, hostsNS+"/h3")
+	g.Eventually(func() bool { return apierrors.IsNotFound(hub.Get(ctx, client.ObjectKeyFromObject(c), c)) }).
+		WithTimeout(20 * time.Second).Should(BeTrue())
 }

@@ -3,6 +3,7 @@ package planes
 import (
 	"context"
 
+	metal3api "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -62,4 +63,19 @@ func AcceptCluster(ctx context.Context, hub client.Client, name string) error {
 // have placed them, with these and the cluster label.
 func PlacedBy() map[string]string {
 	return map[string]string{hostfleetv1alpha1.AnnotationPlacedBy: hostfleetv1alpha1.PlacedByScheduler}
+}
+
+// MarkAvailable makes a host available, as baremetal-operator would once
+// it had inspected it (on planes where none runs): provisioning state
+// available, operational status OK; read again and retried on a conflict
+// (the host's required status fields rule out a merge patch from an empty
+// status).
+func MarkAvailable(ctx context.Context, c client.Client, h *metal3api.BareMetalHost) error {
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := c.Get(ctx, client.ObjectKeyFromObject(h), h); err != nil {
+			return err
+		}
+		h.Status.Provisioning.State, h.Status.OperationalStatus = metal3api.StateAvailable, metal3api.OperationalStatusOK
+		return c.Status().Update(ctx, h)
+	})
 }

@@ -113,10 +113,7 @@ func labelsFleet(ctx context.Context, hub, infra, wl client.Client, hosts int) e
 		if err := infra.Create(ctx, h); err != nil {
 			return err
 		}
-		orig := h.DeepCopy()
-		h.Status.Provisioning.State = metal3api.StateAvailable
-		h.Status.OperationalStatus = metal3api.OperationalStatusOK
-		if err := infra.Status().Patch(ctx, h, client.MergeFrom(orig)); err != nil {
+		if err := planes.MarkAvailable(ctx, infra, h); err != nil {
 			return err
 		}
 		claim := fmt.Sprintf("c%03d", i)

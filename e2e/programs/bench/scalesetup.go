@@ -175,10 +175,7 @@ func (b *scaleBench) setUpCluster(ctx context.Context, kube kubernetes.Interface
 		if err := infra.Create(ctx, bmh); err != nil {
 			return err
 		}
-		orig := bmh.DeepCopy()
-		bmh.Status.Provisioning.State = metal3api.StateAvailable
-		bmh.Status.OperationalStatus = metal3api.OperationalStatusOK
-		if err := infra.Status().Patch(ctx, bmh, client.MergeFrom(orig)); err != nil {
+		if err := planes.MarkAvailable(ctx, infra, bmh); err != nil {
 			return err
 		}
 	}

@@ -140,9 +140,6 @@ func createHosts(ctx context.Context, c client.Client, ns string, n, workers int
 		if err := c.Create(ctx, h); err != nil {
 			return err
 		}
-		orig := h.DeepCopy()
-		h.Status.Provisioning.State = metal3api.StateAvailable
-		h.Status.OperationalStatus = metal3api.OperationalStatusOK
-		return c.Status().Patch(ctx, h, client.MergeFrom(orig))
+		return planes.MarkAvailable(ctx, c, h)
 	})
 }

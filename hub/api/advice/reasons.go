@@ -30,6 +30,7 @@ var Sections = []Section{
 			{Reason: "OwnerApprovalRequested", Cause: "a HostMaintenance with policy OwnerApproval asks for the claim's host; nothing is released without the tenant", Fix: "annotate the claim `hostfleet.io/maintenance-approved: \"true\"` (the hub then deletes it) or delete it, by the deadline the message gives"},
 			{Reason: "ReleasedForMaintenance", Cause: "approved, or past an Enforced deadline: the hub deleted the claim (`hostfleet.io/released-by: maintenance/<cluster>/<name>`)", Fix: "create a new claim: it is placed on a host not under maintenance"},
 			{Reason: "MaintenanceComplete", Cause: "the maintenance ended (complete or deleted) while the claim still held its host", Fix: "nothing: the claim keeps its host"},
+			{Reason: "ClaimNotSelected", Cause: "(a Warning Event on the HostMaintenance) its cluster's agent lists a claim whose host the hub cannot confirm the maintenance selects: the claim names another host, or its labels synced from the host do not match `hostSelector`, or `hostSelector` uses a label the claim's tenant does not sync; the claim is neither asked nor released", Fix: "select hosts by labels the tenants sync (`labelSyncPrefixes`, such as `example.com/rack`); if the claim's labels disagree with its host's, the agent of that cluster is not to be trusted"},
 		}},
 	{Title: "Associated, Synchronized (the agent of the claim's cluster)", Condition: "Associated",
 		Reasons: []Reason{

@@ -154,6 +154,10 @@ const (
 	// ReasonMaintenanceComplete: the maintenance ended with the claim
 	// still holding its host.
 	ReasonMaintenanceComplete = "MaintenanceComplete"
+	// ReasonMaintenanceNotSelected, on a Warning Event of a HostMaintenance:
+	// its cluster's agent lists a claim whose host the hub cannot confirm
+	// the maintenance selects; the claim is neither asked nor released.
+	ReasonMaintenanceNotSelected = "ClaimNotSelected"
 )
 
 // ReasonClassQuotaExceeded, on the Scheduled and Ready conditions of a
