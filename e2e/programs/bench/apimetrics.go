@@ -5,11 +5,12 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 
-	"github.com/hostfleet/hostfleet/e2e/harness/planes"
+	dto "github.com/prometheus/client_model/go"
 	"k8s.io/client-go/rest"
+
+	"github.com/hostfleet/hostfleet/e2e/harness/planes"
 )
 
 // Counts apiRequests reads beside the requests by verb.
@@ -38,33 +39,6 @@ const (
 	keyByResource = "by"
 )
 
-// overOneSecond counts, from a histogram's _count and le="1" _bucket lines,
-// the observations over 1 s: the count adds, the bucket subtracts.
-func overOneSecond(line, name string) (float64, bool) {
-	sign := 0.0
-	switch {
-	case strings.HasPrefix(line, name+"_count{"):
-		sign = 1
-	case strings.HasPrefix(line, name+"_bucket{") && strings.Contains(line, `le="1"}`):
-		sign = -1
-	default:
-		return 0, false
-	}
-	v, err := sampleValue(line)
-	return sign * v, err == nil
-}
-
-// label is the value of a label of a metrics text line, "" if it has none.
-func label(line, name string) string {
-	for _, sep := range []string{"{", ","} {
-		if i := strings.Index(line, sep+name+`="`); i >= 0 {
-			v := line[i+len(sep)+len(name)+2:]
-			return v[:strings.IndexByte(v, '"')]
-		}
-	}
-	return ""
-}
-
 // byResource prints counts by resource, largest first: " (hostclaims 3,
 // leases 1)", or nothing.
 func byResource(n map[string]float64) string {
@@ -85,74 +59,76 @@ func byResource(n map[string]float64) string {
 	return " (" + strings.Join(parts, ", ") + ")"
 }
 
-// sampleValue is the value of a metrics text line: its last field.
-func sampleValue(line string) (float64, error) {
-	return strconv.ParseFloat(line[strings.LastIndexByte(line, ' ')+1:], 64)
+// apiRequests reads the API server's request counts (apiserver_request_total)
+// by verb, and the other keys above.
+func apiRequests(ctx context.Context, cfg *rest.Config) (map[string]float64, error) {
+	families, err := planes.Metrics(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	return countRequests(families), nil
 }
 
-// apiRequests reads the API server's request counts (apiserver_request_total)
-// by verb, and keyTerminated, keySlowCreates and keySlowEtcd.
-func apiRequests(ctx context.Context, cfg *rest.Config) (map[string]float64, error) {
+// countRequests is what apiRequests counts, from the metric families.
+func countRequests(families map[string]*dto.MetricFamily) map[string]float64 {
 	out := map[string]float64{}
-	return out, planes.Metrics(ctx, cfg, func(line string) { countRequest(out, line) })
+	for _, s := range planes.Samples(families, "etcd_request_duration_seconds") {
+		out[keySlowEtcd] += s.Over1s
+	}
+	for _, s := range planes.Samples(families, "apiserver_request_duration_seconds") {
+		if s.Labels["resource"] == "hostclaims" && s.Labels["verb"] == "POST" {
+			out[keySlowCreates] += s.Over1s
+		}
+	}
+	for _, s := range planes.Samples(families, "apiserver_watch_events_sizes") {
+		if s.Labels["resource"] == "tenants" {
+			out[keyTenantBytes] += s.Sum
+		}
+	}
+	for _, s := range planes.Samples(families, "go_cpu_classes_gc_total_cpu_seconds_total") {
+		out[keyGC] = s.Value
+	}
+	for _, s := range planes.Samples(families, "watch_cache_capacity") {
+		if s.Labels["resource"] == "hostclaims" {
+			out[keyClaimCache] = s.Value
+		}
+	}
+	for _, s := range planes.Samples(families, "apiserver_terminated_watchers_total") {
+		out[keyTerminated] += s.Value
+		out[keyTerminated+"/"+s.Labels["resource"]] += s.Value
+	}
+	for _, s := range planes.Samples(families, "apiserver_request_total") {
+		verb := s.Labels["verb"]
+		if verb == "" || verb == "CONNECT" {
+			continue
+		}
+		out[verb] += s.Value
+		what := verb + " " + s.Labels["resource"]
+		if sub := s.Labels["subresource"]; sub != "" {
+			what += "/" + sub
+		}
+		out[keyByResource+"/"+what] += s.Value
+	}
+	return out
 }
 
 // storedObjects are the objects the API server stores and their estimated
 // bytes, by resource (apiserver_resource_objects and
 // apiserver_resource_size_estimate_bytes).
 func storedObjects(ctx context.Context, cfg *rest.Config) (objects, bytes map[string]float64, err error) {
-	objects, bytes = map[string]float64{}, map[string]float64{}
-	return objects, bytes, planes.Metrics(ctx, cfg, func(line string) {
-		out := objects
-		switch {
-		case strings.HasPrefix(line, "apiserver_resource_objects{"):
-		case strings.HasPrefix(line, "apiserver_resource_size_estimate_bytes{"):
-			out = bytes
-		default:
-			return
-		}
-		if v, err := sampleValue(line); err == nil && v > 0 {
-			out[label(line, "resource")] += v
-		}
-	})
-}
-
-// countRequest adds to out what one metrics line counts.
-func countRequest(out map[string]float64, line string) {
-	if v, ok := overOneSecond(line, "etcd_request_duration_seconds"); ok {
-		out[keySlowEtcd] += v
-		return
-	}
-	if strings.Contains(line, `resource="hostclaims"`) && strings.Contains(line, `verb="POST"`) {
-		if v, ok := overOneSecond(line, "apiserver_request_duration_seconds"); ok {
-			out[keySlowCreates] += v
-			return
-		}
-	}
-	v, err := sampleValue(line)
+	families, err := planes.Metrics(ctx, cfg)
 	if err != nil {
-		return
+		return nil, nil, err
 	}
-	switch {
-	case strings.HasPrefix(line, "apiserver_watch_events_sizes_sum{") && strings.Contains(line, `resource="tenants"`):
-		out[keyTenantBytes] += v
-	case strings.HasPrefix(line, "go_cpu_classes_gc_total_cpu_seconds_total "):
-		out[keyGC] = v
-	case strings.HasPrefix(line, "watch_cache_capacity{") && label(line, "resource") == "hostclaims":
-		out[keyClaimCache] = v
-	case strings.HasPrefix(line, "apiserver_terminated_watchers_total{"):
-		out[keyTerminated] += v
-		out[keyTerminated+"/"+label(line, "resource")] += v
-	case strings.HasPrefix(line, "apiserver_request_total{"):
-		if verb := label(line, "verb"); verb != "" && verb != "CONNECT" {
-			out[verb] += v
-			what := verb + " " + label(line, "resource")
-			if sub := label(line, "subresource"); sub != "" {
-				what += "/" + sub
+	objects, bytes = map[string]float64{}, map[string]float64{}
+	for name, out := range map[string]map[string]float64{"apiserver_resource_objects": objects, "apiserver_resource_size_estimate_bytes": bytes} {
+		for _, s := range planes.Samples(families, name) {
+			if s.Value > 0 {
+				out[s.Labels["resource"]] += s.Value
 			}
-			out[keyByResource+"/"+what] += v
 		}
 	}
+	return objects, bytes, nil
 }
 
 func tail(s string) string {
@@ -169,19 +145,16 @@ func tail(s string) string {
 type flowCounts struct{ dispatched, rejected map[string]float64 }
 
 func flowRequests(ctx context.Context, cfg *rest.Config) (flowCounts, error) {
+	families, err := planes.Metrics(ctx, cfg)
+	if err != nil {
+		return flowCounts{}, err
+	}
 	fc := flowCounts{dispatched: map[string]float64{}, rejected: map[string]float64{}}
-	return fc, planes.Metrics(ctx, cfg, func(line string) {
-		var into map[string]float64
-		switch {
-		case strings.HasPrefix(line, "apiserver_flowcontrol_dispatched_requests_total{"):
-			into = fc.dispatched
-		case strings.HasPrefix(line, "apiserver_flowcontrol_rejected_requests_total{"):
-			into = fc.rejected
-		default:
-			return
+	for name, into := range map[string]map[string]float64{"apiserver_flowcontrol_dispatched_requests_total": fc.dispatched,
+		"apiserver_flowcontrol_rejected_requests_total": fc.rejected} {
+		for _, s := range planes.Samples(families, name) {
+			into[s.Labels["priority_level"]] += s.Value
 		}
-		if v, err := sampleValue(line); err == nil {
-			into[label(line, "priority_level")] += v
-		}
-	})
+	}
+	return fc, nil
 }
