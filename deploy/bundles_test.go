@@ -20,8 +20,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/hostfleet/hostfleet/e2e/harness/hardening"
 	"github.com/hostfleet/hostfleet/e2e/harness/planes"
-	"github.com/hostfleet/hostfleet/internal/hardening"
 	"github.com/hostfleet/hostfleet/manifests"
 )
 

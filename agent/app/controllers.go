@@ -21,8 +21,8 @@ import (
 	"github.com/hostfleet/hostfleet/agent/maintenance"
 	"github.com/hostfleet/hostfleet/agent/metrics"
 	"github.com/hostfleet/hostfleet/agent/placedcache"
+	"github.com/hostfleet/hostfleet/hub/api/erase"
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
-	"github.com/hostfleet/hostfleet/internal/erase"
 	"github.com/hostfleet/hostfleet/internal/setup"
 )
 

@@ -11,9 +11,9 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/hostfleet/hostfleet/agent/bmcdriver"
+	"github.com/hostfleet/hostfleet/hub/api/erase"
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
 	"github.com/hostfleet/hostfleet/internal/election"
-	"github.com/hostfleet/hostfleet/internal/erase"
 )
 
 // Options are the agent's flags.

@@ -10,10 +10,10 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/sets"
 
+	"github.com/hostfleet/hostfleet/hub/api/erase"
+	"github.com/hostfleet/hostfleet/hub/api/exclusion"
+	"github.com/hostfleet/hostfleet/hub/api/taints"
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
-	"github.com/hostfleet/hostfleet/internal/erase"
-	"github.com/hostfleet/hostfleet/internal/exclusion"
-	"github.com/hostfleet/hostfleet/internal/taints"
 )
 
 // FailureDomainLabel is the BareMetalHost label that places a host in a

@@ -11,8 +11,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/hostfleet/hostfleet/agent/bmc"
+	"github.com/hostfleet/hostfleet/hub/api/erase"
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
-	"github.com/hostfleet/hostfleet/internal/erase"
 )
 
 // Eraser is how the driver erases a released host: it boots an erase

@@ -12,8 +12,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/hostfleet/hostfleet/agent/binder"
+	"github.com/hostfleet/hostfleet/hub/api/usage"
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
-	"github.com/hostfleet/hostfleet/internal/usage"
 )
 
 // bind writes the claim's consumerRef on the host, the start of its
@@ -33,7 +33,9 @@ func (r *Reconciler) bind(ctx context.Context, c *metal3api.HostClaim, h *metal3
 	// was not this agent's counts for nobody.
 	delete(h.Annotations, hostfleetv1alpha1.AnnotationBoundAt)
 	delete(h.Annotations, hostfleetv1alpha1.AnnotationBoundFor)
-	usage.Open(h, r.usageNamespace(c), time.Now())
+	delete(h.Annotations, hostfleetv1alpha1.AnnotationBoundClaim)
+	ns, claim := r.usageOf(c)
+	usage.Open(h, ns, claim, time.Now())
 	r.markErase(h, mode)
 	// A host taken wakes no waiting claim, and this one knows: its event
 	// is an echo.

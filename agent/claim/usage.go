@@ -7,23 +7,24 @@ import (
 	"time"
 
 	metal3api "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/hostfleet/hostfleet/agent/servedtenants"
+	"github.com/hostfleet/hostfleet/hub/api/usage"
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
-	"github.com/hostfleet/hostfleet/internal/usage"
 )
 
-// usageNamespace is the hub namespace a claim's host use counts for: a hub
-// claim's own; for a local claim forwarded from the hub, its source's; none
-// for other local claims (they are not the hub's).
-func (r *Reconciler) usageNamespace(c *metal3api.HostClaim) string {
+// usageOf is the hub claim a claim's host use counts for: a hub claim's
+// own namespace and UID; for a local claim forwarded from the hub, its
+// source's; none for other local claims (they are not the hub's).
+func (r *Reconciler) usageOf(c *metal3api.HostClaim) (string, types.UID) {
 	if !r.local() {
-		return c.Namespace
+		return c.Namespace, c.UID
 	}
 	ns, _, _ := strings.Cut(c.Annotations[hostfleetv1alpha1.AnnotationSourceClaim], "/")
-	return ns
+	return ns, types.UID(c.Annotations[hostfleetv1alpha1.AnnotationSourceClaimUID])
 }
 
 // servedPrefixes are the label sync prefixes of the tenants the cluster
@@ -37,14 +38,15 @@ func (r *Reconciler) servedPrefixes(ctx context.Context) ([]string, error) {
 }
 
 // openUsage starts the usage interval of a host this agent holds for c
-// without one (bound by an agent that kept none): from now.
+// without a whole one (bound by an agent that kept none, or kept no claim
+// UID): from now, or from the start already there.
 func (r *Reconciler) openUsage(ctx context.Context, c *metal3api.HostClaim, h *metal3api.BareMetalHost) error {
-	ns := r.usageNamespace(c)
-	if ns == "" || h.Annotations[hostfleetv1alpha1.AnnotationBoundAt] != "" || !r.Consumer.Bound(h) {
+	ns, claim := r.usageOf(c)
+	if ns == "" || claim == "" || usage.Opened(h) || !r.Consumer.Bound(h) {
 		return nil
 	}
 	orig := h.DeepCopy()
-	usage.Open(h, ns, time.Now())
+	usage.Open(h, ns, claim, time.Now())
 	if err := r.echo.patchLocked(ctx, r.Managed, echoHost, h, orig); err != nil {
 		return fmt.Errorf("start the usage interval of host %s: %w", klog.KObj(h), err)
 	}
@@ -56,10 +58,15 @@ func (r *Reconciler) openUsage(ctx context.Context, c *metal3api.HostClaim, h *m
 // record that cannot be written is logged, and the interval lost.
 func (r *Reconciler) closeUsage(ctx context.Context, h *metal3api.BareMetalHost) {
 	prefixes, err := r.servedPrefixes(ctx)
+	var dropped []hostfleetv1alpha1.UsageInterval
 	if err == nil {
-		err = usage.Close(h, prefixes, time.Now())
+		dropped, err = usage.Close(h, prefixes, time.Now())
 	}
 	if err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "host use not recorded", "host", klog.KObj(h))
+	}
+	for _, iv := range dropped {
+		ctrl.LoggerFrom(ctx).Error(nil, "host use dropped: the host's record is full and the hub has not settled it", "host", klog.KObj(h),
+			"claim", iv.Claim, "start", iv.Start, "end", iv.End, "max", usage.MaxRecord)
 	}
 }

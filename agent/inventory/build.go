@@ -9,8 +9,8 @@ import (
 
 	"github.com/hostfleet/hostfleet/agent/binder"
 	"github.com/hostfleet/hostfleet/agent/labelsync"
+	"github.com/hostfleet/hostfleet/hub/api/taints"
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
-	"github.com/hostfleet/hostfleet/internal/taints"
 )
 
 // Input is what Build looks at.

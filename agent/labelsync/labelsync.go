@@ -6,8 +6,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	"github.com/hostfleet/hostfleet/hub/api/labelkeys"
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
-	"github.com/hostfleet/hostfleet/internal/labelkeys"
 )
 
 // OwnPrefix is Hostfleet's label prefix; it and its sub-domains are never synced.

@@ -15,8 +15,8 @@ import (
 	clusterv1 "open-cluster-management.io/api/cluster/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/hostfleet/hostfleet/hub/api/labelkeys"
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
-	"github.com/hostfleet/hostfleet/internal/labelkeys"
 )
 
 // workloadCluster makes a joined cluster tenant acme's workload cluster: a

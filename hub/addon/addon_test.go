@@ -35,10 +35,10 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/hostfleet/hostfleet/e2e/harness/hardening"
 	"github.com/hostfleet/hostfleet/e2e/harness/planes"
 	"github.com/hostfleet/hostfleet/hub/addon"
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
-	"github.com/hostfleet/hostfleet/internal/hardening"
 	"github.com/hostfleet/hostfleet/internal/permissions"
 )
 

@@ -17,10 +17,10 @@ import (
 	clusterv1 "open-cluster-management.io/api/cluster/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/hostfleet/hostfleet/e2e/harness/hardening"
 	"github.com/hostfleet/hostfleet/e2e/harness/planes"
 	"github.com/hostfleet/hostfleet/hub/addon"
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
-	"github.com/hostfleet/hostfleet/internal/hardening"
 	"github.com/hostfleet/hostfleet/internal/permissions"
 )
 

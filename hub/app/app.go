@@ -28,6 +28,7 @@ import (
 	"github.com/hostfleet/hostfleet/hub/forwarder"
 	"github.com/hostfleet/hostfleet/hub/hardwarecopy"
 	"github.com/hostfleet/hostfleet/hub/lease"
+	"github.com/hostfleet/hostfleet/hub/ledger"
 	"github.com/hostfleet/hostfleet/hub/maintenance"
 	hubmetrics "github.com/hostfleet/hostfleet/hub/metrics"
 	"github.com/hostfleet/hostfleet/hub/placedclaim"
@@ -63,6 +64,12 @@ type Options struct {
 	// PlacedClaims: keep a PlacedClaim of every placed claim in its
 	// cluster's namespace, and deploy agents that read them.
 	PlacedClaims bool
+	// UsageSkew is how far an agent's clock may be from the hub's: an
+	// interval reported that far outside its claim's placement is counted
+	// within it, one further out refused. UsageMemory is how long the hub
+	// remembers a claim gone from a cluster: an interval of a claim
+	// forgotten is refused, never counted twice.
+	UsageSkew, UsageMemory time.Duration
 	// AddonManager runs the hostfleet-agent add-on manager (needs OCM's
 	// CRDs on the hub); Addon is what it deploys.
 	AddonManager bool
@@ -72,7 +79,7 @@ type Options struct {
 // NewOptions returns the defaults.
 func NewOptions() *Options {
 	return &Options{Options: serving.NewOptions("hostfleet-system"), Election: election.Default(), BindDeadline: 5 * time.Minute,
-		QPS: 300, Burst: 600, SchedulerWorkers: 16,
+		QPS: 300, Burst: 600, SchedulerWorkers: 16, UsageSkew: time.Minute, UsageMemory: 7 * 24 * time.Hour,
 		PlacedClaims: true,
 		AddonManager: true,
 		Addon: addon.Options{Image: "ghcr.io/hostfleet/hostfleet-agent:latest", ImagePullPolicy: corev1.PullIfNotPresent,
@@ -101,6 +108,10 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.Burst, "kube-api-burst", o.Burst, "client-side burst above --kube-api-qps")
 	fs.IntVar(&o.SchedulerWorkers, "scheduler-workers", o.SchedulerWorkers,
 		"claims the scheduler works on at once: it decides one at a time and writes concurrently")
+	fs.DurationVar(&o.UsageSkew, "usage-clock-skew", o.UsageSkew,
+		"how far an agent's clock may be from the hub's: a usage interval up to this far outside its claim's placement is counted within it, one further out is refused")
+	fs.DurationVar(&o.UsageMemory, "usage-memory", o.UsageMemory,
+		fmt.Sprintf("how long the hub remembers a claim gone from a cluster (and at most %d per cluster) to count the intervals its cluster reports late, each once; an interval of a claim forgotten is refused", ledger.MaxGone))
 }
 
 // Validate says everything that is wrong with the options.
@@ -138,6 +149,9 @@ func (o *Options) Validate() []error {
 	}
 	if o.BindDeadline < time.Second {
 		errs = append(errs, fmt.Errorf("--bind-deadline %s must be at least 1s", o.BindDeadline))
+	}
+	if o.UsageSkew < 0 || o.UsageMemory < time.Hour {
+		errs = append(errs, fmt.Errorf("--usage-clock-skew %s must not be negative, and --usage-memory %s at least 1h", o.UsageSkew, o.UsageMemory))
 	}
 	return errs
 }
@@ -199,6 +213,9 @@ func New(ctx context.Context, cfg *rest.Config, o *Options) (ctrl.Manager, error
 	}
 	if err := (&maintenance.Reconciler{Client: mgr.GetClient()}).SetupWithManager(ctx, mgr, setup.Options{}); err != nil {
 		return nil, fmt.Errorf("maintenance controller: %w", err)
+	}
+	if err := (&ledger.Reconciler{Client: mgr.GetClient(), Skew: o.UsageSkew, Memory: o.UsageMemory, MaxGone: ledger.MaxGone}).SetupWithManager(ctx, mgr, setup.Options{}); err != nil {
+		return nil, fmt.Errorf("usage ledger controller: %w", err)
 	}
 	if serving.Serves(o.HealthAddr) {
 		check, err := ready(mgr, cfg)

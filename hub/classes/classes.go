@@ -15,9 +15,9 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
 
+	"github.com/hostfleet/hostfleet/hub/api/labelkeys"
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
 	"github.com/hostfleet/hostfleet/internal/conditions"
-	"github.com/hostfleet/hostfleet/internal/labelkeys"
 )
 
 // Class is one of a tenant's host classes, its selector compiled.

@@ -18,8 +18,8 @@ import (
 	workv1 "open-cluster-management.io/api/work/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/hostfleet/hostfleet/hub/api/erase"
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
-	"github.com/hostfleet/hostfleet/internal/erase"
 	"github.com/hostfleet/hostfleet/internal/permissions"
 )
 

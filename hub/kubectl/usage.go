@@ -32,11 +32,11 @@ func usageFlags(fs *pflag.FlagSet) func(context.Context, *Env, []string) error {
 }
 
 // printUsage prints host-hours per tenant, class and cluster from the
-// clusters' HostUsage records.
+// clusters' UsageLedgers: what the hub counted.
 func printUsage(ctx context.Context, env *Env, tenant string, since time.Time) error {
-	var records hostfleetv1alpha1.HostUsageList
+	var records hostfleetv1alpha1.UsageLedgerList
 	if err := env.Client.List(ctx, &records); err != nil {
-		return fmt.Errorf("usage is a hub administrator's view: %w", explain(err, "list", "hostusages", ""))
+		return fmt.Errorf("usage is a hub administrator's view: %w", explain(err, "list", "usageledgers", ""))
 	}
 	var tenants hostfleetv1alpha1.TenantList
 	if err := env.Client.List(ctx, &tenants); err != nil {

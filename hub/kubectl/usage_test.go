@@ -14,7 +14,7 @@ import (
 )
 
 // TestUsage: host-hours per tenant, class and cluster from the clusters'
-// HostUsage records, for a hub administrator only; --since counts from a
+// UsageLedgers, for a hub administrator only; --since counts from a
 // day on.
 func TestUsage(t *testing.T) {
 	g := NewWithT(t)
@@ -30,10 +30,10 @@ func TestUsage(t *testing.T) {
 	g.Expect(c.Update(ctx, tn)).To(Succeed())
 	tn.Status.Namespaces = []string{ns}
 	g.Expect(c.Status().Update(ctx, tn)).To(Succeed())
-	rec := &hostfleetv1alpha1.HostUsage{ObjectMeta: metav1.ObjectMeta{Namespace: "infra-1", Name: "infra-1"}, Spec: hostfleetv1alpha1.HostUsageSpec{ClusterName: "infra-1"}}
+	rec := &hostfleetv1alpha1.UsageLedger{ObjectMeta: metav1.ObjectMeta{Namespace: "infra-1", Name: "infra-1"}, Spec: hostfleetv1alpha1.UsageLedgerSpec{ClusterName: "infra-1"}}
 	g.Expect(c.Create(ctx, rec)).To(Succeed())
 	yesterday := time.Now().UTC().AddDate(0, 0, -1)
-	rec.Status.Closed = []hostfleetv1alpha1.UsageEntry{
+	rec.Status.Counted = []hostfleetv1alpha1.UsageEntry{
 		{Period: yesterday.Format("2006-01-02"), Namespace: ns, Labels: map[string]string{"example.com/size": "large"}, Seconds: 7200},
 		{Period: time.Now().UTC().Format("2006-01-02"), Namespace: ns, Labels: map[string]string{"example.com/size": "medium"}, Seconds: 1800},
 		{Period: time.Now().UTC().Format("2006-01-02"), Namespace: "tenant-other", Seconds: 99},
@@ -59,5 +59,5 @@ func TestUsage(t *testing.T) {
 	g.Expect(out).To(ContainSubstring(`--since "last week" is not a day: give YYYY-MM-DD`))
 	out, err = kubectl(t, alice, "hostfleet", "usage")
 	g.Expect(err).To(HaveOccurred())
-	g.Expect(out).To(ContainSubstring("usage is a hub administrator's view: you may not list hostusages in any namespace"))
+	g.Expect(out).To(ContainSubstring("usage is a hub administrator's view: you may not list usageledgers in any namespace"))
 }

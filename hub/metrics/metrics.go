@@ -35,6 +35,15 @@ var Placements = prometheus.NewCounterVec(prometheus.CounterOpts{
 	Help: "Placement decisions of the hub scheduler, by outcome (the Scheduled condition's reason).",
 }, []string{"outcome"})
 
+// UsageRefused counts the intervals and open hosts of clusters' usage
+// reports the hub refused to count, by cluster and reason (UnknownClaim,
+// OutsidePlacement, WrongNamespace, InvalidInterval): an interval once,
+// an open host each time the hub reads a report that still holds it.
+var UsageRefused = prometheus.NewCounterVec(prometheus.CounterOpts{
+	Name: "hostfleet_usage_refused_total",
+	Help: "Intervals and open hosts of a cluster's usage report the hub refused to count, by reason.",
+}, []string{"cluster", "reason"})
+
 // Claim phases.
 const (
 	PhaseUnplaced = "Unplaced" // no cluster yet
@@ -90,7 +99,7 @@ func NewCollector(r client.Reader) *Collector {
 			"Remote claims by cluster and the freshness of their feedback: fresh, stale (cluster or agent unavailable) or pending (not applied or no feedback yet).",
 			[]string{"cluster", "feedback"}, nil),
 		usage: prometheus.NewDesc("hostfleet_usage_host_seconds_total",
-			"Seconds the hosts of a cluster were bound to a tenant's claims, from the clusters' HostUsage records; class is a host class of the tenant, or empty for all its hosts.",
+			"Seconds the hosts of a cluster were bound to a tenant's claims, as the hub counted them in the cluster's UsageLedger; class is a host class of the tenant, or empty for all its hosts.",
 			[]string{"tenant", "class", "cluster"}, nil),
 	}
 }
@@ -115,9 +124,9 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	c.collectUsage(ctx, ch, now())
 }
 
-// collectUsage sums the clusters' HostUsage records (hub/usage).
+// collectUsage sums the clusters' UsageLedgers (hub/usage).
 func (c *Collector) collectUsage(ctx context.Context, ch chan<- prometheus.Metric, now time.Time) {
-	var records hostfleetv1alpha1.HostUsageList
+	var records hostfleetv1alpha1.UsageLedgerList
 	var tenants hostfleetv1alpha1.TenantList
 	if c.Reader.List(ctx, &records) != nil || c.Reader.List(ctx, &tenants) != nil {
 		return
@@ -226,5 +235,5 @@ func PoolName(p hostfleetv1alpha1.HostPool) string {
 
 // Register adds the hub's metrics to controller-runtime's registry.
 func Register(c *Collector) error {
-	return metrics.Register([]prometheus.Collector{Placements}, c)
+	return metrics.Register([]prometheus.Collector{Placements, UsageRefused}, c)
 }

@@ -106,7 +106,7 @@ hostfleet_inventory_last_update_timestamp_seconds{cluster="c1"} 1.8e+09
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(n).To(Equal(1), "one tenant and cluster has a waiting claim")
 
-	t.Log("usage: the clusters' records, summed per tenant, class and cluster, open intervals up to now")
+	t.Log("usage: the clusters' ledgers, summed per tenant, class and cluster, open hosts up to now")
 	gpu := map[string]string{"example.com/gpu": "yes"}
 	tenant := &hostfleetv1alpha1.Tenant{ObjectMeta: metav1.ObjectMeta{Name: "a"}, Spec: hostfleetv1alpha1.TenantSpec{ClusterSet: "lab",
 		LabelSyncPrefixes: []string{"example.com"}, Quotas: []hostfleetv1alpha1.ClassQuota{{Name: "gpu", MaxClaims: 1,
@@ -114,15 +114,15 @@ hostfleet_inventory_last_update_timestamp_seconds{cluster="c1"} 1.8e+09
 	mk(tenant)
 	tenant.Status.Namespaces = []string{"tenant-a"}
 	g.Expect(hub.Status().Update(ctx, tenant)).To(Succeed())
-	rec := &hostfleetv1alpha1.HostUsage{ObjectMeta: metav1.ObjectMeta{Namespace: "c1", Name: "c1"}, Spec: hostfleetv1alpha1.HostUsageSpec{ClusterName: "c1"}}
+	rec := &hostfleetv1alpha1.UsageLedger{ObjectMeta: metav1.ObjectMeta{Namespace: "c1", Name: "c1"}, Spec: hostfleetv1alpha1.UsageLedgerSpec{ClusterName: "c1"}}
 	mk(rec)
-	rec.Status = hostfleetv1alpha1.HostUsageStatus{
-		Closed: []hostfleetv1alpha1.UsageEntry{{Period: "2026-11-26", Namespace: "tenant-a", Labels: gpu, Seconds: 100}, {Period: "2026-11-27", Namespace: "tenant-a", Seconds: 20}},
-		Open:   []hostfleetv1alpha1.OpenUsage{{Host: "hosts/h0", Namespace: "tenant-a", Since: metav1.NewTime(created.Add(time.Hour - time.Minute))}}}
+	rec.Status = hostfleetv1alpha1.UsageLedgerStatus{
+		Counted: []hostfleetv1alpha1.UsageEntry{{Period: "2026-11-26", Namespace: "tenant-a", Labels: gpu, Seconds: 100}, {Period: "2026-11-27", Namespace: "tenant-a", Seconds: 20}},
+		Open:    []hostfleetv1alpha1.OpenUsage{{Host: "hosts/h0", Claim: "u1", Namespace: "tenant-a", Since: metav1.NewTime(created.Add(time.Hour - time.Minute))}}}
 	g.Expect(hub.Status().Update(ctx, rec)).To(Succeed())
 	g.Eventually(func() error {
 		return testutil.CollectAndCompare(col, strings.NewReader(`
-# HELP hostfleet_usage_host_seconds_total Seconds the hosts of a cluster were bound to a tenant's claims, from the clusters' HostUsage records; class is a host class of the tenant, or empty for all its hosts.
+# HELP hostfleet_usage_host_seconds_total Seconds the hosts of a cluster were bound to a tenant's claims, as the hub counted them in the cluster's UsageLedger; class is a host class of the tenant, or empty for all its hosts.
 # TYPE hostfleet_usage_host_seconds_total counter
 hostfleet_usage_host_seconds_total{class="",cluster="c1",tenant="a"} 180
 hostfleet_usage_host_seconds_total{class="gpu",cluster="c1",tenant="a"} 100

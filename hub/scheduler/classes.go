@@ -8,9 +8,9 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	toolscache "k8s.io/client-go/tools/cache"
 
+	"github.com/hostfleet/hostfleet/hub/api/exclusion"
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
 	"github.com/hostfleet/hostfleet/hub/classes"
-	"github.com/hostfleet/hostfleet/internal/exclusion"
 )
 
 // classVerdict judges an unplaced claim against its tenant's host classes,

@@ -19,14 +19,15 @@ import (
 	clusterv1beta1 "open-cluster-management.io/api/cluster/v1beta1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
+	"github.com/hostfleet/hostfleet/hub/api/exclusion"
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
 	"github.com/hostfleet/hostfleet/hub/classes"
 	"github.com/hostfleet/hostfleet/hub/metrics"
 	"github.com/hostfleet/hostfleet/hub/tenant"
 	"github.com/hostfleet/hostfleet/internal/claimstatus"
 	"github.com/hostfleet/hostfleet/internal/conditions"
-	"github.com/hostfleet/hostfleet/internal/exclusion"
 	"github.com/hostfleet/hostfleet/internal/requeue"
 )
 
@@ -216,6 +217,7 @@ func (r *Reconciler) place(ctx context.Context, c *metal3api.HostClaim, res Resu
 	}
 	c.Labels[hostfleetv1alpha1.LabelCluster] = res.Cluster
 	c.Annotations[hostfleetv1alpha1.AnnotationPlacedBy] = hostfleetv1alpha1.PlacedByScheduler
+	c.Annotations[hostfleetv1alpha1.AnnotationPlacedAt] = time.Now().UTC().Format(time.RFC3339)
 	exclude, err := exclusion.Encode(excluded)
 	if err != nil {
 		r.expect.remove(c, res.Cluster)
@@ -326,19 +328,20 @@ func (r *Reconciler) admitPin(ctx context.Context, c *metal3api.HostClaim, t *ho
 		*v = verdict{}
 		return ctrl.Result{}, err
 	}
-	if exclude != c.Annotations[hostfleetv1alpha1.AnnotationExcludedHosts] {
-		orig := c.DeepCopy()
-		if c.Annotations == nil {
-			c.Annotations = map[string]string{}
-		}
-		c.Annotations[hostfleetv1alpha1.AnnotationExcludedHosts] = exclude
-		if exclude == "" {
-			delete(c.Annotations, hostfleetv1alpha1.AnnotationExcludedHosts)
-		}
-		if err := r.Client.Patch(ctx, c, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
-			*v = verdict{}
-			return requeue.OnConflict(fmt.Errorf("keep pinned claim %s off full host classes: %w", klog.KObj(c), err))
-		}
+	// When it was admitted, and the full classes it is kept off, before
+	// the Scheduled condition that admits it.
+	orig := c.DeepCopy()
+	if c.Annotations == nil {
+		c.Annotations = map[string]string{}
+	}
+	c.Annotations[hostfleetv1alpha1.AnnotationPlacedAt] = time.Now().UTC().Format(time.RFC3339)
+	c.Annotations[hostfleetv1alpha1.AnnotationExcludedHosts] = exclude
+	if exclude == "" {
+		delete(c.Annotations, hostfleetv1alpha1.AnnotationExcludedHosts)
+	}
+	if err := r.Client.Patch(ctx, c, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
+		*v = verdict{}
+		return requeue.OnConflict(fmt.Errorf("admit pinned claim %s: %w", klog.KObj(c), err))
 	}
 	r.expect.add(c, cluster)
 	v.admits = cluster
@@ -355,6 +358,10 @@ func (r *Reconciler) replace(ctx context.Context, c *metal3api.HostClaim, cluste
 	orig := c.DeepCopy()
 	delete(c.Labels, hostfleetv1alpha1.LabelCluster)
 	delete(c.Annotations, hostfleetv1alpha1.AnnotationPlacedBy)
+	delete(c.Annotations, hostfleetv1alpha1.AnnotationPlacedAt)
+	// It held no host there (served claims are never moved): its usage
+	// there ends with no interval to wait for.
+	controllerutil.RemoveFinalizer(c, hostfleetv1alpha1.UsageFinalizer)
 	excluded := strings.Split(c.Annotations[hostfleetv1alpha1.AnnotationExcluded], ",")
 	excluded = append(excluded, cluster)
 	sort.Strings(excluded)

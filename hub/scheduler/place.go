@@ -12,10 +12,10 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
 
+	"github.com/hostfleet/hostfleet/hub/api/exclusion"
+	"github.com/hostfleet/hostfleet/hub/api/labelkeys"
+	"github.com/hostfleet/hostfleet/hub/api/taints"
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
-	"github.com/hostfleet/hostfleet/internal/exclusion"
-	"github.com/hostfleet/hostfleet/internal/labelkeys"
-	"github.com/hostfleet/hostfleet/internal/taints"
 )
 
 // Input is what Place looks at.

@@ -1,6 +1,9 @@
-// Package usage sums the clusters' HostUsage records into host-seconds per
-// tenant, host class and cluster: what the hub's usage counter and
-// `kubectl hostfleet usage` report. Pure.
+// Package usage is the hub's usage ledger: each cluster's UsageLedger,
+// into which the hub counts the intervals the cluster's agent reports
+// (HostUsage) for the claims the hub placed there, each once and only ever
+// added to (Ingest, and the controller that applies it), and the sums of
+// the ledgers per tenant, host class and cluster that the usage metric and
+// kubectl hostfleet usage report (Totals).
 package usage
 
 import (
@@ -9,6 +12,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
 	"github.com/hostfleet/hostfleet/hub/classes"
@@ -24,12 +28,12 @@ type Total struct {
 	Seconds                int64
 }
 
-// Totals sums the records per tenant (by the hub namespace of the claims),
+// Totals sums the ledgers per tenant (by the hub namespace of the claims),
 // class (each of the tenant's classes whose selector matches the hosts'
-// labels, and AllHosts) and cluster: closed intervals in periods from since
-// on (a month counts when it is since's month or later), and open ones up
-// to now, from since. Namespaces of no tenant are left out.
-func Totals(records []hostfleetv1alpha1.HostUsage, tenants []hostfleetv1alpha1.Tenant, now, since time.Time) []Total {
+// labels, and AllHosts) and cluster: counted time in periods from since on
+// (a month counts when it is since's month or later), and open hosts up to
+// now, from since. Namespaces of no tenant are left out.
+func Totals(ledgers []hostfleetv1alpha1.UsageLedger, tenants []hostfleetv1alpha1.Tenant, now, since time.Time) []Total {
 	type owner struct {
 		tenant  string
 		classes []classes.Class
@@ -59,19 +63,25 @@ func Totals(records []hostfleetv1alpha1.HostUsage, tenants []hostfleetv1alpha1.T
 	if !since.IsZero() {
 		from = since.UTC().Format("2006-01-02")
 	}
-	for i := range records {
-		r := &records[i]
-		for _, e := range r.Status.Closed {
+	for i := range ledgers {
+		l := &ledgers[i]
+		for _, e := range l.Status.Counted {
 			if from == "" || e.Period >= from || (len(e.Period) == 7 && e.Period == from[:7]) {
-				add(r.Spec.ClusterName, e.Namespace, e.Labels, e.Seconds)
+				add(l.Spec.ClusterName, e.Namespace, e.Labels, e.Seconds)
 			}
 		}
-		for _, o := range r.Status.Open {
-			start := o.Since.Time
-			if start.Before(since) {
-				start = since
+		counted := map[types.UID]time.Time{}
+		for _, c := range l.Status.Claims {
+			if n := len(c.Counted); n > 0 {
+				counted[c.UID] = c.Counted[n-1].End.Time
 			}
-			add(r.Spec.ClusterName, o.Namespace, o.Labels, int64(now.Sub(start)/time.Second))
+		}
+		for _, o := range l.Status.Open {
+			// From its start, or the end of what was counted for its
+			// claim (a vanished host's time, counted up to when the hub
+			// learned of it), or since, whichever is latest.
+			start := latest(latest(o.Since.Time, counted[o.Claim]), since)
+			add(l.Spec.ClusterName, o.Namespace, o.Labels, int64(now.Sub(start)/time.Second))
 		}
 	}
 	out := make([]Total, 0, len(sums))

@@ -292,7 +292,8 @@ func Hub() []rbacv1.PolicyRule {
 // (namespaces, quotas, RBAC, admission bindings, cluster set bindings, and
 // each cluster's ClusterTenancy), place claims, end their leases (deleting
 // them), copy them into their clusters'
-// namespaces (PlacedClaims), copy HardwareData, and run
+// namespaces (PlacedClaims), count host use (UsageLedgers, from the
+// agents' HostUsage reports), copy HardwareData, and run
 // the hostfleet-agent add-on (ClusterManagementAddOn, ManagedClusterAddOns,
 // ManifestWorks, the agents' CSRs), and forward remote claims (ManifestWorks
 // carrying the claim and copies of the secrets it references: the forwarder
@@ -314,7 +315,10 @@ func HubOwn() []rbacv1.PolicyRule {
 		{APIGroups: []string{hostfleet}, Resources: []string{"tenants/status"}, Verbs: []string{"update", "patch"}},
 		{APIGroups: []string{hostfleet}, Resources: []string{"tenants/finalizers"}, Verbs: []string{"update"}},
 		{APIGroups: []string{hostfleet}, Resources: []string{"hostinventories", "hostusages", "hostmaintenances"}, Verbs: view},
-		{APIGroups: []string{hostfleet}, Resources: []string{"clustertenancies", "placedclaims"}, Verbs: manage},
+		// The agents' usage reports: what the hub settled of each.
+		{APIGroups: []string{hostfleet}, Resources: []string{"hostusages/status"}, Verbs: []string{"patch"}},
+		{APIGroups: []string{hostfleet}, Resources: []string{"clustertenancies", "placedclaims", "usageledgers"}, Verbs: manage},
+		{APIGroups: []string{hostfleet}, Resources: []string{"usageledgers/status"}, Verbs: []string{"update", "patch"}},
 		// Delete: a claim whose lease ended (hub/lease).
 		{APIGroups: []string{metal3Group}, Resources: []string{"hostclaims"}, Verbs: []string{"get", "list", "watch", "update", "patch", "delete"}},
 		{APIGroups: []string{metal3Group}, Resources: []string{"hostclaims/status"}, Verbs: []string{"update", "patch"}},

@@ -27,9 +27,9 @@ import (
 	clusterv1beta2 "open-cluster-management.io/api/cluster/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/hostfleet/hostfleet/e2e/harness/hardening"
 	"github.com/hostfleet/hostfleet/e2e/harness/planes"
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
-	"github.com/hostfleet/hostfleet/internal/hardening"
 	"github.com/hostfleet/hostfleet/internal/permissions"
 	"github.com/hostfleet/hostfleet/manifests"
 	operatorv1alpha1 "github.com/hostfleet/hostfleet/operator/api/v1alpha1"

@@ -12,7 +12,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/rest"
@@ -22,7 +21,6 @@ import (
 	"github.com/hostfleet/hostfleet/e2e/emulators/redfish"
 	"github.com/hostfleet/hostfleet/e2e/harness/planes"
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
-	"github.com/hostfleet/hostfleet/internal/usage"
 )
 
 // RestoreOptions describe a restore run.
@@ -64,11 +62,11 @@ type RestoreReport struct {
 	Before, After, Final map[string]string
 	// Check is the last check of the invariants.
 	Check Check
-	// UsageHosts and UsageHub are the closed host-seconds infra-1's hosts
-	// record and the hub's HostUsage shows once they agree; UsageIntervals
-	// the hosts' closed periods, UsageOpen their open intervals.
-	UsageHosts, UsageHub      int64
-	UsageIntervals, UsageOpen int
+	// UsageSnapshot, UsageBefore and UsageAfter are the host-seconds the
+	// hub's UsageLedger of infra-1 has counted when the snapshot is taken,
+	// just before the restore, and once every interval infra-1 reports is
+	// settled after it; UsageRefused how many it refused in all.
+	UsageSnapshot, UsageBefore, UsageAfter, UsageRefused int64
 }
 
 // The claims of a restore run: kept throughout, deleted after the
@@ -169,6 +167,7 @@ func (r *restoreRun) save(ctx context.Context) error {
 	for i, b := range r.bmcs {
 		r.actions[hostName(i)] = len(b.Actions())
 	}
+	r.rep.UsageSnapshot = r.countedNow(ctx)
 	r.snapshot = filepath.Join(r.o.Dir, r.o.Plane+".db")
 	if err := r.f.Plane(r.o.Plane).SaveEtcd(ctx, r.snapshot); err != nil {
 		return err
@@ -196,7 +195,14 @@ func (r *restoreRun) change(ctx context.Context) error {
 	if r.rep.After, err = waitBound(ctx, r.hub, append(slices.Clone(keptClaims), newClaims...), 2*time.Minute); err != nil {
 		return err
 	}
-	r.say("after the snapshot: %v deleted, %v bound: %v", deletedClaims, newClaims, r.rep.After)
+	// gone-after's interval, counted by the hub before the restore.
+	if err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		r.rep.UsageBefore = r.countedNow(ctx)
+		return r.rep.UsageBefore > r.rep.UsageSnapshot, nil
+	}); err != nil {
+		return fmt.Errorf("the hub's ledger of infra-1 does not count %v's interval: %w", deletedClaims, err)
+	}
+	r.say("after the snapshot: %v deleted, %v bound: %v; the ledger of infra-1 counts %d s", deletedClaims, newClaims, r.rep.After, r.rep.UsageBefore)
 	return nil
 }
 
@@ -417,65 +423,63 @@ func (w *hostWatch) stop() []string {
 	return slices.Clone(w.found)
 }
 
-// usage waits until the hub's HostUsage of infra-1 is the record infra-1's
-// hosts keep: whichever etcd went back, the hub's copy is written again
-// from the hosts, no interval lost and none counted twice.
+// usage waits until every interval infra-1 reports after the restore is
+// settled, and says what the hub's ledger of infra-1 counts: never less
+// than what it had counted before the restore of infra-1, nor less than
+// what the restored hub's ledger had (a hub restored from an older
+// snapshot has that snapshot's ledger: the agents drop what it settled).
 func (r *restoreRun) usage(ctx context.Context) error {
-	infra := r.f.Plane("infra-1").Client
-	var want, got hostfleetv1alpha1.HostUsageStatus
-	err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-		var hosts metal3api.BareMetalHostList
-		if err := infra.List(ctx, &hosts); err != nil {
+	var l *hostfleetv1alpha1.UsageLedger
+	var unsettled int
+	err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		rep := &hostfleetv1alpha1.HostUsage{}
+		if err := r.hub.Get(ctx, client.ObjectKey{Namespace: "infra-1", Name: "infra-1"}, rep); err != nil {
+			return false, nil
+		}
+		if unsettled = len(rep.Status.Intervals); unsettled > 0 {
 			return false, nil
 		}
 		var err error
-		if want, err = usage.Record(hosts.Items, nil, time.Now()); err != nil {
-			return false, err
-		}
-		rec := &hostfleetv1alpha1.HostUsage{}
-		if err := r.hub.Get(ctx, client.ObjectKey{Namespace: "infra-1", Name: "infra-1"}, rec); err != nil {
-			return false, nil
-		}
-		got = rec.Status
-		return sameUsage(want, got), nil
+		l, err = ledger(ctx, r.hub)
+		return err == nil, nil
 	})
-	r.rep.UsageHosts, r.rep.UsageHub = closedSeconds(want), closedSeconds(got)
-	r.rep.UsageIntervals, r.rep.UsageOpen = len(want.Closed), len(want.Open)
 	if err != nil {
-		return fmt.Errorf("the hub's HostUsage of infra-1 (%d s closed, %d open) is not what its hosts record (%d s, %d open): %w",
-			r.rep.UsageHub, len(got.Open), r.rep.UsageHosts, len(want.Open), err)
+		return fmt.Errorf("infra-1 still reports %d intervals the hub has not settled: %w", unsettled, err)
 	}
-	r.say("usage: the hub's HostUsage of infra-1 is what its hosts record: %d s closed over %d periods, %d hosts bound",
-		r.rep.UsageHub, len(want.Closed), len(want.Open))
+	r.rep.UsageAfter, r.rep.UsageRefused = counted(l), l.Status.Refused
+	had := r.rep.UsageBefore
+	if r.o.Plane == "hub" {
+		had = r.rep.UsageSnapshot
+	}
+	if r.rep.UsageAfter < had {
+		return fmt.Errorf("the hub's ledger of infra-1 counts %d s after the restore, less than the %d s it had", r.rep.UsageAfter, had)
+	}
+	r.say("usage: the ledger of infra-1 counted %d s at the snapshot, %d s before the restore, %d s after it (%d intervals refused)",
+		r.rep.UsageSnapshot, r.rep.UsageBefore, r.rep.UsageAfter, r.rep.UsageRefused)
 	return nil
 }
 
-// sameUsage compares records: the closed entries, and the open intervals'
-// hosts, namespaces and starts (their labels are the served tenants', which
-// the hosts' record alone does not name).
-func sameUsage(a, b hostfleetv1alpha1.HostUsageStatus) bool {
-	if closedSeconds(a) != closedSeconds(b) || len(a.Closed) != len(b.Closed) || len(a.Open) != len(b.Open) {
-		return false
-	}
-	for i := range a.Closed {
-		x, y := a.Closed[i], b.Closed[i]
-		if x.Period != y.Period || x.Namespace != y.Namespace || x.Seconds != y.Seconds || labels.Set(x.Labels).String() != labels.Set(y.Labels).String() {
-			return false
-		}
-	}
-	for i := range a.Open {
-		x, y := a.Open[i], b.Open[i]
-		if x.Host != y.Host || x.Namespace != y.Namespace || !x.Since.Equal(&y.Since) {
-			return false
-		}
-	}
-	return true
+// ledger is the hub's UsageLedger of infra-1.
+func ledger(ctx context.Context, hub client.Client) (*hostfleetv1alpha1.UsageLedger, error) {
+	l := &hostfleetv1alpha1.UsageLedger{}
+	return l, hub.Get(ctx, client.ObjectKey{Namespace: "infra-1", Name: "infra-1"}, l)
 }
 
-func closedSeconds(st hostfleetv1alpha1.HostUsageStatus) int64 {
+// counted is every second a ledger has counted.
+func counted(l *hostfleetv1alpha1.UsageLedger) int64 {
 	var n int64
-	for _, e := range st.Closed {
+	for _, e := range l.Status.Counted {
 		n += e.Seconds
 	}
 	return n
+}
+
+// countedNow is what the hub's ledger of infra-1 counts now (0 before it
+// has one).
+func (r *restoreRun) countedNow(ctx context.Context) int64 {
+	l, err := ledger(ctx, r.hub)
+	if err != nil {
+		return 0
+	}
+	return counted(l)
 }

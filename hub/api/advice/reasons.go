@@ -91,6 +91,16 @@ var Sections = []Section{
 			{Reason: "NodeAmbiguous", Cause: "several Nodes match, or the Node matches another claim", Fix: "annotate the claim `hostfleet.io/node`, or fix the duplicate address or hostname"},
 			{Reason: "LabelSyncFailed", Cause: "the workload cluster refused the labels", Fix: "the message quotes the API server: usually a label value the tenant's hosts carry that a Node cannot"},
 		}},
+	{Title: "Usage reports (each cluster's HostUsage, as the hub's usage ledger took it)", Condition: "Accepted",
+		Intro: "`kubectl get hostusage -A` (Accepted, Reason); each refusal is also a Warning Event on the HostUsage and counts in `hostfleet_usage_refused_total`.",
+		Reasons: []Reason{
+			{Reason: "ReportAccepted", Cause: "every interval and open host the cluster reports is counted in its UsageLedger", Fix: "nothing"},
+			{Reason: "IntervalsRefused", Cause: "some were not counted: the message names each and why", Fix: "see the reason of each below"},
+			{Reason: "UnknownClaim", Cause: "no claim with the interval's UID was placed on this cluster as far as the hub remembers: a claim gone longer than `--usage-memory` (7 days; 2 000 claims per cluster), an agent older than the ledger (no claim UID), or a cluster billing a claim the hub never placed there", Fix: "upgrade the agent; otherwise, the cluster's agent is not to be trusted"},
+			{Reason: "OutsidePlacement", Cause: "the interval lies outside the time its claim was placed on the cluster (beyond `--usage-clock-skew`, 1 m), or a second host is open for one claim: a cluster restored from an older snapshot reports a binding past its claim's end, or the agent's clock is off", Fix: "set the cluster's clock right (NTP); after a restore, nothing: the hub counted the time already"},
+			{Reason: "WrongNamespace", Cause: "the interval names another namespace than the one the hub placed its claim from", Fix: "the cluster's agent is not to be trusted"},
+			{Reason: "InvalidInterval", Cause: "the interval ends before it starts, or in the future", Fix: "set the cluster's clock right (NTP)"},
+		}},
 	{Title: "Tenants", Condition: "Tenant",
 		Intro: "`kubectl get tenant acme -o yaml`: `Ready` and `WorkloadClusters`.",
 		Reasons: []Reason{

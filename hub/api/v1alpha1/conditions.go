@@ -258,3 +258,28 @@ const (
 	// ReasonLabelSyncFailed: the workload cluster refused the labels.
 	ReasonLabelSyncFailed = "LabelSyncFailed"
 )
+
+// ConditionUsageAccepted on a HostUsage, written by the hub: whether it
+// took every interval and open host of the cluster's report into the
+// cluster's UsageLedger. The reasons of the refusals name an Event each on
+// the HostUsage and label hostfleet_usage_refused_total.
+const (
+	ConditionUsageAccepted = "Accepted"
+	// ReasonUsageAccepted: everything the report holds was taken (or had
+	// been, and was taken once).
+	ReasonUsageAccepted = "ReportAccepted"
+	// ReasonUsageRefused: the message names what was refused and why.
+	ReasonUsageRefused = "IntervalsRefused"
+	// ReasonUsageUnknownClaim: no claim with the interval's UID was placed
+	// on the cluster, as far as the hub remembers (--usage-memory).
+	ReasonUsageUnknownClaim = "UnknownClaim"
+	// ReasonUsageOutsidePlacement: the interval lies outside the time the
+	// claim was placed on the cluster.
+	ReasonUsageOutsidePlacement = "OutsidePlacement"
+	// ReasonUsageWrongNamespace: the interval names another namespace than
+	// the claim's.
+	ReasonUsageWrongNamespace = "WrongNamespace"
+	// ReasonUsageInvalid: the interval ends before it starts, or in the
+	// future.
+	ReasonUsageInvalid = "InvalidInterval"
+)

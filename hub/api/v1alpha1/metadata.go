@@ -57,6 +57,11 @@ const (
 	// AnnotationPlacedBy marks a cluster label the scheduler set (as
 	// opposed to a tenant's pin, which is never moved).
 	AnnotationPlacedBy = "hostfleet.io/placed-by"
+	// AnnotationPlacedAt is when the scheduler placed the claim on its
+	// cluster, or admitted its tenant's pin (RFC 3339, the hub's clock):
+	// the start of the time the hub counts the claim's host use there.
+	// Only the hub sets it (admission).
+	AnnotationPlacedAt = "hostfleet.io/placed-at"
 	// PlacedByScheduler is AnnotationPlacedBy's value.
 	PlacedByScheduler = "scheduler"
 	// AnnotationExcluded lists clusters that did not bind the claim in time.
@@ -143,10 +148,15 @@ const (
 	// counted for: the claim's, or, for a claim forwarded from the hub, its
 	// source's.
 	AnnotationBoundFor = "hostfleet.io/bound-for"
-	// AnnotationUsage is the host's own record of the claims it served
-	// (JSON, a list of UsageEntry), added to by the agent in the write that
-	// releases the host. It lives with the host so that a restore of the
-	// hub loses none of it.
+	// AnnotationBoundClaim is the UID of that claim (for a forwarded one,
+	// its source's): the hub counts an interval only for a claim it placed
+	// on the cluster.
+	AnnotationBoundClaim = "hostfleet.io/bound-claim"
+	// AnnotationUsage is the host's own record of the intervals it was
+	// bound (JSON, a list of UsageInterval), added to by the agent in the
+	// write that releases the host, and kept until the hub has settled them
+	// (HostUsage status.settled): an interval closed while the hub is out
+	// of reach waits there.
 	AnnotationUsage = "hostfleet.io/usage"
 )
 

@@ -7,6 +7,12 @@ const (
 	// AgentFinalizer is put on hub claims by the agent that binds them; it
 	// is removed only after the host has been released.
 	AgentFinalizer = "hostfleet.io/agent"
+	// UsageFinalizer is put on a claim by the hub when it places the claim
+	// on a cluster; the hub removes it once the claim's other Hostfleet
+	// finalizers are gone (its host released) and its placement is in the
+	// cluster's UsageLedger, so that intervals the cluster reports later
+	// are still counted.
+	UsageFinalizer = "hostfleet.io/usage"
 	// TenantFinalizer keeps a Tenant until its claims are gone.
 	TenantFinalizer = "hostfleet.io/tenant"
 	// BMCDriverFinalizer keeps a BareMetalHost the agent's BMC driver drives

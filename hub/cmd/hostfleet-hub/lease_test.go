@@ -38,11 +38,12 @@ func TestLeaseEndsAcrossFailover(t *testing.T) {
 	g.Eventually(func() error {
 		return hub.Get(ctx, client.ObjectKey{Name: "tenant-a"}, &metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"}})
 	}).WithTimeout(30 * time.Second).Should(Succeed())
-	// A cluster's usage record: the same host-seconds from either replica.
+	// A cluster's usage ledger: the same host-seconds from either replica.
 	g.Expect(hub.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "c1"}})).To(Succeed())
-	rec := &hostfleetv1alpha1.HostUsage{ObjectMeta: metav1.ObjectMeta{Namespace: "c1", Name: "c1"}, Spec: hostfleetv1alpha1.HostUsageSpec{ClusterName: "c1"}}
+	rec := &hostfleetv1alpha1.UsageLedger{ObjectMeta: metav1.ObjectMeta{Namespace: "c1", Name: "c1"}, Spec: hostfleetv1alpha1.UsageLedgerSpec{ClusterName: "c1"}}
 	g.Expect(hub.Create(ctx, rec)).To(Succeed())
-	rec.Status.Closed = []hostfleetv1alpha1.UsageEntry{{Period: time.Now().UTC().Format("2006-01-02"), Namespace: "tenant-a", Seconds: 4242}}
+	rec.Status.LegacyImported = true
+	rec.Status.Counted = []hostfleetv1alpha1.UsageEntry{{Period: time.Now().UTC().Format("2006-01-02"), Namespace: "tenant-a", Seconds: 4242}}
 	g.Expect(hub.Status().Update(ctx, rec)).To(Succeed())
 	const used = `hostfleet_usage_host_seconds_total{class="",cluster="c1",tenant="a"} 4242`
 	g.Eventually(func() string { return metric(addrs[first], "hostfleet_usage_host_seconds_total") }).WithTimeout(30*time.Second).Should(Equal(used), "the leader counts it")
