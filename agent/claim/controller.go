@@ -98,6 +98,19 @@ func (r *Reconciler) serves(c *metal3api.HostClaim) bool {
 	return !r.local() || binder.ServesLocal(c, r.LocalNamespaces)
 }
 
+// ours says whether the agent binds and keeps a host for the claim: one it
+// serves, placed on its cluster (the hub cache holds only those; a claim
+// relabelled away disappears from it) on the pull path, and admitted by the
+// hub: a tenant's pin the scheduler has not let through yet (a full host
+// class holds it back, or it has not looked) gets nothing.
+func (r *Reconciler) ours(c *metal3api.HostClaim) bool {
+	if r.local() {
+		return r.serves(c)
+	}
+	return c.Labels[hostfleetv1alpha1.LabelCluster] == r.ClusterName && c.Labels[hostfleetv1alpha1.LabelKind] != hostfleetv1alpha1.KindRemote &&
+		conditions.Admitted(c)
+}
+
 // Reconcile binds, keeps or releases the host of one claim.
 //
 // A claim holds at most one host, under any concurrency, restarts or cache
@@ -127,19 +140,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		// from what was written, shortly.
 		return ctrl.Result{RequeueAfter: requeue.CacheLag}, nil
 	}
-	// The hub cache only holds claims placed on this cluster; a claim
-	// relabelled away is no longer ours and disappears from it.
-	if !r.local() && (c.Labels[hostfleetv1alpha1.LabelCluster] != r.ClusterName || c.Labels[hostfleetv1alpha1.LabelKind] == hostfleetv1alpha1.KindRemote) {
-		return ctrl.Result{}, nil
-	}
-	if !r.serves(c) {
-		return ctrl.Result{}, nil
-	}
-	if !r.local() && !conditions.Admitted(c) {
-		// A tenant's pin the hub has not let through yet (a full host
-		// class holds it back, or the scheduler has not looked): nothing
-		// is bound for it. One the agent served before still goes.
-		if !c.DeletionTimestamp.IsZero() && controllerutil.ContainsFinalizer(c, hostfleetv1alpha1.AgentFinalizer) {
+	if !r.ours(c) {
+		// One the agent served before still goes.
+		if !c.DeletionTimestamp.IsZero() && r.serves(c) && controllerutil.ContainsFinalizer(c, hostfleetv1alpha1.AgentFinalizer) {
 			return r.release(ctx, c)
 		}
 		return ctrl.Result{}, nil
