@@ -23,14 +23,15 @@ import (
 	"github.com/hostfleet/hostfleet/agent/placedcache"
 	"github.com/hostfleet/hostfleet/hub/api/erase"
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
+	"github.com/hostfleet/hostfleet/internal/fence"
 	"github.com/hostfleet/hostfleet/internal/setup"
 )
 
 // setupControllers adds the claim and orphan controllers (hub claims, and
 // local ones with --local-claims), the maintenance controller and the BMC
-// driver, and returns
+// driver, all writing hosts through the agent's one fence, and returns
 // whether the cache shows every host write of the claim controllers.
-func setupControllers(ctx context.Context, mgr ctrl.Manager, managed cluster.Cluster, o *Options) (func(context.Context) bool, error) {
+func setupControllers(ctx context.Context, mgr ctrl.Manager, managed cluster.Cluster, o *Options, writes *fence.Fence) (func(context.Context) bool, error) {
 	if err := claim.IndexHosts(ctx, managed); err != nil {
 		return nil, err
 	}
@@ -54,6 +55,7 @@ func setupControllers(ctx context.Context, mgr ctrl.Manager, managed cluster.Clu
 		RetryAfter:    o.RetryAfter,
 		Resync:        o.Resync,
 		Erase:         erases,
+		Fence:         writes,
 	}
 	reconcilers := []*claim.Reconciler{claims}
 	if o.LocalClaims {
@@ -72,13 +74,13 @@ func setupControllers(ctx context.Context, mgr ctrl.Manager, managed cluster.Clu
 			return nil, fmt.Errorf("orphaned host controller (%s): %w", r.Serving(), err)
 		}
 	}
-	if err := (&maintenance.Reconciler{Hub: mgr.GetClient(), Managed: managed.GetClient(), ClusterName: o.ClusterName, LocalClaims: o.LocalClaims}).
+	if err := (&maintenance.Reconciler{Hub: mgr.GetClient(), Managed: managed.GetClient(), Fence: writes, ClusterName: o.ClusterName, LocalClaims: o.LocalClaims}).
 		SetupWithManager(ctx, mgr, setup.Options{Managed: managed}); err != nil {
 		return nil, fmt.Errorf("maintenance controller: %w", err)
 	}
 	if o.BMHDriver != "none" {
 		if err := (&bmcdriver.Reconciler{Client: managed.GetClient(), Secrets: managed.GetAPIReader(), All: o.BMHDriver == "all", Namespaces: o.BMCNamespaces,
-			Poll: o.BMCPoll, Recorder: hostEvents, Eraser: eraser,
+			Poll: o.BMCPoll, Recorder: hostEvents, Eraser: eraser, Fence: writes,
 			Power: bmcdriver.Timing{Wait: o.BMCPowerWait, SoftOff: o.BMCSoftPowerOff},
 			BMC: bmc.Options{Timeout: o.BMCTimeout, IpmitoolPath: o.Ipmitool, Logger: ctrl.Log.WithName("bmc"),
 				Observe: metrics.ObserveBMC(o.ClusterName)},

@@ -31,6 +31,7 @@ import (
 	"github.com/hostfleet/hostfleet/agent/nodelabels"
 	"github.com/hostfleet/hostfleet/agent/placedcache"
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
+	"github.com/hostfleet/hostfleet/internal/fence"
 	"github.com/hostfleet/hostfleet/internal/permissions"
 	"github.com/hostfleet/hostfleet/internal/resume"
 	"github.com/hostfleet/hostfleet/internal/scheme"
@@ -192,7 +193,8 @@ func New(ctx context.Context, hubCfg, managedCfg *rest.Config, o *Options) (*Age
 		}
 		return finish(mgr, managed, hubCfg, managedCfg, o, nil)
 	}
-	hostWritesSeen, err := setupControllers(ctx, mgr, managed, o)
+	writes := &fence.Fence{}
+	hostWritesSeen, err := setupControllers(ctx, mgr, managed, o, writes)
 	if err != nil {
 		return nil, err
 	}
@@ -213,7 +215,7 @@ func New(ctx context.Context, hubCfg, managedCfg *rest.Config, o *Options) (*Age
 	if err := mgr.Add(inv); err != nil {
 		return nil, err
 	}
-	if err := mgr.Add(&inventory.UsageWriter{Hub: mgr.GetClient(), Managed: managed.GetClient(),
+	if err := mgr.Add(&inventory.UsageWriter{Hub: mgr.GetClient(), Managed: managed.GetClient(), Fence: writes,
 		ClusterName: o.ClusterName, Interval: o.InventoryInterval}); err != nil {
 		return nil, err
 	}

@@ -26,6 +26,8 @@ import (
 
 	"github.com/hostfleet/hostfleet/agent/bmc"
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
+	"github.com/hostfleet/hostfleet/internal/fence"
+	"github.com/hostfleet/hostfleet/internal/hostwrites"
 	"github.com/hostfleet/hostfleet/internal/requeue"
 	"github.com/hostfleet/hostfleet/internal/resume"
 	"github.com/hostfleet/hostfleet/internal/setup"
@@ -57,11 +59,20 @@ type Reconciler struct {
 	// give the state handlers a BMC of their own.
 	Open func(ctx context.Context, addr bmc.Address, username, password string, o bmc.Options) (bmc.Driver, error)
 
+	// Fence is the agent's write fence: the driver writes hosts through it
+	// (a host cached at a version its own writes left is older than what it
+	// wrote, and acting on it would do again what was done: an inspection,
+	// a media insert). SetupWithManager makes one if nil.
+	Fence *fence.Fence
+
 	// unsent holds, by host UID, the last change whose record's write
 	// failed: its command was not sent.
 	unsent sync.Map
-	// versions are the hosts' versions the driver's own writes left.
-	versions versions
+}
+
+// hosts writes hosts as the BMC driver.
+func (r *Reconciler) hosts() hostwrites.Writer {
+	return hostwrites.Writer{Client: r.Client, Fence: r.Fence, Owner: hostwrites.BMCDriver}
 }
 
 // Defaults of Reconciler.Power: baremetal-operator's 3 minutes for a soft
@@ -74,6 +85,9 @@ var DefaultTiming = Timing{Wait: 2 * time.Minute, SoftOff: 3 * time.Minute, Sett
 func (r *Reconciler) SetupWithManager(_ context.Context, mgr ctrl.Manager, o setup.Options) error {
 	if r.Poll <= 0 {
 		r.Poll = time.Minute
+	}
+	if r.Fence == nil {
+		r.Fence = &fence.Fence{}
 	}
 	def := DefaultTiming
 	for _, f := range []struct{ v, d *time.Duration }{{&r.Power.Wait, &def.Wait}, {&r.Power.SoftOff, &def.SoftOff},
@@ -112,20 +126,17 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	host := &metal3api.BareMetalHost{}
 	if err := r.Client.Get(ctx, req.NamespacedName, host); err != nil {
 		if apierrors.IsNotFound(err) {
-			r.versions.forget(req.NamespacedName)
+			r.Fence.Forget(fence.Hosts, &metal3api.BareMetalHost{ObjectMeta: metav1.ObjectMeta{Namespace: req.Namespace, Name: req.Name}})
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	driven := r.drives(host)
 	if host.DeletionTimestamp != nil {
-		r.versions.forget(req.NamespacedName)
 		return r.delete(ctx, host, driven)
 	}
-	if r.versions.behind(host) {
+	if r.Fence.Behind(string(hostwrites.BMCDriver), fence.Hosts, host) {
 		return ctrl.Result{RequeueAfter: requeue.CacheLag}, nil
 	}
-	seen := []string{host.ResourceVersion}
-	defer func() { r.versions.passed(req.NamespacedName, seen, host.ResourceVersion) }()
 	switch {
 	case !driven:
 		// Handed back (annotation removed, paused, detached): let go.
@@ -134,14 +145,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		// Deleting a host the agent drives powers it off and ejects its
 		// media first, as baremetal-operator deprovisions.
 		if err := r.setFinalizer(ctx, host, true); err != nil {
-			return ctrl.Result{}, err
+			return requeue.OnConflict(err)
 		}
-		seen = append(seen, host.ResourceVersion)
 	}
 	// One BMC session for as many steps as follow each other (registering
 	// to provisioning is four), and one status write for all of them: at
 	// the end, or before a power command (which it remembers).
-	x := &run{Reconciler: r, host: host, stored: host.DeepCopy(), seen: &seen}
+	x := &run{Reconciler: r, host: host, stored: host.DeepCopy()}
 	defer x.close(ctx)
 	if host.Status.OperationalStatus == "" {
 		host.Status.OperationalStatus = metal3api.OperationalStatusOK // a new host, until an error says otherwise
@@ -179,7 +189,7 @@ func (r *Reconciler) setFinalizer(ctx context.Context, host *metal3api.BareMetal
 	} else {
 		controllerutil.RemoveFinalizer(host, hostfleetv1alpha1.BMCDriverFinalizer)
 	}
-	return client.IgnoreNotFound(r.Client.Patch(ctx, host, client.MergeFrom(orig)))
+	return client.IgnoreNotFound(r.hosts().Patch(ctx, host, orig))
 }
 
 // delete powers a deleted host off and ejects its media (when it was
@@ -229,8 +239,6 @@ type run struct {
 	// that landed at this read.
 	read           bmc.PowerState
 	change, landed *Change
-	// seen collects the host's versions as its writes move it.
-	seen *[]string
 }
 
 func (x *run) close(ctx context.Context) {
@@ -265,12 +273,11 @@ func (x *run) record(ctx context.Context, o outcome) (ctrl.Result, error) {
 	if !maps.Equal(host.Annotations, orig.Annotations) {
 		done := orig.DeepCopy()
 		done.Annotations = maps.Clone(host.Annotations)
-		if err := x.Client.Patch(ctx, done, client.MergeFrom(orig)); err != nil {
+		if err := x.hosts().Patch(ctx, done, orig); err != nil {
 			return recordFailed(host, err)
 		}
 		host.ResourceVersion = done.ResourceVersion
 		orig.Annotations, orig.ResourceVersion = done.Annotations, done.ResourceVersion
-		x.saw()
 	}
 	if !equalStatus(orig, host) {
 		if err := x.writeStatus(ctx); err != nil {
@@ -294,22 +301,16 @@ func (x *run) record(ctx context.Context, o outcome) (ctrl.Result, error) {
 // written. The annotations the steps changed are kept for record.
 func (x *run) writeStatus(ctx context.Context) error {
 	annotations := maps.Clone(x.host.Annotations)
+	x.host.Annotations = maps.Clone(x.stored.Annotations)
 	now := metav1.Now()
 	x.host.Status.LastUpdated = &now
-	if err := x.Client.Status().Update(ctx, x.host); err != nil {
+	if err := x.hosts().UpdateStatus(ctx, x.host, x.stored); err != nil {
+		x.host.Annotations = annotations
 		return err
 	}
-	x.saw()
 	x.stored = x.host.DeepCopy()
 	x.host.Annotations = annotations
 	return nil
-}
-
-// saw notes the host's version after a write.
-func (x *run) saw() {
-	if x.seen != nil {
-		*x.seen = append(*x.seen, x.host.ResourceVersion)
-	}
 }
 
 // recordFailed ends a reconcile whose write failed: quietly on a conflict

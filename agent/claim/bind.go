@@ -39,7 +39,7 @@ func (r *Reconciler) bind(ctx context.Context, c *metal3api.HostClaim, h *metal3
 	r.markErase(h, mode)
 	// A host taken wakes no waiting claim, and this one knows: its event
 	// is an echo.
-	if err := r.echo.patchLocked(ctx, r.Managed, echoHost, h, orig); err != nil {
+	if err := r.hosts.Patch(ctx, h, orig); err != nil {
 		return fmt.Errorf("bind %s to host %s/%s: %w", klog.KObj(c), h.Namespace, h.Name, err)
 	}
 	return nil
@@ -50,12 +50,9 @@ func (r *Reconciler) bind(ctx context.Context, c *metal3api.HostClaim, h *metal3
 // other HostClaim controller takes for its own, with the host's
 // resourceVersion.
 func (r *Reconciler) migrate(ctx context.Context, c *metal3api.HostClaim, h *metal3api.BareMetalHost) error {
-	if !r.Consumer.IsLegacy(h) {
-		return nil
-	}
 	orig := h.DeepCopy()
 	h.Spec.ConsumerRef = r.Consumer.Ref(c)
-	if err := r.echo.patchLocked(ctx, r.Managed, echoHost, h, orig); err != nil {
+	if err := r.hosts.Patch(ctx, h, orig); err != nil {
 		return fmt.Errorf("rewrite the consumerRef of host %s bound to %s: %w", klog.KObj(h), klog.KObj(c), err)
 	}
 	ctrl.LoggerFrom(ctx).Info("rewrote the host's upstream consumerRef", "host", klog.KObj(h), "apiVersion", h.Spec.ConsumerRef.APIVersion)

@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -23,6 +24,8 @@ import (
 	"github.com/hostfleet/hostfleet/agent/servedtenants"
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
 	"github.com/hostfleet/hostfleet/internal/conditions"
+	"github.com/hostfleet/hostfleet/internal/fence"
+	"github.com/hostfleet/hostfleet/internal/hostwrites"
 	"github.com/hostfleet/hostfleet/internal/requeue"
 )
 
@@ -65,21 +68,18 @@ type Reconciler struct {
 	// Erase is how hosts are erased at release.
 	Erase Erase
 
-	// echo remembers the agent's own writes, whose watch events are not
-	// reconciled again (SetupWithManager makes it).
-	echo *echoes
+	// Fence remembers the agent's own writes, whose watch events are not
+	// reconciled again: the agent's one fence, shared by every writer of
+	// its hosts (SetupWithManager makes one if nil).
+	Fence *fence.Fence
+	// hosts writes hosts as the claim controller (SetupWithManager).
+	hosts hostwrites.Writer
 	// wake carries coalesced wake-ups of the waiting claims.
 	wake chan event.TypedGenericEvent[*metal3api.HostClaim]
 	// warned holds the UIDs of the claims whose Event already says that
 	// another HostClaim controller reconciles them too.
 	warned *sync.Map
 }
-
-// Kinds the echoes are remembered by.
-const (
-	echoClaim = "HostClaim"
-	echoHost  = "BareMetalHost"
-)
 
 // local reports whether the claims are local to the managed cluster.
 func (r *Reconciler) local() bool { return r.Consumer.Hub == "" }
@@ -135,7 +135,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.Claims.Get(ctx, req.NamespacedName, c); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	if r.echo.behind(echoClaim, c) {
+	if r.Fence.Behind(r.hosts.Name, fence.Claims, c) {
 		// The cache has not caught up with this agent's last write: decide
 		// from what was written, shortly.
 		return ctrl.Result{RequeueAfter: requeue.CacheLag}, nil
@@ -162,7 +162,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return r.yield(ctx, c, d)
 	}
 	for _, h := range d.Strays {
-		if _, err := r.releaseHost(ctx, c, h); err != nil {
+		if _, err := r.releaseHost(ctx, r.hosts, c, h); err != nil {
 			return requeue.OnConflict(err)
 		}
 		log.Info("unbound a stray host that named the claim", "host", klog.KObj(h))
@@ -236,55 +236,88 @@ func (r *Reconciler) wait(ctx context.Context, c *metal3api.HostClaim, d binder.
 	return ctrl.Result{RequeueAfter: r.RetryAfter}, nil
 }
 
-// keep serves a claim bound to h: its metadata (reservation, finalizer,
-// labels), the confirmation of the binding in its status, then the host's
-// spec and secrets, reboots and HardwareData, and the conditions.
+// keep serves a claim bound to h in four steps: read what the claim, the
+// host and their copies are (observe), decide what they should be
+// (planFor, pure), apply that at the safety fences in order (execute),
+// then report in one status write. A paused claim takes the same steps,
+// its plan writing nothing on the host.
 func (r *Reconciler) keep(ctx context.Context, c *metal3api.HostClaim, h *metal3api.BareMetalHost, in binder.Input, prefixes []string) (ctrl.Result, error) {
-	if err := r.syncMeta(ctx, c, h, prefixes); err != nil {
-		return requeue.OnConflict(err)
-	}
-	if err := r.migrate(ctx, c, h); err != nil {
-		return requeue.OnConflict(err)
-	}
-	if err := r.openUsage(ctx, c, h); err != nil {
-		return requeue.OnConflict(err)
-	}
-	r.warnOtherController(c, h)
-	plan, sync, err := r.planHost(ctx, c, h, binder.DetachAllowed(in, h))
+	o, err := r.observe(ctx, c, h, in, prefixes)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	hw, err := r.syncHardware(ctx, c, h)
+	p := planFor(o, r.Consumer)
+	sync, hw, err := r.execute(ctx, o, p)
 	if err != nil {
-		return ctrl.Result{}, err
+		return requeue.OnConflict(err)
 	}
-	assoc := r.boundCondition(c, h)
-	if !confirmed(c, h) {
-		// The confirmation carries every condition: with nothing to
-		// write on the host, the claim's last write.
-		pending := sync
-		if plan != nil && plan.writes {
-			pending = hoststatus.Sync{Reason: hostfleetv1alpha1.ReasonSynchronizing, Message: fmt.Sprintf(
-				"writing the claim's image, power and data secrets to host %s", klog.KObj(h))}
-		}
-		if err := r.setStatus(ctx, c, h, hw, assoc, hoststatus.Conditions(c, h, pending)); err != nil {
-			return requeue.OnConflict(err)
-		}
-		metrics.BindLatency.Observe(time.Since(c.CreationTimestamp.Time).Seconds())
-	}
-	if plan != nil {
-		if sync, err = r.applyHost(ctx, c, h, plan); err != nil {
-			return ctrl.Result{}, err
-		}
-	}
-	if err := r.forwardReboot(ctx, c, h); err != nil {
-		return ctrl.Result{}, err
-	}
-	if err := r.setStatus(ctx, c, h, hw, assoc, hoststatus.Conditions(c, h, sync)); err != nil {
+	if err := r.setStatus(ctx, c, h, hw, r.boundCondition(c, h), hoststatus.Conditions(c, h, sync)); err != nil {
 		return requeue.OnConflict(err)
 	}
 	// Hub secrets are read, not watched: look again now and then.
 	return ctrl.Result{RequeueAfter: r.Resync}, nil
+}
+
+// observe reads what a plan of a claim bound to h is made from: besides
+// what the binding decision read (in), the claim's data secrets.
+func (r *Reconciler) observe(ctx context.Context, c *metal3api.HostClaim, h *metal3api.BareMetalHost, in binder.Input, prefixes []string) (observed, error) {
+	by, paused := conditions.PausedBy(c.Annotations)
+	o := observed{claim: c, host: h, prefixes: prefixes, pausedBy: by, paused: paused, detach: binder.DetachAllowed(in, h)}
+	ns, uid := r.usageOf(c)
+	o.usageNS, o.usageClaim = ns, string(uid)
+	var err error
+	o.refs, o.secrets, o.failed, err = r.readSpec(ctx, c)
+	return o, err
+}
+
+// execute applies a claim's plan at the safety fences, in order: the
+// claim's metadata (its reservation and the agent's finalizer), the
+// host's consumerRef and usage marks, the claim's HardwareData copy, the
+// confirmation of the binding in the claim's status, and only then the
+// host's secrets and spec, and a reboot. It returns the Synchronized
+// outcome and the HardwareData the claim references, for the report.
+func (r *Reconciler) execute(ctx context.Context, o observed, p plan) (hoststatus.Sync, *metal3api.ObjectReference, error) {
+	c, h := o.claim, o.host
+	if p.meta {
+		if err := r.syncMeta(ctx, c, h, o.prefixes); err != nil {
+			return hoststatus.Sync{}, nil, err
+		}
+	}
+	if p.migrate {
+		if err := r.migrate(ctx, c, h); err != nil {
+			return hoststatus.Sync{}, nil, err
+		}
+	}
+	if p.openUsage {
+		if err := r.openUsage(ctx, c, h, o.usageNS, types.UID(o.usageClaim)); err != nil {
+			return hoststatus.Sync{}, nil, err
+		}
+	}
+	r.warnOtherController(c, h)
+	hw, err := r.syncHardware(ctx, c, h)
+	if err != nil {
+		return hoststatus.Sync{}, nil, err
+	}
+	if p.confirm {
+		// The confirmation carries every condition: with nothing to
+		// write on the host, the claim's last write.
+		if err := r.setStatus(ctx, c, h, hw, r.boundCondition(c, h), hoststatus.Conditions(c, h, p.pending)); err != nil {
+			return hoststatus.Sync{}, nil, err
+		}
+		metrics.BindLatency.Observe(time.Since(c.CreationTimestamp.Time).Seconds())
+	}
+	sync := p.sync
+	if p.spec != nil {
+		if sync, err = r.applyHost(ctx, c, h, p.spec); err != nil {
+			return hoststatus.Sync{}, nil, err
+		}
+	}
+	if p.reboot {
+		if err := r.forwardReboot(ctx, c, h); err != nil {
+			return hoststatus.Sync{}, nil, err
+		}
+	}
+	return sync, hw, nil
 }
 
 func (r *Reconciler) inputs(ctx context.Context, c *metal3api.HostClaim) (binder.Input, error) {

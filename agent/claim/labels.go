@@ -3,16 +3,15 @@ package claim
 import (
 	"context"
 	"fmt"
-	"maps"
 
 	metal3api "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
 	"k8s.io/klog/v2"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
-	"github.com/hostfleet/hostfleet/agent/binder"
 	"github.com/hostfleet/hostfleet/agent/labelsync"
 	"github.com/hostfleet/hostfleet/agent/servedtenants"
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
+	"github.com/hostfleet/hostfleet/internal/fence"
 )
 
 // tenantPrefixes are the label sync prefixes of the tenant that owns the
@@ -44,17 +43,8 @@ func (r *Reconciler) tenantPrefixes(ctx context.Context, nsLabels map[string]str
 // a host the reservation and the labels go; the finalizer stays until the
 // claim is deleted.
 func (r *Reconciler) syncMeta(ctx context.Context, c *metal3api.HostClaim, h *metal3api.BareMetalHost, prefixes []string) error {
-	var hostLabels map[string]string
-	bound, reserved, uid := "", "", ""
-	if h != nil {
-		hostLabels, bound, reserved, uid = h.Labels, labelsync.BoundHostValue(h.Name), binder.ReservationValue(h), string(h.UID)
-	}
-	labels := labelsync.Desired(c.Labels, hostLabels, prefixes, bound)
-	current, has := c.Annotations[hostfleetv1alpha1.AnnotationReservedHost]
-	currentUID, hasUID := c.Annotations[hostfleetv1alpha1.AnnotationHostUID]
-	moves := current != reserved || has != (h != nil) || currentUID != uid || hasUID != (h != nil)
-	finalizer := h != nil && !controllerutil.ContainsFinalizer(c, hostfleetv1alpha1.AgentFinalizer)
-	if maps.Equal(labels, c.Labels) && !moves && !finalizer {
+	labels, reserved, uid, changed := claimMeta(c, h, prefixes)
+	if !changed {
 		return nil
 	}
 	orig := c.DeepCopy()
@@ -70,7 +60,7 @@ func (r *Reconciler) syncMeta(ctx context.Context, c *metal3api.HostClaim, h *me
 		delete(c.Annotations, hostfleetv1alpha1.AnnotationReservedHost)
 		delete(c.Annotations, hostfleetv1alpha1.AnnotationHostUID)
 	}
-	if err := r.echo.patchLocked(ctx, r.Claims, echoClaim, c, orig); err != nil {
+	if err := r.Fence.PatchLocked(ctx, r.Claims, r.hosts.Name, fence.Claims, c, orig); err != nil {
 		return fmt.Errorf("write metadata of %s: %w", klog.KObj(c), err)
 	}
 	return nil

@@ -24,6 +24,7 @@ import (
 	"github.com/hostfleet/hostfleet/agent/hostspec"
 	"github.com/hostfleet/hostfleet/agent/metrics"
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
+	"github.com/hostfleet/hostfleet/internal/hostwrites"
 	"github.com/hostfleet/hostfleet/internal/requeue"
 	"github.com/hostfleet/hostfleet/internal/resume"
 	"github.com/hostfleet/hostfleet/internal/setup"
@@ -43,6 +44,12 @@ type Orphans struct {
 	Grace time.Duration
 	// HostRecorder records Events on the hosts, on the managed cluster.
 	HostRecorder events.EventRecorder
+}
+
+// writer writes hosts as the orphaned-host controller, its writes news to
+// the claim controller.
+func (o *Orphans) writer() hostwrites.Writer {
+	return hostwrites.Writer{Client: o.Managed, Fence: o.Fence, Owner: hostwrites.Orphans, Name: string(hostwrites.Orphans) + "/" + o.Serving()}
 }
 
 // Orphan Event reasons on hosts.
@@ -163,7 +170,7 @@ func (o *Orphans) releaseOrphan(ctx context.Context, h *metal3api.BareMetalHost,
 	ref := h.Spec.ConsumerRef
 	gone := &metal3api.HostClaim{ObjectMeta: metav1.ObjectMeta{Namespace: ref.Namespace, Name: ref.Name,
 		UID: types.UID(h.Annotations[hostfleetv1alpha1.AnnotationClaimUID])}}
-	done, err := o.releaseHost(ctx, gone, h)
+	done, err := o.releaseHost(ctx, o.writer(), gone, h)
 	if err != nil {
 		return requeue.OnConflict(err)
 	}
@@ -193,7 +200,7 @@ func (o *Orphans) setOrphanedSince(ctx context.Context, h *metal3api.BareMetalHo
 		}
 		h.Annotations[hostfleetv1alpha1.AnnotationOrphanedSince] = since
 	}
-	if err := o.Managed.Patch(ctx, h, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
+	if err := o.writer().Patch(ctx, h, orig); err != nil {
 		return fmt.Errorf("mark host %s orphaned since %q: %w", klog.KObj(h), since, err)
 	}
 	return nil

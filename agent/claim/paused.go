@@ -2,16 +2,12 @@ package claim
 
 import (
 	"context"
-	"fmt"
 
 	metal3api "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/hostfleet/hostfleet/agent/binder"
-	"github.com/hostfleet/hostfleet/agent/hostspec"
-	"github.com/hostfleet/hostfleet/agent/hoststatus"
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
 	"github.com/hostfleet/hostfleet/internal/conditions"
 	"github.com/hostfleet/hostfleet/internal/requeue"
@@ -21,7 +17,8 @@ import (
 // baremetal-operator treats a paused host: nothing is written on any host
 // (no bind, no spec, no secret copy, no reboot, no release), and a deletion
 // waits for the pause to end. The claim's own metadata (the host's labels,
-// its identity) and status keep following the host it holds.
+// its identity) and status keep following the host it holds: the plan of
+// a bound claim (keep), with its host writes off.
 func (r *Reconciler) paused(ctx context.Context, c *metal3api.HostClaim, by string) (ctrl.Result, error) {
 	in, err := r.inputs(ctx, c)
 	if err != nil {
@@ -37,22 +34,7 @@ func (r *Reconciler) paused(ctx context.Context, c *metal3api.HostClaim, by stri
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	if err := r.syncMeta(ctx, c, h, prefixes); err != nil {
-		return requeue.OnConflict(err)
-	}
-	sync, err := r.pausedSync(ctx, c, h, by, binder.DetachAllowed(in, h))
-	if err != nil {
-		return ctrl.Result{}, err
-	}
-	hw, err := r.syncHardware(ctx, c, h)
-	if err != nil {
-		return ctrl.Result{}, err
-	}
-	assoc := r.boundCondition(c, h)
-	if err := r.setStatus(ctx, c, h, hw, assoc, hoststatus.Conditions(c, h, sync)); err != nil {
-		return requeue.OnConflict(err)
-	}
-	return ctrl.Result{RequeueAfter: r.Resync}, nil
+	return r.keep(ctx, c, h, in, prefixes)
 }
 
 // heldHost is the host the claim holds (its reserved one, when it names
@@ -67,19 +49,4 @@ func heldHost(in binder.Input) *metal3api.BareMetalHost {
 		}
 	}
 	return nil
-}
-
-// pausedSync is the Synchronized outcome of a paused claim bound to h: a
-// claim the host already follows is synchronized; one that changed since
-// (or whose secrets cannot be copied) says what waits for the pause to end.
-func (r *Reconciler) pausedSync(ctx context.Context, c *metal3api.HostClaim, h *metal3api.BareMetalHost, by string, allowDetach bool) (hoststatus.Sync, error) {
-	plan, sync, err := r.planHost(ctx, c, h, allowDetach)
-	if err != nil || plan == nil {
-		return sync, err
-	}
-	if hostspec.UpToDate(h, hostspec.Bound(c, h, plan.refs, allowDetach)) {
-		return sync, nil
-	}
-	return hoststatus.Sync{Reason: hostfleetv1alpha1.ReasonPaused, Message: fmt.Sprintf(
-		"%s: the claim's changes reach host %s once the annotation is removed", conditions.PausedMessage(by), klog.KObj(h))}, nil
 }

@@ -19,20 +19,14 @@ import (
 // claim records the one carried out (hostfleet.io/reboot-handled), so that
 // the work agent re-applying the request does not reboot the host again.
 func (r *Reconciler) forwardReboot(ctx context.Context, c *metal3api.HostClaim, h *metal3api.BareMetalHost) error {
-	v, ok := hostspec.OneShotReboot(c)
-	if !ok {
-		return nil
-	}
+	v, _ := hostspec.OneShotReboot(c)
 	request := c.Annotations[hostfleetv1alpha1.AnnotationRebootRequest]
-	if request != "" && c.Annotations[hostfleetv1alpha1.AnnotationRebootHandled] == request {
-		return nil
-	}
 	orig := h.DeepCopy()
 	if h.Annotations == nil {
 		h.Annotations = map[string]string{}
 	}
 	h.Annotations[metal3api.RebootAnnotationPrefix] = v
-	if err := r.Managed.Patch(ctx, h, client.MergeFrom(orig)); err != nil {
+	if err := r.hosts.Patch(ctx, h, orig); err != nil {
 		return fmt.Errorf("reboot host %s: %w", klog.KObj(h), err)
 	}
 	origClaim := c.DeepCopy()

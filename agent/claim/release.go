@@ -19,6 +19,8 @@ import (
 	"github.com/hostfleet/hostfleet/agent/hoststatus"
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
 	"github.com/hostfleet/hostfleet/internal/claimstatus"
+	"github.com/hostfleet/hostfleet/internal/fence"
+	"github.com/hostfleet/hostfleet/internal/hostwrites"
 	"github.com/hostfleet/hostfleet/internal/requeue"
 )
 
@@ -68,7 +70,7 @@ func (r *Reconciler) yield(ctx context.Context, c *metal3api.HostClaim, d binder
 	orig := c.DeepCopy()
 	controllerutil.RemoveFinalizer(c, hostfleetv1alpha1.AgentFinalizer)
 	delete(c.Annotations, hostfleetv1alpha1.AnnotationReservedHost)
-	if err := r.echo.patchLocked(ctx, r.Claims, echoClaim, c, orig); client.IgnoreNotFound(err) != nil {
+	if err := r.Fence.PatchLocked(ctx, r.Claims, r.hosts.Name, fence.Claims, c, orig); client.IgnoreNotFound(err) != nil {
 		return requeue.OnConflict(fmt.Errorf("leave %s to its other controller: %w", klog.KObj(c), err))
 	}
 	ctrl.LoggerFrom(ctx).Info("left the claim to another HostClaim controller", "why", d.Message)
@@ -119,7 +121,7 @@ func (r *Reconciler) releaseHeld(ctx context.Context, c *metal3api.HostClaim) (c
 		return ctrl.Result{}, false, err
 	}
 	for _, h := range held {
-		done, err := r.releaseHost(ctx, c, h)
+		done, err := r.releaseHost(ctx, r.hosts, c, h)
 		if err != nil {
 			res, err := requeue.OnConflict(err)
 			return res, false, err
@@ -178,12 +180,12 @@ func (r *Reconciler) held(ctx context.Context, c *metal3api.HostClaim) ([]*metal
 }
 
 // releaseHost powers a host held by the claim off and removes the image
-// (baremetal-operator deprovisions). Once the host has settled it clears the
-// consumerRef and reports done, in the write that ends the host's usage
-// interval.
-func (r *Reconciler) releaseHost(ctx context.Context, c *metal3api.HostClaim, h *metal3api.BareMetalHost) (bool, error) {
-	if err := r.Managed.Apply(ctx, client.ApplyConfigurationFromUnstructured(hostspec.Released(h)),
-		client.FieldOwner(hostfleetv1alpha1.FieldManagerAgent), client.ForceOwnership); err != nil {
+// (baremetal-operator deprovisions): the claim controller's spec, applied
+// as it. Once the host has settled, w (the claim controller, or the
+// orphaned-host controller) clears the consumerRef and reports done, in the
+// write that ends the host's usage interval.
+func (r *Reconciler) releaseHost(ctx context.Context, w hostwrites.Writer, c *metal3api.HostClaim, h *metal3api.BareMetalHost) (bool, error) {
+	if err := r.hosts.Apply(ctx, hostspec.Released(h)); err != nil {
 		return false, fmt.Errorf("deprovision host %s of %s/%s: %w", klog.KObj(h), c.Namespace, c.Name, err)
 	}
 	if !hostspec.Settled(h) {
@@ -195,7 +197,7 @@ func (r *Reconciler) releaseHost(ctx context.Context, c *metal3api.HostClaim, h 
 	delete(h.Annotations, hostfleetv1alpha1.AnnotationHub)
 	delete(h.Annotations, hostfleetv1alpha1.AnnotationClaimUID)
 	delete(h.Annotations, hostfleetv1alpha1.AnnotationOrphanedSince)
-	if err := r.Managed.Patch(ctx, h, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
+	if err := w.Patch(ctx, h, orig); err != nil {
 		return false, fmt.Errorf("release host %s of %s/%s: %w", klog.KObj(h), c.Namespace, c.Name, err)
 	}
 	ctrl.LoggerFrom(ctx).Info("released", "host", klog.KObj(h), "claim", klog.KObj(c))

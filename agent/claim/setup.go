@@ -18,6 +18,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/hostfleet/hostfleet/agent/binder"
+	"github.com/hostfleet/hostfleet/internal/fence"
+	"github.com/hostfleet/hostfleet/internal/hostwrites"
 	"github.com/hostfleet/hostfleet/internal/resume"
 	"github.com/hostfleet/hostfleet/internal/setup"
 )
@@ -63,9 +65,10 @@ func consumerKey(namespace, name string) string {
 // policies from the managed cluster's cache. IndexHosts must have been called.
 func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, o setup.Options) error {
 	managed := o.Managed
-	if r.echo == nil {
-		r.echo = &echoes{}
+	if r.Fence == nil {
+		r.Fence = &fence.Fence{}
 	}
+	r.hosts = hostwrites.Writer{Client: r.Managed, Fence: r.Fence, Owner: hostwrites.Claims, Name: string(hostwrites.Claims) + "/" + r.Serving()}
 	r.wake = make(chan event.TypedGenericEvent[*metal3api.HostClaim], 1)
 	r.warned = &sync.Map{}
 	claimIndexer := mgr.GetFieldIndexer()
@@ -82,13 +85,13 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, o s
 	if r.local() {
 		served := predicate.NewTypedPredicateFuncs(func(c *metal3api.HostClaim) bool { return r.serves(c) })
 		b = b.Named("local-hostclaim").WatchesRawSource(source.Kind(managed.GetCache(), &metal3api.HostClaim{},
-			&handler.TypedEnqueueRequestForObject[*metal3api.HostClaim]{}, served, echoFilter[*metal3api.HostClaim](r.echo, echoClaim)))
+			&handler.TypedEnqueueRequestForObject[*metal3api.HostClaim]{}, served, fence.EchoFilter[*metal3api.HostClaim](r.Fence, r.hosts.Name, fence.Claims)))
 	} else {
-		b = b.Named("hostclaim").For(&metal3api.HostClaim{}, builder.WithPredicates(echoFilter[client.Object](r.echo, echoClaim)))
+		b = b.Named("hostclaim").For(&metal3api.HostClaim{}, builder.WithPredicates(fence.EchoFilter[client.Object](r.Fence, r.hosts.Name, fence.Claims)))
 	}
 	return b.
 		WatchesRawSource(source.Kind(managed.GetCache(), &metal3api.BareMetalHost{},
-			handler.TypedEnqueueRequestsFromMapFunc(r.claimsForHost), echoFilter[*metal3api.BareMetalHost](r.echo, echoHost))).
+			handler.TypedEnqueueRequestsFromMapFunc(r.claimsForHost), fence.EchoFilter[*metal3api.BareMetalHost](r.Fence, r.hosts.Name, fence.Hosts))).
 		WatchesRawSource(source.Kind(managed.GetCache(), &metal3api.HardwareData{},
 			handler.TypedEnqueueRequestsFromMapFunc(r.claimsForHardware))).
 		WatchesRawSource(source.Kind(managed.GetCache(), &metal3api.HostDeployPolicy{},
@@ -173,5 +176,19 @@ func indexWaiting(ctx context.Context, indexer client.FieldIndexer) error {
 			return []string{ref.Namespace + "/" + ref.Name}
 		}
 		return nil
+	})
+}
+
+// HostWritesSeen reports whether the cache shows every host write the
+// agent's writers made through its fence (bindings and releases among
+// them).
+func (r *Reconciler) HostWritesSeen(ctx context.Context) bool {
+	return !r.Fence.Unseen(r.hosts.Name, fence.Hosts, func(key types.NamespacedName) (string, bool) {
+		// The cached host (a metadata-only read would start a second watch).
+		h := &metal3api.BareMetalHost{}
+		if err := r.Managed.Get(ctx, key, h); err != nil {
+			return "", false
+		}
+		return h.ResourceVersion, true
 	})
 }

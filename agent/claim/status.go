@@ -16,6 +16,7 @@ import (
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
 	"github.com/hostfleet/hostfleet/internal/claimstatus"
 	"github.com/hostfleet/hostfleet/internal/conditions"
+	"github.com/hostfleet/hostfleet/internal/fence"
 )
 
 func associatedCondition(c *metal3api.HostClaim, status metav1.ConditionStatus, reason, msg string) metav1.Condition {
@@ -61,7 +62,7 @@ func (r *Reconciler) setStatus(ctx context.Context, c *metal3api.HostClaim, h *m
 	c.Status.LastUpdated = &now
 	// With the claim's resourceVersion: the status holds the reservation,
 	// and a write from a stale view must fail rather than move it.
-	if err := r.echo.write(echoClaim, c, func() error {
+	if err := r.Fence.Write(r.hosts.Name, fence.Claims, c, func() error {
 		return r.Claims.Status().Patch(ctx, c, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}))
 	}); err != nil {
 		return fmt.Errorf("write status of %s: %w", klog.KObj(c), err)

@@ -39,15 +39,12 @@ func (r *Reconciler) servedPrefixes(ctx context.Context) ([]string, error) {
 
 // openUsage starts the usage interval of a host this agent holds for c
 // without a whole one (bound by an agent that kept none, or kept no claim
-// UID): from now, or from the start already there.
-func (r *Reconciler) openUsage(ctx context.Context, c *metal3api.HostClaim, h *metal3api.BareMetalHost) error {
-	ns, claim := r.usageOf(c)
-	if ns == "" || claim == "" || usage.Opened(h) || !r.Consumer.Bound(h) {
-		return nil
-	}
+// UID), counted for the hub claim ns/claim: from now, or from the start
+// already there.
+func (r *Reconciler) openUsage(ctx context.Context, c *metal3api.HostClaim, h *metal3api.BareMetalHost, ns string, claim types.UID) error {
 	orig := h.DeepCopy()
 	usage.Open(h, ns, claim, time.Now())
-	if err := r.echo.patchLocked(ctx, r.Managed, echoHost, h, orig); err != nil {
+	if err := r.hosts.Patch(ctx, h, orig); err != nil {
 		return fmt.Errorf("start the usage interval of host %s: %w", klog.KObj(h), err)
 	}
 	return nil

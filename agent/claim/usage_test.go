@@ -16,6 +16,7 @@ import (
 	"github.com/hostfleet/hostfleet/hub/api/usage"
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
 	"github.com/hostfleet/hostfleet/hub/ledger"
+	"github.com/hostfleet/hostfleet/internal/hostwrites"
 	"github.com/hostfleet/hostfleet/internal/setup"
 )
 
@@ -124,6 +125,12 @@ func TestUsage(t *testing.T) {
 	g.Eventually(func(g Gomega) { g.Expect(counted(g)).To(Equal(firstSeconds)) }).WithTimeout(20*time.Second).Should(Succeed(),
 		"the hub counts End − Start, once")
 	settledAndDropped()
+	var managers []string
+	for _, m := range h.ManagedFields {
+		managers = append(managers, m.Manager)
+	}
+	g.Expect(managers).To(ContainElements(string(hostwrites.Claims), string(hostwrites.Usage)),
+		"the host's managedFields say who wrote it: the claim controller bound and released it, the usage reporter dropped the settled interval")
 
 	t.Log("the hub's copy of the report deleted (a hub restored from before it): written again")
 	g.Expect(hub.Delete(ctx, &hostfleetv1alpha1.HostUsage{ObjectMeta: metav1.ObjectMeta{Namespace: "infra-1", Name: "infra-1"}})).To(Succeed())

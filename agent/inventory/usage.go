@@ -17,6 +17,8 @@ import (
 	"github.com/hostfleet/hostfleet/agent/servedtenants"
 	"github.com/hostfleet/hostfleet/hub/api/usage"
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
+	"github.com/hostfleet/hostfleet/internal/fence"
+	"github.com/hostfleet/hostfleet/internal/hostwrites"
 )
 
 // UsageWriter reports the cluster's host use to the hub: its HostUsage, in
@@ -31,7 +33,9 @@ type UsageWriter struct {
 	// Hub reads the HostUsage (cached), the ClusterTenancy and writes.
 	Hub client.Client
 	// Managed reads hosts (cached) and drops settled intervals from them.
-	Managed     client.Client
+	Managed client.Client
+	// Fence is the agent's write fence.
+	Fence       *fence.Fence
 	ClusterName string
 	Interval    time.Duration
 }
@@ -108,7 +112,7 @@ func (w *UsageWriter) dropSettled(ctx context.Context, cur *hostfleetv1alpha1.Ho
 		if err != nil || !changed {
 			continue // a record that does not parse is Report's to say
 		}
-		if err := w.Managed.Patch(ctx, h, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
+		if err := (hostwrites.Writer{Client: w.Managed, Fence: w.Fence, Owner: hostwrites.Usage}).Patch(ctx, h, orig); err != nil {
 			errs = append(errs, fmt.Errorf("drop the settled intervals of host %s: %w", klog.KObj(h), err))
 			continue
 		}

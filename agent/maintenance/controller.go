@@ -2,7 +2,6 @@ package maintenance
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"maps"
 	"strings"
@@ -21,6 +20,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
+	"github.com/hostfleet/hostfleet/internal/fence"
+	"github.com/hostfleet/hostfleet/internal/hostwrites"
 	"github.com/hostfleet/hostfleet/internal/resume"
 	"github.com/hostfleet/hostfleet/internal/setup"
 )
@@ -34,7 +35,9 @@ type Reconciler struct {
 	Hub client.Client
 	// Managed reads the hosts (cached) and the local claims that hold
 	// some, and marks the hosts.
-	Managed     client.Client
+	Managed client.Client
+	// Fence is the agent's write fence.
+	Fence       *fence.Fence
 	ClusterName string
 	// LocalClaims: the agent serves claims local to the cluster (those
 	// forwarded from the hub among them), cached: a host one holds is
@@ -133,22 +136,30 @@ func (r *Reconciler) Reconcile(ctx context.Context, _ ctrl.Request) (ctrl.Result
 	return ctrl.Result{}, nil
 }
 
-// mark writes each host's hostfleet.io/maintenance (a merge patch of that
-// annotation alone).
+// mark writes each host's hostfleet.io/maintenance, as the maintenance
+// controller, with the host's resourceVersion (a host changed meanwhile is
+// marked at the next reconcile, from fresher data).
 func (r *Reconciler) mark(ctx context.Context, marks map[string]string) error {
+	w := hostwrites.Writer{Client: r.Managed, Fence: r.Fence, Owner: hostwrites.Maintenance}
 	for k, v := range marks {
 		ns, name, _ := strings.Cut(k, "/")
-		var val any = v
-		if v == "" {
-			val = nil
-		}
-		patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]any{hostfleetv1alpha1.AnnotationMaintenance: val}}})
-		if err != nil {
-			return err
-		}
 		h := &metal3api.BareMetalHost{}
-		h.Namespace, h.Name = ns, name
-		if err := r.Managed.Patch(ctx, h, client.RawPatch(types.MergePatchType, patch)); client.IgnoreNotFound(err) != nil {
+		if err := r.Managed.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, h); err != nil {
+			if client.IgnoreNotFound(err) != nil {
+				return fmt.Errorf("read BareMetalHost %s to mark it for maintenance: %w", k, err)
+			}
+			continue
+		}
+		orig := h.DeepCopy()
+		if v == "" {
+			delete(h.Annotations, hostfleetv1alpha1.AnnotationMaintenance)
+		} else {
+			if h.Annotations == nil {
+				h.Annotations = map[string]string{}
+			}
+			h.Annotations[hostfleetv1alpha1.AnnotationMaintenance] = v
+		}
+		if err := w.Patch(ctx, h, orig); client.IgnoreNotFound(err) != nil {
 			return fmt.Errorf("mark BareMetalHost %s for maintenance %q: %w", k, v, err)
 		}
 		ctrl.LoggerFrom(ctx).Info("maintenance mark", "host", k, "maintenance", v)
