@@ -283,10 +283,11 @@ func (r *run) features(ctx context.Context) error {
 	return nil
 }
 
-// plugin shows `kubectl hostfleet`: the claims, and why one is what it is.
+// plugin shows `kubectl hostfleet`: the claims, why one is what it is,
+// and the host use the hub counted (the claims released so far).
 func (r *run) plugin(ctx context.Context) error {
 	kc := "--kubeconfig=" + r.f.Plane("hub").Kubeconfig
-	for _, args := range [][]string{{"claims", "-n", "tenant-acme"}, {"why", "web-1", "-n", "tenant-acme", "--events", "3"}} {
+	for _, args := range [][]string{{"claims", "-n", "tenant-acme"}, {"why", "web-1", "-n", "tenant-acme", "--events", "3"}, {"usage"}} {
 		r.say("$ kubectl hostfleet %s", strings.Join(args, " "))
 		if err := kubectl.Main(ctx, append(args, kc), r.o.Out); err != nil {
 			return fmt.Errorf("kubectl hostfleet %s: %w", args[0], err)
