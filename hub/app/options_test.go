@@ -1,6 +1,8 @@
 package app_test
 
 import (
+	"time"
+
 	"testing"
 
 	. "github.com/onsi/gomega"
@@ -34,4 +36,9 @@ func TestOptions(t *testing.T) {
 	g.Expect(parse("--kube-api-qps", "0").Validate()).To(ContainElement(MatchError(ContainSubstring("--kube-api-qps 0 and --kube-api-burst 600 must be positive"))))
 	g.Expect(parse("--kube-api-burst", "0").Validate()).To(ContainElement(MatchError(ContainSubstring("must be positive"))))
 	g.Expect(parse("--scheduler-workers", "0").Validate()).To(ContainElement(MatchError("--scheduler-workers 0 must be at least 1")))
+
+	g.Expect(o.UsageSkew).To(Equal(time.Minute))
+	g.Expect(o.UsageMemory).To(Equal(7 * 24 * time.Hour))
+	g.Expect(parse("--usage-clock-skew", "-1s").Validate()).To(ContainElement(MatchError(ContainSubstring("--usage-clock-skew -1s must not be negative"))))
+	g.Expect(parse("--usage-memory", "30m").Validate()).To(ContainElement(MatchError(ContainSubstring("--usage-memory 30m0s at least 1h"))))
 }
