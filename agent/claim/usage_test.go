@@ -6,6 +6,7 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -16,6 +17,7 @@ import (
 	"github.com/hostfleet/hostfleet/hub/api/usage"
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
 	"github.com/hostfleet/hostfleet/hub/ledger"
+	hubmetrics "github.com/hostfleet/hostfleet/hub/metrics"
 	"github.com/hostfleet/hostfleet/internal/hostwrites"
 	"github.com/hostfleet/hostfleet/internal/setup"
 )
@@ -129,8 +131,8 @@ func TestUsage(t *testing.T) {
 	for _, m := range h.ManagedFields {
 		managers = append(managers, m.Manager)
 	}
-	g.Expect(managers).To(ContainElements(string(hostwrites.Claims), string(hostwrites.Usage)),
-		"the host's managedFields say who wrote it: the claim controller bound and released it, the usage reporter dropped the settled interval")
+	g.Expect(managers).To(ContainElement(string(hostwrites.Claims)),
+		"the host's managedFields say who wrote it: the claim controller bound and released it (the usage reporter, which removed the settled interval, owns nothing left)")
 
 	t.Log("the hub's copy of the report deleted (a hub restored from before it): written again")
 	g.Expect(hub.Delete(ctx, &hostfleetv1alpha1.HostUsage{ObjectMeta: metav1.ObjectMeta{Namespace: "infra-1", Name: "infra-1"}})).To(Succeed())
@@ -146,4 +148,9 @@ func TestUsage(t *testing.T) {
 	t.Log("the host scrapped after its release: the ledger keeps what it counted")
 	g.Expect(infra.Delete(ctx, h)).To(Succeed())
 	g.Consistently(func(g Gomega) { g.Expect(counted(g)).To(Equal(total)) }).WithTimeout(3 * time.Second).Should(Succeed())
+	for _, reason := range []string{hostfleetv1alpha1.ReasonUsageUnknownClaim, hostfleetv1alpha1.ReasonUsageOutsidePlacement,
+		hostfleetv1alpha1.ReasonUsageWrongNamespace, hostfleetv1alpha1.ReasonUsageInvalid} {
+		g.Expect(testutil.ToFloat64(hubmetrics.UsageRefused.WithLabelValues("infra-1", reason))).To(BeZero(),
+			"%s: nothing of an honest cluster is refused, a release reported after the hub saw its claim go included", reason)
+	}
 }

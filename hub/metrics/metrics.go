@@ -13,6 +13,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	metal3api "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
@@ -79,6 +80,14 @@ type Collector struct {
 	Now func() time.Time
 
 	claims, oldest, hosts, agent, inventory, forwarded, usage *prometheus.Desc
+
+	// shown is the usage counter's last value of each series: an open
+	// host is shown up to now, and its interval, by the agent's clock,
+	// may close a few seconds before the scrape that showed it; a counter
+	// never goes down, so a series shows the most it has shown until the
+	// ledger passes it.
+	mu    sync.Mutex
+	shown map[usage.Total]float64
 }
 
 // NewCollector returns a Collector over the hub's cache.
@@ -131,8 +140,17 @@ func (c *Collector) collectUsage(ctx context.Context, ch chan<- prometheus.Metri
 	if c.Reader.List(ctx, &records) != nil || c.Reader.List(ctx, &tenants) != nil {
 		return
 	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.shown == nil {
+		c.shown = map[usage.Total]float64{}
+	}
 	for _, t := range usage.Totals(records.Items, tenants.Items, now, time.Time{}) {
-		ch <- prometheus.MustNewConstMetric(c.usage, prometheus.CounterValue, float64(t.Seconds), t.Tenant, t.Class, t.Cluster)
+		v := float64(t.Seconds)
+		t.Seconds = 0
+		v = max(v, c.shown[t])
+		c.shown[t] = v
+		ch <- prometheus.MustNewConstMetric(c.usage, prometheus.CounterValue, v, t.Tenant, t.Class, t.Cluster)
 	}
 }
 

@@ -2,6 +2,7 @@ package metrics_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -128,6 +129,31 @@ hostfleet_usage_host_seconds_total{class="",cluster="c1",tenant="a"} 180
 hostfleet_usage_host_seconds_total{class="gpu",cluster="c1",tenant="a"} 100
 `), "hostfleet_usage_host_seconds_total")
 	}).WithTimeout(10 * time.Second).Should(Succeed())
+
+	t.Log("the open host closes 30 s before that scrape, by the agent's clock: the counter stays at what it showed until the ledger passes it")
+	rec.Status.Open = nil
+	rec.Status.Counted = append(rec.Status.Counted, hostfleetv1alpha1.UsageEntry{Period: "2026-11-27", Namespace: "tenant-a", Seconds: 30})
+	g.Expect(hub.Status().Update(ctx, rec)).To(Succeed())
+	usageSeries := func(all, gpu int) string {
+		return fmt.Sprintf(`
+# HELP hostfleet_usage_host_seconds_total Seconds the hosts of a cluster were bound to a tenant's claims, as the hub counted them in the cluster's UsageLedger; class is a host class of the tenant, or empty for all its hosts.
+# TYPE hostfleet_usage_host_seconds_total counter
+hostfleet_usage_host_seconds_total{class="",cluster="c1",tenant="a"} %d
+hostfleet_usage_host_seconds_total{class="gpu",cluster="c1",tenant="a"} %d
+`, all, gpu)
+	}
+	g.Eventually(func(g Gomega) {
+		var l hostfleetv1alpha1.UsageLedger
+		g.Expect(hub.Get(ctx, client.ObjectKeyFromObject(rec), &l)).To(Succeed())
+		g.Expect(l.Status.Open).To(BeEmpty())
+	}).WithTimeout(10 * time.Second).Should(Succeed())
+	g.Expect(testutil.CollectAndCompare(col, strings.NewReader(usageSeries(180, 100)), "hostfleet_usage_host_seconds_total")).To(Succeed(),
+		"150 s counted, 180 s shown before: 180")
+	rec.Status.Counted = append(rec.Status.Counted, hostfleetv1alpha1.UsageEntry{Period: "2026-11-27", Namespace: "tenant-a", Seconds: 60})
+	g.Expect(hub.Status().Update(ctx, rec)).To(Succeed())
+	g.Eventually(func() error {
+		return testutil.CollectAndCompare(col, strings.NewReader(usageSeries(210, 100)), "hostfleet_usage_host_seconds_total")
+	}).WithTimeout(10*time.Second).Should(Succeed(), "the ledger passes it: 210 s")
 }
 
 func registry(c prometheus.Collector) *prometheus.Registry {

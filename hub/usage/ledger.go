@@ -231,17 +231,21 @@ func count(l *hostfleetv1alpha1.UsageLedgerStatus, claims map[types.UID]*hostfle
 }
 
 // openHosts are the report's open hosts the hub takes: of a claim placed on
-// the cluster now, for its namespace, bound no earlier than the claim's
-// placement (within Skew); one per claim (a claim holds one host). The
-// others are refused. The time of one is counted up to now (Totals) from
-// its start or the end of what was counted for its claim, whichever is
-// later.
+// the cluster now, or gone but remembered (a report written before its
+// host's release: its time is counted up to the claim's end), for its
+// namespace, bound no earlier than the claim's placement (within Skew);
+// one per claim (a claim holds one host). The others are refused. The time
+// of one is counted (Totals) from its start or the end of what was counted
+// for its claim, whichever is later, up to now or the claim's end.
 func openHosts(in Input, claims map[types.UID]*hostfleetv1alpha1.LedgerClaim, placed map[types.UID]Placement) (out []hostfleetv1alpha1.OpenUsage, refused []Refusal) {
 	seen := map[types.UID]bool{}
 	open := slices.Clone(in.Report.Open)
 	slices.SortStableFunc(open, func(a, b hostfleetv1alpha1.OpenUsage) int { return a.Since.Compare(b.Since.Time) })
 	for _, o := range open {
 		p, live := placed[o.Claim]
+		if c := claims[o.Claim]; !live && c != nil && c.To != nil && !o.Since.After(c.To.Time) {
+			p, live = Placement{UID: c.UID, Namespace: c.Namespace, From: c.From.Time}, true
+		}
 		reason, why := "", ""
 		switch {
 		case o.Claim == "":

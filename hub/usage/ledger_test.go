@@ -279,3 +279,38 @@ func TestIngestVanished(t *testing.T) {
 	res = usage.Ingest(rebound)
 	g.Expect(usage.Totals(ledgers(res.Ledger), tenants, t0.Add(3*time.Hour), time.Time{})).To(ConsistOf(usage.Total{Tenant: "a", Cluster: "c1", Seconds: 3 * 3600}))
 }
+
+// TestIngestReleaseReportedLate: the hub learns a claim has let go of its
+// host (no finalizer of the agent left) before the cluster's report says
+// the host was released: the open host of that claim is neither refused
+// nor counted as vanished, Totals shows it up to the claim's end, and the
+// interval that closes it counts End − Start.
+func TestIngestReleaseReportedLate(t *testing.T) {
+	g := NewWithT(t)
+	open := hostfleetv1alpha1.OpenUsage{Host: "hosts/h0", Claim: "a1", Namespace: "tenant-a", Since: metav1.NewTime(t0)}
+	in := usage.Input{Now: t0.Add(time.Hour), Skew: time.Minute, Memory: 24 * time.Hour, MaxGone: 100,
+		Placed: []usage.Placement{{UID: "a1", Namespace: "tenant-a", From: t0}},
+		Ledger: hostfleetv1alpha1.UsageLedgerStatus{LegacyImported: true},
+		Report: hostfleetv1alpha1.HostUsageStatus{Open: []hostfleetv1alpha1.OpenUsage{open}}}
+	res := usage.Ingest(in)
+	g.Expect(res.Ledger.Open).To(HaveLen(1))
+
+	ended := in
+	ended.Now, ended.Ledger, ended.Ended = t0.Add(2*time.Hour), res.Ledger, map[types.UID]bool{"a1": true}
+	res = usage.Ingest(ended)
+	g.Expect(res.Refused).To(BeEmpty(), "the report was written before the release")
+	g.Expect(res.Counted).To(BeZero(), "not vanished: its interval comes")
+	g.Expect(res.Ledger.Open).To(HaveLen(1))
+	ledgers := []hostfleetv1alpha1.UsageLedger{{Spec: hostfleetv1alpha1.UsageLedgerSpec{ClusterName: "c1"}, Status: res.Ledger}}
+	tenants := []hostfleetv1alpha1.Tenant{{ObjectMeta: metav1.ObjectMeta{Name: "a"}, Status: hostfleetv1alpha1.TenantStatus{Namespaces: []string{"tenant-a"}}}}
+	g.Expect(usage.Totals(ledgers, tenants, t0.Add(5*time.Hour), time.Time{})).To(ConsistOf(usage.Total{Tenant: "a", Cluster: "c1", Seconds: 7200}),
+		"shown up to the claim's end, not now")
+
+	closed := ended
+	closed.Now, closed.Ledger, closed.Placed, closed.Ended = t0.Add(2*time.Hour+time.Minute), res.Ledger, nil, nil
+	closed.Report = hostfleetv1alpha1.HostUsageStatus{Intervals: []hostfleetv1alpha1.UsageInterval{iv("a1", "tenant-a", "hosts/h0", 0, 2*time.Hour-5*time.Second)}}
+	res = usage.Ingest(closed)
+	g.Expect(res.Refused).To(BeEmpty())
+	g.Expect(res.Counted).To(BeNumerically("==", 7195), "End − Start, by the agent's clock")
+	g.Expect(res.Ledger.Open).To(BeEmpty())
+}

@@ -70,18 +70,27 @@ func Totals(ledgers []hostfleetv1alpha1.UsageLedger, tenants []hostfleetv1alpha1
 				add(l.Spec.ClusterName, e.Namespace, e.Labels, e.Seconds)
 			}
 		}
-		counted := map[types.UID]time.Time{}
+		counted, ended := map[types.UID]time.Time{}, map[types.UID]time.Time{}
 		for _, c := range l.Status.Claims {
 			if n := len(c.Counted); n > 0 {
 				counted[c.UID] = c.Counted[n-1].End.Time
+			}
+			if c.To != nil {
+				ended[c.UID] = c.To.Time
 			}
 		}
 		for _, o := range l.Status.Open {
 			// From its start, or the end of what was counted for its
 			// claim (a vanished host's time, counted up to when the hub
-			// learned of it), or since, whichever is latest.
-			start := latest(latest(o.Since.Time, counted[o.Claim]), since)
-			add(l.Spec.ClusterName, o.Namespace, o.Labels, int64(now.Sub(start)/time.Second))
+			// learned of it), or since, whichever is latest; up to now,
+			// or the claim's end (its release not reported yet).
+			start, end := latest(latest(o.Since.Time, counted[o.Claim]), since), now
+			if to, ok := ended[o.Claim]; ok && to.Before(end) {
+				end = to
+			}
+			if end.After(start) {
+				add(l.Spec.ClusterName, o.Namespace, o.Labels, int64(end.Sub(start)/time.Second))
+			}
 		}
 	}
 	out := make([]Total, 0, len(sums))
