@@ -51,9 +51,12 @@ func restore(t *testing.T, plane string) *chaos.RestoreReport {
 	g.Expect(rep.Handovers).To(BeEmpty(), "no host passes from one claim to another")
 	g.Expect(rep.Touched).To(BeEmpty(), "the claims older than the snapshot keep their hosts, untouched")
 	// A claim the restore brought back says Ready on its old host until its
-	// agent has listed the claims again (its watch broke with the restore,
-	// and client-go backs off while the API server is down): 4–18 s here.
-	g.Expect(rep.Truthful).To(BeNumerically("<", 45*time.Second), "no claim says Ready on another claim's host for long")
+	// agent has listed the claims again: its watch broke with the restore,
+	// and is tried again every 4 s at most once the restored API server
+	// answers (2–16 s here; the restore itself takes 2 s, and 35 s on a
+	// machine loaded past its cores).
+	g.Expect(rep.Truthful-rep.Restore).To(BeNumerically("<", 45*time.Second),
+		"no claim says Ready on another claim's host for long once the restored API server answers")
 	g.Expect(rep.UsageBefore).To(BeNumerically(">", rep.UsageSnapshot), "the claim released after the snapshot was counted")
 	return rep
 }
