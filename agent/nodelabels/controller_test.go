@@ -242,10 +242,10 @@ func TestLabelsReachTheNode(t *testing.T) {
 			Spec: corev1.NodeSpec{ProviderID: "metal3://" + tenantNS + "/c1/m3m-1"}})
 	for i, h := range s.hosts {
 		c := &metal3api.HostClaim{ObjectMeta: metav1.ObjectMeta{Namespace: tenantNS, Name: fmt.Sprintf("c%d", i),
-			Labels: map[string]string{hostfleetv1alpha1.LabelCluster: "infra-1"}},
+			Labels: map[string]string{hostfleetv1alpha1.LabelCluster: "infra-1"}, Annotations: planes.PlacedBy()},
 			Spec: metal3api.HostClaimSpec{HostSelector: metal3api.HostSelector{MatchLabels: map[string]string{"host": h}}}}
 		if i == 0 {
-			c.Annotations = map[string]string{hostfleetv1alpha1.AnnotationNode: "n0"}
+			c.Annotations[hostfleetv1alpha1.AnnotationNode] = "n0"
 		}
 		mustCreate(g, hub, c)
 		s.claims = append(s.claims, c)
@@ -376,7 +376,8 @@ func TestLabelsReachTheNode(t *testing.T) {
 	g.Expect(agent.Status().Patch(ctx, mine, client.MergeFrom(c0))).To(Succeed(), "NodeLabelsSynced is its to write")
 
 	t.Log("a claim without a host has no NodeLabelsSynced: a stale one is removed")
-	waiting := &metal3api.HostClaim{ObjectMeta: metav1.ObjectMeta{Namespace: tenantNS, Name: "waiting", Labels: map[string]string{hostfleetv1alpha1.LabelCluster: "infra-1"}},
+	waiting := &metal3api.HostClaim{ObjectMeta: metav1.ObjectMeta{Namespace: tenantNS, Name: "waiting", Labels: map[string]string{hostfleetv1alpha1.LabelCluster: "infra-1"},
+		Annotations: planes.PlacedBy()},
 		Spec: metal3api.HostClaimSpec{HostSelector: metal3api.HostSelector{MatchLabels: map[string]string{"host": "none"}}}}
 	mustCreate(g, hub, waiting)
 	stale := waiting.DeepCopy()
