@@ -123,7 +123,7 @@ func Start(ctx context.Context, opts Options, names ...string) (*Fleet, error) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			p, err := f.startPlane(name, assets, sets, timeout, opts)
+			p, err := f.startPlane(ctx, name, assets, sets, timeout, opts)
 			if err != nil {
 				errs[i] = fmt.Errorf("plane %s: %w", name, err)
 				return
@@ -172,7 +172,7 @@ func transient(err error) bool {
 	return false
 }
 
-func (f *Fleet) startPlane(name, assets string, sets []string, timeout time.Duration, opts Options) (*Plane, error) {
+func (f *Fleet) startPlane(ctx context.Context, name, assets string, sets []string, timeout time.Duration, opts Options) (*Plane, error) {
 	crds, err := manifests.CRDs(sets...)
 	if err != nil {
 		return nil, err
@@ -208,8 +208,13 @@ func (f *Fleet) startPlane(name, assets string, sets []string, timeout time.Dura
 			args.Set("enable-aggregator-routing", "true")
 			args.Disable("disable-admission-plugins")
 		}
-		return env, nil
+		return env, guard(env, assets, f.Dir, name)
 	}
+	release, err := startSlot(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("plane %s: %w", name, err)
+	}
+	defer release()
 	env, cfg, err := startEnv(newEnv)
 	if err != nil {
 		return nil, err
