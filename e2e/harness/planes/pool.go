@@ -67,6 +67,7 @@ func acquire(t testing.TB, opts Options, names []string) *Fleet {
 	t.Cleanup(func() {
 		if t.Failed() {
 			f.dumpLogsSince(t, procs)
+			f.dumpInProcess(t)
 		}
 		if err := f.release(procs, closers); err != nil {
 			if !errors.Is(err, errStopped) {
@@ -99,7 +100,9 @@ func startPooled(opts Options, names []string) (*Fleet, error) {
 		return nil, err
 	}
 	opts.Dir = dir
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	// Long enough to wait for a start slot behind every other test
+	// process's planes (startSlot), not only to start.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	f, err := Start(ctx, opts, names...)
 	if err != nil {

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr"
+	"go.uber.org/zap/zapcore"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -42,7 +42,9 @@ func ForTestWith(t testing.TB, opts Options, names ...string) *Fleet {
 	if opts.Dir == "" {
 		opts.Dir = t.TempDir()
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	// Long enough to wait for a start slot behind every other test
+	// process's planes (startSlot), not only to start.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	start := time.Now()
 	f, err := Start(ctx, opts, names...)
@@ -53,6 +55,7 @@ func ForTestWith(t testing.TB, opts Options, names ...string) *Fleet {
 	t.Cleanup(func() {
 		if t.Failed() {
 			f.dumpLogs(t)
+			f.dumpInProcess(t)
 		}
 		stop := time.Now()
 		if err := f.Stop(); err != nil {
@@ -156,16 +159,18 @@ func (f *Fleet) StartControllerManagerForTest(t testing.TB, plane string) *Proce
 }
 
 // Main is a TestMain for packages whose tests run controllers in-process:
-// their controller-runtime and klog logs are dropped unless
-// HOSTFLEET_TEST_AGENT_LOGS is set, when they go to stderr. It enables the
+// their controller-runtime and klog logs are kept in memory, their tail
+// printed when a test fails, or go to stderr when HOSTFLEET_TEST_AGENT_LOGS
+// is set. It enables the
 // package's shared planes (HOSTFLEET_FRESH_PLANES=1: a fresh fleet per
 // test), and stops them when the tests are done.
 func Main(m *testing.M) {
 	if os.Getenv("HOSTFLEET_TEST_AGENT_LOGS") != "" {
 		ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr)))
 	} else {
-		ctrl.SetLogger(logr.Discard())
-		klog.SetLogger(logr.Discard())
+		log := zap.New(zap.WriteTo(inProcessLogs), zap.Level(zapcore.Level(-1)))
+		ctrl.SetLogger(log)
+		klog.SetLogger(log)
 	}
 	pool.Lock()
 	pool.enabled = os.Getenv("HOSTFLEET_FRESH_PLANES") == ""
