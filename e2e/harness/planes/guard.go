@@ -17,11 +17,11 @@ import (
 // that started them: each runs through util-linux's setpriv with the
 // parent-death signal set. A test binary that ends on its -timeout, or is
 // killed, no longer leaves its control planes running to load the machine
-// for every run after it.
+// for every run after it. Without setpriv, they run unguarded.
 func guard(env *envtest.Environment, assets, dir, name string) error {
 	setpriv, err := exec.LookPath("setpriv")
 	if err != nil {
-		return fmt.Errorf("guard %s's processes: %w (Debian's util-linux has it)", name, err)
+		return nil // not Debian (util-linux has it): unguarded
 	}
 	wrap := func(bin string) (string, error) {
 		path := filepath.Join(dir, name+"-"+bin)
