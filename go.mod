@@ -6,6 +6,7 @@ require (
 	github.com/bmc-toolbox/bmclib/v2 v2.3.0
 	github.com/bougou/go-ipmi v0.8.0
 	github.com/go-logr/logr v1.4.3
+	github.com/google/cel-go v0.26.0
 	github.com/google/go-containerregistry v0.20.6
 	github.com/metal3-io/baremetal-operator/apis v0.13.2
 	github.com/onsi/gomega v1.44.0
@@ -65,7 +66,6 @@ require (
 	github.com/go-openapi/swag v0.23.0 // indirect
 	github.com/gobwas/glob v0.2.3 // indirect
 	github.com/google/btree v1.1.3 // indirect
-	github.com/google/cel-go v0.26.0 // indirect
 	github.com/google/gnostic-models v0.7.0 // indirect
 	github.com/google/go-cmp v0.7.0 // indirect
 	github.com/google/uuid v1.6.0 // indirect
