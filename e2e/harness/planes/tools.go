@@ -104,3 +104,13 @@ func goOutput(dir string, args ...string) ([]byte, error) {
 	}
 	return bytes.TrimSpace(out), nil
 }
+
+// CacheDir is the directory name in the tool cache: $HOSTFLEET_CACHE, or
+// hostfleet in the user's cache directory (where make builds the tools).
+func CacheDir(name string) string {
+	if cache := os.Getenv("HOSTFLEET_CACHE"); cache != "" {
+		return filepath.Join(cache, name)
+	}
+	home, _ := os.UserCacheDir()
+	return filepath.Join(home, "hostfleet", name)
+}

@@ -14,14 +14,14 @@ import (
 	"github.com/go-logr/logr"
 	ctrl "sigs.k8s.io/controller-runtime"
 
+	"github.com/hostfleet/hostfleet/e2e/harness/planes"
 	"github.com/hostfleet/hostfleet/e2e/programs/chaos"
 )
 
 func main() {
 	o := chaos.Options{Out: os.Stdout}
 	flag.StringVar(&o.Bin, "bin", "bin", "directory holding hostfleet-hub and hostfleet-agent")
-	home, _ := os.UserCacheDir()
-	flag.StringVar(&o.Dir, "dir", filepath.Join(home, "hostfleet", "chaos"), "kubeconfigs and logs (emptied first)")
+	flag.StringVar(&o.Dir, "dir", planes.CacheDir("chaos"), "kubeconfigs and logs (emptied first)")
 	flag.Uint64Var(&o.Seed, "seed", uint64(time.Now().UnixNano()), "seed of every random choice (printed)")
 	flag.IntVar(&o.Planes, "planes", 3, "infrastructure planes")
 	flag.IntVar(&o.Hosts, "hosts", 500, "BMC-driven hosts, spread over the planes")

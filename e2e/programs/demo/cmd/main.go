@@ -14,6 +14,7 @@ import (
 	"github.com/go-logr/logr"
 	ctrl "sigs.k8s.io/controller-runtime"
 
+	"github.com/hostfleet/hostfleet/e2e/harness/planes"
 	"github.com/hostfleet/hostfleet/e2e/programs/demo"
 )
 
@@ -21,8 +22,7 @@ func main() {
 	bin := flag.String("bin", "bin", "directory holding hostfleet-hub and hostfleet-agent")
 	exit := flag.Bool("exit-when-ready", false, "stop once every claim is Ready")
 	timeout := flag.Duration("timeout", 5*time.Minute, "how long claims may take to go Ready")
-	home, _ := os.UserCacheDir()
-	dir := flag.String("dir", filepath.Join(home, "hostfleet", "demo"), "kubeconfigs and logs (emptied first)")
+	dir := flag.String("dir", planes.CacheDir("demo"), "kubeconfigs and logs (emptied first)")
 	flag.Parse()
 	ctrl.SetLogger(logr.Discard())
 	if err := os.RemoveAll(*dir); err != nil {
