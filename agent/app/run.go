@@ -209,7 +209,7 @@ func New(ctx context.Context, hubCfg, managedCfg *rest.Config, o *Options) (*Age
 		return nil, fmt.Errorf("metrics: %w", err)
 	}
 	inv := &inventory.Writer{
-		Hub: mgr.GetClient(), Managed: managed.GetClient(),
+		Hub: mgr.GetClient(), Managed: managed.GetClient(), LocalClaims: o.LocalClaims,
 		ClusterName: o.ClusterName, Interval: o.InventoryInterval, HostWritesSeen: hostWritesSeen,
 	}
 	if err := mgr.Add(inv); err != nil {

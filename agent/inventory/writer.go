@@ -37,8 +37,13 @@ type Writer struct {
 	// ClusterTenancy and the claims placed on the cluster (the agent's is
 	// cached: no hub request per tick).
 	Hub client.Client
-	// Managed reads hosts and policies (cached).
-	Managed     client.Reader
+	// Managed reads hosts and policies (cached), and with LocalClaims the
+	// cluster's own claims.
+	Managed client.Reader
+	// LocalClaims: the agent binds claims of the managed cluster too
+	// (--local-claims), among them the claims the hub forwards here, whose
+	// Associated transition the hub copies from theirs.
+	LocalClaims bool
 	ClusterName string
 	Interval    time.Duration
 	// HostWritesSeen, if set, reports whether the cache shows every host
@@ -169,8 +174,9 @@ func (w *Writer) settled(ctx context.Context) (time.Time, bool) {
 	}
 }
 
-// unsettled reports whether a claim bound on this cluster has its Associated
-// transition in or after the second of the last write. The hub scheduler
+// unsettled reports whether a claim bound on this cluster (placed here by
+// the hub, or forwarded here) has its Associated transition in or after
+// the second of the last write. The hub scheduler
 // counts such a claim as pending while the inventory may already count its
 // host as taken: written again, unchanged, with a later time, the inventory
 // settles it. Claims bound in earlier seconds need no write, so that most
@@ -184,13 +190,31 @@ func (w *Writer) unsettled(ctx context.Context) (bool, error) {
 	if err := w.Hub.List(ctx, &claims, client.MatchingLabels{hostfleetv1alpha1.LabelCluster: w.ClusterName}, client.UnsafeDisableDeepCopy); err != nil {
 		return false, fmt.Errorf("list the claims placed on %s: %w", w.ClusterName, err)
 	}
-	for i := range claims.Items {
-		cond := meta.FindStatusCondition(claims.Items[i].Status.Conditions, hostfleetv1alpha1.ConditionAssociated)
+	if boundSince(claims.Items, at) {
+		return true, nil
+	}
+	if !w.LocalClaims {
+		return false, nil
+	}
+	// A forwarded claim is not among the agent's hub claims: the hub gives
+	// it the Associated transition of its copy here, which the agent bound.
+	var local metal3api.HostClaimList
+	if err := w.Managed.List(ctx, &local, client.UnsafeDisableDeepCopy); err != nil {
+		return false, fmt.Errorf("list the claims of %s: %w", w.ClusterName, err)
+	}
+	return boundSince(local.Items, at), nil
+}
+
+// boundSince reports whether one of claims has been Associated since at
+// (to the second, as stored).
+func boundSince(claims []metal3api.HostClaim, at *metav1.Time) bool {
+	for i := range claims {
+		cond := meta.FindStatusCondition(claims[i].Status.Conditions, hostfleetv1alpha1.ConditionAssociated)
 		if cond != nil && cond.Status == metav1.ConditionTrue && !cond.LastTransitionTime.Before(at) {
-			return true, nil
+			return true
 		}
 	}
-	return false, nil
+	return false
 }
 
 func (w *Writer) write(ctx context.Context, st hostfleetv1alpha1.HostInventoryStatus, at time.Time) error {

@@ -131,8 +131,17 @@ func TestWriter(t *testing.T) {
 
 // TestWriterSettlesWithinSeconds: a claim bound in the second of a write is
 // settled by writes a second apart, not a whole interval later, and the
-// writes stop once the inventory's time is past the binding.
+// writes stop once the inventory's time is past the binding. A claim the
+// hub forwarded here is not among the agent's hub claims: its copy here,
+// bound by the agent, settles it (the hub gives the claim the copy's
+// Associated time; without this, the scheduler counted the claim's host
+// twice until the inventory next changed, and held a free host back).
 func TestWriterSettlesWithinSeconds(t *testing.T) {
+	t.Run("placed", func(t *testing.T) { settles(t, false) })
+	t.Run("forwarded", func(t *testing.T) { settles(t, true) })
+}
+
+func settles(t *testing.T, forwarded bool) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	hub, infra := writerPlanes(t)
@@ -142,14 +151,20 @@ func TestWriterSettlesWithinSeconds(t *testing.T) {
 	boundAt := metav1.NewTime(time.Now().Truncate(time.Second).Add(2 * time.Second))
 	c := &metal3api.HostClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant-a", Name: "c",
 		Labels: map[string]string{hostfleetv1alpha1.LabelCluster: "infra-1"}, Annotations: planes.PlacedBy()}}
-	g.Expect(hub.Create(ctx, c)).To(Succeed())
+	on := hub
+	if forwarded {
+		c.Namespace, c.Labels, c.Annotations = "hf-tenant-a", nil, nil
+		g.Expect(infra.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: c.Namespace}})).To(Succeed())
+		on = infra
+	}
+	g.Expect(on.Create(ctx, c)).To(Succeed())
 	c.Status.Conditions = []metav1.Condition{{Type: hostfleetv1alpha1.ConditionAssociated, Status: metav1.ConditionTrue,
 		Reason: "Bound", LastTransitionTime: boundAt}}
-	g.Expect(hub.Status().Update(ctx, c)).To(Succeed())
+	g.Expect(on.Status().Update(ctx, c)).To(Succeed())
 
 	// An interval far longer than the test: only the settling writes can
 	// write after the first.
-	w := &inventory.Writer{Hub: hub, Managed: infra, ClusterName: "infra-1", Interval: time.Hour}
+	w := &inventory.Writer{Hub: hub, Managed: infra, LocalClaims: forwarded, ClusterName: "infra-1", Interval: time.Hour}
 	run(t, w)
 
 	inv := &hostfleetv1alpha1.HostInventory{}
