@@ -32,14 +32,20 @@ func TestEraseOnRelease(t *testing.T) {
 	f, hub, infra := servedScene(t, hostfleetv1alpha1.ServedTenant{Erase: hostfleetv1alpha1.EraseMetadata})
 	iso := redfish.ImageServer()
 	t.Cleanup(iso.Close)
-	erasing := redfish.Start(redfish.Options{Username: "admin", Password: "secret", Erase: 2 * time.Second})
+	// The agent sees an erase as the host going On, then Off by itself: an
+	// erase image that ends before the first power read after the boot
+	// would look like an On that never landed. Reads are a second apart
+	// and took up to 2 s each on a loaded machine, so the emulated erases
+	// last 5 s (a real one takes minutes), within the 15 s timeout.
+	const eraseTakes = 5 * time.Second
+	erasing := redfish.Start(redfish.Options{Username: "admin", Password: "secret", Erase: eraseTakes})
 	t.Cleanup(erasing.Close)
 	hanging := redfish.Start(redfish.Options{Username: "admin", Password: "secret", EraseHangs: true})
 	t.Cleanup(hanging.Close)
 	sim, err := ipmisim.Start(t.TempDir(), "admin", "secret")
 	g.Expect(err).NotTo(HaveOccurred())
 	t.Cleanup(sim.Close)
-	g.Expect(sim.EraseByNetwork(2 * time.Second)).To(Succeed())
+	g.Expect(sim.EraseByNetwork(eraseTakes)).To(Succeed())
 	driven := func(name, addr string, i int) {
 		h := bmh(name, i, map[string]string{"name": name})
 		h.Annotations = map[string]string{hostfleetv1alpha1.AnnotationDriver: hostfleetv1alpha1.DriverBMCLib}
@@ -57,7 +63,7 @@ func TestEraseOnRelease(t *testing.T) {
 	}
 	startAgent(t, f, "infra-1", 4, func(o *app.Options) {
 		o.BMCPoll, o.BMCTimeout = time.Second, 5*time.Second
-		o.EraseImage, o.ErasePXE, o.EraseTimeout = iso.URL+"/erase.iso", true, 8*time.Second
+		o.EraseImage, o.ErasePXE, o.EraseTimeout = iso.URL+"/erase.iso", true, 3*eraseTakes
 	})
 	for _, n := range []string{"rf-erases", "rf-hangs", "ipmi"} {
 		waitAvailable(g, infra, n)
