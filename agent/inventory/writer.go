@@ -177,9 +177,10 @@ func (w *Writer) settled(ctx context.Context) (time.Time, bool) {
 // unsettled reports whether a claim bound on this cluster (placed here by
 // the hub, or forwarded here) has its Associated transition in or after
 // the second of the last write. The hub scheduler counts such a claim as
-// pending while the inventory may already count its host as taken: written again, unchanged, with a later time, the inventory
-// settles it. Claims bound in earlier seconds need no write, so that most
-// changes cost one write, not two.
+// pending while the inventory may already count its host as taken:
+// written again, unchanged, with a later time, the inventory settles it.
+// Claims bound in earlier seconds need no write, so that most changes cost
+// one write, not two.
 func (w *Writer) unsettled(ctx context.Context) (bool, error) {
 	at := w.written.Status.LastUpdated
 	if at == nil {
