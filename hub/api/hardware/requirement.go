@@ -33,22 +33,14 @@ type Requirement struct {
 	prg  cel.Program
 }
 
-var (
-	envOnce sync.Once
-	env     *cel.Env
-	envErr  error
-)
-
-func celEnv() (*cel.Env, error) {
-	envOnce.Do(func() {
-		env, envErr = cel.NewEnv(
-			ext.NativeTypes(reflect.TypeFor[View](), ext.ParseStructTag("json")),
-			cel.Variable("host", cel.ObjectType("hardware.View")),
-			ext.Strings(),
-		)
-	})
-	return env, envErr
-}
+// celEnv is the one CEL environment of requirements: host, a View.
+var celEnv = sync.OnceValues(func() (*cel.Env, error) {
+	return cel.NewEnv(
+		ext.NativeTypes(reflect.TypeFor[View](), ext.ParseStructTag("json")),
+		cel.Variable("host", cel.ObjectType("hardware.View")),
+		ext.Strings(),
+	)
+})
 
 // Parse checks and compiles a requirement; its error says what to fix.
 func Parse(expr string) (*Requirement, error) {
