@@ -62,8 +62,14 @@ func (f *Fleet) dumpInProcess(t testing.TB) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	for _, name := range f.order {
+		// A test may have stopped its fleet before this cleanup runs (the
+		// local suite does): its planes are gone.
+		p := f.Plane(name)
+		if p == nil {
+			continue
+		}
 		var claims metal3api.HostClaimList
-		if err := f.Plane(name).Client.List(ctx, &claims); err != nil || len(claims.Items) == 0 {
+		if err := p.Client.List(ctx, &claims); err != nil || len(claims.Items) == 0 {
 			continue
 		}
 		var b strings.Builder
