@@ -37,4 +37,6 @@ type recorder struct {
 	logged []string
 }
 
-func (r *recorder) Logf(format string, args ...any) { r.logged = append(r.logged, fmt.Sprintf(format, args...)) }
+func (r *recorder) Logf(format string, args ...any) {
+	r.logged = append(r.logged, fmt.Sprintf(format, args...))
+}
