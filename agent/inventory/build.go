@@ -1,11 +1,14 @@
 package inventory
 
 import (
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 
 	metal3api "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/hostfleet/hostfleet/agent/binder"
 	"github.com/hostfleet/hostfleet/agent/labelsync"
@@ -22,6 +25,15 @@ type Input struct {
 	Namespaces []corev1.Namespace
 	// Prefixes are the label sync prefixes of the tenants the cluster serves.
 	Prefixes []string
+	// Hardware is each inspected host's hardware and profile, by host;
+	// a host without one is pooled without a profile.
+	Hardware map[types.NamespacedName]Profiled
+}
+
+// Profiled is a host's hardware view and its profile's name.
+type Profiled struct {
+	Profile string
+	View    *hostfleetv1alpha1.HardwareView
 }
 
 // Build groups the hosts into pools and counts them.
@@ -41,6 +53,7 @@ func Build(in Input) hostfleetv1alpha1.HostInventoryStatus {
 	}
 
 	pools := map[string]*hostfleetv1alpha1.HostPool{}
+	profiles := map[string]*hostfleetv1alpha1.HardwareView{}
 	var out hostfleetv1alpha1.HostInventoryStatus
 	for i := range in.Hosts {
 		h := &in.Hosts[i]
@@ -53,10 +66,14 @@ func Build(in Input) hostfleetv1alpha1.HostInventoryStatus {
 		fd := h.Labels[binder.FailureDomainLabel]
 		nss := admits[h.Namespace]
 		tainted := taints.Of(h.Annotations)
-		key := poolKey(labels, fd, nss, tainted)
+		hw := in.Hardware[types.NamespacedName{Namespace: h.Namespace, Name: h.Name}]
+		if hw.View != nil && profiles[hw.Profile] == nil {
+			profiles[hw.Profile] = hw.View
+		}
+		key := poolKey(labels, fd, nss, tainted, hw.Profile)
 		p := pools[key]
 		if p == nil {
-			p = &hostfleetv1alpha1.HostPool{FailureDomain: fd, Namespaces: nss, Taints: tainted}
+			p = &hostfleetv1alpha1.HostPool{FailureDomain: fd, Namespaces: nss, Taints: tainted, Profile: hw.Profile}
 			if len(labels) > 0 {
 				p.Labels = labels
 			}
@@ -77,16 +94,28 @@ func Build(in Input) hostfleetv1alpha1.HostInventoryStatus {
 	for _, k := range keys {
 		out.Pools = append(out.Pools, *pools[k])
 	}
+	for _, name := range slices.Sorted(maps.Keys(profiles)) {
+		out.Profiles = append(out.Profiles, hostfleetv1alpha1.HardwareProfile{Name: name, Hardware: *profiles[name]})
+	}
 	return out
 }
 
-func poolKey(labels map[string]string, fd string, nss, tainted []string) string {
+func poolKey(labels map[string]string, fd string, nss, tainted []string, profile string) string {
 	keys := make([]string, 0, len(labels))
 	for k := range labels {
 		keys = append(keys, k+"="+labels[k])
 	}
 	sort.Strings(keys)
-	return strings.Join(keys, ",") + "|" + fd + "|" + strings.Join(nss, ",") + "|" + strings.Join(tainted, ",")
+	return strings.Join(keys, ",") + "|" + fd + "|" + strings.Join(nss, ",") + "|" + strings.Join(tainted, ",") + profileKey(profile)
+}
+
+// profileKey ends a pool's key: nothing for hosts not inspected, so that
+// their pools keep the order they had before profiles.
+func profileKey(profile string) string {
+	if profile == "" {
+		return ""
+	}
+	return "|" + profile
 }
 
 func dedupe(s []string) []string {

@@ -1,14 +1,18 @@
 package inventory
 
 import (
+	"encoding/json"
+	"fmt"
 	"testing"
 
 	metal3api "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/hostfleet/hostfleet/agent/binder"
+	"github.com/hostfleet/hostfleet/hub/api/hardware"
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
 )
 
@@ -54,4 +58,52 @@ func TestBuild(t *testing.T) {
 		{Namespaces: []string{"tenant-a", "tenant-b"}, Taints: []string{"reserved"}, Total: 1, Available: 1},
 	}))
 	g.Expect(Build(in)).To(Equal(got), "deterministic")
+}
+
+// TestBuildProfiles: hosts of one hardware share a pool and the profile is
+// listed once; a host not inspected is pooled without one; the inventory's
+// size does not grow with its hosts.
+func TestBuildProfiles(t *testing.T) {
+	g := NewWithT(t)
+	policy := metal3api.HostDeployPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: "hosts", Name: "p"},
+		Spec: metal3api.HostDeployPolicySpec{HostClaimNamespaces: &metal3api.HostClaimNamespaces{NameMatches: "^tenant-"}}}
+	fleet := func(hosts, profiles int) Input {
+		in := Input{Policies: []metal3api.HostDeployPolicy{policy}, Hardware: map[types.NamespacedName]Profiled{},
+			Namespaces: []corev1.Namespace{{ObjectMeta: metav1.ObjectMeta{Name: "tenant-a"}}}}
+		for i := range hosts {
+			h := metal3api.BareMetalHost{ObjectMeta: metav1.ObjectMeta{Namespace: "hosts", Name: fmt.Sprintf("h%d", i)}}
+			h.Status.Provisioning.State = metal3api.StateAvailable
+			in.Hosts = append(in.Hosts, h)
+			if i%(profiles+1) == profiles {
+				continue // not inspected yet
+			}
+			v := hardware.Of(&metal3api.HardwareDetails{CPU: metal3api.CPU{Count: 8 * (i%(profiles+1) + 1), Arch: "x86_64", Model: "Xeon"},
+				RAMMebibytes: 65536, Storage: []metal3api.Storage{{Type: metal3api.NVME, SizeBytes: 960 * metal3api.GigaByte}},
+				NIC: []metal3api.NIC{{SpeedGbps: 25, Model: "E810"}, {SpeedGbps: 1, Model: "I350"}}})
+			in.Hardware[types.NamespacedName{Namespace: "hosts", Name: h.Name}] = Profiled{Profile: hardware.Profile(v), View: v}
+		}
+		return in
+	}
+	small := Build(fleet(6, 2))
+	g.Expect(small.Pools).To(HaveLen(3))
+	g.Expect(small.Profiles).To(HaveLen(2))
+	for _, p := range small.Pools {
+		g.Expect(p.Total).To(Equal(int32(2)), "%+v", p)
+	}
+	g.Expect(small.Pools).To(ContainElement(HaveField("Profile", "")), "the hosts not inspected")
+	for _, p := range small.Profiles {
+		g.Expect(small.Pools).To(ContainElement(HaveField("Profile", p.Name)))
+	}
+
+	size := func(st hostfleetv1alpha1.HostInventoryStatus) int {
+		data, err := json.Marshal(st)
+		g.Expect(err).NotTo(HaveOccurred())
+		return len(data)
+	}
+	large, larger := Build(fleet(510, 50)), Build(fleet(5100, 50))
+	g.Expect(larger.Profiles).To(HaveLen(50))
+	g.Expect(larger.Pools).To(HaveLen(51))
+	t.Logf("inventory of 5 100 hosts, 50 profiles: %d bytes (510 hosts: %d)", size(larger), size(large))
+	g.Expect(size(larger)-size(large)).To(BeNumerically("<=", 2*len(larger.Pools)+2), "ten times the hosts adds a digit to each count, no more")
+	g.Expect(size(larger)).To(BeNumerically("<", 32*1024))
 }

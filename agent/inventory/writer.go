@@ -12,11 +12,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/hostfleet/hostfleet/agent/metrics"
 	"github.com/hostfleet/hostfleet/agent/servedtenants"
+	"github.com/hostfleet/hostfleet/hub/api/hardware"
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
 )
 
@@ -57,8 +59,12 @@ type Writer struct {
 	// written is the inventory as the last write returned it; nil until
 	// the first write of this run.
 	written *hostfleetv1alpha1.HostInventory
-	writes  atomic.Int64
-	skips   atomic.Int64
+	// views are the hosts' hardware as last computed, by HardwareData and
+	// its resourceVersion: a view is computed once per change, not per
+	// tick.
+	views  map[types.NamespacedName]view
+	writes atomic.Int64
+	skips  atomic.Int64
 }
 
 // Writes is the number of inventory writes so far, a write in flight
@@ -138,7 +144,11 @@ func (w *Writer) Once(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	st := Build(Input{Hosts: hosts.Items, Policies: policies.Items, Namespaces: servedtenants.Namespaces(ct), Prefixes: prefixes})
+	hw, err := w.hardware(ctx)
+	if err != nil {
+		return err
+	}
+	st := Build(Input{Hosts: hosts.Items, Policies: policies.Items, Namespaces: servedtenants.Namespaces(ct), Prefixes: prefixes, Hardware: hw})
 	metrics.Heartbeat.WithLabelValues(w.ClusterName).SetToCurrentTime()
 	if w.written != nil {
 		last := w.written.Status
@@ -151,6 +161,39 @@ func (w *Writer) Once(ctx context.Context) error {
 		}
 	}
 	return w.write(ctx, st, at)
+}
+
+type view struct {
+	resourceVersion string
+	Profiled
+}
+
+// hardware is each inspected host's view and profile, from the cached
+// HardwareData (named after their hosts).
+func (w *Writer) hardware(ctx context.Context) (map[types.NamespacedName]Profiled, error) {
+	var list metal3api.HardwareDataList
+	if err := w.Managed.List(ctx, &list, client.UnsafeDisableDeepCopy); err != nil {
+		return nil, fmt.Errorf("list HardwareData: %w", err)
+	}
+	views := make(map[types.NamespacedName]view, len(list.Items))
+	out := make(map[types.NamespacedName]Profiled, len(list.Items))
+	for i := range list.Items {
+		hd := &list.Items[i]
+		key := client.ObjectKeyFromObject(hd)
+		v, ok := w.views[key]
+		if !ok || v.resourceVersion != hd.ResourceVersion {
+			v = view{resourceVersion: hd.ResourceVersion}
+			if v.View = hardware.OfData(hd); v.View != nil {
+				v.Profile = hardware.Profile(v.View)
+			}
+		}
+		views[key] = v
+		if v.View != nil {
+			out[key] = v.Profiled
+		}
+	}
+	w.views = views
+	return out, nil
 }
 
 // settled waits (up to a second) until HostWritesSeen, and returns the time

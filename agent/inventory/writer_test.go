@@ -15,6 +15,7 @@ import (
 
 	"github.com/hostfleet/hostfleet/agent/inventory"
 	"github.com/hostfleet/hostfleet/e2e/harness/planes"
+	"github.com/hostfleet/hostfleet/hub/api/hardware"
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
 )
 
@@ -127,6 +128,73 @@ func TestWriter(t *testing.T) {
 		g.Expect(hub.Get(ctx, client.ObjectKeyFromObject(inv), inv)).To(Succeed())
 		g.Expect(inv.Status.Available).To(Equal(int32(n/2 - 1)))
 	}).WithTimeout(10 * time.Second).Should(Succeed())
+}
+
+// TestWriterProfiles: the hosts' HardwareData (inspection's, or the BMC
+// driver's with its GPUs) become the inventory's profiles, each once; a
+// host inspected later joins its profile's pool.
+func TestWriterProfiles(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	hub, infra := writerPlanes(t)
+	g.Expect(hub.Create(ctx, planes.Tenancy("infra-1", hostfleetv1alpha1.ServedTenant{Name: "a", Namespaces: []string{"tenant-a"}}))).To(Succeed())
+	g.Expect(infra.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "hosts"}})).To(Succeed())
+	g.Expect(infra.Create(ctx, &metal3api.HostDeployPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: "hosts", Name: "p"},
+		Spec: metal3api.HostDeployPolicySpec{HostClaimNamespaces: &metal3api.HostClaimNamespaces{NameMatches: "^tenant-"}}})).To(Succeed())
+	small := &metal3api.HardwareDetails{CPU: metal3api.CPU{Count: 16, Arch: "x86_64"}, RAMMebibytes: 65536,
+		NIC: []metal3api.NIC{{Name: "eno1", MAC: "00:00:00:00:00:01", SpeedGbps: 10}}}
+	inspected := func(name string, hw *metal3api.HardwareDetails, gpus string) {
+		hd := &metal3api.HardwareData{ObjectMeta: metav1.ObjectMeta{Namespace: "hosts", Name: name}, Spec: metal3api.HardwareDataSpec{HardwareDetails: hw}}
+		if gpus != "" {
+			hd.Annotations = map[string]string{hardware.AnnotationGPUs: gpus}
+		}
+		g.Expect(infra.Create(ctx, hd)).To(Succeed())
+	}
+	for i := range 4 {
+		h := &metal3api.BareMetalHost{ObjectMeta: metav1.ObjectMeta{Namespace: "hosts", Name: fmt.Sprintf("h%d", i)}}
+		g.Expect(infra.Create(ctx, h)).To(Succeed())
+		h.Status.Provisioning.State = metal3api.StateAvailable
+		g.Expect(infra.Status().Update(ctx, h)).To(Succeed())
+	}
+	inspected("h0", small, "")
+	other := small.DeepCopy()
+	other.NIC[0].MAC = "00:00:00:00:00:02" // the same make: MACs are not in the view
+	inspected("h1", other, "")
+	big := &metal3api.HardwareDetails{CPU: metal3api.CPU{Count: 64, Arch: "x86_64"}, RAMMebibytes: 524288}
+	inspected("h2", big, `[{"vendor":"NVIDIA","model":"A100"}]`)
+
+	w := &inventory.Writer{Hub: hub, Managed: infra, ClusterName: "infra-1", Interval: time.Second}
+	run(t, w)
+	smallProfile, bigProfile := hardware.Profile(hardware.Of(small)), hardware.Profile(hardware.OfData(&metal3api.HardwareData{
+		ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{hardware.AnnotationGPUs: `[{"vendor":"NVIDIA","model":"A100"}]`}},
+		Spec:       metal3api.HardwareDataSpec{HardwareDetails: big}}))
+	pools := func(small, none int32) []hostfleetv1alpha1.HostPool {
+		out := []hostfleetv1alpha1.HostPool{}
+		if none > 0 {
+			out = append(out, hostfleetv1alpha1.HostPool{Namespaces: []string{"tenant-a"}, Total: none, Available: none})
+		}
+		return append(out,
+			hostfleetv1alpha1.HostPool{Namespaces: []string{"tenant-a"}, Profile: smallProfile, Total: small, Available: small},
+			hostfleetv1alpha1.HostPool{Namespaces: []string{"tenant-a"}, Profile: bigProfile, Total: 1, Available: 1})
+	}
+	inv := &hostfleetv1alpha1.HostInventory{}
+	g.Eventually(func(g Gomega) {
+		g.Expect(hub.Get(ctx, client.ObjectKey{Namespace: "infra-1", Name: "infra-1"}, inv)).To(Succeed())
+		g.Expect(inv.Status.Pools).To(ConsistOf(pools(2, 1)))
+		g.Expect(inv.Status.Profiles).To(HaveLen(2))
+	}).WithTimeout(20 * time.Second).Should(Succeed())
+	for _, p := range inv.Status.Profiles {
+		if p.Name == bigProfile {
+			g.Expect(p.Hardware.GPUs).To(Equal([]hostfleetv1alpha1.HardwareGPU{{Vendor: "NVIDIA", Model: "A100"}}))
+			g.Expect(p.Hardware.CPU.Count).To(Equal(int64(64)))
+		}
+	}
+
+	inspected("h3", small, "")
+	g.Eventually(func(g Gomega) {
+		g.Expect(hub.Get(ctx, client.ObjectKeyFromObject(inv), inv)).To(Succeed())
+		g.Expect(inv.Status.Pools).To(ConsistOf(pools(3, 0)))
+	}).WithTimeout(20*time.Second).Should(Succeed(), "h3, once inspected, joins its profile's pool")
 }
 
 // TestWriterSettlesWithinSeconds: a claim bound in the second of a write is

@@ -14,8 +14,9 @@ var Sections = []Section{
 			{Reason: "NoTenant", Cause: "the claim's namespace belongs to no Tenant", Fix: "create claims only in a tenant's namespace"},
 			{Reason: "HoldsHost", Cause: "the claim holds a host but lost its `hostfleet.io/cluster` label", Fix: "put the label back (the message names the cluster); it is never placed again otherwise"},
 			{Reason: "NotPlaced", Cause: "a remote claim has no cluster yet", Fix: "wait for the scheduler, or pin it"},
-			{Reason: "ClusterUnavailable", Cause: "(also on a remote claim's Forwarded and Ready) the claim's cluster is not Available: its agent cannot act on the claim; nothing new is placed there, and a claim deleted there waits for its agent", Fix: "bring the cluster's klusterlet and agent back; if the cluster is lost for good, delete its claims, then a hub cluster administrator runs `kubectl hostfleet forget-cluster CLUSTER` ([operations](operations.md#a-cluster-lost-for-good))"},
-			{Reason: "ClassQuotaExceeded", Cause: "(also on Ready) placing the claim would take a host class of its tenant over its `maxClaims`; the message names the class and its use", Fix: "delete a claim of that class, or ask the hub administrator to raise the class's `maxClaims` (`kubectl hostfleet fleet`); the claim is placed as soon as there is room"},
+			{Reason: "ClusterUnavailable", Cause: "(also on a remote claim's Forwarded and Ready) the claim's cluster is not Available: nothing is placed there, a claim deleted there waits for its agent", Fix: "bring the klusterlet and agent back; if the cluster is lost for good, delete its claims, then run `kubectl hostfleet forget-cluster CLUSTER` ([operations](operations.md#a-cluster-lost-for-good))"},
+			{Reason: "InvalidHardwareRequirement", Cause: "(also on Associated) `hostfleet.io/hardware` does not compile, yields no bool or may cost over 10 000", Fix: "fix it as the message says ([fields](service.md#hosts-chosen-by-hardware))"},
+			{Reason: "ClassQuotaExceeded", Cause: "(also on Ready) placing the claim would take a host class over its `maxClaims`; the message names the class", Fix: "delete a claim of that class, or have the class's `maxClaims` raised (`kubectl hostfleet fleet`); it is placed once there is room"},
 		}},
 	{Title: "LeaseExpiring (the hub's lease controller)", Condition: "LeaseExpiring",
 		Reasons: []Reason{
@@ -51,7 +52,7 @@ var Sections = []Section{
 			{Reason: "SecretInvalid", Cause: "a referenced secret is missing, of another namespace, not a valid name, not Opaque or too large", Fix: "create the secret in the claim's namespace, or fix the reference"},
 			{Reason: "ServedByOtherController", Cause: "on the cluster, baremetal-operator's HostClaim controller serves the claim, so the agent leaves it", Fix: "run one HostClaim controller per cluster: baremetal-operator without `--hostclaims`, or the agent without `--local-claims`"},
 			{Reason: "Releasing", Cause: "the claim is being deleted; its host is deprovisioning", Fix: "wait; the claim goes once the host is free"},
-			{Reason: "Paused", Cause: "the claim carries `baremetalhost.metal3.io/paused` (its value says who paused it: Cluster API pauses claims while its cluster is paused or moved); nothing is changed on the host, no host is bound, a deletion waits", Fix: "remove the annotation once whoever set it is done (`kubectl annotate hostclaim NAME baremetalhost.metal3.io/paused-`)"},
+			{Reason: "Paused", Cause: "the claim carries `baremetalhost.metal3.io/paused` (Cluster API sets it while its cluster is paused or moved): nothing changes on the host, a deletion waits", Fix: "remove it once whoever set it is done (`kubectl annotate hostclaim NAME baremetalhost.metal3.io/paused-`)"},
 		}},
 	{Title: "Provisioned, AvailableForProvisioning, Ready (the agent, from the host)", Condition: "Ready",
 		Reasons: []Reason{

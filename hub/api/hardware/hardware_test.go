@@ -42,13 +42,13 @@ func TestOf(t *testing.T) {
 
 	empty := Of(&metal3api.HardwareDetails{})
 	g.Expect(empty.Disks).NotTo(BeNil())
-	g.Expect(empty.Profile()).To(Equal((&View{}).Profile()), "a missing list is an empty one")
+	g.Expect(Profile(empty)).To(Equal(Profile(&View{})), "a missing list is an empty one")
 
 	many := &View{}
 	for range MaxNICs + 10 {
 		many.NICs = append(many.NICs, NIC{SpeedGbps: 1})
 	}
-	many.Normalize()
+	Normalize(many)
 	g.Expect(many.NICs).To(HaveLen(MaxNICs))
 }
 
@@ -56,8 +56,8 @@ func TestProfile(t *testing.T) {
 	g := NewWithT(t)
 	a, b := gpuHost(), gpuHost()
 	b.Disks[0], b.Disks[2] = b.Disks[2], b.Disks[0] // the order it was reported in
-	g.Expect(a.Profile()).To(Equal(b.Profile()), "hosts of one make and fit share a profile")
-	g.Expect(a.Profile()).To(HavePrefix(Version + "-"))
+	g.Expect(Profile(a)).To(Equal(Profile(b)), "hosts of one make and fit share a profile")
+	g.Expect(Profile(a)).To(HavePrefix(Version + "-"))
 	g.Expect(b.Disks[0].Type).To(Equal("NVME"), "Profile leaves the view as it was")
 	for name, change := range map[string]func(*View){
 		"cores":    func(v *View) { v.CPU.Count = 32 },
@@ -69,7 +69,7 @@ func TestProfile(t *testing.T) {
 	} {
 		c := gpuHost()
 		change(c)
-		g.Expect(c.Profile()).NotTo(Equal(a.Profile()), name)
+		g.Expect(Profile(c)).NotTo(Equal(Profile(a)), name)
 	}
 }
 
@@ -130,6 +130,33 @@ func TestParseRefuses(t *testing.T) {
 	}
 }
 
+func TestLacks(t *testing.T) {
+	small := Of(&metal3api.HardwareDetails{RAMMebibytes: 64 * 1024, CPU: metal3api.CPU{Arch: "x86_64", Count: 48},
+		NIC: []metal3api.NIC{{SpeedGbps: 10}}})
+	for _, tc := range []struct {
+		expr  string
+		lacks []string
+	}{
+		{`host.cpu.count >= 64`, []string{"host.cpu.count >= 64 (has 48)"}},
+		{`host.cpu.count >= 32 && host.memoryMiB >= 131072 && host.gpus.size() >= 1`,
+			[]string{"host.memoryMiB >= 131072 (has 65536)", "host.gpus.size() >= 1 (has 0)"}},
+		{`host.cpu.arch == "x86_64" && host.nics.exists(n, n.speedGbps >= 25)`, []string{"host.nics.exists(n, n.speedGbps >= 25)"}},
+		{`host.cpu.count >= 64 || host.memoryMiB > 1`, nil},
+		{`!(host.cpu.count < 64)`, []string{"!(host.cpu.count < 64)"}},
+	} {
+		t.Run(tc.expr, func(t *testing.T) {
+			g := NewWithT(t)
+			r, err := Parse(tc.expr)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(r.Lacks(small)).To(Equal(tc.lacks))
+			ok, err := r.Meets(small)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(ok).To(Equal(len(tc.lacks) == 0), "a host lacks nothing exactly when it meets the requirement")
+			g.Expect(r.Lacks(nil)).To(ConsistOf(ContainSubstring("inspection")))
+		})
+	}
+}
+
 func TestMeetsWithinItsCost(t *testing.T) {
 	g := NewWithT(t)
 	r, err := Parse(`host.disks.all(d, d.sizeGiB > 0 && d.type.lowerAscii() != "x") && host.nics.all(n, n.speedGbps > 0) && host.gpus.all(g, g.model.contains("A"))`)
@@ -144,7 +171,7 @@ func TestMeetsWithinItsCost(t *testing.T) {
 	for range MaxGPUs {
 		v.GPUs = append(v.GPUs, GPU{Model: strings.Repeat("A", MaxString)})
 	}
-	v.Normalize()
+	Normalize(v)
 	ok, err := r.Meets(v)
 	g.Expect(err).NotTo(HaveOccurred(), "a view at its largest evaluates within the runtime limit the estimate promised")
 	g.Expect(ok).To(BeTrue())
@@ -165,7 +192,10 @@ func FuzzParse(f *testing.F) {
 			return
 		}
 		for _, v := range []*View{gpuHost(), {}, nil} {
-			_, _ = r.Meets(v)
+			ok, err := r.Meets(v)
+			if lacks := r.Lacks(v); err == nil && ok != (len(lacks) == 0) {
+				t.Fatalf("%q: meets %t but lacks %q", expr, ok, lacks)
+			}
 		}
 	})
 }

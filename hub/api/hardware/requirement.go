@@ -9,6 +9,9 @@ import (
 
 	"github.com/google/cel-go/cel"
 	"github.com/google/cel-go/checker"
+	celast "github.com/google/cel-go/common/ast"
+	"github.com/google/cel-go/common/operators"
+	"github.com/google/cel-go/common/overloads"
 	"github.com/google/cel-go/ext"
 )
 
@@ -29,16 +32,27 @@ const (
 //
 //	host.cpu.count >= 64 && host.disks.exists(d, d.type == "NVME" && d.sizeGiB >= 1000)
 type Requirement struct {
-	expr string
-	prg  cel.Program
+	expr  string
+	prg   cel.Program
+	terms []term
+}
+
+// term is one of the requirement's top-level && terms, to say what a host
+// lacks: its text, and for a comparison of a host field, that field.
+type term struct {
+	text  string
+	prg   cel.Program
+	field cel.Program // nil: not a comparison of a field of host
 }
 
 // celEnv is the one CEL environment of requirements: host, a View.
 var celEnv = sync.OnceValues(func() (*cel.Env, error) {
 	return cel.NewEnv(
 		ext.NativeTypes(reflect.TypeFor[View](), ext.ParseStructTag("json")),
-		cel.Variable("host", cel.ObjectType("hardware.View")),
+		cel.Variable("host", cel.ObjectType("v1alpha1.HardwareView")),
 		ext.Strings(),
+		// The terms of a requirement are printed back (Lacks), macros too.
+		cel.EnableMacroCallTracking(),
 	)
 })
 
@@ -73,7 +87,101 @@ func Parse(expr string) (*Requirement, error) {
 	if err != nil {
 		return nil, fmt.Errorf("the requirement does not compile: %w", err)
 	}
-	return &Requirement{expr: expr, prg: prg}, nil
+	terms, err := termsOf(e, ast.NativeRep().Expr(), ast.NativeRep().SourceInfo())
+	if err != nil {
+		return nil, err
+	}
+	return &Requirement{expr: expr, prg: prg, terms: terms}, nil
+}
+
+// termsOf splits an expression at its top-level &&, and compiles each
+// term (and the host field a comparison term reads) on its own.
+func termsOf(e *cel.Env, x celast.Expr, info *celast.SourceInfo) ([]term, error) {
+	if x.Kind() == celast.CallKind && x.AsCall().FunctionName() == operators.LogicalAnd {
+		var out []term
+		for _, arg := range x.AsCall().Args() {
+			t, err := termsOf(e, arg, info)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, t...)
+		}
+		return out, nil
+	}
+	text, err := cel.ExprToString(x, info)
+	if err != nil {
+		return nil, err
+	}
+	t := term{text: text}
+	if t.prg, err = program(e, text); err != nil {
+		return nil, err
+	}
+	if x.Kind() == celast.CallKind && comparisons[x.AsCall().FunctionName()] {
+		for _, arg := range x.AsCall().Args() {
+			if hostField(arg) {
+				field, err := cel.ExprToString(arg, info)
+				if err != nil {
+					return nil, err
+				}
+				if t.field, err = program(e, field); err != nil {
+					return nil, err
+				}
+				break
+			}
+		}
+	}
+	return []term{t}, nil
+}
+
+var comparisons = map[string]bool{
+	operators.Less: true, operators.LessEquals: true, operators.Greater: true, operators.GreaterEquals: true,
+	operators.Equals: true, operators.NotEquals: true,
+}
+
+// hostField reports whether x is host.a.b..., or the size of such a list.
+func hostField(x celast.Expr) bool {
+	switch x.Kind() {
+	case celast.SelectKind:
+		op := x.AsSelect().Operand()
+		return op.Kind() == celast.IdentKind && op.AsIdent() == "host" || hostField(op)
+	case celast.CallKind:
+		c := x.AsCall()
+		return c.FunctionName() == overloads.Size && (c.IsMemberFunction() && hostField(c.Target()) || len(c.Args()) == 1 && hostField(c.Args()[0]))
+	}
+	return false
+}
+
+func program(e *cel.Env, text string) (cel.Program, error) {
+	ast, iss := e.Compile(text)
+	if iss.Err() != nil {
+		return nil, iss.Err()
+	}
+	return e.Program(ast, cel.CostLimit(MaxCost))
+}
+
+// Lacks says which of the requirement's terms (split at its top-level &&)
+// a view does not meet, with what the host has where a term compares a
+// field of it: "host.cpu.count >= 64 (has 48)". A host without a view
+// lacks inspection.
+func (r *Requirement) Lacks(v *View) []string {
+	if v == nil {
+		return []string{"an inspection (no hardware known)"}
+	}
+	var out []string
+	for _, t := range r.terms {
+		vars := map[string]any{"host": v}
+		if got, _, err := t.prg.Eval(vars); err == nil && got.Value() == true {
+			continue
+		}
+		said := t.text
+		if t.field != nil {
+			if has, _, err := t.field.Eval(vars); err == nil {
+				said += fmt.Sprintf(" (has %v)", has.Value())
+			}
+		}
+		out = append(out, said)
+	}
+	return out
 }
 
 // String is the expression.
@@ -119,4 +227,54 @@ func (sizes) EstimateSize(n checker.AstNode) *checker.SizeEstimate {
 
 func (sizes) EstimateCallCost(string, string, *checker.AstNode, []checker.AstNode) *checker.CallEstimate {
 	return nil
+}
+
+// Closest says what the views that do not meet r lack, for the one that
+// lacks the fewest of its terms (of those, the most hardware): "the
+// closest has 48 cores x86_64, ..., lacks host.cpu.count >= 64 (has 48)".
+func Closest(r *Requirement, views []*View) string {
+	var best []string
+	var bestView *View
+	for _, v := range views {
+		if v == nil {
+			continue
+		}
+		lacks := r.Lacks(v)
+		if bestView == nil || len(lacks) < len(best) || len(lacks) == len(best) && Compare(v, bestView) > 0 {
+			best, bestView = lacks, v
+		}
+	}
+	if bestView == nil {
+		return "their hosts are not inspected yet"
+	}
+	return "the closest has " + Describe(bestView) + ", lacks " + strings.Join(best, ", ")
+}
+
+// cacheMax bounds the parsed requirements Cached keeps.
+const cacheMax = 1024
+
+var cache = struct {
+	sync.Mutex
+	parsed map[string]cached
+}{parsed: map[string]cached{}}
+
+type cached struct {
+	r   *Requirement
+	err error
+}
+
+// Cached is Parse, remembered: a scheduler judges many claims that ask for
+// the same few things. At most cacheMax are kept; then it starts over.
+func Cached(expr string) (*Requirement, error) {
+	cache.Lock()
+	defer cache.Unlock()
+	if c, ok := cache.parsed[expr]; ok {
+		return c.r, c.err
+	}
+	if len(cache.parsed) >= cacheMax {
+		clear(cache.parsed)
+	}
+	r, err := Parse(expr)
+	cache.parsed[expr] = cached{r, err}
+	return r, err
 }

@@ -1,8 +1,6 @@
 // Package hardware is what a claim may ask of a host's hardware: the view
 // of a host's hardware (version v1), the profile hosts of one make share,
 // and the requirement a claim writes over the view, a CEL expression.
-//
-// Not wired yet: no controller reads a requirement or writes a profile.
 package hardware
 
 import (
@@ -10,9 +8,12 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"slices"
 
 	metal3api "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
+
+	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
 )
 
 // Version names the view's fields and meaning; a profile names it.
@@ -27,54 +28,17 @@ const (
 )
 
 // View is a host's hardware as a requirement sees it (the CEL variable
-// host): what inspection or the BMC driver reports, without serial
-// numbers, MACs, names or addresses, so that hosts of one make and fit
-// have one view. Lists are sorted.
-type View struct {
-	CPU CPU `json:"cpu"`
-	// MemoryMiB is the RAM in MiB.
-	MemoryMiB int64  `json:"memoryMiB"`
-	Disks     []Disk `json:"disks"`
-	NICs      []NIC  `json:"nics"`
-	// GPUs are reported by the BMC driver's Redfish inventory only:
-	// baremetal-operator's inspection lists no PCI devices.
-	GPUs   []GPU  `json:"gpus"`
-	System System `json:"system"`
-}
+// host); the API's HardwareView.
+type View = hostfleetv1alpha1.HardwareView
 
-// CPU is the host's processors: Count is its logical CPUs.
-type CPU struct {
-	Count int64  `json:"count"`
-	Arch  string `json:"arch"`
-	Model string `json:"model"`
-}
-
-// Disk is one disk: its size in GiB (rounded down), whether it spins, and
-// its type (HDD, SSD or NVME; empty when inspection does not say).
-type Disk struct {
-	SizeGiB    int64  `json:"sizeGiB"`
-	Rotational bool   `json:"rotational"`
-	Type       string `json:"type"`
-}
-
-// NIC is one network interface: its link speed (0: unknown or down) and
-// model.
-type NIC struct {
-	SpeedGbps int64  `json:"speedGbps"`
-	Model     string `json:"model"`
-}
-
-// GPU is one GPU.
-type GPU struct {
-	Vendor string `json:"vendor"`
-	Model  string `json:"model"`
-}
-
-// System is the host's maker and product.
-type System struct {
-	Manufacturer string `json:"manufacturer"`
-	Product      string `json:"product"`
-}
+// The view's parts.
+type (
+	CPU    = hostfleetv1alpha1.HardwareCPU
+	Disk   = hostfleetv1alpha1.HardwareDisk
+	NIC    = hostfleetv1alpha1.HardwareNIC
+	GPU    = hostfleetv1alpha1.HardwareGPU
+	System = hostfleetv1alpha1.HardwareSystem
+)
 
 // Of is the view of what inspection reported, or nil when it reported
 // nothing (a host not inspected has no view and meets no requirement).
@@ -93,13 +57,35 @@ func Of(d *metal3api.HardwareDetails) *View {
 	for _, n := range d.NIC {
 		v.NICs = append(v.NICs, NIC{SpeedGbps: int64(n.SpeedGbps), Model: n.Model})
 	}
-	v.Normalize()
+	Normalize(v)
+	return v
+}
+
+// AnnotationGPUs, on a HardwareData, lists the host's GPUs as JSON
+// ([{"vendor":"NVIDIA","model":"A100"}]): the agent's BMC driver writes it
+// from the Redfish inventory, as HardwareDetails has no place for them.
+const AnnotationGPUs = "hostfleet.io/gpus"
+
+// OfData is the view of a HardwareData: its details, and the GPUs its
+// AnnotationGPUs lists (none when it lists none, or does not parse).
+func OfData(hd *metal3api.HardwareData) *View {
+	v := Of(hd.Spec.HardwareDetails)
+	if v == nil {
+		return nil
+	}
+	if s := hd.Annotations[AnnotationGPUs]; s != "" {
+		var gpus []GPU
+		if json.Unmarshal([]byte(s), &gpus) == nil {
+			v.GPUs = gpus
+			Normalize(v)
+		}
+	}
 	return v
 }
 
 // Normalize sorts the view's lists (largest disks and fastest NICs first)
 // and cuts them to their maxima; a missing list is empty.
-func (v *View) Normalize() {
+func Normalize(v *View) {
 	v.Disks, v.NICs, v.GPUs = orEmpty(v.Disks), orEmpty(v.NICs), orEmpty(v.GPUs)
 	slices.SortFunc(v.Disks, func(a, b Disk) int {
 		return cmp.Or(cmp.Compare(b.SizeGiB, a.SizeGiB), cmp.Compare(a.Type, b.Type), cmpBool(a.Rotational, b.Rotational))
@@ -132,11 +118,56 @@ func cmpBool(a, b bool) int {
 
 // Profile names the view: hosts with equal views have one profile. It is
 // the version and a hash of the normalized view.
-func (v *View) Profile() string {
+func Profile(v *View) string {
 	n := *v
 	n.Disks, n.NICs, n.GPUs = slices.Clone(v.Disks), slices.Clone(v.NICs), slices.Clone(v.GPUs)
-	n.Normalize()
+	Normalize(&n)
 	data, _ := json.Marshal(n) // plain fields: cannot fail
 	sum := sha256.Sum256(data)
 	return Version + "-" + hex.EncodeToString(sum[:6])
+}
+
+// Compare orders views by how much a host has, the least first: fewer GPUs,
+// then fewer cores, less memory, less disk in all, slower NICs. A claim
+// takes the least host that meets its requirement, so that a 64-core
+// request leaves a 256-core host to the claims that need one.
+func Compare(a, b *View) int {
+	return cmp.Or(
+		cmp.Compare(len(a.GPUs), len(b.GPUs)),
+		cmp.Compare(a.CPU.Count, b.CPU.Count),
+		cmp.Compare(a.MemoryMiB, b.MemoryMiB),
+		cmp.Compare(diskGiB(a), diskGiB(b)),
+		cmp.Compare(fastest(a), fastest(b)),
+	)
+}
+
+func diskGiB(v *View) (n int64) {
+	for _, d := range v.Disks {
+		n += d.SizeGiB
+	}
+	return n
+}
+
+func fastest(v *View) int64 {
+	if len(v.NICs) == 0 {
+		return 0
+	}
+	return slices.MaxFunc(v.NICs, func(a, b NIC) int { return cmp.Compare(a.SpeedGbps, b.SpeedGbps) }).SpeedGbps
+}
+
+// Describe says a view in a few words: "48 cores x86_64, 64 GiB, 2 disks
+// (1 NVME), 25 Gb/s, no GPU".
+func Describe(v *View) string {
+	nvme := 0
+	for _, d := range v.Disks {
+		if d.Type == string(metal3api.NVME) {
+			nvme++
+		}
+	}
+	gpus := "no GPU"
+	if len(v.GPUs) > 0 {
+		gpus = fmt.Sprintf("%d GPU (%s)", len(v.GPUs), v.GPUs[0].Model)
+	}
+	return fmt.Sprintf("%d cores %s, %d GiB, %d disks (%d NVME), %d Gb/s, %s",
+		v.CPU.Count, v.CPU.Arch, v.MemoryMiB/1024, len(v.Disks), nvme, fastest(v), gpus)
 }

@@ -64,6 +64,9 @@ const (
 	ReasonNoDeployPolicy = "NoHostDeployPolicy"
 	// ReasonInvalidSelector: the claim's hostSelector cannot be evaluated.
 	ReasonInvalidSelector = "InvalidHostSelector"
+	// ReasonInvalidHardware, on Scheduled (and the agent's Associated):
+	// the claim's AnnotationHardware does not parse or may cost too much.
+	ReasonInvalidHardware = "InvalidHardwareRequirement"
 	// ReasonReleasing: the claim is being deleted and its host released.
 	ReasonReleasing = "Releasing"
 	// ReasonDetachNotAllowed: the claim asks to detach its host and no

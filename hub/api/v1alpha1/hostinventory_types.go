@@ -40,6 +40,12 @@ type HostPool struct {
 	// +listType=set
 	Taints []string `json:"taints,omitempty"`
 
+	// Profile names the hosts' hardware (one of the inventory's profiles);
+	// empty while they are not inspected, when they meet no hardware
+	// requirement.
+	// +optional
+	Profile string `json:"profile,omitempty"`
+
 	// Total is the number of hosts in the pool.
 	Total int32 `json:"total"`
 
@@ -54,6 +60,14 @@ type HostInventoryStatus struct {
 	// +optional
 	// +listType=atomic
 	Pools []HostPool `json:"pools,omitempty"`
+
+	// Profiles are the hardware of the pools' hosts, each once: a fleet
+	// of many hosts of a few makes has a few profiles.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=256
+	Profiles []HardwareProfile `json:"profiles,omitempty"`
 
 	// Total is the number of BareMetalHosts on the cluster.
 	// Always written, so that kubectl prints 0.

@@ -126,6 +126,11 @@ const (
 	AnnotationTolerations = "hostfleet.io/tolerations"
 )
 
+// AnnotationHardware: on a claim, what its host's hardware must be, a CEL
+// expression over host, a HardwareView (hardware.Parse), such as
+// host.cpu.count >= 64. A host not yet inspected meets none.
+const AnnotationHardware = "hostfleet.io/hardware"
+
 // Metadata keys on BareMetalHosts in infrastructure clusters.
 const (
 	// AnnotationHub names the hub whose claim holds the host. Together with
