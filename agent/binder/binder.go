@@ -12,6 +12,7 @@ import (
 
 	"github.com/hostfleet/hostfleet/hub/api/erase"
 	"github.com/hostfleet/hostfleet/hub/api/exclusion"
+	"github.com/hostfleet/hostfleet/hub/api/hardware"
 	"github.com/hostfleet/hostfleet/hub/api/taints"
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
 )
@@ -52,6 +53,14 @@ type Input struct {
 	// bound.
 	Erase        hostfleetv1alpha1.EraseMode
 	EraseSupport func(*metal3api.BareMetalHost) hostfleetv1alpha1.EraseMode
+	// Hardware is the claim's hardware requirement (AnnotationHardware),
+	// nil when it has none; HardwareInvalid says why it does not parse.
+	// View gives a host's hardware (nil: not inspected, which meets no
+	// requirement). Among the hosts that meet it, the claim takes one of
+	// the least hardware (hardware.Compare).
+	Hardware        *hardware.Requirement
+	HardwareInvalid error
+	View            func(*metal3api.BareMetalHost) *hostfleetv1alpha1.HardwareView
 }
 
 // erases reports whether h can erase what the claim asks.
@@ -247,27 +256,13 @@ func choose(in Input) Decision {
 		return Decision{Action: Wait, Reason: hostfleetv1alpha1.ReasonInvalidSelector,
 			Message: fmt.Sprintf("the hub's %v; the hub writes it when it places the claim", err)}
 	}
-	var free []*metal3api.BareMetalHost
-	kept, tainted, unerasable := 0, 0, 0
-	for _, h := range in.Hosts {
-		if admitted.Has(h.Namespace) && sel.Matches(labels.Set(h.Labels)) && Free(h) {
-			if exclusion.Matches(excluded, labels.Set(h.Labels)) {
-				kept++
-				continue
-			}
-			if !taints.Tolerated(in.Claim.Annotations, taints.Of(h.Annotations)) {
-				tainted++
-				continue
-			}
-			if !in.erases(h) {
-				unerasable++
-				continue
-			}
-			if isRef(in.Reserved, h) {
-				return Decision{Action: Bind, Host: h}
-			}
-			free = append(free, h)
-		}
+	if in.HardwareInvalid != nil {
+		return Decision{Action: Wait, Reason: hostfleetv1alpha1.ReasonInvalidHardware,
+			Message: fmt.Sprintf("%s: %v", hostfleetv1alpha1.AnnotationHardware, in.HardwareInvalid)}
+	}
+	f := scan(in, sel, admitted, excluded)
+	if f.reserved != nil {
+		return Decision{Action: Bind, Host: f.reserved}
 	}
 	if h := in.ReservedHeldByGone; h != nil && isRef(in.Reserved, h) {
 		ref := h.Spec.ConsumerRef
@@ -275,27 +270,82 @@ func choose(in Input) Decision {
 			"BareMetalHost %s/%s, which the claim reserves, is held by claim %s/%s, which no longer exists (a cluster restored from an older backup?): "+
 				"the agent releases it after its --orphan-grace, then binds it to this claim again", h.Namespace, h.Name, ref.Namespace, ref.Name)}
 	}
-	if len(free) == 0 && unerasable > 0 {
+	if len(f.free) == 0 && f.unerasable > 0 {
 		return Decision{Action: Wait, Reason: hostfleetv1alpha1.ReasonEraseUnsupported, Message: fmt.Sprintf(
 			"%d free matching hosts cannot erase %s at release, as the claim's erase policy asks (tenant spec.erase, the cluster's --erase or %s): "+
 				"hosts baremetal-operator serves erase Metadata at most (automatedCleaningMode), hosts the agent drives only with an erase image "+
 				"(--erase-image for Redfish, --erase-pxe for IPMI); the claim binds as soon as a host can",
-			unerasable, in.Erase, hostfleetv1alpha1.AnnotationErase)}
+			f.unerasable, in.Erase, hostfleetv1alpha1.AnnotationErase)}
 	}
-	if len(free) == 0 {
-		msg := fmt.Sprintf("no free BareMetalHost matches hostSelector %s in admitted namespaces %s; "+
-			"the claim binds as soon as one is available, or relax the selector", describe(sel), strings.Join(sets.List(admitted), ","))
-		if kept > 0 {
-			msg += fmt.Sprintf(" (%d free matching hosts are in host classes of the tenant that were full when the hub placed the claim: %s)",
-				kept, hostfleetv1alpha1.AnnotationExcludedHosts)
-		}
-		if tainted > 0 {
-			msg += fmt.Sprintf(" (%d free matching hosts are tainted (%s) with keys the claim's %s does not name)",
-				tainted, hostfleetv1alpha1.AnnotationTaints, hostfleetv1alpha1.AnnotationTolerations)
-		}
-		return Decision{Action: Wait, Reason: hostfleetv1alpha1.ReasonNoHostAvailable, Message: msg}
+	if len(f.free) == 0 {
+		return Decision{Action: Wait, Reason: hostfleetv1alpha1.ReasonNoHostAvailable, Message: noneFree(in, sel, admitted, f)}
+	}
+	free := f.free
+	if in.Hardware != nil {
+		free = least(free, f.views)
 	}
 	return Decision{Action: Reserve, Host: pick(in.Claim, free)}
+}
+
+// found is what scan found among the hosts.
+type found struct {
+	// reserved is the claim's reserved host, when it may still take it.
+	reserved *metal3api.BareMetalHost
+	// free are the hosts the claim may take, views their hardware.
+	free  []*metal3api.BareMetalHost
+	views map[*metal3api.BareMetalHost]*hostfleetv1alpha1.HardwareView
+	// Free matching hosts the claim may not take: in a full class, tainted,
+	// unable to erase, or without the hardware asked (unmet: their views).
+	kept, tainted, unerasable int
+	unmet                     []*hostfleetv1alpha1.HardwareView
+}
+
+// scan sorts the free matching hosts into those the claim may take and
+// why it may not take the others.
+func scan(in Input, sel labels.Selector, admitted sets.Set[string], excluded []labels.Selector) found {
+	f := found{views: map[*metal3api.BareMetalHost]*hostfleetv1alpha1.HardwareView{}}
+	for _, h := range in.Hosts {
+		if !admitted.Has(h.Namespace) || !sel.Matches(labels.Set(h.Labels)) || !Free(h) {
+			continue
+		}
+		ok, view := in.meets(h)
+		switch {
+		case exclusion.Matches(excluded, labels.Set(h.Labels)):
+			f.kept++
+		case !taints.Tolerated(in.Claim.Annotations, taints.Of(h.Annotations)):
+			f.tainted++
+		case !in.erases(h):
+			f.unerasable++
+		case !ok:
+			f.unmet = append(f.unmet, view)
+		case isRef(in.Reserved, h):
+			f.reserved = h
+			return f
+		default:
+			f.views[h] = view
+			f.free = append(f.free, h)
+		}
+	}
+	return f
+}
+
+// noneFree says why no free host matching the selector may be taken.
+func noneFree(in Input, sel labels.Selector, admitted sets.Set[string], f found) string {
+	msg := fmt.Sprintf("no free BareMetalHost matches hostSelector %s in admitted namespaces %s; "+
+		"the claim binds as soon as one is available, or relax the selector", describe(sel), strings.Join(sets.List(admitted), ","))
+	if f.kept > 0 {
+		msg += fmt.Sprintf(" (%d free matching hosts are in host classes of the tenant that were full when the hub placed the claim: %s)",
+			f.kept, hostfleetv1alpha1.AnnotationExcludedHosts)
+	}
+	if f.tainted > 0 {
+		msg += fmt.Sprintf(" (%d free matching hosts are tainted (%s) with keys the claim's %s does not name)",
+			f.tainted, hostfleetv1alpha1.AnnotationTaints, hostfleetv1alpha1.AnnotationTolerations)
+	}
+	if len(f.unmet) > 0 {
+		msg += fmt.Sprintf(" (%d free matching hosts lack the hardware the claim's %s asks: %s)",
+			len(f.unmet), hostfleetv1alpha1.AnnotationHardware, hardware.Closest(in.Hardware, f.unmet))
+	}
+	return msg
 }
 
 // Eligible reports whether a host could be bound to the claim now: free,
@@ -311,7 +361,10 @@ func Eligible(in Input, h *metal3api.BareMetalHost) bool {
 	if excluded, err := exclusion.Of(in.Claim); err != nil || exclusion.Matches(excluded, labels.Set(h.Labels)) {
 		return false
 	}
-	if !taints.Tolerated(in.Claim.Annotations, taints.Of(h.Annotations)) || !in.erases(h) {
+	if !taints.Tolerated(in.Claim.Annotations, taints.Of(h.Annotations)) || !in.erases(h) || in.HardwareInvalid != nil {
+		return false
+	}
+	if ok, _ := in.meets(h); !ok {
 		return false
 	}
 	admitted, err := AdmittedNamespaces(in.Policies, in.Claim.Namespace, in.NamespaceLabels, in.Claim.Spec.HostSelector.InNamespace)

@@ -22,6 +22,7 @@ import (
 	"github.com/hostfleet/hostfleet/agent/hoststatus"
 	"github.com/hostfleet/hostfleet/agent/metrics"
 	"github.com/hostfleet/hostfleet/agent/servedtenants"
+	"github.com/hostfleet/hostfleet/hub/api/hardware"
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
 	"github.com/hostfleet/hostfleet/internal/conditions"
 	"github.com/hostfleet/hostfleet/internal/fence"
@@ -343,6 +344,16 @@ func (r *Reconciler) inputs(ctx context.Context, c *metal3api.HostClaim) (binder
 	}
 	in := binder.Input{Consumer: r.Consumer, Claim: c, NamespaceLabels: nsLabels, Policies: policies.Items,
 		Hosts: pointers(held.Items), Reserved: binder.Reservation(c), Erase: mode, EraseSupport: r.Erase.support}
+	if expr, ok := c.Annotations[hostfleetv1alpha1.AnnotationHardware]; ok {
+		in.Hardware, in.HardwareInvalid = hardware.Cached(expr)
+		in.View = func(h *metal3api.BareMetalHost) *hostfleetv1alpha1.HardwareView {
+			hd := &metal3api.HardwareData{}
+			if err := r.Managed.Get(ctx, client.ObjectKeyFromObject(h), hd, client.UnsafeDisableDeepCopy); err != nil {
+				return nil // not inspected (or not yet in the cache): meets nothing
+			}
+			return hardware.OfData(hd)
+		}
+	}
 	if in.ReservedHeldByGone, err = r.heldByGone(ctx, in.Reserved); err != nil || binder.HeldDecides(in) {
 		return in, err
 	}

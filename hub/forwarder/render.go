@@ -254,8 +254,9 @@ func targetLabels(in map[string]string) map[string]string {
 
 // targetAnnotations carry the reboot requests, detach and pause (metal3's),
 // the erase its tenant and the claim ask,
-// the host classes the claim is kept off and the taints it tolerates (which
-// the target's agent honours) and where the claim came from; the claim's other annotations,
+// the host classes the claim is kept off, the taints it tolerates and the
+// hardware it asks (which the target's agent honours) and where the claim
+// came from; the claim's other annotations,
 // its lease among them (only the hub ends it), stay on the hub.
 func targetAnnotations(c *metal3api.HostClaim, rebootRequest string, tenantErase hostfleetv1alpha1.EraseMode) map[string]string {
 	out := map[string]string{
@@ -264,7 +265,7 @@ func targetAnnotations(c *metal3api.HostClaim, rebootRequest string, tenantErase
 	}
 	for k, v := range c.Annotations {
 		if strings.HasPrefix(k, metal3api.RebootAnnotationPrefix+"/") || k == metal3api.DetachedAnnotation || k == hostfleetv1alpha1.AnnotationPaused ||
-			k == hostfleetv1alpha1.AnnotationExcludedHosts || k == hostfleetv1alpha1.AnnotationTolerations {
+			k == hostfleetv1alpha1.AnnotationExcludedHosts || k == hostfleetv1alpha1.AnnotationTolerations || k == hostfleetv1alpha1.AnnotationHardware {
 			out[k] = v
 		}
 	}

@@ -108,7 +108,7 @@ func TestRender(t *testing.T) {
 		target := decode[metal3api.HostClaim](g, w.Spec.Workload.Manifests[3])
 		g.Expect(target.Annotations).NotTo(HaveKey(metal3api.RebootAnnotationPrefix))
 	})
-	t.Run("the tenant's erase, or the claim's when it asks more, and its tolerations flow to the target", func(t *testing.T) {
+	t.Run("the tenant's erase, or the claim's when it asks more, its tolerations and its hardware flow to the target", func(t *testing.T) {
 		g := NewWithT(t)
 		for _, tc := range []struct {
 			tenant hostfleetv1alpha1.EraseMode
@@ -117,6 +117,7 @@ func TestRender(t *testing.T) {
 		}{{"", "", ""}, {hostfleetv1alpha1.EraseMetadata, "", "Metadata"}, {hostfleetv1alpha1.EraseMetadata, "Full", "Full"}, {hostfleetv1alpha1.EraseFull, "None", "Full"}} {
 			c := claim()
 			c.Annotations[hostfleetv1alpha1.AnnotationTolerations] = "gpu"
+			c.Annotations[hostfleetv1alpha1.AnnotationHardware] = "host.gpus.size() > 0"
 			if tc.claim != "" {
 				c.Annotations[hostfleetv1alpha1.AnnotationErase] = tc.claim
 			}
@@ -124,6 +125,7 @@ func TestRender(t *testing.T) {
 			g.Expect(err).NotTo(HaveOccurred())
 			target := decode[metal3api.HostClaim](g, w.Spec.Workload.Manifests[3])
 			g.Expect(target.Annotations).To(HaveKeyWithValue(hostfleetv1alpha1.AnnotationTolerations, "gpu"))
+			g.Expect(target.Annotations).To(HaveKeyWithValue(hostfleetv1alpha1.AnnotationHardware, "host.gpus.size() > 0"))
 			if tc.want == "" {
 				g.Expect(target.Annotations).NotTo(HaveKey(hostfleetv1alpha1.AnnotationErase))
 				continue

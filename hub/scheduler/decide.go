@@ -7,6 +7,7 @@ import (
 
 	metal3api "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
 
+	"github.com/hostfleet/hostfleet/hub/api/hardware"
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
 )
 
@@ -23,6 +24,13 @@ func (r *Reconciler) decide(c *metal3api.HostClaim, t *hostfleetv1alpha1.Tenant,
 	in := Input{Claim: c, Clusters: clusters, Inventories: map[string]*hostfleetv1alpha1.HostInventory{},
 		Pending: map[string][]*metal3api.HostClaim{}, Prefixes: t.Spec.LabelSyncPrefixes, Exclude: map[string]bool{},
 		Placement: c.Annotations[hostfleetv1alpha1.AnnotationPlacement], SetClusters: t.Status.Clusters, Remote: isRemote(c), Unavailable: r.downFor(clusters)}
+	if expr, ok := c.Annotations[hostfleetv1alpha1.AnnotationHardware]; ok {
+		req, err := hardware.Cached(expr)
+		if err != nil {
+			return Result{Reason: hostfleetv1alpha1.ReasonInvalidHardware, Message: fmt.Sprintf("%s: %v", hostfleetv1alpha1.AnnotationHardware, err)}, nil, false, nil
+		}
+		in.Hardware = req
+	}
 	for _, e := range strings.Split(c.Annotations[hostfleetv1alpha1.AnnotationExcluded], ",") {
 		if e != "" {
 			in.Exclude[e] = true
@@ -71,8 +79,11 @@ func (r *Reconciler) decide(c *metal3api.HostClaim, t *hostfleetv1alpha1.Tenant,
 // chooses among. Empty when none has (or the selector cannot be read).
 func (r *Reconciler) shortlist(in *Input, missing map[string][]*metal3api.HostClaim, gathered map[string]bool) ([]string, error) {
 	sel, err := selector(in.Claim.Spec.HostSelector, in.Prefixes)
-	if r.order == nil || err != nil {
-		return nil, nil // Place looks at every cluster, and says why
+	if r.order == nil || err != nil || in.Hardware != nil {
+		// Place looks at every cluster, and says why; with a hardware
+		// requirement, the cluster with the least hardware that meets it
+		// is chosen, not the one with most free hosts the order finds.
+		return nil, nil
 	}
 	var short []string
 	best := 0

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/selection"
 
 	"github.com/hostfleet/hostfleet/hub/api/exclusion"
+	"github.com/hostfleet/hostfleet/hub/api/hardware"
 	"github.com/hostfleet/hostfleet/hub/api/labelkeys"
 	"github.com/hostfleet/hostfleet/hub/api/taints"
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
@@ -45,6 +46,11 @@ type Input struct {
 	// Unavailable are the candidates whose ManagedCluster is not
 	// Available, with since when: no claim is placed there.
 	Unavailable map[string]time.Time
+	// Hardware is the claim's hardware requirement (AnnotationHardware),
+	// nil when it has none: only pools whose profile meets it are used,
+	// and among the clusters, the one whose least such pool with free
+	// hosts has the least hardware (hardware.Compare).
+	Hardware *hardware.Requirement
 	// Remote: the claim is forwarded (hostfleet.io/kind=remote). A cluster
 	// that publishes no HostInventory (one that runs only its own HostClaim
 	// controller, no Hostfleet agent) is then a candidate of unknown
@@ -69,6 +75,9 @@ type Result struct {
 type candidate struct {
 	name string
 	free int
+	// least is the least hardware among its pools with free hosts that
+	// meet the claim's requirement (nil without one).
+	least *hostfleetv1alpha1.HardwareView
 }
 
 // Place chooses a cluster for a claim.
@@ -98,12 +107,16 @@ func Place(in Input) Result {
 			why.add("%s (no HostInventory yet)", c)
 			noInventory = append(noInventory, c)
 		default:
-			free, pending := freeHosts(in, sel, c, inv)
-			if free-pending <= 0 {
-				why.add("%s (%d free matching hosts after %d pending claims)", c, free, pending)
+			o := offerOf(in, sel, c, inv)
+			if o.free-o.pending <= 0 {
+				if o.unmet > 0 && o.free == 0 {
+					why.add("%s (%d free matching hosts, none with the hardware asked: %s)", c, o.unmet, o.closest)
+					continue
+				}
+				why.add("%s (%d free matching hosts after %d pending claims)", c, o.free, o.pending)
 				continue
 			}
-			cands = append(cands, candidate{c, free - pending})
+			cands = append(cands, candidate{c, o.free - o.pending, o.least})
 		}
 	}
 	if len(cands) == 0 && len(unknown) > 0 {
@@ -120,16 +133,49 @@ func Place(in Input) Result {
 	return choose(in, cands)
 }
 
+// offer is what a cluster's inventory holds for a claim.
+type offer struct {
+	// free are the free hosts the claim may use, pending the claims placed
+	// on the cluster and not yet bound that compete for them (they take
+	// hosts first).
+	free, pending int
+	// least is the least hardware of the pools with free hosts that meet
+	// the claim's requirement; unmet counts the free hosts the claim could
+	// use but for its requirement, closest says what the closest of their
+	// profiles lacks.
+	least   *hostfleetv1alpha1.HardwareView
+	unmet   int
+	closest string
+}
+
 // freeHosts counts the free hosts of inv that the claim may use, and the
-// claims placed on cluster and not yet bound that compete for them (they
-// take hosts first).
+// claims placed on cluster and not yet bound that compete for them.
 func freeHosts(in Input, sel labels.Selector, cluster string, inv *hostfleetv1alpha1.HostInventory) (free, pending int) {
+	o := offerOf(in, sel, cluster, inv)
+	return o.free, o.pending
+}
+
+// offerOf is what inv holds for the claim.
+func offerOf(in Input, sel labels.Selector, cluster string, inv *hostfleetv1alpha1.HostInventory) offer {
+	var o offer
 	// The pools the claim may use; within a failure domain that has free
 	// hosts, only those (a failure domain is a preference).
 	var usable, inFD []hostfleetv1alpha1.HostPool
+	var unmet []*hostfleetv1alpha1.HardwareView
 	for _, p := range inv.Status.Pools {
 		if admits(p.Namespaces, in.Claim.Namespace) && sel.Matches(labels.Set(p.Labels)) && !exclusion.Matches(in.ExcludeHosts, labels.Set(p.Labels)) &&
 			taints.Tolerated(in.Claim.Annotations, p.Taints) {
+			view := profile(inv, p.Profile)
+			if !meets(in.Hardware, view) {
+				if p.Available > 0 {
+					o.unmet += int(p.Available)
+					unmet = append(unmet, view)
+				}
+				continue
+			}
+			if in.Hardware != nil && p.Available > 0 && (o.least == nil || hardware.Compare(view, o.least) < 0) {
+				o.least = view
+			}
 			usable = append(usable, p)
 			if fd := in.Claim.Spec.FailureDomain; fd != "" && p.FailureDomain == fd && p.Available > 0 {
 				inFD = append(inFD, p)
@@ -140,14 +186,41 @@ func freeHosts(in Input, sel labels.Selector, cluster string, inv *hostfleetv1al
 		usable = inFD
 	}
 	for _, p := range usable {
-		free += int(p.Available)
+		o.free += int(p.Available)
 	}
 	for _, p := range in.Pending[cluster] {
-		if competes(p, usable, in.Prefixes) {
-			pending++
+		if competes(p, inv, usable, in.Prefixes) {
+			o.pending++
 		}
 	}
-	return free, pending
+	if len(unmet) > 0 {
+		o.closest = hardware.Closest(in.Hardware, unmet)
+	}
+	return o
+}
+
+// profile is the view of an inventory's profile; nil for hosts not
+// inspected.
+func profile(inv *hostfleetv1alpha1.HostInventory, name string) *hostfleetv1alpha1.HardwareView {
+	if name == "" {
+		return nil
+	}
+	for i := range inv.Status.Profiles {
+		if inv.Status.Profiles[i].Name == name {
+			return &inv.Status.Profiles[i].Hardware
+		}
+	}
+	return nil
+}
+
+// meets reports whether a pool of view meets a requirement (any pool
+// meets none).
+func meets(r *hardware.Requirement, view *hostfleetv1alpha1.HardwareView) bool {
+	if r == nil {
+		return true
+	}
+	ok, err := r.Meets(view)
+	return err == nil && ok
 }
 
 // nowhere says why no cluster of clusters can take the claim.
@@ -204,9 +277,25 @@ func (r reasons) String() string {
 	return fmt.Sprintf("%s and %d more", strings.Join(r.said, ", "), r.more)
 }
 
-// choose picks among the candidates: most free hosts first; among equals,
-// a hash of the claim spreads claims.
+// choose picks among the candidates: with a hardware requirement, those
+// whose least meeting pool has the least hardware; then most free hosts
+// first; among equals, a hash of the claim spreads claims.
 func choose(in Input, cands []candidate) Result {
+	if in.Hardware != nil {
+		least := cands[0].least
+		for _, c := range cands {
+			if c.least != nil && (least == nil || hardware.Compare(c.least, least) < 0) {
+				least = c.least
+			}
+		}
+		var fit []candidate
+		for _, c := range cands {
+			if least == nil || c.least != nil && hardware.Compare(c.least, least) == 0 {
+				fit = append(fit, c)
+			}
+		}
+		cands = fit
+	}
 	best := cands[0].free
 	for _, c := range cands {
 		best = max(best, c.free)
@@ -255,11 +344,16 @@ func unpublished(hs metal3api.HostSelector, prefixes []string) []string {
 }
 
 // competes says whether a pending claim could take a host of one of pools.
-// A selector that cannot be read competes for everything.
-func competes(c *metal3api.HostClaim, pools []hostfleetv1alpha1.HostPool, prefixes []string) bool {
+// A selector or requirement that cannot be read competes for everything.
+func competes(c *metal3api.HostClaim, inv *hostfleetv1alpha1.HostInventory, pools []hostfleetv1alpha1.HostPool, prefixes []string) bool {
 	sel, err := selector(c.Spec.HostSelector, prefixes)
+	var r *hardware.Requirement
+	if expr, ok := c.Annotations[hostfleetv1alpha1.AnnotationHardware]; ok {
+		r, _ = hardware.Cached(expr)
+	}
 	for _, p := range pools {
-		if admits(p.Namespaces, c.Namespace) && (err != nil || sel.Matches(labels.Set(p.Labels))) && taints.Tolerated(c.Annotations, p.Taints) {
+		if admits(p.Namespaces, c.Namespace) && (err != nil || sel.Matches(labels.Set(p.Labels))) && taints.Tolerated(c.Annotations, p.Taints) &&
+			(r == nil || meets(r, profile(inv, p.Profile))) {
 			return true
 		}
 	}
