@@ -17,6 +17,7 @@ import (
 	"github.com/hostfleet/hostfleet/agent/bmc"
 	"github.com/hostfleet/hostfleet/e2e/emulators/ipmisim"
 	"github.com/hostfleet/hostfleet/e2e/emulators/redfish"
+	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
 )
 
 func TestParseAddress(t *testing.T) {
@@ -85,6 +86,7 @@ func TestRedfish(t *testing.T) {
 	defer iso.Close()
 	emulated := redfish.DefaultHardware("EMU0001")
 	emulated.NICs[0].IP = "192.0.2.11"
+	emulated.GPUs = []redfish.GPU{{Manufacturer: "NVIDIA", Model: "A100-SXM4-80GB"}, {Manufacturer: "NVIDIA", Model: "A100-SXM4-80GB"}}
 	b := redfish.Start(redfish.Options{TLS: true, Hardware: emulated})
 	defer b.Close()
 
@@ -105,13 +107,17 @@ func TestRedfish(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(hw.SystemVendor.Manufacturer).To(Equal("Hostfleet"))
 	g.Expect(hw.SystemVendor.SerialNumber).To(Equal("EMU0001"))
-	g.Expect(hw.CPU.Count).To(Equal(32), "2 sockets of 8 cores, 16 threads")
+	g.Expect(hw.CPU.Count).To(Equal(32), "2 sockets of 8 cores, 16 threads; the GPUs are no CPUs")
 	g.Expect(hw.CPU.Arch).To(Equal("x86_64"))
 	g.Expect(hw.RAMMebibytes).To(Equal(64 * 1024))
 	g.Expect(hw.Storage).To(HaveLen(1))
 	g.Expect(int64(hw.Storage[0].SizeBytes)).To(Equal(int64(480 << 30)))
 	g.Expect(hw.NIC).To(ConsistOf(HaveField("MAC", "52:54:00:00:00:01")))
 	g.Expect(hw.NIC[0].IP).To(Equal("192.0.2.11"), "bmclib's NIC, with the address only EthernetInterfaces report")
+	gpus, err := d.(bmc.GPUReader).GPUs(ctx)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(gpus).To(Equal([]hostfleetv1alpha1.HardwareGPU{{Vendor: "NVIDIA", Model: "A100-SXM4-80GB"}, {Vendor: "NVIDIA", Model: "A100-SXM4-80GB"}}),
+		"the Processors of type GPU")
 
 	t.Log("live ISO boot: media, one-time CD boot, power on")
 	g.Expect(d.InsertMedia(ctx, iso.URL+"/live.iso")).To(Succeed())

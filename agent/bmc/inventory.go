@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	metal3api "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
+
+	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
 )
 
 // Inventory reads the system's hardware from its Redfish resources: the
@@ -24,6 +26,38 @@ func (d *client) Inventory(ctx context.Context) (*metal3api.HardwareDetails, err
 		return err
 	})
 	return hw, err
+}
+
+// GPUReader is a BMC that reports its GPUs, which HardwareDetails has no
+// place for: Redfish lists them among the system's Processors.
+type GPUReader interface {
+	GPUs(ctx context.Context) ([]hostfleetv1alpha1.HardwareGPU, error)
+}
+
+// GPUs reads the Processors whose ProcessorType is GPU.
+func (d *client) GPUs(ctx context.Context) ([]hostfleetv1alpha1.HardwareGPU, error) {
+	if d.rf == nil {
+		return nil, fmt.Errorf("%w: GPUs need Redfish; %s speaks %s", ErrUnsupported, d.addr.HostPort(), d.addr.Protocol)
+	}
+	var gpus []hostfleetv1alpha1.HardwareGPU
+	err := d.call(ctx, "read GPUs", func(ctx context.Context) error {
+		_, sys, err := d.rf.read(ctx)
+		if err != nil {
+			return err
+		}
+		procs, err := members[struct {
+			state
+			ProcessorType, Manufacturer, Model string
+		}](ctx, d.rf, sys.Processors.ID)
+		gpus = nil
+		for _, p := range procs {
+			if !p.absent() && p.ProcessorType == "GPU" {
+				gpus = append(gpus, hostfleetv1alpha1.HardwareGPU{Vendor: p.Manufacturer, Model: p.Model})
+			}
+		}
+		return err
+	})
+	return gpus, err
 }
 
 // inventory reads what HardwareDetails holds. A resource the system does

@@ -22,6 +22,7 @@ import (
 	"github.com/hostfleet/hostfleet/e2e/emulators/ipmisim"
 	"github.com/hostfleet/hostfleet/e2e/emulators/redfish"
 	"github.com/hostfleet/hostfleet/e2e/harness/planes"
+	"github.com/hostfleet/hostfleet/hub/api/hardware"
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
 	"github.com/hostfleet/hostfleet/internal/setup"
 )
@@ -112,11 +113,13 @@ func TestLifecycle(t *testing.T) {
 	e := start(t)
 	g := e.g
 	img := images(t)
-	b := redfish.Start(redfish.Options{TLS: true})
+	hw := redfish.DefaultHardware("EMU-A")
+	hw.GPUs = []redfish.GPU{{Manufacturer: "NVIDIA", Model: "L40S"}}
+	b := redfish.Start(redfish.Options{TLS: true, Hardware: hw})
 	defer b.Close()
 	h := e.host("a", b, "password")
 
-	t.Log("registering → inspecting → available, with HardwareData")
+	t.Log("registering → inspecting → available, with HardwareData (its GPUs in hostfleet.io/gpus)")
 	e.state(h, metal3api.StateAvailable)
 	g.Expect(h.Status.GoodCredentials.Reference.Name).To(Equal("a-bmc"))
 	g.Expect(h.Status.HardwareDetails).NotTo(BeNil())
@@ -124,6 +127,7 @@ func TestLifecycle(t *testing.T) {
 	hd := &metal3api.HardwareData{}
 	g.Expect(e.c.Get(e.ctx, client.ObjectKey{Namespace: "hosts", Name: "a"}, hd)).To(Succeed())
 	g.Expect(hd.Spec.HardwareDetails.NIC).To(ConsistOf(HaveField("MAC", "52:54:00:00:00:01")))
+	g.Expect(hardware.OfData(hd).GPUs).To(Equal([]hostfleetv1alpha1.HardwareGPU{{Vendor: "NVIDIA", Model: "L40S"}}))
 	g.Expect(hd.OwnerReferences).To(ContainElement(HaveField("Name", "a")))
 	g.Expect(hd.Finalizers).To(ContainElement(hostfleetv1alpha1.BMCDriverFinalizer), "kept until the host goes, as baremetal-operator keeps its own")
 	g.Expect(h.Status.PoweredOn).To(BeFalse())

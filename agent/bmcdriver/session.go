@@ -2,6 +2,7 @@ package bmcdriver
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -14,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/hostfleet/hostfleet/agent/bmc"
+	"github.com/hostfleet/hostfleet/hub/api/hardware"
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
 )
 
@@ -93,10 +95,18 @@ func errorKind(host *metal3api.BareMetalHost) metal3api.ErrorType {
 // a new object for every inspection (a re-inspection deletes the old one,
 // so it gets a new UID and every copy of it follows), owned by the host and
 // kept by a finalizer until the host itself goes.
-func (r *Reconciler) saveHardware(ctx context.Context, host *metal3api.BareMetalHost, hw *metal3api.HardwareDetails) error {
+func (r *Reconciler) saveHardware(ctx context.Context, host *metal3api.BareMetalHost, hw *metal3api.HardwareDetails, gpus []hostfleetv1alpha1.HardwareGPU) error {
 	hd := &metal3api.HardwareData{ObjectMeta: metav1.ObjectMeta{Namespace: host.Namespace, Name: host.Name,
 		Finalizers: []string{hostfleetv1alpha1.BMCDriverFinalizer}},
 		Spec: metal3api.HardwareDataSpec{HardwareDetails: hw.DeepCopy()}}
+	if len(gpus) > 0 {
+		// HardwareDetails has no place for GPUs (hardware.OfData reads them).
+		data, err := json.Marshal(gpus)
+		if err != nil {
+			return err
+		}
+		hd.Annotations = map[string]string{hardware.AnnotationGPUs: string(data)}
+	}
 	if err := controllerutil.SetControllerReference(host, hd, r.Client.Scheme()); err != nil {
 		return err
 	}

@@ -44,13 +44,19 @@ func (x *run) inspect(ctx context.Context) outcome {
 	case err != nil:
 		return failed(fail(metal3api.InspectionError, "%v", err))
 	default:
-		if err := x.saveHardware(ctx, host, hw); err != nil {
+		var gpus []hostfleetv1alpha1.HardwareGPU
+		if r, ok := x.d.(bmc.GPUReader); ok {
+			if gpus, err = r.GPUs(ctx); err != nil {
+				return failed(fail(metal3api.InspectionError, "%v", err))
+			}
+		}
+		if err := x.saveHardware(ctx, host, hw, gpus); err != nil {
 			return failed(fail(metal3api.InspectionError, "save HardwareData: %v", err))
 		}
 		host.Status.HardwareDetails = hw
 		host.Status.HardwareProfile = "unknown"
-		x.event(corev1.EventTypeNormal, "InspectionComplete", "Inspect", "HardwareData from the BMC: %d CPUs, %d MiB, %d disks, %d NICs",
-			hw.CPU.Count, hw.RAMMebibytes, len(hw.Storage), len(hw.NIC))
+		x.event(corev1.EventTypeNormal, "InspectionComplete", "Inspect", "HardwareData from the BMC: %d CPUs, %d MiB, %d disks, %d NICs, %d GPUs",
+			hw.CPU.Count, hw.RAMMebibytes, len(hw.Storage), len(hw.NIC), len(gpus))
 	}
 	delete(host.Annotations, metal3api.InspectAnnotationPrefix)
 	host.Status.Provisioning.State = metal3api.StateAvailable

@@ -37,6 +37,8 @@ type Hardware struct {
 	MemoryGiB                                      int
 	Disks                                          []Disk
 	NICs                                           []NIC
+	// GPUs are listed among the Processors (ProcessorType GPU).
+	GPUs []GPU
 	// HostName is the system's HostName (what the operating system last
 	// reported): empty unless set.
 	HostName string
@@ -47,6 +49,11 @@ type Disk struct {
 	Name       string
 	SizeBytes  int64
 	Rotational bool
+}
+
+// GPU is one GPU.
+type GPU struct {
+	Manufacturer, Model string
 }
 
 // NIC is one network interface.

@@ -41,6 +41,9 @@ func (b *BMC) resource(path string) any {
 		for i := 0; i < hw.CPUs; i++ {
 			ids = append(ids, fmt.Sprintf("%s/Processors/CPU%d", SystemPath, i))
 		}
+		for i := range hw.GPUs {
+			ids = append(ids, fmt.Sprintf("%s/Processors/GPU%d", SystemPath, i))
+		}
 		return collection(path, "#ProcessorCollection.ProcessorCollection", "Processors Collection", ids...)
 	case SystemPath + "/Memory":
 		return collection(path, "#MemoryCollection.MemoryCollection", "Memory Collection", SystemPath+"/Memory/DIMM0")
@@ -125,6 +128,13 @@ func (b *BMC) member(path string) any {
 				"Name": fmt.Sprintf("CPU%d", i), "Socket": fmt.Sprintf("CPU%d", i), "ProcessorType": "CPU", "ProcessorArchitecture": "x86",
 				"InstructionSet": "x86-64", "Manufacturer": hw.Manufacturer, "Model": hw.CPUModel, "MaxSpeedMHz": 2400,
 				"TotalCores": hw.CoresPerCPU, "TotalThreads": 2 * hw.CoresPerCPU, "Status": map[string]string{"State": "Enabled", "Health": "OK"}}
+		}
+	}
+	for i, g := range hw.GPUs {
+		if path == fmt.Sprintf("%s/Processors/GPU%d", SystemPath, i) {
+			return map[string]any{"@odata.id": path, "@odata.type": "#Processor.v1_11_0.Processor", "Id": fmt.Sprintf("GPU%d", i),
+				"Name": fmt.Sprintf("GPU%d", i), "ProcessorType": "GPU", "Manufacturer": g.Manufacturer, "Model": g.Model,
+				"Status": map[string]string{"State": "Enabled", "Health": "OK"}}
 		}
 	}
 	for _, d := range hw.Disks {
