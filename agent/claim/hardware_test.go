@@ -71,4 +71,3 @@ func TestHardwareRequirement(t *testing.T) {
 	_, err := hardware.Parse(`host.cpu.cores > 1`)
 	g.Expect(associated(bad).Message).To(ContainSubstring(err.Error()))
 }
-
