@@ -70,6 +70,8 @@ func TestDemo(t *testing.T) {
 	g.Expect(output()).To(MatchRegexp(`short, a claim leased for 30 s \(hostfleet.io/lease-for\):\n  LeaseExpiring=True LeaseEnding: "the lease ends at \S+, in \d+s`))
 	g.Expect(output()).To(MatchRegexp(`(LeaseExpiring=True LeaseEnded: "the lease ended at|the lease ended at \S+: the hub deleted the claim)`))
 	g.Expect(output()).To(MatchRegexp(`the class has room, and big-3 is placed on infra-\d`), "and places it once a claim of the class goes")
+	g.Expect(output()).To(MatchRegexp(`gpu-1 asks for an H100 \(hostfleet.io/hardware: .*\): Scheduled=False NoCapacity:\n  ".*none with the hardware asked`),
+		"a claim no host's hardware meets is told why, per cluster")
 	g.Expect(output()).To(MatchRegexp(`edge-1: MaintenanceRequested=True ReleaseAtDeadline:\n  "host hosts/server-0 on cluster infra-3 is wanted for maintenance firmware-edge \(BMC firmware 2.14\)`),
 		"a maintenance asks the claim holding its host")
 	g.Expect(output()).To(ContainSubstring("at the deadline the hub released edge-1 (hostfleet.io/released-by: maintenance/infra-3/firmware-edge)"))

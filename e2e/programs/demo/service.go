@@ -93,6 +93,29 @@ func (r *run) placedOnceGone(ctx context.Context, held *metal3api.HostClaim) err
 	}
 	r.say("edge-fwd deleted: once it is gone the class has room, and big-3 is placed on %s (%s later)", held.Labels[hostfleetv1alpha1.LabelCluster],
 		time.Since(start).Round(100*time.Millisecond))
+	return r.hardwareAsked(ctx)
+}
+
+// hardwareAsked shows a claim asking for hardware no host has: the
+// scheduler names, per cluster, the closest hardware and what it lacks.
+func (r *run) hardwareAsked(ctx context.Context) error {
+	const expr = `host.gpus.exists(g, g.model.startsWith("H100"))`
+	c := r.claim("gpu-1", nil, map[string]string{hostfleetv1alpha1.AnnotationHardware: expr})
+	if err := r.create(ctx, c); err != nil {
+		return err
+	}
+	if err := r.waitClaim(ctx, c, func(c *metal3api.HostClaim) bool {
+		s := meta.FindStatusCondition(c.Status.Conditions, hostfleetv1alpha1.ConditionScheduled)
+		return s != nil && s.Reason == hostfleetv1alpha1.ReasonNoCapacity
+	}); err != nil {
+		return fmt.Errorf("gpu-1 not told why it waits: %w", err)
+	}
+	s := meta.FindStatusCondition(c.Status.Conditions, hostfleetv1alpha1.ConditionScheduled)
+	r.say("gpu-1 asks for an H100 (hostfleet.io/hardware: %s): Scheduled=False %s:\n  %q", expr, s.Reason, s.Message)
+	if err := r.hub.Delete(ctx, c); client.IgnoreNotFound(err) != nil {
+		return err
+	}
+	r.say("  gpu-1 deleted.")
 	return nil
 }
 

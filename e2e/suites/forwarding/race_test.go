@@ -153,11 +153,15 @@ func TestOneControllerPerClaim(t *testing.T) {
 	all := names(0, claims)
 	t.Logf("the agent alone serves the first %d claims, as before baremetal-operator is upgraded to v0.14 (its --hostclaims on by default)", burst)
 	createBursts(ctx, g, hub, all[:burst])
+	// What is checked is who serves them, not how fast: each claim crosses
+	// the scheduler, the forwarder, the work agent and the agent, and on a
+	// machine at a load of 40 the agent had bound 39 of the 50 after 2
+	// minutes.
 	g.Eventually(func(g Gomega) {
 		now, err := count(ctx, infra)
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(now.byAgent).To(Equal(burst))
-	}).WithTimeout(2 * time.Minute).WithPolling(time.Second).Should(Succeed())
+	}).WithTimeout(5 * time.Minute).WithPolling(time.Second).Should(Succeed())
 	bmo, err := f.Run("baremetal-operator-hostclaims", cluster, standIn, []string{"-hostclaims", "-workers", "4"})
 	g.Expect(err).NotTo(HaveOccurred())
 
