@@ -80,5 +80,5 @@ func (r *run) care(ctx context.Context) error {
 		return fmt.Errorf("server-0 not back in the pool: %w", err)
 	}
 	r.say("  complete: server-0 is Done and back in the pool")
-	return nil
+	return r.hardwareAsked(ctx)
 }

@@ -3,6 +3,7 @@ package demo
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	metal3api "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
@@ -93,11 +94,13 @@ func (r *run) placedOnceGone(ctx context.Context, held *metal3api.HostClaim) err
 	}
 	r.say("edge-fwd deleted: once it is gone the class has room, and big-3 is placed on %s (%s later)", held.Labels[hostfleetv1alpha1.LabelCluster],
 		time.Since(start).Round(100*time.Millisecond))
-	return r.hardwareAsked(ctx)
+	return nil
 }
 
-// hardwareAsked shows a claim asking for hardware no host has: the
-// scheduler names, per cluster, the closest hardware and what it lacks.
+// hardwareAsked shows a claim asking for hardware no free host has: the
+// scheduler names, per cluster, the closest hardware and what it lacks
+// (once the inventories show a free host: server-0, back from its
+// maintenance).
 func (r *run) hardwareAsked(ctx context.Context) error {
 	const expr = `host.gpus.exists(g, g.model.startsWith("H100"))`
 	c := r.claim("gpu-1", nil, map[string]string{hostfleetv1alpha1.AnnotationHardware: expr})
@@ -106,7 +109,7 @@ func (r *run) hardwareAsked(ctx context.Context) error {
 	}
 	if err := r.waitClaim(ctx, c, func(c *metal3api.HostClaim) bool {
 		s := meta.FindStatusCondition(c.Status.Conditions, hostfleetv1alpha1.ConditionScheduled)
-		return s != nil && s.Reason == hostfleetv1alpha1.ReasonNoCapacity
+		return s != nil && s.Reason == hostfleetv1alpha1.ReasonNoCapacity && strings.Contains(s.Message, "hardware asked")
 	}); err != nil {
 		return fmt.Errorf("gpu-1 not told why it waits: %w", err)
 	}
