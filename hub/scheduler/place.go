@@ -110,7 +110,7 @@ func Place(in Input) Result {
 			o := offerOf(in, sel, c, inv)
 			if o.free-o.pending <= 0 {
 				if o.unmet > 0 && o.free == 0 {
-					why.add("%s (%d free matching hosts, none with the hardware asked: %s)", c, o.unmet, o.closest)
+					why.add("%s (%d free matching hosts, none with the hardware asked: %s)", c, o.unmet, hardware.Closest(in.Hardware, o.unmetViews))
 					continue
 				}
 				why.add("%s (%d free matching hosts after %d pending claims)", c, o.free, o.pending)
@@ -141,11 +141,10 @@ type offer struct {
 	free, pending int
 	// least is the least hardware of the pools with free hosts that meet
 	// the claim's requirement; unmet counts the free hosts the claim could
-	// use but for its requirement, closest says what the closest of their
-	// profiles lacks.
-	least   *hostfleetv1alpha1.HardwareView
-	unmet   int
-	closest string
+	// use but for its requirement, unmetViews are their profiles.
+	least      *hostfleetv1alpha1.HardwareView
+	unmet      int
+	unmetViews []*hostfleetv1alpha1.HardwareView
 }
 
 // freeHosts counts the free hosts of inv that the claim may use, and the
@@ -161,20 +160,21 @@ func offerOf(in Input, sel labels.Selector, cluster string, inv *hostfleetv1alph
 	// The pools the claim may use; within a failure domain that has free
 	// hosts, only those (a failure domain is a preference).
 	var usable, inFD []hostfleetv1alpha1.HostPool
-	var unmet []*hostfleetv1alpha1.HardwareView
 	for _, p := range inv.Status.Pools {
 		if admits(p.Namespaces, in.Claim.Namespace) && sel.Matches(labels.Set(p.Labels)) && !exclusion.Matches(in.ExcludeHosts, labels.Set(p.Labels)) &&
 			taints.Tolerated(in.Claim.Annotations, p.Taints) {
-			view := profile(inv, p.Profile)
-			if !meets(in.Hardware, view) {
-				if p.Available > 0 {
-					o.unmet += int(p.Available)
-					unmet = append(unmet, view)
+			if in.Hardware != nil {
+				view := profile(inv, p.Profile)
+				if !meets(in.Hardware, view) {
+					if p.Available > 0 {
+						o.unmet += int(p.Available)
+						o.unmetViews = append(o.unmetViews, view)
+					}
+					continue
 				}
-				continue
-			}
-			if in.Hardware != nil && p.Available > 0 && (o.least == nil || hardware.Compare(view, o.least) < 0) {
-				o.least = view
+				if p.Available > 0 && (o.least == nil || hardware.Compare(view, o.least) < 0) {
+					o.least = view
+				}
 			}
 			usable = append(usable, p)
 			if fd := in.Claim.Spec.FailureDomain; fd != "" && p.FailureDomain == fd && p.Available > 0 {
@@ -193,9 +193,6 @@ func offerOf(in Input, sel labels.Selector, cluster string, inv *hostfleetv1alph
 			o.pending++
 		}
 	}
-	if len(unmet) > 0 {
-		o.closest = hardware.Closest(in.Hardware, unmet)
-	}
 	return o
 }
 
@@ -213,8 +210,8 @@ func profile(inv *hostfleetv1alpha1.HostInventory, name string) *hostfleetv1alph
 	return nil
 }
 
-// meets reports whether a pool of view meets a requirement (any pool
-// meets none).
+// meets reports whether hosts of view meet a requirement; without one,
+// every host does.
 func meets(r *hardware.Requirement, view *hostfleetv1alpha1.HardwareView) bool {
 	if r == nil {
 		return true
