@@ -210,6 +210,11 @@ func (f *Fleet) startPlane(ctx context.Context, name, assets string, sets []stri
 		}
 		return env, guard(env, assets, f.Dir, name)
 	}
+	release, err := startSlot(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("plane %s: %w", name, err)
+	}
+	defer release()
 	env, cfg, err := startEnv(newEnv)
 	if err != nil {
 		return nil, err

@@ -100,8 +100,8 @@ func startPooled(opts Options, names []string) (*Fleet, error) {
 		return nil, err
 	}
 	opts.Dir = dir
-	// Long enough for a start on a machine loaded past its cores (etcd's
-	// snapshot read alone passed 2 minutes at a load of 40).
+	// Long enough to wait for a start slot behind every other test
+	// process's planes (startSlot), not only to start.
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	f, err := Start(ctx, opts, names...)

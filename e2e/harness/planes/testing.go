@@ -42,8 +42,8 @@ func ForTestWith(t testing.TB, opts Options, names ...string) *Fleet {
 	if opts.Dir == "" {
 		opts.Dir = t.TempDir()
 	}
-	// Long enough for a start on a machine loaded past its cores (etcd's
-	// snapshot read alone passed 2 minutes at a load of 40).
+	// Long enough to wait for a start slot behind every other test
+	// process's planes (startSlot), not only to start.
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	start := time.Now()
