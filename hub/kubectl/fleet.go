@@ -15,12 +15,13 @@ import (
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
 )
 
-func fleetFlags(*pflag.FlagSet) func(context.Context, *Env, []string) error {
+func fleetFlags(fs *pflag.FlagSet) func(context.Context, *Env, []string) error {
+	hw := fs.Bool("hardware", false, "also list each cluster's hardware profiles")
 	return func(ctx context.Context, env *Env, args []string) error {
 		if len(args) > 0 {
 			return fmt.Errorf("fleet takes no argument (got %q)", args[0])
 		}
-		return fleet(ctx, env)
+		return fleet(ctx, env, *hw)
 	}
 }
 
@@ -31,7 +32,7 @@ type ClusterLine struct {
 	Pools, Tenants   []string
 }
 
-func fleet(ctx context.Context, env *Env) error {
+func fleet(ctx context.Context, env *Env, hw bool) error {
 	c := env.Client
 	var invs hostfleetv1alpha1.HostInventoryList
 	if err := c.List(ctx, &invs); err != nil {
@@ -56,6 +57,14 @@ func fleet(ctx context.Context, env *Env) error {
 		fmt.Fprintf(tw, "%s\t%s\t%d/%d\t%s\t%s\n", l.Cluster, l.Agent, l.Available, l.Total, dash(strings.Join(l.Pools, "; ")), dash(strings.Join(l.Tenants, ",")))
 	}
 	fmt.Fprintln(tw)
+	if hw {
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+		if err := printProfiles(env.Out, invs.Items); err != nil {
+			return err
+		}
+	}
 	fmt.Fprintln(tw, "TENANT\tCLUSTER SET\tCLAIMS\tREADY\tMAX CLAIMS\tCLASSES (CLAIMS/MAX)\tSTATUS")
 	for _, t := range tenants.Items {
 		limit := "-"
@@ -121,10 +130,15 @@ func Clusters(invs []hostfleetv1alpha1.HostInventory, tenancies []hostfleetv1alp
 	return out
 }
 
-// poolName is a pool's labels, or "all" when it has none.
+// poolName is a pool's labels, or "all" when it has none, and its
+// hardware profile when it has one.
 func poolName(p hostfleetv1alpha1.HostPool) string {
-	if len(p.Labels) == 0 {
-		return "all"
+	name := "all"
+	if len(p.Labels) > 0 {
+		name = labels.Set(p.Labels).String()
 	}
-	return labels.Set(p.Labels).String()
+	if p.Profile != "" {
+		name += " [" + p.Profile + "]"
+	}
+	return name
 }

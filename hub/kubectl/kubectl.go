@@ -30,10 +30,12 @@ const Usage = `kubectl hostfleet: Hostfleet's claims, explained.
   kubectl hostfleet why CLAIM [-n NS]
       the claim's path (scheduled, bound, provisioned, powered, Ready, Node
       labels, forwarded) up to the first step not done, its message, what
-      to do, and the recent Events
-  kubectl hostfleet fleet
-      per cluster: its agent, hosts available per pool, tenants served;
-      per tenant: claims against maxClaims and per host class (a hub
+      to do, the hardware it asks and which clusters have it (or what their
+      closest hosts lack), and the recent Events
+  kubectl hostfleet fleet [--hardware]
+      per cluster: its agent, hosts available per pool, tenants served
+      (and with --hardware, hosts available per hardware profile); per
+      tenant: claims against maxClaims and per host class (a hub
       administrator's view)
   kubectl hostfleet extend CLAIM --for 2h [-n NS]
       moves the claim's lease end (hostfleet.io/lease-until) later, within

@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/hostfleet/hostfleet/e2e/harness/planes"
+	"github.com/hostfleet/hostfleet/hub/api/hardware"
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
 )
 
@@ -35,6 +36,7 @@ const ns = "tenant-acme"
 type claim struct {
 	name          string
 	labels        map[string]string
+	annotations   map[string]string
 	image, on     bool
 	poweredOn     bool
 	host          string
@@ -75,7 +77,13 @@ var stuckClaims = []claim{
 		conditions: [][4]string{{"Scheduled", "True", "Placed", "placed on edge"},
 			{"Forwarded", "True", "TargetNotBound", "applied on edge as HostClaim hf-tenant-acme/fwd-unbound; not bound to a host: NoBareMetalHostAvailable"}},
 		stuck: `Stuck at "forwarded" (TargetNotBound)`, advice: "as for NoBareMetalHostAvailable"},
+	{name: "big-cpu", annotations: map[string]string{hostfleetv1alpha1.AnnotationHardware: "host.cpu.count >= 64 && host.memoryMiB >= 65536"},
+		conditions: [][4]string{{"Scheduled", "False", "NoCapacity", "no cluster has a free host with the hardware asked"}},
+		stuck:      `Stuck at "scheduled" (NoCapacity)`, advice: "relax hostSelector"},
 }
+
+// medium is the hardware of infra-1's inspected hosts.
+var medium = hostfleetv1alpha1.HardwareView{CPU: hostfleetv1alpha1.HardwareCPU{Count: 48, Arch: "x86_64"}, MemoryMiB: 65536}
 
 // readyClaim is bound, provisioned, powered and Ready.
 var readyClaim = claim{name: "web-1", labels: map[string]string{hostfleetv1alpha1.LabelCluster: "infra-1"}, image: true, on: true, poweredOn: true, host: "server-4",
@@ -137,8 +145,12 @@ func fleet(t *testing.T) (admin, alice string) {
 	}
 	inv := &hostfleetv1alpha1.HostInventory{}
 	g.Expect(c.Get(ctx, client.ObjectKey{Namespace: "infra-1", Name: "infra-1"}, inv)).To(Succeed())
+	size := map[string]string{"example.com/size": "medium"}
+	hardware.Normalize(&medium)
 	inv.Status = hostfleetv1alpha1.HostInventoryStatus{Total: 6, Available: 1, Pools: []hostfleetv1alpha1.HostPool{
-		{Labels: map[string]string{"example.com/size": "medium"}, Namespaces: []string{ns}, Total: 6, Available: 1}}}
+		{Labels: size, Namespaces: []string{ns}, Profile: hardware.Profile(&medium), Total: 5, Available: 1},
+		{Labels: size, Namespaces: []string{ns}, Total: 1}},
+		Profiles: []hostfleetv1alpha1.HardwareProfile{{Name: hardware.Profile(&medium), Hardware: medium}}}
 	g.Expect(c.Status().Update(ctx, inv)).To(Succeed())
 	mca := &addonv1beta1.ManagedClusterAddOn{}
 	g.Expect(c.Get(ctx, client.ObjectKey{Namespace: "infra-1", Name: hostfleetv1alpha1.AddonName}, mca)).To(Succeed())
@@ -172,7 +184,7 @@ func create(t *testing.T, c client.Client, namespace string, cl claim) {
 	t.Helper()
 	g := NewWithT(t)
 	ctx := context.Background()
-	hc := &metal3api.HostClaim{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: cl.name, Labels: cl.labels},
+	hc := &metal3api.HostClaim{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: cl.name, Labels: cl.labels, Annotations: cl.annotations},
 		Spec: metal3api.HostClaimSpec{PoweredOn: cl.on}}
 	if cl.image {
 		hc.Spec.Image = &metal3api.Image{URL: "http://images.example/os.iso"}
@@ -276,6 +288,23 @@ func TestWhy(t *testing.T) {
 	g.Expect(out).To(ContainSubstring("no HostClaim nope in namespace tenant-acme: `kubectl hostfleet claims -n tenant-acme` lists them"))
 }
 
+// TestWhyHardware: `why` on a claim nothing meets names, per cluster, the
+// closest hardware and what it lacks, for whoever may read the inventories.
+func TestWhyHardware(t *testing.T) {
+	g := NewWithT(t)
+	admin, alice := fleet(t)
+	out, err := kubectl(t, admin, "hostfleet", "why", "big-cpu", "-n", ns)
+	g.Expect(err).NotTo(HaveOccurred(), out)
+	t.Logf("kubectl hostfleet why big-cpu\n%s", out)
+	g.Expect(out).To(ContainSubstring("Hardware asked (hostfleet.io/hardware): host.cpu.count >= 64 && host.memoryMiB >= 65536\n" +
+		"  infra-1: no host has it\n" +
+		"    closest: 48 cores x86_64, 64 GiB, 0 disks (0 NVME), 0 Gb/s, no GPU (5 hosts): lacks host.cpu.count >= 64 (has 48)\n" +
+		"    closest: not inspected (meets no hardware requirement) (1 hosts): lacks an inspection (no hardware known)\n"))
+	out, err = kubectl(t, alice, "hostfleet", "why", "big-cpu", "-n", ns)
+	g.Expect(err).NotTo(HaveOccurred(), out)
+	g.Expect(out).To(ContainSubstring("  per cluster: not shown (you may not list hostinventories in any namespace"))
+}
+
 // A claim over the tenant's maxClaims never exists: `why` on its name says
 // the quota is full.
 func TestWhyQuota(t *testing.T) {
@@ -302,9 +331,17 @@ func TestFleet(t *testing.T) {
 	t.Logf("kubectl hostfleet fleet\n%s", out)
 	g.Expect(lines(out)).To(ContainElements(
 		MatchRegexp(`^CLUSTER\s+AGENT\s+HOSTS AVAILABLE/TOTAL\s+POOLS \(AVAILABLE/TOTAL\)\s+TENANTS$`),
-		MatchRegexp(`^infra-1\s+Available\s+1/6\s+example.com/size=medium: 1/6\s+acme$`),
+		MatchRegexp(`^infra-1\s+Available\s+1/6\s+example.com/size=medium \[v1-[0-9a-f]{12}\]: 1/5; example.com/size=medium: 0/1\s+acme$`),
 		MatchRegexp(`^TENANT\s+CLUSTER SET\s+CLAIMS\s+READY\s+MAX CLAIMS\s+CLASSES \(CLAIMS/MAX\)\s+STATUS$`),
-		MatchRegexp(`^acme\s+lab\s+8\s+2\s+9\s+gpu 1/2, big 0/4\s+Registered$`),
+		MatchRegexp(`^acme\s+lab\s+9\s+2\s+9\s+gpu 1/2, big 0/4\s+Registered$`),
+	))
+	out, err = kubectl(t, admin, "hostfleet", "fleet", "--hardware")
+	g.Expect(err).NotTo(HaveOccurred(), out)
+	t.Logf("kubectl hostfleet fleet --hardware\n%s", out)
+	g.Expect(lines(out)).To(ContainElements(
+		MatchRegexp(`^CLUSTER\s+PROFILE\s+HARDWARE\s+HOSTS AVAILABLE/TOTAL$`),
+		MatchRegexp(`^infra-1\s+v1-[0-9a-f]{12}\s+48 cores x86_64, 64 GiB, 0 disks \(0 NVME\), 0 Gb/s, no GPU\s+1/5$`),
+		MatchRegexp(`^infra-1\s+-\s+not inspected \(meets no hardware requirement\)\s+0/1$`),
 	))
 	out, err = kubectl(t, alice, "hostfleet", "fleet")
 	g.Expect(err).To(HaveOccurred())

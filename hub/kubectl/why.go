@@ -143,6 +143,7 @@ func why(ctx context.Context, env *Env, name string, events int) error {
 	} else {
 		fmt.Fprintln(out, "\nNothing in the way: the claim is Ready.")
 	}
+	printHardware(ctx, out, env.Client, c)
 	printEvents(ctx, out, env.Client, c, events)
 	printAgent(ctx, out, env.Client, c.Labels[hostfleetv1alpha1.LabelCluster])
 	return nil
