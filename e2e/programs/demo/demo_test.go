@@ -75,6 +75,9 @@ func TestDemo(t *testing.T) {
 	g.Expect(output()).To(MatchRegexp(`the class has room, and big-3 is placed on infra-\d`), "and places it once a claim of the class goes")
 	g.Expect(output()).To(MatchRegexp(`gpu-1 asks for an H100 \(hostfleet.io/hardware: .*\): Scheduled=False NoCapacity:\n  ".*none with the hardware asked`),
 		"a claim no host's hardware meets is told why, per cluster")
+	g.Expect(output()).To(MatchRegexp(`\$ kubectl hostfleet why gpu-1 -n tenant-acme --events 0\n(.*\n)*Hardware asked \(hostfleet.io/hardware\): host.gpus.exists\(g, g.model.startsWith\("H100"\)\)\n(.*\n)*  infra-3: no host has it\n    closest: 32 cores x86_64, .* lacks host.gpus.exists`),
+		"why names, per cluster, the closest hardware and what it lacks")
+	g.Expect(output()).To(MatchRegexp(`cpu-32 asks for host.cpu.count >= 32 && .*: placed on infra-\d, bound to hosts/server-\d`), "a claim placed and bound by its hardware")
 	g.Expect(output()).To(MatchRegexp(`edge-1: MaintenanceRequested=True ReleaseAtDeadline:\n  "host hosts/server-0 on cluster infra-3 is wanted for maintenance firmware-edge \(BMC firmware 2.14\)`),
 		"a maintenance asks the claim holding its host")
 	g.Expect(output()).To(ContainSubstring("at the deadline the hub released edge-1 (hostfleet.io/released-by: maintenance/infra-3/firmware-edge)"))

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
+	"github.com/hostfleet/hostfleet/hub/kubectl"
 )
 
 // service shows the service side (docs/service.md): a host class full
@@ -98,9 +99,10 @@ func (r *run) placedOnceGone(ctx context.Context, held *metal3api.HostClaim) err
 }
 
 // hardwareAsked shows a claim asking for hardware no free host has: the
-// scheduler names, per cluster, the closest hardware and what it lacks
-// (once the inventories show a free host: server-0, back from its
-// maintenance).
+// scheduler names, per cluster, the closest hardware and what it lacks,
+// and so does `kubectl hostfleet why` (once the inventories show a free
+// host: server-0, back from its maintenance). Then a claim whose hardware
+// server-0 has is placed and bound by it.
 func (r *run) hardwareAsked(ctx context.Context) error {
 	const expr = `host.gpus.exists(g, g.model.startsWith("H100"))`
 	c := r.claim("gpu-1", nil, map[string]string{hostfleetv1alpha1.AnnotationHardware: expr})
@@ -115,10 +117,35 @@ func (r *run) hardwareAsked(ctx context.Context) error {
 	}
 	s := meta.FindStatusCondition(c.Status.Conditions, hostfleetv1alpha1.ConditionScheduled)
 	r.say("gpu-1 asks for an H100 (hostfleet.io/hardware: %s): Scheduled=False %s:\n  %q", expr, s.Reason, s.Message)
+	args := []string{"why", "gpu-1", "-n", "tenant-acme", "--events", "0", "--kubeconfig=" + r.f.Plane("hub").Kubeconfig}
+	r.say("$ kubectl hostfleet %s", strings.Join(args[:6], " "))
+	if err := kubectl.Main(ctx, args, r.o.Out); err != nil {
+		return fmt.Errorf("kubectl hostfleet why gpu-1: %w", err)
+	}
 	if err := r.hub.Delete(ctx, c); client.IgnoreNotFound(err) != nil {
 		return err
 	}
 	r.say("  gpu-1 deleted.")
+	return r.hardwarePlaced(ctx)
+}
+
+// hardwarePlaced shows a claim placed and bound by its hardware: 32 cores
+// and a 10 Gb/s NIC, which server-0 of infra-3 has.
+func (r *run) hardwarePlaced(ctx context.Context) error {
+	const expr = `host.cpu.count >= 32 && host.nics.exists(n, n.speedGbps >= 10)`
+	c := r.claim("cpu-32", nil, map[string]string{hostfleetv1alpha1.AnnotationHardware: expr})
+	if err := r.create(ctx, c); err != nil {
+		return err
+	}
+	if err := r.waitClaim(ctx, c, func(c *metal3api.HostClaim) bool { return c != nil && c.Status.BareMetalHost != nil }); err != nil {
+		return fmt.Errorf("cpu-32 not bound: %w", err)
+	}
+	r.say("cpu-32 asks for %s: placed on %s, bound to %s/%s", expr, c.Labels[hostfleetv1alpha1.LabelCluster],
+		c.Status.BareMetalHost.Namespace, c.Status.BareMetalHost.Name)
+	if err := r.hub.Delete(ctx, c); client.IgnoreNotFound(err) != nil {
+		return err
+	}
+	r.say("  cpu-32 deleted.")
 	return nil
 }
 
