@@ -138,7 +138,7 @@ chaos: build ## Churn 2000 claims over 500 BMC-driven hosts while the hub and ag
 bench: tools ## Benchmarks on real control planes, each printed beside a baseline measured in the same run.
 	go build -o $(BIN)/hostfleet-bench ./e2e/programs/bench
 	cd e2e/tools/upstreambind && GONOSUMDB=github.com/metal3-io/ironic-standalone-operator GOFLAGS=-mod=readonly go build -o $(CURDIR)/$(BIN)/upstreambind .
-	KUBEBUILDER_ASSETS="$$($(TOOLS) --print-assets)" $(BIN)/hostfleet-bench -n $${BENCH_N:-1000}
+	KUBEBUILDER_ASSETS="$$($(TOOLS) --print-assets)" $(BIN)/hostfleet-bench -n $${BENCH_N:-1000} -hardware
 
 .PHONY: bench-scale
 bench-scale: tools ## One hub on a core of its own, the real agent for 100 then 1000 clusters × 10 hosts in one process on the other: latencies, late placements, hub CPU per claim (idle subtracted) and memory, requests per claim.

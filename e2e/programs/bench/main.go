@@ -63,6 +63,7 @@ func main() {
 	n := flag.Int("n", 1000, "claims and hosts")
 	workers := flag.Int("workers", 4, "agent workers, and baseline writers")
 	clusters := flag.Int("clusters", 50, "clusters the scheduler chooses from")
+	schedHW := flag.Bool("hardware", false, "scheduling: run again with a hardware profile per cluster (4 kinds) and a requirement on every claim, beside the run without")
 	only := flag.String("only", "", "run one benchmark: binding, scheduling, bmc, labels or fanout; or scale or storm, which only run when asked (make bench-scale, make bench-storm)")
 	labelHosts := flag.Int("label-hosts", 20, "hosts, claims and Nodes of the label sync benchmark")
 	labelChanges := flag.Int("label-changes", 100, "host label changes the label sync benchmark times")
@@ -117,7 +118,7 @@ func main() {
 		err = runBinding(*n, *workers, beside(*upstreamBin, "upstreambind"))
 	}
 	if err == nil && (*only == "" || *only == "scheduling") {
-		err = runScheduling(*n, *clusters)
+		err = runScheduling(*n, *clusters, *schedHW)
 	}
 	if err == nil && (*only == "" || *only == "bmc") {
 		err = runBMC(*bmcs, *bmcsSlow, *bmcWorkers)

@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	"github.com/hostfleet/hostfleet/hub/api/hardware"
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
 	"github.com/hostfleet/hostfleet/hub/scheduler"
 	"github.com/hostfleet/hostfleet/internal/setup"
@@ -20,28 +21,71 @@ import (
 
 const benchTenant, benchNS = "bench", "tenant-bench"
 
-func runScheduling(n, clusters int) error {
+// schedResult is one scheduling run.
+type schedResult struct {
+	baseRate, rate float64
+	list, elapsed  time.Duration
+	p50, p99       time.Duration
+	reads, writes  int64
+	over           int
+}
+
+// runScheduling runs the scheduling benchmark, and with hw runs it again
+// with hardware profiles on the clusters and a requirement on every claim,
+// beside the first run.
+func runScheduling(n, clusters int, hw bool) error {
+	plain, err := scheduleOnce(n, clusters, false)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("\nscheduling, %d claims over %d clusters, 1 worker\n", n, clusters)
+	fmt.Printf("  baseline: the hub API server accepts the writes of %.0f decisions/s (the label patch, 1 writer)\n", plain.baseRate)
+	fmt.Printf("  baseline: one LIST of all %d claims takes %s: a list-per-decision scheduler could make at most %.0f decisions/s\n",
+		n, plain.list.Round(100*time.Microsecond), 1/plain.list.Seconds())
+	fmt.Printf("  scheduler: %.0f decisions/s (%s for %d, cache sync included); decision p50 %s, p99 %s\n",
+		plain.rate, plain.elapsed.Round(10*time.Millisecond), n, plain.p50, plain.p99)
+	fmt.Printf("  ratio:    %.2f decisions per baseline decision write\n", plain.rate/plain.baseRate)
+	fmt.Printf("  reads:    %.3f API reads per decision (%d GET/LIST in all, watches excluded; the rest come from the cache and its indexes)\n",
+		float64(plain.reads)/float64(n), plain.reads)
+	fmt.Printf("  writes:   %.2f API writes per decision\n", float64(plain.writes)/float64(n))
+	fmt.Printf("  correct:  %d claims placed beyond a cluster's free hosts (capacity is exactly %d)\n", plain.over, n)
+	if !hw {
+		return nil
+	}
+	hwr, err := scheduleOnce(n, clusters, true)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("\nscheduling by hardware, %d claims over %d clusters of %d profiles, a requirement on every claim\n", n, clusters, len(benchKinds()))
+	fmt.Printf("  scheduler: %.0f decisions/s (%s); decision p50 %s, p99 %s\n", hwr.rate, hwr.elapsed.Round(10*time.Millisecond), hwr.p50, hwr.p99)
+	fmt.Printf("  ratio:    %.2f of the run without requirements (baselines of the two runs: %.0f and %.0f writes/s)\n", hwr.rate/plain.rate, plain.baseRate, hwr.baseRate)
+	fmt.Printf("  correct:  %d claims placed beyond a cluster's free hosts, every claim on hardware that meets it\n", hwr.over)
+	return nil
+}
+
+// scheduleOnce places n pending claims over clusters on fresh planes.
+func scheduleOnce(n, clusters int, hw bool) (schedResult, error) {
+	var res schedResult
 	ctx := context.Background()
 	f, stop, err := startPlanes(ctx, "hub")
 	if err != nil {
-		return err
+		return res, err
 	}
 	defer stop()
 	hub := f.Plane("hub").Client
 
-	fmt.Printf("\nsetting up %d clusters with inventories and %d pending claims\n", clusters, n)
-	capacity, err := schedulingFleet(ctx, hub, n, clusters)
+	fmt.Printf("\nsetting up %d clusters with inventories and %d pending claims (hardware: %v)\n", clusters, n, hw)
+	capacity, bh, err := schedulingFleet(ctx, hub, n, clusters, hw)
 	if err != nil {
-		return err
+		return res, err
 	}
 	base, _ := counted(f.Plane("hub").Config)
 	baseClient, err := client.New(base, client.Options{Scheme: f.Scheme})
 	if err != nil {
-		return err
+		return res, err
 	}
-	baseRate, listTime, err := schedulingBaselines(ctx, hub, baseClient, n)
-	if err != nil {
-		return err
+	if res.baseRate, res.list, err = schedulingBaselines(ctx, hub, baseClient, n, bh); err != nil {
+		return res, err
 	}
 
 	cfg, counter := counted(f.Plane("hub").Config)
@@ -49,51 +93,50 @@ func runScheduling(n, clusters int) error {
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{Scheme: f.Scheme, Metrics: metricsserver.Options{BindAddress: "0"},
 		Controller: config.Controller{SkipNameValidation: &skip}})
 	if err != nil {
-		return err
+		return res, err
 	}
 	if err := (&scheduler.Reconciler{Client: mgr.GetClient(), Deadline: time.Hour}).SetupWithManager(ctx, mgr, setup.Options{}); err != nil {
-		return err
+		return res, err
+	}
+	times, err := placedTimes(ctx, f.Plane("hub").Config, f.Scheme, n)
+	if err != nil {
+		return res, err
 	}
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	done := make(chan error, 1)
 	start := time.Now()
 	go func() { done <- mgr.Start(runCtx) }()
-	if err := allPlaced(ctx, hub, n, capacity, done); err != nil {
-		return err
+	if err := allPlaced(ctx, hub, n, capacity, bh, done); err != nil {
+		return res, err
 	}
-	elapsed := time.Since(start)
-	reads, writes := counter.reads.Load(), counter.writes.Load()
+	res.elapsed = time.Since(start)
+	res.reads, res.writes = counter.reads.Load(), counter.writes.Load()
 	cancel()
 	<-done
-	rate := float64(n) / elapsed.Seconds()
-
-	fmt.Printf("\nscheduling, %d claims over %d clusters, 1 worker\n", n, clusters)
-	fmt.Printf("  baseline: the hub API server accepts the writes of %.0f decisions/s (the label patch, 1 writer)\n", baseRate)
-	fmt.Printf("  baseline: one LIST of all %d claims takes %s: a list-per-decision scheduler could make at most %.0f decisions/s\n",
-		n, listTime.Round(100*time.Microsecond), 1/listTime.Seconds())
-	fmt.Printf("  scheduler: %.0f decisions/s (%s for %d, cache sync included)\n", rate, elapsed.Round(10*time.Millisecond), n)
-	fmt.Printf("  ratio:    %.2f decisions per baseline decision write\n", rate/baseRate)
-	fmt.Printf("  reads:    %.3f API reads per decision (%d GET/LIST in all, watches excluded; the rest come from the cache and its indexes)\n",
-		float64(reads)/float64(n), reads)
-	fmt.Printf("  writes:   %.2f API writes per decision\n", float64(writes)/float64(n))
-	over := 0
+	res.rate = float64(n) / res.elapsed.Seconds()
+	ds := gaps(start, <-times)
+	res.p50, res.p99 = quantile(ds, 0.5), quantile(ds, 0.99)
 	for _, left := range capacity {
 		if left < 0 {
-			over -= left
+			res.over -= left
 		}
 	}
-	fmt.Printf("  correct:  %d claims placed beyond a cluster's free hosts (capacity is exactly %d)\n", over, n)
-	return nil
+	return res, nil
 }
 
 // schedulingFleet creates the clusters' inventories, the tenant and its
 // namespace, with room for every claim and no more, unevenly: the
 // scheduler has to count, and a cluster given more claims than free hosts
 // is an over-placement. capacity is each cluster's free hosts.
-func schedulingFleet(ctx context.Context, hub client.Client, n, clusters int) (map[string]int, error) {
+func schedulingFleet(ctx context.Context, hub client.Client, n, clusters int, hw bool) (map[string]int, *benchHardware, error) {
 	names := make([]string, clusters)
 	capacity := make(map[string]int, clusters)
+	var bh *benchHardware
+	if hw {
+		bh = &benchHardware{kinds: benchKinds(), clusterKind: map[string]int{}}
+	}
+	freeByKind := map[int]int{}
 	for i := range names {
 		names[i] = fmt.Sprintf("c%02d", i)
 		free := int32(n/clusters + (i%2)*2 - 1)
@@ -108,15 +151,26 @@ func schedulingFleet(ctx context.Context, hub client.Client, n, clusters int) (m
 			Spec: hostfleetv1alpha1.HostInventorySpec{ClusterName: names[i]}}
 		for _, o := range []client.Object{&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: names[i]}}, inv} {
 			if err := hub.Create(ctx, o); err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 		}
 		orig := inv.DeepCopy()
 		inv.Status = hostfleetv1alpha1.HostInventoryStatus{Total: free, Available: free, Pools: []hostfleetv1alpha1.HostPool{
 			{Labels: map[string]string{"bench.io/kind": "small"}, Namespaces: []string{benchNS}, Total: free, Available: free}}}
-		if err := hub.Status().Patch(ctx, inv, client.MergeFrom(orig)); err != nil {
-			return nil, err
+		if bh != nil {
+			k := (i / 2) % len(bh.kinds)
+			bh.clusterKind[names[i]] = k
+			freeByKind[k] += int(free)
+			name := hardware.Profile(&bh.kinds[k].view)
+			inv.Status.Pools[0].Profile = name
+			inv.Status.Profiles = []hostfleetv1alpha1.HardwareProfile{{Name: name, Hardware: bh.kinds[k].view}}
 		}
+		if err := hub.Status().Patch(ctx, inv, client.MergeFrom(orig)); err != nil {
+			return nil, nil, err
+		}
+	}
+	if bh != nil {
+		bh.claimKind = claimKinds(n, freeByKind)
 	}
 	t := &hostfleetv1alpha1.Tenant{ObjectMeta: metav1.ObjectMeta{Name: benchTenant}, Spec: hostfleetv1alpha1.TenantSpec{ClusterSet: "bench"}}
 	for _, o := range []client.Object{t,
@@ -124,13 +178,13 @@ func schedulingFleet(ctx context.Context, hub client.Client, n, clusters int) (m
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "baseline"}},
 	} {
 		if err := hub.Create(ctx, o); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
 	// What the tenant controller would report.
 	orig := t.DeepCopy()
 	t.Status.Clusters = names
-	return capacity, hub.Status().Patch(ctx, t, client.MergeFrom(orig))
+	return capacity, bh, hub.Status().Patch(ctx, t, client.MergeFrom(orig))
 }
 
 func benchClaim(ns string, i int) *metal3api.HostClaim {
@@ -141,7 +195,7 @@ func benchClaim(ns string, i int) *metal3api.HostClaim {
 // decision (the label; the agent writes the Scheduled condition) from one
 // writer (the scheduler has one worker), and one LIST of every claim. It
 // leaves the n claims to schedule in the tenant's namespace.
-func schedulingBaselines(ctx context.Context, hub, base client.Client, n int) (rate float64, list time.Duration, _ error) {
+func schedulingBaselines(ctx context.Context, hub, base client.Client, n int, bh *benchHardware) (rate float64, list time.Duration, _ error) {
 	if err := parallel(n, 4, func(i int) error { return hub.Create(ctx, benchClaim("baseline", i)) }); err != nil {
 		return 0, 0, err
 	}
@@ -156,7 +210,7 @@ func schedulingBaselines(ctx context.Context, hub, base client.Client, n int) (r
 	if err := hub.DeleteAllOf(ctx, &metal3api.HostClaim{}, client.InNamespace("baseline")); err != nil {
 		return 0, 0, err
 	}
-	if err := parallel(n, 4, func(i int) error { return hub.Create(ctx, benchClaim(benchNS, i)) }); err != nil {
+	if err := parallel(n, 4, func(i int) error { return hub.Create(ctx, bh.claim(i)) }); err != nil {
 		return 0, 0, err
 	}
 	const lists = 20
@@ -172,7 +226,7 @@ func schedulingBaselines(ctx context.Context, hub, base client.Client, n int) (r
 
 // allPlaced waits until the n claims are placed, and takes them off their
 // clusters' capacity.
-func allPlaced(ctx context.Context, hub client.Client, n int, capacity map[string]int, done <-chan error) error {
+func allPlaced(ctx context.Context, hub client.Client, n int, capacity map[string]int, bh *benchHardware, done <-chan error) error {
 	start := time.Now()
 	for {
 		var list metal3api.HostClaimList
@@ -183,7 +237,7 @@ func allPlaced(ctx context.Context, hub client.Client, n int, capacity map[strin
 			for _, c := range list.Items {
 				capacity[c.Labels[hostfleetv1alpha1.LabelCluster]]--
 			}
-			return nil
+			return bh.check(list.Items)
 		}
 		select {
 		case err := <-done:

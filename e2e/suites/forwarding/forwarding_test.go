@@ -98,9 +98,15 @@ func fleet(t *testing.T, g Gomega) (*planes.Fleet, client.Client, client.Client)
 // drivenHosts makes n hosts on the target, each with its own emulated
 // Redfish BMC, driven by the agent's BMC driver.
 func drivenHosts(t *testing.T, g Gomega, infra client.Client, n int) map[string]*redfish.BMC {
+	return drivenHostsWith(t, g, infra, make([]redfish.Hardware, n)...)
+}
+
+// drivenHostsWith makes a driven host per hardware (the emulator's default
+// for a zero one).
+func drivenHostsWith(t *testing.T, g Gomega, infra client.Client, hw ...redfish.Hardware) map[string]*redfish.BMC {
 	bmcs := map[string]*redfish.BMC{}
-	for i := range n {
-		b := redfish.Start(redfish.Options{Username: "admin", Password: "secret"})
+	for i := range hw {
+		b := redfish.Start(redfish.Options{Username: "admin", Password: "secret", Hardware: hw[i]})
 		t.Cleanup(b.Close)
 		name := fmt.Sprintf("rf%02d", i)
 		bmcs[name] = b
