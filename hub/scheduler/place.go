@@ -110,7 +110,9 @@ func Place(in Input) Result {
 			o := offerOf(in, sel, c, inv)
 			if o.free-o.pending <= 0 {
 				if o.unmet > 0 && o.free == 0 {
-					why.add("%s (%d free matching hosts, none with the hardware asked: %s)", c, o.unmet, hardware.Closest(in.Hardware, o.unmetViews))
+					why.addWith(func() string {
+						return fmt.Sprintf("%s (%d free matching hosts, none with the hardware asked: %s)", c, o.unmet, hardware.Closest(in.Hardware, o.unmetViews))
+					})
 					continue
 				}
 				why.add("%s (%d free matching hosts after %d pending claims)", c, o.free, o.pending)
@@ -165,7 +167,7 @@ func offerOf(in Input, sel labels.Selector, cluster string, inv *hostfleetv1alph
 			taints.Tolerated(in.Claim.Annotations, p.Taints) {
 			if in.Hardware != nil {
 				view := profile(inv, p.Profile)
-				if !meets(in.Hardware, view) {
+				if !in.Hardware.MeetsProfile(p.Profile, view) {
 					if p.Available > 0 {
 						o.unmet += int(p.Available)
 						o.unmetViews = append(o.unmetViews, view)
@@ -210,16 +212,6 @@ func profile(inv *hostfleetv1alpha1.HostInventory, name string) *hostfleetv1alph
 	return nil
 }
 
-// meets reports whether hosts of view meet a requirement; without one,
-// every host does.
-func meets(r *hardware.Requirement, view *hostfleetv1alpha1.HardwareView) bool {
-	if r == nil {
-		return true
-	}
-	ok, err := r.Meets(view)
-	return err == nil && ok
-}
-
 // nowhere says why no cluster of clusters can take the claim.
 func nowhere(in Input, clusters, noInventory []string, why reasons) Result {
 	switch {
@@ -253,13 +245,19 @@ func listed(items []string) string {
 // first listedMax are formatted (a decision passes over thousands of
 // clusters, and says why only when it places the claim nowhere).
 type reasons struct {
-	said []string
+	said []func() string
 	more int
 }
 
+// add says why a cluster cannot take the claim; the words are made only if
+// they are printed (a claim placed elsewhere prints none).
 func (r *reasons) add(format string, args ...any) {
+	r.addWith(func() string { return fmt.Sprintf(format, args...) })
+}
+
+func (r *reasons) addWith(say func() string) {
 	if len(r.said) < listedMax {
-		r.said = append(r.said, fmt.Sprintf(format, args...))
+		r.said = append(r.said, say)
 		return
 	}
 	r.more++
@@ -268,10 +266,14 @@ func (r *reasons) add(format string, args ...any) {
 func (r reasons) n() int { return len(r.said) + r.more }
 
 func (r reasons) String() string {
-	if r.more == 0 {
-		return strings.Join(r.said, ", ")
+	said := make([]string, len(r.said))
+	for i, say := range r.said {
+		said[i] = say()
 	}
-	return fmt.Sprintf("%s and %d more", strings.Join(r.said, ", "), r.more)
+	if r.more == 0 {
+		return strings.Join(said, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(said, ", "), r.more)
 }
 
 // choose picks among the candidates: with a hardware requirement, those
@@ -350,7 +352,7 @@ func competes(c *metal3api.HostClaim, inv *hostfleetv1alpha1.HostInventory, pool
 	}
 	for _, p := range pools {
 		if admits(p.Namespaces, c.Namespace) && (err != nil || sel.Matches(labels.Set(p.Labels))) && taints.Tolerated(c.Annotations, p.Taints) &&
-			(r == nil || meets(r, profile(inv, p.Profile))) {
+			(r == nil || r.MeetsProfile(p.Profile, profile(inv, p.Profile))) {
 			return true
 		}
 	}

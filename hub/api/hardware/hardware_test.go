@@ -199,3 +199,26 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+// TestMeetsProfile: a profile's verdict is remembered by its name, and
+// agrees with Meets.
+func TestMeetsProfile(t *testing.T) {
+	g := NewWithT(t)
+	r, err := Parse(`host.cpu.count >= 32`)
+	g.Expect(err).NotTo(HaveOccurred())
+	big, small := &View{CPU: CPU{Count: 64}}, &View{CPU: CPU{Count: 16}}
+	Normalize(big)
+	Normalize(small)
+	g.Expect(r.MeetsProfile(Profile(big), big)).To(BeTrue())
+	g.Expect(r.MeetsProfile(Profile(small), small)).To(BeFalse())
+	g.Expect(r.MeetsProfile("", big)).To(BeFalse(), "hosts not inspected meet nothing")
+	g.Expect(r.MeetsProfile(Profile(big), nil)).To(BeFalse())
+	// Remembered by name: the view is not evaluated again.
+	g.Expect(r.MeetsProfile(Profile(big), small)).To(BeTrue())
+	for i := range 5000 {
+		v := &View{CPU: CPU{Count: int64(i)}}
+		Normalize(v)
+		ok, _ := r.Meets(v)
+		g.Expect(r.MeetsProfile(Profile(v), v)).To(Equal(ok))
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/google/cel-go/cel"
 	"github.com/google/cel-go/checker"
@@ -35,7 +36,15 @@ type Requirement struct {
 	expr  string
 	prg   cel.Program
 	terms []term
+	// met remembers, per profile name, whether the profile meets it
+	// (MeetsProfile): a fleet has a few profiles and many pools.
+	met sync.Map
+	// metN counts met's entries, which it bounds at metMax.
+	metN atomic.Int32
 }
+
+// metMax bounds the profiles a requirement remembers; then it starts over.
+const metMax = 4096
 
 // term is one of the requirement's top-level && terms, to say what a host
 // lacks: its text, and for a comparison of a host field, that field.
@@ -200,6 +209,26 @@ func (r *Requirement) Meets(v *View) (bool, error) {
 	}
 	ok, isBool := out.Value().(bool)
 	return ok && isBool, nil
+}
+
+// MeetsProfile is Meets for a host of a profile named name (Profile of v),
+// remembered by name: equal names are equal views. An evaluation error is
+// not meeting it.
+func (r *Requirement) MeetsProfile(name string, v *View) bool {
+	if name == "" || v == nil {
+		return false
+	}
+	if ok, found := r.met.Load(name); found {
+		return ok.(bool)
+	}
+	ok, err := r.Meets(v)
+	ok = ok && err == nil
+	if r.metN.Add(1) > metMax {
+		r.met.Clear()
+		r.metN.Store(1)
+	}
+	r.met.Store(name, ok)
+	return ok
 }
 
 // sizes bounds what the cost estimate cannot know: the lists' lengths
