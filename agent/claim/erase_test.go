@@ -32,11 +32,10 @@ func TestEraseOnRelease(t *testing.T) {
 	f, hub, infra := servedScene(t, hostfleetv1alpha1.ServedTenant{Erase: hostfleetv1alpha1.EraseMetadata})
 	iso := redfish.ImageServer()
 	t.Cleanup(iso.Close)
-	// The agent sees an erase as the host going On, then Off by itself: an
-	// erase image that ends before the first power read after the boot
-	// would look like an On that never landed. Reads are a second apart
-	// and took up to 2 s each on a loaded machine, so the emulated erases
-	// last 5 s (a real one takes minutes), within the 15 s timeout.
+	// The agent sees an erase as the host going On, then Off by itself.
+	// A real erase takes minutes, so the agent always reads it On; the
+	// emulated ones last 5 s, and end only once their On was read (on a
+	// loaded machine reads took longer than 5 s), within the 30 s timeout.
 	const eraseTakes = 5 * time.Second
 	erasing := redfish.Start(redfish.Options{Username: "admin", Password: "secret", Erase: eraseTakes})
 	t.Cleanup(erasing.Close)
@@ -63,7 +62,7 @@ func TestEraseOnRelease(t *testing.T) {
 	}
 	startAgent(t, f, "infra-1", 4, func(o *app.Options) {
 		o.BMCPoll, o.BMCTimeout = time.Second, 5*time.Second
-		o.EraseImage, o.ErasePXE, o.EraseTimeout = iso.URL+"/erase.iso", true, 3*eraseTakes
+		o.EraseImage, o.ErasePXE, o.EraseTimeout = iso.URL+"/erase.iso", true, 6*eraseTakes
 	})
 	for _, n := range []string{"rf-erases", "rf-hangs", "ipmi"} {
 		waitAvailable(g, infra, n)

@@ -30,7 +30,9 @@ import (
 // set, and until then the old state is read, as IPMI reports no change
 // under way. With a network erase (file erase-after, in milliseconds), a
 // power-on that boots from the network (boot pxe, consumed by the boot)
-// runs the erase image, which powers the chassis off that long after.
+// runs the erase image, which powers the chassis off that long after, and
+// not before its power was read on once (a real erase takes minutes:
+// whoever polls sees it run).
 const chassis = `#!/bin/sh
 dir="$(dirname "$0")"
 op="$2"; shift 2
@@ -41,12 +43,15 @@ settle() {
 }
 erased() {
   [ -f "$dir/erase-at" ] || return 0
-  if [ "$(now)" -ge "$(cat "$dir/erase-at")" ] && [ "$(cat "$dir/power")" = 1 ]; then
-    rm -f "$dir/erase-at"; echo 0 > "$dir/power"; echo "erased" >> "$dir/log"
+  if [ -f "$dir/erase-seen" ] && [ "$(now)" -ge "$(cat "$dir/erase-at")" ] && [ "$(cat "$dir/power")" = 1 ]; then
+    rm -f "$dir/erase-at" "$dir/erase-seen"; echo 0 > "$dir/power"; echo "erased" >> "$dir/log"
   fi
 }
+seen() {
+  if [ -f "$dir/erase-at" ] && [ "$(cat "$dir/power" 2>/dev/null)" = 1 ]; then : > "$dir/erase-seen"; fi
+}
 set_power() {
-  rm -f "$dir/erase-at"
+  rm -f "$dir/erase-at" "$dir/erase-seen"
   lat="$(cat "$dir/latency" 2>/dev/null || echo 0)"
   if [ "$1" = 1 ] && [ "$(cat "$dir/boot" 2>/dev/null)" = pxe ]; then
     echo default > "$dir/boot"
@@ -63,7 +68,7 @@ check) exit 0 ;;
 get)
   for p in "$@"; do
     case "$p" in
-      power) settle; erased; echo "power:$(cat "$dir/power" 2>/dev/null || echo 0)" ;;
+      power) settle; erased; echo "power:$(cat "$dir/power" 2>/dev/null || echo 0)"; seen ;;
       boot) echo "boot:$(cat "$dir/boot" 2>/dev/null || echo default)" ;;
     esac
   done ;;

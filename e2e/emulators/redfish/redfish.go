@@ -107,6 +107,8 @@ type BMC struct {
 	eraseHangs bool
 	erasing    bool
 	erasedAt   time.Time
+	// eraseSeen: the system's On was read while erasing.
+	eraseSeen bool
 }
 
 type bootOverride struct {
@@ -151,7 +153,9 @@ type Options struct {
 	GracefulShutdownIgnored bool
 	// Erase: a system booted from a virtual CD whose image ends in
 	// erase.iso powers itself off this long after it is on (zero: 1 s), as
-	// an erase image does when done; with EraseHangs it never does.
+	// an erase image does when done, and not before its On was read once
+	// (a real erase takes minutes: whoever polls sees it run); with
+	// EraseHangs it never does.
 	Erase      time.Duration
 	EraseHangs bool
 }
@@ -237,7 +241,7 @@ func (b *BMC) record(format string, args ...any) {
 // powerOnFromOverride: a one-time boot override is consumed by the boot.
 func (b *BMC) bootNow() {
 	if b.boot.Target == "Cd" && b.media.Inserted && strings.HasSuffix(b.media.Image, "erase.iso") && !b.eraseHangs {
-		b.erasing, b.erasedAt = true, time.Now().Add(b.latency.PowerChange+b.erase)
+		b.erasing, b.eraseSeen, b.erasedAt = true, false, time.Now().Add(b.latency.PowerChange+b.erase)
 	}
 	if b.boot.Enabled == "Once" {
 		b.boot.Enabled, b.boot.Target = "Disabled", "None"
@@ -421,7 +425,7 @@ func (b *BMC) settle() {
 	if b.target != "" && !time.Now().Before(b.settleAt) {
 		b.power, b.target = b.target, ""
 	}
-	if b.erasing && b.power == "On" && !time.Now().Before(b.erasedAt) {
+	if b.erasing && b.eraseSeen && b.power == "On" && !time.Now().Before(b.erasedAt) {
 		b.power, b.erasing = "Off", false
 		b.record("Erased: the erase image powered the system off")
 	}

@@ -193,6 +193,9 @@ func (b *BMC) networkAdapter(path, adapter string, n NIC, ok map[string]string) 
 
 func (b *BMC) system() map[string]any {
 	hw := b.Hardware
+	if b.erasing && b.power == "On" {
+		b.eraseSeen = true
+	}
 	sys := map[string]any{
 		"@odata.id": SystemPath, "@odata.type": "#ComputerSystem.v1_13_0.ComputerSystem",
 		"Id": "1", "Name": "System", "SystemType": "Physical",
