@@ -302,7 +302,7 @@ type found struct {
 
 // scan sorts the free matching hosts into those the claim may take and
 // why it may not take the others.
-func scan(in Input, sel labels.Selector, admitted sets.Set[string], excluded []labels.Selector) found {
+func scan(in Input, sel labels.Selector, admitted sets.Set[string], excluded []exclusion.Selector) found {
 	f := found{views: map[*metal3api.BareMetalHost]*hostfleetv1alpha1.HardwareView{}}
 	for _, h := range in.Hosts {
 		if !admitted.Has(h.Namespace) || !sel.Matches(labels.Set(h.Labels)) || !Free(h) {
@@ -310,7 +310,7 @@ func scan(in Input, sel labels.Selector, admitted sets.Set[string], excluded []l
 		}
 		ok, view := in.meets(h)
 		switch {
-		case exclusion.Matches(excluded, labels.Set(h.Labels)):
+		case in.kept(excluded, h):
 			f.kept++
 		case !taints.Tolerated(in.Claim.Annotations, taints.Of(h.Annotations)):
 			f.tainted++
@@ -358,7 +358,7 @@ func Eligible(in Input, h *metal3api.BareMetalHost) bool {
 	if err != nil || !sel.Matches(labels.Set(h.Labels)) {
 		return false
 	}
-	if excluded, err := exclusion.Of(in.Claim); err != nil || exclusion.Matches(excluded, labels.Set(h.Labels)) {
+	if excluded, err := exclusion.Of(in.Claim); err != nil || in.kept(excluded, h) {
 		return false
 	}
 	if !taints.Tolerated(in.Claim.Annotations, taints.Of(h.Annotations)) || !in.erases(h) || in.HardwareInvalid != nil {

@@ -2,6 +2,9 @@ package binder
 
 import (
 	metal3api "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
+	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/hostfleet/hostfleet/hub/api/exclusion"
 
 	"github.com/hostfleet/hostfleet/hub/api/hardware"
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
@@ -12,12 +15,24 @@ func (in Input) meets(h *metal3api.BareMetalHost) (bool, *hostfleetv1alpha1.Hard
 	if in.Hardware == nil {
 		return true, nil
 	}
-	var v *hostfleetv1alpha1.HardwareView
-	if in.View != nil {
-		v = in.View(h)
-	}
+	v := in.view(h)
 	ok, err := in.Hardware.Meets(v)
 	return err == nil && ok, v
+}
+
+// view is h's hardware; nil when not inspected or not known.
+func (in Input) view(h *metal3api.BareMetalHost) *hostfleetv1alpha1.HardwareView {
+	if in.View == nil {
+		return nil
+	}
+	return in.View(h)
+}
+
+// kept reports whether the hub keeps the claim off h: a full host class
+// the claim does not ask for selects it (excluded-hosts), by labels and
+// hardware.
+func (in Input) kept(excluded []exclusion.Selector, h *metal3api.BareMetalHost) bool {
+	return len(excluded) > 0 && exclusion.Matches(excluded, labels.Set(h.Labels), "", in.view(h))
 }
 
 // least keeps the hosts of the least hardware (hardware.Compare).

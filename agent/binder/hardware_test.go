@@ -63,3 +63,38 @@ func TestDecideByHardware(t *testing.T) {
 		})
 	}
 }
+
+// TestKeptOffByHardware: a full host class by hardware the hub keeps the
+// claim off (excluded-hosts) excludes the hosts whose HardwareData meets
+// it, whatever the claim asks; hosts not inspected are not excluded.
+func TestKeptOffByHardware(t *testing.T) {
+	g := NewWithT(t)
+	views := map[string]*hostfleetv1alpha1.HardwareView{
+		"c16":  hardware.Of(&metal3api.HardwareDetails{CPU: metal3api.CPU{Count: 16, Arch: "x86_64"}}),
+		"c256": hardware.Of(&metal3api.HardwareDetails{CPU: metal3api.CPU{Count: 256, Arch: "x86_64"}}),
+	}
+	in := func(hostNames ...string) (Input, []*metal3api.BareMetalHost) {
+		c := claim()
+		c.Annotations = map[string]string{hostfleetv1alpha1.AnnotationExcludedHosts: `[{"hardware":"host.cpu.count >= 128"}]`}
+		var hosts []*metal3api.BareMetalHost
+		for _, name := range hostNames {
+			h := host("hosts", name)
+			hosts = append(hosts, &h)
+		}
+		return Input{Consumer: consumer, Claim: c, Hosts: hosts,
+			Policies: []metal3api.HostDeployPolicy{policy("hosts", &metal3api.HostClaimNamespaces{NameMatches: ".*"})},
+			View:     func(h *metal3api.BareMetalHost) *hostfleetv1alpha1.HardwareView { return views[h.Name] }}, hosts
+	}
+	i, hosts := in("c256", "c16", "new")
+	d := Decide(i)
+	g.Expect(d.Action).To(Equal(Reserve))
+	g.Expect(d.Host.Name).To(BeElementOf("c16", "new"))
+	g.Expect(Eligible(i, hosts[0])).To(BeFalse(), "c256 is of the full class")
+	g.Expect(Eligible(i, hosts[1])).To(BeTrue())
+	g.Expect(Eligible(i, hosts[2])).To(BeTrue(), "not inspected: of no class by hardware")
+
+	i, _ = in("c256")
+	d = Decide(i)
+	g.Expect(d.Action).To(Equal(Wait))
+	g.Expect(d.Message).To(ContainSubstring("1 free matching hosts are in host classes of the tenant that were full"))
+}

@@ -344,8 +344,13 @@ func (r *Reconciler) inputs(ctx context.Context, c *metal3api.HostClaim) (binder
 	}
 	in := binder.Input{Consumer: r.Consumer, Claim: c, NamespaceLabels: nsLabels, Policies: policies.Items,
 		Hosts: pointers(held.Items), Reserved: binder.Reservation(c), Erase: mode, EraseSupport: r.Erase.support}
-	if expr, ok := c.Annotations[hostfleetv1alpha1.AnnotationHardware]; ok {
+	expr, asks := c.Annotations[hostfleetv1alpha1.AnnotationHardware]
+	if asks {
 		in.Hardware, in.HardwareInvalid = hardware.Cached(expr)
+	}
+	// Hosts' hardware is read for a requirement, and for the full classes
+	// by hardware the hub keeps the claim off.
+	if asks || c.Annotations[hostfleetv1alpha1.AnnotationExcludedHosts] != "" {
 		in.View = func(h *metal3api.BareMetalHost) *hostfleetv1alpha1.HardwareView {
 			hd := &metal3api.HardwareData{}
 			if err := r.Managed.Get(ctx, client.ObjectKeyFromObject(h), hd, client.UnsafeDisableDeepCopy); err != nil {

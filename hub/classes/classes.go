@@ -2,8 +2,8 @@
 // spec.quotas) and decides whether a claim may be placed: the scheduler
 // holds back a claim that would take a class over its cap, and keeps a
 // claim that does not ask for a full class off that class's hosts. Pure
-// functions: the scheduler, the tenant controller and kubectl hostfleet
-// count alike.
+// functions but Read: the scheduler, the tenant controller and kubectl
+// hostfleet count alike.
 package classes
 
 import (
@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
 
+	"github.com/hostfleet/hostfleet/hub/api/hardware"
 	"github.com/hostfleet/hostfleet/hub/api/labelkeys"
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
 	"github.com/hostfleet/hostfleet/internal/conditions"
@@ -24,10 +25,13 @@ import (
 type Class struct {
 	hostfleetv1alpha1.ClassQuota
 	Selector labels.Selector
+	// Hardware is the class's hardware requirement; nil for none.
+	Hardware *hardware.Requirement
 }
 
-// Of compiles the tenant's classes. A selector the API server let through
-// but that does not compile (it cannot: the CRD checks it) is an error.
+// Of compiles the tenant's classes. A label selector the API server let
+// through but that does not compile (it cannot: the CRD checks it), or a
+// hardware requirement that does not parse, is an error.
 func Of(t *hostfleetv1alpha1.Tenant) ([]Class, error) {
 	out := make([]Class, 0, len(t.Spec.Quotas))
 	for _, q := range t.Spec.Quotas {
@@ -35,9 +39,71 @@ func Of(t *hostfleetv1alpha1.Tenant) ([]Class, error) {
 		if err != nil {
 			return nil, fmt.Errorf("class %s of tenant %s: %w", q.Name, t.Name, err)
 		}
-		out = append(out, Class{ClassQuota: q, Selector: sel})
+		cl := Class{ClassQuota: q, Selector: sel}
+		if q.HostSelector.Hardware != "" {
+			if cl.Hardware, err = hardware.Cached(q.HostSelector.Hardware); err != nil {
+				return nil, fmt.Errorf("class %s of tenant %s: hostSelector.hardware: %w", q.Name, t.Name, err)
+			}
+		}
+		out = append(out, cl)
 	}
 	return out, nil
+}
+
+// Fleet is what the classes know of hardware: each bound claim's host and
+// the fleet's profiles. A zero Fleet knows none: no claim is of a class by
+// hardware.
+type Fleet struct {
+	// Host is the hardware of a bound claim's host (its HardwareData copy
+	// on the hub); nil when not known.
+	Host func(*metal3api.HostClaim) *hardware.View
+	// Profiles are the fleet's hardware profiles, by name.
+	Profiles map[string]*hardware.View
+}
+
+// Of reports whether a claim is of class cl: its labels (Labels) match the
+// class's selector and, for a class by hardware, its host's hardware meets
+// the class's; before the claim is bound (or while its host's hardware is
+// not known), every profile of the fleet that meets the claim's own
+// requirement must meet the class's, and one must.
+func (cl Class) Of(c *metal3api.HostClaim, set labels.Set, f Fleet) bool {
+	if !cl.Selector.Matches(set) {
+		return false
+	}
+	if cl.Hardware == nil {
+		return true
+	}
+	if Bound(c) && f.Host != nil {
+		if v := f.Host(c); v != nil {
+			ok, err := cl.Hardware.Meets(v)
+			return ok && err == nil
+		}
+	}
+	return asks(cl.Hardware, c, f.Profiles)
+}
+
+// asks reports whether every profile that meets the claim's requirement
+// (without one, every profile) meets class, and one does.
+func asks(class *hardware.Requirement, c *metal3api.HostClaim, profiles map[string]*hardware.View) bool {
+	var own *hardware.Requirement
+	if expr, ok := c.Annotations[hostfleetv1alpha1.AnnotationHardware]; ok {
+		r, err := hardware.Cached(expr)
+		if err != nil {
+			return false // it meets no host: it takes none of the class's
+		}
+		own = r
+	}
+	some := false
+	for name, v := range profiles {
+		if own != nil && !own.MeetsProfile(name, v) {
+			continue
+		}
+		if !class.MeetsProfile(name, v) {
+			return false
+		}
+		some = true
+	}
+	return some
 }
 
 // Bound reports whether a claim holds (or is being bound to) a host: its
@@ -81,7 +147,7 @@ func Labels(c *metal3api.HostClaim, prefixes []string) labels.Set {
 
 // Counts are the claims counting against each class, by name. Claims
 // being deleted still hold their hosts and count.
-func Counts(classes []Class, claims []*metal3api.HostClaim, prefixes []string) map[string]int32 {
+func Counts(classes []Class, claims []*metal3api.HostClaim, prefixes []string, f Fleet) map[string]int32 {
 	out := make(map[string]int32, len(classes))
 	for _, cl := range classes {
 		out[cl.Name] = 0
@@ -89,12 +155,23 @@ func Counts(classes []Class, claims []*metal3api.HostClaim, prefixes []string) m
 	for _, c := range claims {
 		set := Labels(c, prefixes)
 		for _, cl := range classes {
-			if cl.Selector.Matches(set) {
+			if cl.Of(c, set, f) {
 				out[cl.Name]++
 			}
 		}
 	}
 	return out
+}
+
+// ByHardware reports whether a class of classes selects by hardware: its
+// counts then need a Fleet.
+func ByHardware(classes []Class) bool {
+	for _, cl := range classes {
+		if cl.Hardware != nil {
+			return true
+		}
+	}
+	return false
 }
 
 // Usage is the tenant's status.classes: each class's count and cap.
@@ -119,14 +196,14 @@ type Verdict struct {
 
 // Decide judges one unplaced claim against its tenant's classes, counted
 // over the tenant's other claims (counts must not include this one).
-func Decide(classes []Class, counts map[string]int32, c *metal3api.HostClaim, prefixes []string) Verdict {
+func Decide(classes []Class, counts map[string]int32, c *metal3api.HostClaim, prefixes []string, f Fleet) Verdict {
 	var v Verdict
 	set := Labels(c, prefixes)
 	var why []string
 	for _, cl := range classes {
 		full := counts[cl.Name] >= cl.MaxClaims
 		switch {
-		case full && cl.Selector.Matches(set):
+		case full && cl.Of(c, set, f):
 			v.Held = append(v.Held, cl.Name)
 			why = append(why, fmt.Sprintf("class %s holds %d of its %d claims", cl.Name, counts[cl.Name], cl.MaxClaims))
 		case full:

@@ -1,10 +1,10 @@
 package scheduler
 
 import (
+	"context"
 	"fmt"
 
 	metal3api "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	toolscache "k8s.io/client-go/tools/cache"
 
@@ -19,7 +19,7 @@ import (
 // take no host and do not count, so that held claims do not hold each
 // other back. Called under r.deciding, so that two decisions do not both
 // take a class's last place. A tenant without quotas costs nothing.
-func (r *Reconciler) classVerdict(t *hostfleetv1alpha1.Tenant, c *metal3api.HostClaim, missing map[string][]*metal3api.HostClaim) (classes.Verdict, []labels.Selector, error) {
+func (r *Reconciler) classVerdict(ctx context.Context, t *hostfleetv1alpha1.Tenant, c *metal3api.HostClaim, missing map[string][]*metal3api.HostClaim) (classes.Verdict, []exclusion.Selector, error) {
 	if len(t.Spec.Quotas) == 0 {
 		return classes.Verdict{}, nil, nil
 	}
@@ -58,8 +58,14 @@ func (r *Reconciler) classVerdict(t *hostfleetv1alpha1.Tenant, c *metal3api.Host
 			}
 		}
 	}
+	var f classes.Fleet
+	if classes.ByHardware(cls) {
+		if f, err = classes.Read(ctx, r.Client); err != nil {
+			return classes.Verdict{}, nil, err
+		}
+	}
 	prefixes := t.Spec.LabelSyncPrefixes
-	v := classes.Decide(cls, classes.Counts(cls, counted, prefixes), c, prefixes)
+	v := classes.Decide(cls, classes.Counts(cls, counted, prefixes, f), c, prefixes, f)
 	sels, err := exclusion.Compile(v.Exclude)
 	return v, sels, err
 }

@@ -187,7 +187,7 @@ func (r *Reconciler) schedule(ctx context.Context, c *metal3api.HostClaim, v *ve
 			host, hostfleetv1alpha1.LabelCluster))
 		return ctrl.Result{}, nil
 	}
-	res, excluded, stale, err := r.decide(c, t, clusters)
+	res, excluded, stale, err := r.decide(ctx, c, t, clusters)
 	if err != nil || stale {
 		return ctrl.Result{RequeueAfter: requeue.CacheLag}, err
 	}

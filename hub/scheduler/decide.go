@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"strings"
@@ -20,7 +21,7 @@ import (
 // Place looks at the clusters the walk over the order shortlists (those
 // with the most free matching hosts); at all of them only when none has a
 // free matching host, to say why of each.
-func (r *Reconciler) decide(c *metal3api.HostClaim, t *hostfleetv1alpha1.Tenant, clusters []string) (res Result, excluded []hostfleetv1alpha1.ClassSelector, stale bool, _ error) {
+func (r *Reconciler) decide(ctx context.Context, c *metal3api.HostClaim, t *hostfleetv1alpha1.Tenant, clusters []string) (res Result, excluded []hostfleetv1alpha1.ClassSelector, stale bool, _ error) {
 	in := Input{Claim: c, Clusters: clusters, Inventories: map[string]*hostfleetv1alpha1.HostInventory{},
 		Pending: map[string][]*metal3api.HostClaim{}, Prefixes: t.Spec.LabelSyncPrefixes, Exclude: map[string]bool{},
 		Placement: c.Annotations[hostfleetv1alpha1.AnnotationPlacement], SetClusters: t.Status.Clusters, Remote: isRemote(c), Unavailable: r.downFor(clusters)}
@@ -44,7 +45,7 @@ func (r *Reconciler) decide(c *metal3api.HostClaim, t *hostfleetv1alpha1.Tenant,
 		// would stop being counted.
 		return Result{}, nil, true, nil
 	}
-	cv, excludeHosts, err := r.classVerdict(t, c, missing)
+	cv, excludeHosts, err := r.classVerdict(ctx, t, c, missing)
 	if err != nil {
 		return Result{}, nil, false, err
 	}

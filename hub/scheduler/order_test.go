@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"context"
 	"fmt"
 	"math/rand/v2"
 	"testing"
@@ -96,7 +97,7 @@ func TestWalkFindsTheMostFree(t *testing.T) {
 			})
 			tenant := &hostfleetv1alpha1.Tenant{ObjectMeta: metav1.ObjectMeta{Name: "a"},
 				Spec: hostfleetv1alpha1.TenantSpec{LabelSyncPrefixes: []string{"example.com"}}, Status: hostfleetv1alpha1.TenantStatus{Clusters: clusters}}
-			got, _, _, err := r.decide(c, tenant, clusters)
+			got, _, _, err := r.decide(context.Background(), c, tenant, clusters)
 			g.Expect(err).NotTo(HaveOccurred())
 			r.expect = expectations{} // each claim decided on the same state
 			all := Place(Input{Claim: c, Clusters: clusters, Inventories: invs, Pending: pending, Prefixes: []string{"example.com"}})

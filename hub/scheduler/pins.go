@@ -48,7 +48,7 @@ func (r *Reconciler) admitPin(ctx context.Context, c *metal3api.HostClaim, t *ho
 		*v = verdict{}
 		return ctrl.Result{RequeueAfter: requeue.CacheLag}, nil
 	}
-	cv, _, err := r.classVerdict(t, c, missing)
+	cv, _, err := r.classVerdict(ctx, t, c, missing)
 	if err != nil {
 		*v = verdict{}
 		return ctrl.Result{}, err

@@ -38,7 +38,7 @@ type Input struct {
 	Exclude map[string]bool
 	// ExcludeHosts select the pools the claim may not use: the tenant's
 	// full host classes it does not ask for (classes.Decide).
-	ExcludeHosts []labels.Selector
+	ExcludeHosts []exclusion.Selector
 	// Placement is the Placement the claim names, if any; SetClusters are
 	// the tenant's clusters before the Placement narrowed them.
 	Placement   string
@@ -163,7 +163,7 @@ func offerOf(in Input, sel labels.Selector, cluster string, inv *hostfleetv1alph
 	// hosts, only those (a failure domain is a preference).
 	var usable, inFD []hostfleetv1alpha1.HostPool
 	for _, p := range inv.Status.Pools {
-		if admits(p.Namespaces, in.Claim.Namespace) && sel.Matches(labels.Set(p.Labels)) && !exclusion.Matches(in.ExcludeHosts, labels.Set(p.Labels)) &&
+		if admits(p.Namespaces, in.Claim.Namespace) && sel.Matches(labels.Set(p.Labels)) && !exclusion.Matches(in.ExcludeHosts, labels.Set(p.Labels), p.Profile, profile(inv, p.Profile)) &&
 			taints.Tolerated(in.Claim.Annotations, p.Taints) {
 			if in.Hardware != nil {
 				view := profile(inv, p.Profile)

@@ -49,7 +49,13 @@ func (r *Reconciler) claims(ctx context.Context, t *hostfleetv1alpha1.Tenant, na
 		}
 	}
 	if len(cls) > 0 {
-		out.classes = classes.Usage(cls, classes.Counts(cls, placed, t.Spec.LabelSyncPrefixes))
+		var f classes.Fleet
+		if classes.ByHardware(cls) {
+			if f, err = classes.Read(ctx, r.Client); err != nil {
+				return tally{}, err
+			}
+		}
+		out.classes = classes.Usage(cls, classes.Counts(cls, placed, t.Spec.LabelSyncPrefixes, f))
 	}
 	return out, nil
 }

@@ -29,8 +29,8 @@ type Total struct {
 }
 
 // Totals sums the ledgers per tenant (by the hub namespace of the claims),
-// class (each of the tenant's classes whose selector matches the hosts'
-// labels, and AllHosts) and cluster: counted time in periods from since on
+// class (each of the tenant's classes by labels whose selector matches the
+// hosts' labels, and AllHosts) and cluster: counted time in periods from since on
 // (a month counts when it is since's month or later), and open hosts up to
 // now, from since. Namespaces of no tenant are left out.
 func Totals(ledgers []hostfleetv1alpha1.UsageLedger, tenants []hostfleetv1alpha1.Tenant, now, since time.Time) []Total {
@@ -54,7 +54,9 @@ func Totals(ledgers []hostfleetv1alpha1.UsageLedger, tenants []hostfleetv1alpha1
 		}
 		sums[Total{Tenant: o.tenant, Class: AllHosts, Cluster: cluster}] += secs
 		for _, c := range o.classes {
-			if c.Selector.Matches(labels.Set(lbls)) {
+			// The ledger keeps hosts' labels, not their hardware: a class
+			// by hardware is counted in AllHosts only.
+			if c.Hardware == nil && c.Selector.Matches(labels.Set(lbls)) {
 				sums[Total{Tenant: o.tenant, Class: c.Name, Cluster: cluster}] += secs
 			}
 		}

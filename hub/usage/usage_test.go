@@ -17,7 +17,9 @@ func TestTotals(t *testing.T) {
 	gpu := map[string]string{"example.com/gpu": "yes"}
 	tenants := []hostfleetv1alpha1.Tenant{{ObjectMeta: metav1.ObjectMeta{Name: "a"},
 		Spec: hostfleetv1alpha1.TenantSpec{LabelSyncPrefixes: []string{"example.com"}, Quotas: []hostfleetv1alpha1.ClassQuota{
-			{Name: "gpu", MaxClaims: 1, HostSelector: hostfleetv1alpha1.ClassSelector{MatchLabels: gpu}}}},
+			{Name: "gpu", MaxClaims: 1, HostSelector: hostfleetv1alpha1.ClassSelector{MatchLabels: gpu}},
+			// By hardware: the ledger keeps no hardware, AllHosts only.
+			{Name: "big", MaxClaims: 1, HostSelector: hostfleetv1alpha1.ClassSelector{Hardware: "host.cpu.count >= 64"}}}},
 		Status: hostfleetv1alpha1.TenantStatus{Namespaces: []string{"tenant-a"}}}}
 	records := []hostfleetv1alpha1.UsageLedger{
 		{Spec: hostfleetv1alpha1.UsageLedgerSpec{ClusterName: "c1"}, Status: hostfleetv1alpha1.UsageLedgerStatus{

@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
+	"github.com/hostfleet/hostfleet/hub/api/hardware"
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
 )
 
@@ -23,10 +24,17 @@ func Encode(sels []hostfleetv1alpha1.ClassSelector) (string, error) {
 	return string(b), err
 }
 
+// Selector is one excluded class's selector, compiled: its labels, and its
+// hardware (nil: any).
+type Selector struct {
+	Labels   labels.Selector
+	Hardware *hardware.Requirement
+}
+
 // Of decodes a claim's annotation into selectors; none without it. A value
 // that does not decode is an error: the agent then binds nothing rather
 // than a host the hub kept the claim off.
-func Of(c *metal3api.HostClaim) ([]labels.Selector, error) {
+func Of(c *metal3api.HostClaim) ([]Selector, error) {
 	v := c.Annotations[hostfleetv1alpha1.AnnotationExcludedHosts]
 	if v == "" {
 		return nil, nil
@@ -42,25 +50,42 @@ func Of(c *metal3api.HostClaim) ([]labels.Selector, error) {
 	return out, nil
 }
 
-// Compile makes label selectors of class selectors.
-func Compile(sels []hostfleetv1alpha1.ClassSelector) ([]labels.Selector, error) {
-	out := make([]labels.Selector, 0, len(sels))
+// Compile compiles class selectors.
+func Compile(sels []hostfleetv1alpha1.ClassSelector) ([]Selector, error) {
+	out := make([]Selector, 0, len(sels))
 	for _, s := range sels {
 		sel, err := metav1.LabelSelectorAsSelector(s.LabelSelector())
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, sel)
+		x := Selector{Labels: sel}
+		if s.Hardware != "" {
+			if x.Hardware, err = hardware.Cached(s.Hardware); err != nil {
+				return nil, err
+			}
+		}
+		out = append(out, x)
 	}
 	return out, nil
 }
 
-// Matches reports whether any of sels matches the labels.
-func Matches(sels []labels.Selector, set labels.Set) bool {
+// Matches reports whether any of sels selects a host with these labels
+// and hardware: its view, and the view's profile name when known (a
+// verdict remembered by name); no view for a host not inspected, which no
+// selector by hardware selects.
+func Matches(sels []Selector, set labels.Set, profile string, view *hardware.View) bool {
 	for _, s := range sels {
-		if s.Matches(set) {
+		if s.Labels.Matches(set) && (s.Hardware == nil || meets(s.Hardware, profile, view)) {
 			return true
 		}
 	}
 	return false
+}
+
+func meets(r *hardware.Requirement, profile string, view *hardware.View) bool {
+	if profile != "" {
+		return r.MeetsProfile(profile, view)
+	}
+	ok, err := r.Meets(view)
+	return ok && err == nil
 }

@@ -120,8 +120,9 @@ type TenantSpec struct {
 }
 
 // ClassSelector selects hosts by label, as a metav1.LabelSelector does (the
-// requirements are ANDed); bounded, so that admission can check it.
-// +kubebuilder:validation:XValidation:rule="has(self.matchLabels) || has(self.matchExpressions)",message="a class's hostSelector selects something: give matchLabels or matchExpressions"
+// requirements are ANDed), and by hardware; bounded, so that admission can
+// check it.
+// +kubebuilder:validation:XValidation:rule="has(self.matchLabels) || has(self.matchExpressions) || has(self.hardware)",message="a class's hostSelector selects something: give matchLabels, matchExpressions or hardware"
 type ClassSelector struct {
 	// MatchLabels are labels a host of the class carries, with these
 	// values.
@@ -134,6 +135,16 @@ type ClassSelector struct {
 	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=16
 	MatchExpressions []ClassRequirement `json:"matchExpressions,omitempty"`
+
+	// Hardware selects hosts by their hardware, as a claim's
+	// hostfleet.io/hardware does: a CEL expression over host (the
+	// hardware view v1), such as "host.gpus.size() > 0". A claim is of
+	// the class when its host's hardware profile meets it; before it is
+	// bound, when every profile of the fleet that meets the claim's own
+	// requirement meets it.
+	// +optional
+	// +kubebuilder:validation:MaxLength=2048
+	Hardware string `json:"hardware,omitempty"`
 }
 
 // ClassRequirement is one requirement of a ClassSelector.

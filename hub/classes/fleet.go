@@ -1,0 +1,43 @@
+package classes
+
+import (
+	"context"
+	"fmt"
+
+	metal3api "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/hostfleet/hostfleet/hub/api/hardware"
+	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
+)
+
+// Read gathers what classes by hardware are judged on, from the hub (its
+// cache, read without copies): the profiles of every HostInventory, and
+// for a bound claim the HardwareData its agent copied beside it. The one
+// function of this package that reads.
+func Read(ctx context.Context, c client.Reader) (Fleet, error) {
+	var invs hostfleetv1alpha1.HostInventoryList
+	if err := c.List(ctx, &invs, client.UnsafeDisableDeepCopy); err != nil {
+		return Fleet{}, fmt.Errorf("list HostInventories for the classes by hardware: %w", err)
+	}
+	f := Fleet{Profiles: map[string]*hardware.View{}}
+	for i := range invs.Items {
+		for j := range invs.Items[i].Status.Profiles {
+			p := &invs.Items[i].Status.Profiles[j]
+			f.Profiles[p.Name] = &p.Hardware
+		}
+	}
+	f.Host = func(claim *metal3api.HostClaim) *hardware.View {
+		ref := claim.Status.HardwareData
+		if ref == nil {
+			return nil
+		}
+		hd := &metal3api.HardwareData{}
+		if err := c.Get(ctx, client.ObjectKey{Namespace: claim.Namespace, Name: ref.Name}, hd, client.UnsafeDisableDeepCopy); err != nil ||
+			hd.Labels[hostfleetv1alpha1.LabelClaimUID] != string(claim.UID) {
+			return nil // not copied yet, or another claim's: judged by what the claim asks
+		}
+		return hardware.OfData(hd)
+	}
+	return f, nil
+}
