@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	clusterv1 "open-cluster-management.io/api/cluster/v1"
 	clusterv1beta2 "open-cluster-management.io/api/cluster/v1beta2"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -40,7 +41,8 @@ type machine struct {
 // not placed, and its Scheduled condition names each cluster's closest
 // hardware and what it lacks; claims asking for cores, memory, an NVMe
 // disk, a 100 Gb/s NIC and a GPU are each placed and bound to the one host
-// that has it (the least that meets it, where two do).
+// that has it (the least that meets it, where two do); a host class by
+// hardware holds a second GPU claim back.
 func TestFleetByHardware(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
@@ -131,6 +133,23 @@ func TestFleetByHardware(t *testing.T) {
 		g.Expect(c.Labels).To(HaveKeyWithValue(hostfleetv1alpha1.LabelCluster, want.cluster), want.claim)
 		g.Expect(c.Status.BareMetalHost.Name).To(Equal(want.host), want.claim)
 	}
+
+	t.Log("a host class by hardware: gpu, one claim, held by the claim bound to the GPU host")
+	ta := &hostfleetv1alpha1.Tenant{ObjectMeta: metav1.ObjectMeta{Name: "a"}}
+	g.Expect(hub.Patch(ctx, ta, client.RawPatch(types.MergePatchType,
+		[]byte(`{"spec":{"quotas":[{"name":"gpu","maxClaims":1,"hostSelector":{"hardware":"host.gpus.size() > 0"}}]}}`)))).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		g.Expect(hub.Get(ctx, client.ObjectKey{Name: "a"}, ta)).To(Succeed())
+		g.Expect(ta.Status.Classes).To(Equal([]hostfleetv1alpha1.ClassUsage{{Name: "gpu", Claims: 1, MaxClaims: 1}}))
+	}).WithTimeout(time.Minute).Should(Succeed(), "the claim bound to the GPU host counts, by its HardwareData")
+	more := asking("gpu-2", `host.gpus.size() >= 1`)
+	g.Eventually(func(g Gomega) {
+		g.Expect(hub.Get(ctx, client.ObjectKeyFromObject(more), more)).To(Succeed())
+		s := meta.FindStatusCondition(more.Status.Conditions, hostfleetv1alpha1.ConditionScheduled)
+		g.Expect(s).NotTo(BeNil())
+		g.Expect(s.Reason).To(Equal(hostfleetv1alpha1.ReasonClassQuotaExceeded))
+		g.Expect(s.Message).To(ContainSubstring("class gpu holds 1 of its 1 claims"))
+	}).WithTimeout(time.Minute).Should(Succeed(), "a second claim asking for a GPU is held back")
 }
 
 // hardwareDataOf is what inspection would report of m (its GPU as the BMC

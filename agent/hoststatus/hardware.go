@@ -7,23 +7,29 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/hostfleet/hostfleet/agent/hostspec"
+	"github.com/hostfleet/hostfleet/hub/api/hardware"
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
 )
 
 // HardwareCopy is the hub copy of a host's HardwareData made by the agent of
 // cluster: in the claim's namespace, named after the claim, owned by it,
 // labelled with the cluster (admission lets an agent write only copies
-// labelled with its own), holding only the hardware details (which carry
-// nothing of the host's BMC address or credentials).
+// labelled with its own), holding only the hardware details and the GPUs
+// the BMC driver listed (which carry nothing of the host's BMC address or
+// credentials).
 func HardwareCopy(c *metal3api.HostClaim, hw *metal3api.HardwareData, cluster string) *metal3api.HardwareData {
 	labels := hostspec.ClaimLabels(c)
 	labels[hostfleetv1alpha1.LabelCluster] = cluster
+	annotations := map[string]string{hostfleetv1alpha1.AnnotationSourceUID: string(hw.UID)}
+	if gpus := hw.Annotations[hardware.AnnotationGPUs]; gpus != "" {
+		annotations[hardware.AnnotationGPUs] = gpus
+	}
 	return &metal3api.HardwareData{
 		ObjectMeta: metav1.ObjectMeta{
 			Namespace:   c.Namespace,
 			Name:        c.Name,
 			Labels:      labels,
-			Annotations: map[string]string{hostfleetv1alpha1.AnnotationSourceUID: string(hw.UID)},
+			Annotations: annotations,
 			OwnerReferences: []metav1.OwnerReference{{
 				APIVersion: metal3api.GroupVersion.String(), Kind: "HostClaim", Name: c.Name, UID: c.UID,
 				BlockOwnerDeletion: ptr.To(true),
@@ -40,5 +46,6 @@ func HardwareCopy(c *metal3api.HostClaim, hw *metal3api.HardwareData, cluster st
 func CopyIsCurrent(copy, hw *metal3api.HardwareData, cluster string) bool {
 	return copy.Annotations[hostfleetv1alpha1.AnnotationSourceUID] == string(hw.UID) &&
 		copy.Labels[hostfleetv1alpha1.LabelCluster] == cluster &&
+		copy.Annotations[hardware.AnnotationGPUs] == hw.Annotations[hardware.AnnotationGPUs] &&
 		equality.Semantic.DeepEqual(copy.Spec.HardwareDetails, hw.Spec.HardwareDetails)
 }
