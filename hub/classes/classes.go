@@ -163,9 +163,9 @@ func Counts(classes []Class, claims []*metal3api.HostClaim, prefixes []string, f
 	return out
 }
 
-// ByHardware reports whether a class of classes selects by hardware: its
+// byHardware reports whether a class of classes selects by hardware: its
 // counts then need a Fleet.
-func ByHardware(classes []Class) bool {
+func byHardware(classes []Class) bool {
 	for _, cl := range classes {
 		if cl.Hardware != nil {
 			return true

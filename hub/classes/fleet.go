@@ -13,9 +13,13 @@ import (
 
 // Read gathers what classes by hardware are judged on, from the hub (its
 // cache, read without copies): the profiles of every HostInventory, and
-// for a bound claim the HardwareData its agent copied beside it. The one
-// function of this package that reads.
-func Read(ctx context.Context, c client.Reader) (Fleet, error) {
+// for a bound claim the HardwareData its agent copied beside it. Nothing
+// is read when no class of classes selects by hardware (a zero Fleet). The
+// one function of this package that reads.
+func Read(ctx context.Context, c client.Reader, classes []Class) (Fleet, error) {
+	if !byHardware(classes) {
+		return Fleet{}, nil
+	}
 	var invs hostfleetv1alpha1.HostInventoryList
 	if err := c.List(ctx, &invs, client.UnsafeDisableDeepCopy); err != nil {
 		return Fleet{}, fmt.Errorf("list HostInventories for the classes by hardware: %w", err)

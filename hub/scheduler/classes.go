@@ -58,11 +58,9 @@ func (r *Reconciler) classVerdict(ctx context.Context, t *hostfleetv1alpha1.Tena
 			}
 		}
 	}
-	var f classes.Fleet
-	if classes.ByHardware(cls) {
-		if f, err = classes.Read(ctx, r.Client); err != nil {
-			return classes.Verdict{}, nil, err
-		}
+	f, err := classes.Read(ctx, r.Client, cls)
+	if err != nil {
+		return classes.Verdict{}, nil, err
 	}
 	prefixes := t.Spec.LabelSyncPrefixes
 	v := classes.Decide(cls, classes.Counts(cls, counted, prefixes, f), c, prefixes, f)

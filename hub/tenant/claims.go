@@ -49,11 +49,9 @@ func (r *Reconciler) claims(ctx context.Context, t *hostfleetv1alpha1.Tenant, na
 		}
 	}
 	if len(cls) > 0 {
-		var f classes.Fleet
-		if classes.ByHardware(cls) {
-			if f, err = classes.Read(ctx, r.Client); err != nil {
-				return tally{}, err
-			}
+		f, err := classes.Read(ctx, r.Client, cls)
+		if err != nil {
+			return tally{}, err
 		}
 		out.classes = classes.Usage(cls, classes.Counts(cls, placed, t.Spec.LabelSyncPrefixes, f))
 	}
