@@ -74,6 +74,8 @@ type Options struct {
 	// CRDs on the hub); Addon is what it deploys.
 	AddonManager bool
 	Addon        addon.Options
+	// Webhook serves the checks no admission policy can make.
+	Webhook admission.WebhookOptions
 }
 
 // NewOptions returns the defaults.
@@ -90,6 +92,7 @@ func NewOptions() *Options {
 func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	o.Options.AddFlags(fs, "the hub", "hub controller manager")
 	o.Election.AddFlags(fs)
+	o.Webhook.AddFlags(fs)
 	fs.DurationVar(&o.BindDeadline, "bind-deadline", o.BindDeadline,
 		"a claim the scheduler placed that is not bound within this time is placed on another cluster (tenant pins are never moved)")
 	fs.BoolVar(&o.PlacedClaims, "placed-claims", o.PlacedClaims,
@@ -116,7 +119,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 
 // Validate says everything that is wrong with the options.
 func (o *Options) Validate() []error {
-	errs := o.Options.Validate()
+	errs := append(o.Options.Validate(), o.Webhook.Validate()...)
 	if o.SchedulerWorkers < 1 {
 		errs = append(errs, fmt.Errorf("--scheduler-workers %d must be at least 1", o.SchedulerWorkers))
 	}
@@ -181,6 +184,16 @@ func New(ctx context.Context, cfg *rest.Config, o *Options) (ctrl.Manager, error
 	}
 	if err := mgr.Add(&admission.Installer{Client: mgr.GetClient()}); err != nil {
 		return nil, fmt.Errorf("admission policy installer: %w", err)
+	}
+	if o.Webhook.Serves() {
+		w := &admission.Webhook{Options: o.Webhook, Namespace: o.LeaderElectionNamespace, Reader: mgr.GetAPIReader(), Client: mgr.GetClient()}
+		server, err := w.Server()
+		if err != nil {
+			return nil, err
+		}
+		if err := errors.Join(mgr.Add(server), mgr.Add(w)); err != nil {
+			return nil, fmt.Errorf("admission webhook: %w", err)
+		}
 	}
 	if o.AddonManager {
 		o.Addon.PlacedClaims = o.PlacedClaims

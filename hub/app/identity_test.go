@@ -82,6 +82,10 @@ func TestHubRunsWithItsOwnRBAC(t *testing.T) {
 	o.HealthAddr = freeAddr(t)
 	o.MetricsAddr = freeAddr(t)
 	o.PprofAddr = freeAddr(t)
+	// The webhook's Secret, empty, as the operator makes it.
+	o.Webhook.BindAddress = freeAddr(t)
+	o.Webhook.URL = "https://" + o.Webhook.BindAddress
+	g.Expect(hub.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "hostfleet-system", Name: hostfleetv1alpha1.HubWebhookSecret}})).To(Succeed())
 	mgr, err := app.New(ctx, cfg, o)
 	g.Expect(err).NotTo(HaveOccurred())
 	mctx, cancel := context.WithCancel(ctx)
@@ -161,6 +165,12 @@ func TestHubRunsWithItsOwnRBAC(t *testing.T) {
 		g.Expect(hub.Get(ctx, client.ObjectKeyFromObject(claim), claim)).To(Succeed())
 		g.Expect(claim.Labels).To(HaveKeyWithValue(hostfleetv1alpha1.LabelCluster, "c1"))
 	}).WithTimeout(30 * time.Second).Should(Succeed())
+
+	t.Log("its webhook refuses a requirement that does not compile")
+	g.Eventually(func() error {
+		return hub.Create(ctx, &metal3api.HostClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant-a", Name: "bad",
+			Annotations: map[string]string{hostfleetv1alpha1.AnnotationHardware: "host.cpu.cores > 2"}}}, client.DryRunAll)
+	}).WithTimeout(30 * time.Second).Should(MatchError(ContainSubstring(`admission webhook "hardware.hostclaims.hostfleet.io" denied the request`)))
 
 	t.Log("the add-on manager registers the add-on, renders the agent and binds its identity")
 	cma := &addonv1beta1.ClusterManagementAddOn{}

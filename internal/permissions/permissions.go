@@ -334,6 +334,11 @@ func HubOwn() []rbacv1.PolicyRule {
 		{APIGroups: []string{rbacGroup}, Resources: []string{"clusterroles"}, Verbs: view},
 		{APIGroups: []string{rbacGroup}, Resources: []string{"roles"}, Verbs: []string{"get", "list", "watch", "delete"}},
 		{APIGroups: []string{admissionGroup}, Resources: []string{"validatingadmissionpolicies", "validatingadmissionpolicybindings"}, Verbs: manage},
+		// The validating webhook (hub/admission): its configuration, and its
+		// certificate in the Secret the operator makes empty.
+		{APIGroups: []string{admissionGroup}, Resources: []string{"validatingwebhookconfigurations"}, Verbs: []string{"create"}},
+		{APIGroups: []string{admissionGroup}, Resources: []string{"validatingwebhookconfigurations"}, ResourceNames: []string{hostfleetv1alpha1.HubWebhook}, Verbs: []string{"get", "update", "patch"}},
+		{APIGroups: []string{""}, Resources: []string{"secrets"}, ResourceNames: []string{hostfleetv1alpha1.HubWebhookSecret}, Verbs: []string{"update"}},
 		{APIGroups: []string{"authentication.k8s.io"}, Resources: []string{"selfsubjectreviews", "tokenreviews"}, Verbs: []string{"create"}},
 		// Metrics served only to callers the API server authenticates and allows.
 		{APIGroups: []string{"authorization.k8s.io"}, Resources: []string{"subjectaccessreviews"}, Verbs: []string{"create"}},

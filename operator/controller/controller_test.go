@@ -89,6 +89,10 @@ func TestDefaultMode(t *testing.T) {
 	g.Expect(c.Args).To(ContainElements("--agent-image="+release.AgentImage, "--leader-election-namespace=hostfleet-system"))
 	g.Expect(d.Spec.Template.Spec.ServiceAccountName).To(Equal(controller.HubName))
 	g.Expect(hardening.Check(&d.Spec.Template.Spec)).To(BeEmpty(), "the hub runs hardened")
+	g.Expect(c.Args).To(ContainElements("--webhook-bind-address=:9443", "--webhook-service=hostfleet-system/hostfleet-hub-webhook"))
+	g.Expect(hub.Get(ctx, client.ObjectKey{Namespace: "hostfleet-system", Name: "hostfleet-hub-webhook"}, &corev1.Service{})).To(Succeed())
+	g.Expect(hub.Get(ctx, client.ObjectKey{Namespace: "hostfleet-system", Name: hostfleetv1alpha1.HubWebhookSecret}, &corev1.Secret{})).
+		To(Succeed(), "the webhook's Secret, empty: the hub fills it and may not create one")
 
 	t.Log("the admission policies are in force before the hub runs, exempting the hub's user where it acts for everyone")
 	vap := &admissionv1.ValidatingAdmissionPolicy{}
@@ -107,13 +111,17 @@ func TestDefaultMode(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	rules := &authorizationv1.SelfSubjectRulesReview{Spec: authorizationv1.SelfSubjectRulesReviewSpec{Namespace: "tenant-a"}}
 	g.Expect(asHub.Create(ctx, rules)).To(Succeed())
-	var secretVerbs []string
+	var secretVerbs, named []string
 	for _, r := range rules.Status.ResourceRules {
-		if slices.Contains(r.Resources, "secrets") || slices.Contains(r.Resources, "*") {
+		switch {
+		case slices.Equal(r.ResourceNames, []string{hostfleetv1alpha1.HubWebhookSecret}):
+			named = append(named, r.Verbs...)
+		case slices.Contains(r.Resources, "secrets") || slices.Contains(r.Resources, "*"):
 			secretVerbs = append(secretVerbs, r.Verbs...)
 		}
 	}
 	g.Expect(secretVerbs).To(ConsistOf("get", "list", "watch"), "read only (the forwarder copies a remote claim's secrets): %+v", rules.Status.ResourceRules)
+	g.Expect(named).To(ConsistOf("update"), "and fill its webhook's Secret, by name")
 	g.Expect(rules.Status.ResourceRules).To(ContainElement(And(HaveField("Verbs", []string{"bind"}),
 		HaveField("ResourceNames", ConsistOf(permissions.GrantedClusterRoleNames())))))
 
@@ -128,6 +136,7 @@ func TestDefaultMode(t *testing.T) {
 		g.Expect(hub.Get(ctx, client.ObjectKey{Name: "a"}, ta)).To(Succeed())
 		g.Expect(meta.IsStatusConditionTrue(ta.Status.Conditions, hostfleetv1alpha1.ConditionReady)).To(BeTrue(), "%+v", ta.Status.Conditions)
 		g.Expect(hub.Get(ctx, client.ObjectKey{Name: hostfleetv1alpha1.AddonName}, &addonv1beta1.ClusterManagementAddOn{})).To(Succeed())
+		g.Expect(hub.Get(ctx, client.ObjectKey{Name: hostfleetv1alpha1.HubWebhook}, &admissionv1.ValidatingWebhookConfiguration{})).To(Succeed(), "its webhook registered")
 	}).WithTimeout(time.Minute).Should(Succeed())
 
 	t.Log("the Deployment's pods are ready (the planes run no kubelet: its status says so): Available")
@@ -210,6 +219,7 @@ func TestDefaultMode(t *testing.T) {
 		&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: hostfleetv1alpha1.RetiredAgentHubRole}},
 		&rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: controller.HubRole}},
 		&addonv1beta1.ClusterManagementAddOn{ObjectMeta: metav1.ObjectMeta{Name: hostfleetv1alpha1.AddonName}},
+		&admissionv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: hostfleetv1alpha1.HubWebhook}},
 	} {
 		g.Expect(hub.Get(ctx, client.ObjectKeyFromObject(obj), obj)).To(Satisfy(apierrors.IsNotFound), "%T %s", obj, obj.GetName())
 	}

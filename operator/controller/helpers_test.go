@@ -2,6 +2,7 @@ package controller_test
 
 import (
 	"context"
+	"net"
 	"os"
 	"testing"
 	"time"
@@ -84,6 +85,15 @@ func runHub(t *testing.T, cfg *rest.Config) {
 	o := app.NewOptions()
 	o.LeaderElectionNamespace = controller.DefaultNamespace
 	o.Addon.Image = release.AgentImage
+	// Its webhook, reached at an address rather than the Service (no pod
+	// runs): it fills the Secret the operator made.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.Webhook.BindAddress = ln.Addr().String()
+	o.Webhook.URL = "https://" + o.Webhook.BindAddress
+	_ = ln.Close()
 	ctx, cancel := context.WithCancel(context.Background())
 	mgr, err := app.New(ctx, cfg, o)
 	if err != nil {

@@ -18,6 +18,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
 	"github.com/hostfleet/hostfleet/internal/permissions"
 	"github.com/hostfleet/hostfleet/manifests"
 	operatorv1alpha1 "github.com/hostfleet/hostfleet/operator/api/v1alpha1"
@@ -185,6 +186,7 @@ func Workload(h *operatorv1alpha1.HostfleetHub, rel Release, kubeconfigSecret st
 	if len(h.Spec.Agent.BMCNamespaces) > 0 {
 		args = append(args, "--agent-bmc-namespaces="+strings.Join(h.Spec.Agent.BMCNamespaces, ","))
 	}
+	selector := map[string]string{"app.kubernetes.io/name": HubName, operatorv1alpha1.LabelHub: h.Name}
 	pod := corev1.PodSpec{
 		SecurityContext: &corev1.PodSecurityContext{RunAsNonRoot: ptr.To(true), SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}},
 		Containers: []corev1.Container{{
@@ -204,16 +206,17 @@ func Workload(h *operatorv1alpha1.HostfleetHub, rel Release, kubeconfigSecret st
 			Resources: hubResources(h),
 		}},
 	}
+	var webhook []client.Object
 	if kubeconfigSecret == "" {
 		pod.ServiceAccountName = HubName
+		webhook = webhookObjects(&pod, ns, l, selector)
 	} else {
 		pod.AutomountServiceAccountToken = ptr.To(false)
 		pod.Containers[0].Args = append(pod.Containers[0].Args, "--kubeconfig=/var/run/hub/kubeconfig")
 		pod.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "hub-kubeconfig", MountPath: "/var/run/hub", ReadOnly: true}}
 		pod.Volumes = []corev1.Volume{{Name: "hub-kubeconfig", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: kubeconfigSecret}}}}
 	}
-	selector := map[string]string{"app.kubernetes.io/name": HubName, operatorv1alpha1.LabelHub: h.Name}
-	return []client.Object{
+	return append([]client.Object{
 		&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: HubName, Labels: l},
 			Spec: appsv1.DeploymentSpec{
 				Replicas: &replicas,
@@ -223,6 +226,24 @@ func Workload(h *operatorv1alpha1.HostfleetHub, rel Release, kubeconfigSecret st
 		&corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: HubName + "-metrics", Labels: l},
 			Spec: corev1.ServiceSpec{Selector: selector, Ports: []corev1.ServicePort{{Name: "metrics", Port: 8443,
 				TargetPort: intstr.FromString("metrics"), Protocol: corev1.ProtocolTCP}}}},
+	}, webhook...)
+}
+
+// webhookObjects turn on the hub's validating webhook (Default mode only: in
+// Hosted mode the hub's API server cannot reach the hub's pods): the pod
+// serves it on 9443 behind Service hostfleet-hub-webhook, and the Secret
+// the hub keeps its certificate in is made empty here, so that the hub
+// needs no right to create secrets.
+func webhookObjects(pod *corev1.PodSpec, ns string, l, selector map[string]string) []client.Object {
+	name := HubName + "-webhook"
+	c := &pod.Containers[0]
+	c.Args = append(c.Args, "--webhook-bind-address=:9443", "--webhook-service="+ns+"/"+name)
+	c.Ports = append(c.Ports, corev1.ContainerPort{Name: "webhook", ContainerPort: 9443, Protocol: corev1.ProtocolTCP})
+	return []client.Object{
+		&corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: l},
+			Spec: corev1.ServiceSpec{Selector: selector, Ports: []corev1.ServicePort{{Name: "webhook", Port: 443,
+				TargetPort: intstr.FromString("webhook"), Protocol: corev1.ProtocolTCP}}}},
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: hostfleetv1alpha1.HubWebhookSecret, Labels: l}},
 	}
 }
 

@@ -133,6 +133,7 @@ func (r *Reconciler) removeHub(ctx context.Context, h *operatorv1alpha1.Hostflee
 		// Earlier releases' cluster-wide role for agents, left on upgrade to
 		// agents still at that release.
 		deleteIgnoringMissing(ctx, hub, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: hostfleetv1alpha1.RetiredAgentHubRole}}),
+		deleteIgnoringMissing(ctx, hub, &admissionv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: hostfleetv1alpha1.HubWebhook}}),
 	)
 	objs, err := HubObjects(h, r.Release)
 	errs = append(errs, err)

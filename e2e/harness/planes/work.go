@@ -22,7 +22,7 @@ func (f *Fleet) StartWorkAgent(hub, cluster, spoke string, statusSync time.Durat
 		return nil, fmt.Errorf("work agent: no plane %q or %q", hub, spoke)
 	}
 	bin := filepath.Join(filepath.Dir(toolPath("--print-bin", "ocm")), "work")
-	port, err := freePort()
+	port, err := FreePort()
 	if err != nil {
 		return nil, fmt.Errorf("work agent: %w", err)
 	}
@@ -47,8 +47,8 @@ func (f *Fleet) StartWorkAgent(hub, cluster, spoke string, statusSync time.Durat
 	}, "POD_NAMESPACE=open-cluster-management-agent")
 }
 
-// freePort is a loopback TCP port nothing listens on now.
-func freePort() (int, error) {
+// FreePort is a loopback TCP port nothing listens on now.
+func FreePort() (int, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return 0, err

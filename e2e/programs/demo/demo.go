@@ -18,6 +18,7 @@ import (
 	"time"
 
 	metal3api "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -173,8 +174,19 @@ func (r *run) hosts(ctx context.Context) error {
 // agent.
 func (r *run) processes(ctx context.Context) error {
 	f, hubKubeconfig := r.f, r.f.Plane("hub").Kubeconfig
+	// The hub serves its webhook on loopback and keeps its certificate in
+	// its namespace.
+	port, err := planes.FreePort()
+	if err != nil {
+		return err
+	}
+	if err := create(ctx, r.hub, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "hostfleet-system"}}); err != nil {
+		return err
+	}
+	webhook := fmt.Sprintf("127.0.0.1:%d", port)
 	if _, err := f.Run("hostfleet-hub", "hub", filepath.Join(r.o.Bin, "hostfleet-hub"), []string{
-		"--kubeconfig=" + hubKubeconfig, "--leader-elect=false", "--bind-deadline=1m"}); err != nil {
+		"--kubeconfig=" + hubKubeconfig, "--leader-elect=false", "--bind-deadline=1m",
+		"--webhook-bind-address=" + webhook, "--webhook-url=https://" + webhook}); err != nil {
 		return err
 	}
 	for _, name := range append(append([]string(nil), infras...), edge) {

@@ -73,6 +73,8 @@ func TestDemo(t *testing.T) {
 	g.Expect(output()).To(MatchRegexp(`short, a claim leased for 30 s \(hostfleet.io/lease-for\):\n  LeaseExpiring=True LeaseEnding: "the lease ends at \S+, in \d+s`))
 	g.Expect(output()).To(MatchRegexp(`(LeaseExpiring=True LeaseEnded: "the lease ended at|the lease ended at \S+: the hub deleted the claim)`))
 	g.Expect(output()).To(MatchRegexp(`the class has room, and big-3 is placed on infra-\d`), "and places it once a claim of the class goes")
+	g.Expect(output()).To(MatchRegexp(`gpu-typo asks for host.gpu.exists\(.*\), and is refused when created:\n  admission webhook "hardware.hostclaims.hostfleet.io" denied the request: annotation hostfleet.io/hardware: .*does not compile.*: fix the expression`),
+		"a requirement that does not compile is refused at admission by the hub's webhook")
 	g.Expect(output()).To(MatchRegexp(`gpu-1 asks for an H100 \(hostfleet.io/hardware: .*\): Scheduled=False NoCapacity:\n  ".*none with the hardware asked`),
 		"a claim no host's hardware meets is told why, per cluster")
 	g.Expect(output()).To(MatchRegexp(`\$ kubectl hostfleet why gpu-1 -n tenant-acme --events 0\n(.*\n)*Hardware asked \(hostfleet.io/hardware\): host.gpus.exists\(g, g.model.startsWith\("H100"\)\)\n(.*\n)*  infra-3: no host has it\n    closest: 32 cores x86_64, .* lacks host.gpus.exists`),

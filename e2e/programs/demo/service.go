@@ -2,6 +2,7 @@ package demo
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -104,6 +105,9 @@ func (r *run) placedOnceGone(ctx context.Context, held *metal3api.HostClaim) err
 // host: server-0, back from its maintenance). Then a claim whose hardware
 // server-0 has is placed and bound by it.
 func (r *run) hardwareAsked(ctx context.Context) error {
+	if err := r.hardwareRefused(ctx); err != nil {
+		return err
+	}
 	const expr = `host.gpus.exists(g, g.model.startsWith("H100"))`
 	c := r.claim("gpu-1", nil, map[string]string{hostfleetv1alpha1.AnnotationHardware: expr})
 	if err := r.create(ctx, c); err != nil {
@@ -127,6 +131,25 @@ func (r *run) hardwareAsked(ctx context.Context) error {
 	}
 	r.say("  gpu-1 deleted.")
 	return r.hardwarePlaced(ctx)
+}
+
+// hardwareRefused shows a requirement that does not compile refused when
+// the claim is created, by the hub's webhook, with what to fix.
+func (r *run) hardwareRefused(ctx context.Context) error {
+	const typo = `host.gpu.exists(g, g.model.startsWith("H100"))`
+	var refusal error
+	if err := poll(ctx, r.o.Timeout, func() (bool, error) {
+		err := r.hub.Create(ctx, r.claim("gpu-typo", nil, map[string]string{hostfleetv1alpha1.AnnotationHardware: typo}), client.DryRunAll)
+		if err == nil {
+			return false, errors.New("admitted: the hub's webhook is not registered yet")
+		}
+		refusal = err
+		return strings.Contains(err.Error(), "denied the request"), nil
+	}); err != nil {
+		return fmt.Errorf("gpu-typo not refused at admission: %w", err)
+	}
+	r.say("gpu-typo asks for %s, and is refused when created:\n  %s", typo, refusal)
+	return nil
 }
 
 // hardwarePlaced shows a claim placed and bound by its hardware: 32 cores

@@ -36,6 +36,12 @@ const (
 	// HubLease is the hub replicas' leader election Lease, in the hub's
 	// namespace on the hub cluster.
 	HubLease = "hostfleet-hub"
+	// HubWebhook names the hub's ValidatingWebhookConfiguration (hardware
+	// requirements refused at admission).
+	HubWebhook = "hostfleet-hub"
+	// HubWebhookSecret holds the webhook's CA and serving certificate, in
+	// the hub's namespace: the operator makes it empty, the hub fills it.
+	HubWebhookSecret = "hostfleet-hub-webhook"
 	// AgentServiceAccount is the agent's ServiceAccount on the managed
 	// cluster (and its pod's, wherever it runs).
 	AgentServiceAccount = "hostfleet-agent"
