@@ -51,6 +51,9 @@ seen() {
   if [ -f "$dir/erase-at" ] && [ "$(cat "$dir/power" 2>/dev/null)" = 1 ]; then : > "$dir/erase-seen"; fi
 }
 set_power() {
+  # A chassis already (or on its way) where it is asked to go does nothing:
+  # a power-on sent twice (the client retries a slow answer) boots once.
+  [ "$(cat "$dir/target" 2>/dev/null || cat "$dir/power" 2>/dev/null || echo 0)" = "$1" ] && return 0
   rm -f "$dir/erase-at" "$dir/erase-seen"
   lat="$(cat "$dir/latency" 2>/dev/null || echo 0)"
   if [ "$1" = 1 ] && [ "$(cat "$dir/boot" 2>/dev/null)" = pxe ]; then

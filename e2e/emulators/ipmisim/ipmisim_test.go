@@ -52,4 +52,14 @@ func TestSimulator(t *testing.T) {
 	g.Expect(b.IgnoreShutdown(false)).To(Succeed())
 	ipmitool("chassis", "power", "soft")
 	g.Expect(b.Power()).To(BeFalse())
+
+	t.Log("a network boot runs the erase image, which powers off once seen on; a power-on sent twice boots once")
+	g.Expect(b.EraseByNetwork(time.Second)).To(Succeed())
+	ipmitool("chassis", "bootdev", "pxe")
+	ipmitool("chassis", "power", "on")
+	ipmitool("chassis", "power", "on")
+	g.Expect(ipmitool("chassis", "power", "status")).To(ContainSubstring("Chassis Power is on"))
+	g.Eventually(func() string { return ipmitool("chassis", "power", "status") }).WithTimeout(10 * time.Second).
+		Should(ContainSubstring("Chassis Power is off"))
+	g.Expect(b.Log()).To(ContainElement("erased"))
 }

@@ -161,10 +161,11 @@ func startEnv(newEnv func() (*envtest.Environment, error)) (*envtest.Environment
 	}
 }
 
-// transient says whether err is a dropped or refused connection.
+// transient says whether err is a dropped or refused connection, or an API
+// server that did not become ready (made again, it gets new ports).
 func transient(err error) bool {
 	msg := err.Error()
-	for _, s := range []string{"connection reset by peer", "connection refused", "EOF", "TLS handshake timeout", "i/o timeout"} {
+	for _, s := range []string{"connection reset by peer", "connection refused", "EOF", "TLS handshake timeout", "i/o timeout", "timeout waiting for process"} {
 		if strings.Contains(msg, s) {
 			return true
 		}
@@ -182,6 +183,7 @@ func (f *Fleet) startPlane(ctx context.Context, name, assets string, sets []stri
 	if err != nil {
 		return nil, err
 	}
+	var out *lastBytes
 	newEnv := func() (*envtest.Environment, error) {
 		env := &envtest.Environment{
 			ControlPlane:             envtest.ControlPlane{APIServer: &envtest.APIServer{SecureServing: envtest.SecureServing{Authn: ca}}},
@@ -195,6 +197,11 @@ func (f *Fleet) startPlane(ctx context.Context, name, assets string, sets []stri
 			if err := f.keepLogs(name, env); err != nil {
 				return nil, err
 			}
+		} else {
+			// Kept to say why, should it not start.
+			out = &lastBytes{n: 4096}
+			server := env.ControlPlane.GetAPIServer()
+			server.Out, server.Err = out, out
 		}
 		if opts.ForNodes {
 			certDir := filepath.Join(f.Dir, name+"-certs")
@@ -217,6 +224,9 @@ func (f *Fleet) startPlane(ctx context.Context, name, assets string, sets []stri
 	defer release()
 	env, cfg, err := startEnv(newEnv)
 	if err != nil {
+		if out != nil {
+			err = fmt.Errorf("%w; the last output of its kube-apiserver:\n%s", err, out)
+		}
 		return nil, err
 	}
 	p := &Plane{Name: name, Config: cfg, env: env, assets: assets, clientCA: ca, nodes: opts.ForNodes}
@@ -350,4 +360,27 @@ func storeAddonsAsV1beta1(crds []*apiextensionsv1.CustomResourceDefinition) {
 			crd.Spec.Versions[i].Storage = crd.Spec.Versions[i].Name == "v1beta1"
 		}
 	}
+}
+
+// lastBytes keeps the last n bytes written to it.
+type lastBytes struct {
+	mu sync.Mutex
+	b  []byte
+	n  int
+}
+
+func (l *lastBytes) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.b = append(l.b, p...)
+	if len(l.b) > 2*l.n {
+		l.b = append([]byte(nil), l.b[len(l.b)-l.n:]...)
+	}
+	return len(p), nil
+}
+
+func (l *lastBytes) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return string(l.b[max(0, len(l.b)-l.n):])
 }

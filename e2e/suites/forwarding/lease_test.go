@@ -39,22 +39,26 @@ func TestForwardedLease(t *testing.T) {
 
 	c := remoteClaim("leased", func(c *metal3api.HostClaim) {
 		c.Spec.PoweredOn = true
-		c.Annotations = map[string]string{hostfleetv1alpha1.AnnotationLeaseFor: "25s"}
+		c.Annotations = map[string]string{hostfleetv1alpha1.AnnotationLeaseFor: "40s"}
 	})
 	g.Expect(hub.Create(ctx, c)).To(Succeed())
-	end := c.CreationTimestamp.Add(25 * time.Second)
+	end := c.CreationTimestamp.Add(40 * time.Second)
+	// Ready within the lease, however long forwarding, binding and power
+	// take on this machine; the warning by the hub's clock, not this test's.
 	g.Eventually(func(g Gomega) {
 		g.Expect(hub.Get(ctx, client.ObjectKeyFromObject(c), c)).To(Succeed())
 		g.Expect(cond(c, hostfleetv1alpha1.ConditionReady).Status).To(Equal(metav1.ConditionTrue), "%v", conditionsOf(c))
-		g.Expect(cond(c, hostfleetv1alpha1.ConditionLeaseExpiring).Reason).To(Equal(hostfleetv1alpha1.ReasonLeaseActive))
-	}).WithTimeout(15*time.Second).Should(Succeed(), "forwarded, bound and Ready, its lease active")
+		g.Expect(cond(c, hostfleetv1alpha1.ConditionLeaseExpiring).Reason).To(BeElementOf(hostfleetv1alpha1.ReasonLeaseActive, hostfleetv1alpha1.ReasonLeaseEnding))
+	}).WithTimeout(35*time.Second).Should(Succeed(), "forwarded, bound and Ready within its lease")
 	host := c.Status.BareMetalHost.Name
 	g.Expect(bmcs[host].Power()).To(Equal("On"))
 	g.Eventually(func(g Gomega) {
 		g.Expect(hub.Get(ctx, client.ObjectKeyFromObject(c), c)).To(Succeed())
-		g.Expect(cond(c, hostfleetv1alpha1.ConditionLeaseExpiring).Reason).To(Equal(hostfleetv1alpha1.ReasonLeaseEnding))
+		lease := cond(c, hostfleetv1alpha1.ConditionLeaseExpiring)
+		g.Expect(lease.Reason).To(Equal(hostfleetv1alpha1.ReasonLeaseEnding))
+		g.Expect(lease.LastTransitionTime.Time).To(BeTemporally(">=", end.Add(-10*time.Second)), "not before the warning")
 		g.Expect(cond(c, hostfleetv1alpha1.ConditionReady).Status).To(Equal(metav1.ConditionTrue), "still serving")
-	}).WithTimeout(20*time.Second).Should(Succeed(), "warned on the hub, the source")
+	}).WithTimeout(35*time.Second).Should(Succeed(), "warned on the hub, the source")
 	g.Expect(time.Now()).To(BeTemporally("<", end))
 	g.Eventually(func(g Gomega) {
 		var events eventsv1.EventList
