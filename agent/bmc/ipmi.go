@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	ipmi "github.com/bougou/go-ipmi"
@@ -134,8 +135,48 @@ func (d *ipmiClient) InsertMedia(context.Context, string) error {
 
 func (d *ipmiClient) EjectMedia(context.Context) error { return nil } // nothing can be inserted
 
-func (d *ipmiClient) Inventory(context.Context) (*metal3api.HardwareDetails, error) {
-	return nil, fmt.Errorf("%w: inventory needs Redfish; %s speaks %s", ErrUnsupported, d.addr.HostPort(), d.addr.Protocol)
+// Inventory is what IPMI tells of the hardware: the system's manufacturer,
+// product and serial number, from the FRU inventory's product area (else
+// its board area). A BMC that answers with a completion code (no FRU
+// device 0) has no inventory, as one without a product or board area.
+func (d *ipmiClient) Inventory(ctx context.Context) (*metal3api.HardwareDetails, error) {
+	var fru *ipmi.FRU
+	none := fmt.Errorf("%w: %s has no FRU inventory; the rest of the hardware needs Redfish", ErrUnsupported, d.addr.HostPort())
+	err := d.call(ctx, "read FRU inventory", func(ctx context.Context) (err error) {
+		fru, err = d.c.GetFRU(ctx, 0, "builtin")
+		var answered *ipmi.ResponseError
+		if errors.As(err, &answered) {
+			return none
+		}
+		return err
+	})
+	switch {
+	case err != nil:
+		return nil, err
+	case !fru.Present():
+		return nil, none
+	}
+	var v metal3api.HardwareSystemVendor
+	switch p, b := fru.ProductInfoArea, fru.BoardInfoArea; {
+	case p != nil:
+		v = metal3api.HardwareSystemVendor{Manufacturer: text(p.Manufacturer), ProductName: text(p.Name), SerialNumber: text(p.SerialNumber)}
+	case b != nil:
+		v = metal3api.HardwareSystemVendor{Manufacturer: text(b.Manufacturer), ProductName: text(b.ProductName), SerialNumber: text(b.SerialNumber)}
+	}
+	if v.Manufacturer == "" && v.ProductName == "" {
+		return nil, none
+	}
+	return &metal3api.HardwareDetails{SystemVendor: v}, nil
+}
+
+// text is a FRU field as text: printable ASCII, trimmed.
+func text(b []byte) string {
+	return strings.TrimSpace(strings.Map(func(r rune) rune {
+		if r < 0x20 || r > 0x7e {
+			return -1
+		}
+		return r
+	}, string(b)))
 }
 
 func (d *ipmiClient) Close(ctx context.Context) error {

@@ -281,7 +281,26 @@ func TestIPMIHost(t *testing.T) {
 		Spec: metal3api.BareMetalHostSpec{BMC: metal3api.BMCDetails{Address: "ipmi://" + sim.Address(), CredentialsName: "ipmi-bmc"}}}
 	g.Expect(e.c.Create(e.ctx, h)).To(Succeed())
 	e.state(h, metal3api.StateAvailable)
-	g.Expect(h.Status.HardwareDetails).To(BeNil(), "IPMI reports no inventory")
+	g.Expect(h.Status.HardwareDetails).To(BeNil(), "a BMC without a FRU inventory reports no hardware")
+
+	t.Log("a BMC with a FRU inventory: the system's manufacturer, product and serial, which a hardware requirement can ask for")
+	withFRU, err := ipmisim.Start(t.TempDir(), "admin", "password", ipmisim.WithFRU("Supermicro", "SYS-1029U-TRT", "S123"))
+	g.Expect(err).NotTo(HaveOccurred())
+	defer withFRU.Close()
+	fru := &metal3api.BareMetalHost{ObjectMeta: metav1.ObjectMeta{Namespace: "hosts", Name: "ipmi-fru", Annotations: h.Annotations},
+		Spec: metal3api.BareMetalHostSpec{BMC: metal3api.BMCDetails{Address: "ipmi://" + withFRU.Address(), CredentialsName: "ipmi-bmc"}}}
+	g.Expect(e.c.Create(e.ctx, fru)).To(Succeed())
+	e.state(fru, metal3api.StateAvailable)
+	g.Expect(fru.Status.HardwareDetails).NotTo(BeNil())
+	g.Expect(fru.Status.HardwareDetails.SystemVendor).To(Equal(metal3api.HardwareSystemVendor{Manufacturer: "Supermicro", ProductName: "SYS-1029U-TRT", SerialNumber: "S123"}))
+	hd := &metal3api.HardwareData{}
+	g.Expect(e.c.Get(e.ctx, client.ObjectKeyFromObject(fru), hd)).To(Succeed())
+	req, err := hardware.Parse(`host.system.manufacturer == "Supermicro" && host.system.product.startsWith("SYS-1029")`)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(req.Meets(hardware.OfData(hd))).To(BeTrue())
+	req, err = hardware.Parse(`host.cpu.count >= 1`)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(req.Meets(hardware.OfData(hd))).To(BeFalse(), "IPMI tells no CPUs: a requirement on them is not met")
 
 	t.Log("a chassis that takes 2 s to power on: IPMI reports no change under way, so the old state is read until it lands; one command")
 	g.Expect(sim.SetLatency(2 * time.Second)).To(Succeed())

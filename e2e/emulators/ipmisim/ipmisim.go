@@ -109,13 +109,17 @@ func Available() error {
 
 // Start runs ipmi_sim in dir on a free UDP port of 127.0.0.1 and waits
 // until it answers.
-func Start(dir, username, password string) (*BMC, error) {
-	return StartAt(dir, "127.0.0.1", username, password)
+func Start(dir, username, password string, opts ...Option) (*BMC, error) {
+	return StartAt(dir, "127.0.0.1", username, password, opts...)
 }
 
 // StartAt is Start on another address of this machine (one that
 // containers reach, such as a container network's gateway).
-func StartAt(dir, host, username, password string) (*BMC, error) {
+func StartAt(dir, host, username, password string, opts ...Option) (*BMC, error) {
+	var cfg config
+	for _, o := range opts {
+		o(&cfg)
+	}
 	if err := Available(); err != nil {
 		return nil, err
 	}
@@ -143,7 +147,11 @@ set_working_mc 0x20
   chassis_control "%s 0x20"
   user 2 true "%s" "%s" admin 10 none md2 md5 straight
 `, host, port, script, username, password)
-	emu := "mc_setbmc 0x20\nmc_add 0x20 0 no-device-sdrs 0x23 9 8 0x9f 0x1291 0xf02 persist_sdr\nmc_enable 0x20\n"
+	emu := "mc_setbmc 0x20\nmc_add 0x20 0 no-device-sdrs 0x23 9 8 0x9f 0x1291 0xf02 persist_sdr\n"
+	if cfg.fru != nil {
+		emu += fruCommand(cfg.fru)
+	}
+	emu += "mc_enable 0x20\n"
 	for name, data := range map[string]string{"lan.conf": lan, "cmds.emu": emu, "chassis.sh": chassis, "power": "0\n"} {
 		mode := os.FileMode(0o644)
 		if name == "chassis.sh" {

@@ -63,3 +63,16 @@ func TestSimulator(t *testing.T) {
 		Should(ContainSubstring("Chassis Power is off"))
 	g.Expect(b.Log()).To(ContainElement("erased"))
 }
+
+// TestFRU: a BMC given a FRU inventory serves it as ipmitool reads it.
+func TestFRU(t *testing.T) {
+	g := NewWithT(t)
+	b, err := ipmisim.Start(t.TempDir(), "admin", "password", ipmisim.WithFRU("Supermicro", "SYS-1029U-TRT", "S123"))
+	g.Expect(err).NotTo(HaveOccurred())
+	defer b.Close()
+	out, err := exec.Command("ipmitool", "-I", "lanplus", "-C", "3", "-H", "127.0.0.1", "-p", strconv.Itoa(b.Port),
+		"-U", "admin", "-P", "password", "fru", "print", "0").CombinedOutput()
+	g.Expect(err).NotTo(HaveOccurred(), string(out))
+	g.Expect(string(out)).To(And(MatchRegexp(`Product Manufacturer\s+: Supermicro`), MatchRegexp(`Product Name\s+: SYS-1029U-TRT`),
+		MatchRegexp(`Product Serial\s+: S123`)))
+}
