@@ -98,9 +98,12 @@ func (e *fleet) expectNoAgent(plane string) {
 	NewWithT(e.t).Eventually(func(g Gomega) {
 		g.Expect(hostfleetObjects(ctx, g, c, "")).To(BeEmpty())
 	}).WithTimeout(2*time.Minute).WithPolling(time.Second).Should(Succeed(), "nothing of the agent is left on %s", plane)
-	for _, ns := range []string{addonNamespace, hostedAgentNamespace} {
-		NewWithT(e.t).Expect(e.Running(plane, ns, hostfleetv1alpha1.AddonName)).To(BeEmpty())
-	}
+	// Pods of a deleted Deployment stop on the kubelet's time.
+	NewWithT(e.t).Eventually(func(g Gomega) {
+		for _, ns := range []string{addonNamespace, hostedAgentNamespace} {
+			g.Expect(e.Running(plane, ns, hostfleetv1alpha1.AddonName)).To(BeEmpty(), "no agent pod left on %s", plane)
+		}
+	}).WithTimeout(2 * time.Minute).WithPolling(time.Second).Should(Succeed())
 }
 
 // hostfleetObjects lists, in a namespace or everywhere, the objects whose

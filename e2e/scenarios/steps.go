@@ -304,7 +304,10 @@ func (e *fleet) teardownStep() {
 		g.Expect(hostfleetObjects(ctx, g, hub, "infra-1")).To(BeEmpty())
 	}).WithTimeout(time.Minute).WithPolling(time.Second).Should(Succeed())
 	e.expectNoAgent("infra-1")
-	g.Expect(e.Running("infra-1", "open-cluster-management-agent", "klusterlet-registration-agent")).To(BeEmpty(), "the klusterlet is gone too")
+	g.Eventually(func() []string {
+		return e.Running("infra-1", "open-cluster-management-agent", "klusterlet-registration-agent")
+	}).
+		WithTimeout(2*time.Minute).WithPolling(time.Second).Should(BeEmpty(), "the klusterlet is gone too (its pods stop on the kubelet's time)")
 
 	// The hub goes: the operator removes the tenant (the hub, still
 	// running, finalizes it), then the hub and Hostfleet's CRDs.
