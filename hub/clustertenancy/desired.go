@@ -32,7 +32,7 @@ func Desired(cluster string, tenants []hostfleetv1alpha1.Tenant, nsLabels map[st
 
 func served(t *hostfleetv1alpha1.Tenant, only bool, nsLabels map[string]map[string]string) hostfleetv1alpha1.ServedTenant {
 	st := hostfleetv1alpha1.ServedTenant{Name: t.Name, Namespaces: slices.Clone(t.Status.Namespaces),
-		LabelSyncPrefixes: slices.Clone(t.Spec.LabelSyncPrefixes), Erase: t.Spec.Erase, OnlyWorkloadCluster: only}
+		LabelSyncPrefixes: slices.Clone(t.Spec.LabelSyncPrefixes), Erase: t.Spec.Erase, Healing: t.Spec.Healing.DeepCopy(), OnlyWorkloadCluster: only}
 	for _, ns := range slices.Sorted(slices.Values(t.Status.Namespaces)) {
 		st.NamespaceLabels = append(st.NamespaceLabels, hostfleetv1alpha1.NamespaceLabels{Name: ns, Labels: maps.Clone(nsLabels[ns])})
 	}

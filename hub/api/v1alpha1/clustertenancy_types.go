@@ -38,6 +38,10 @@ type ServedTenant struct {
 	// +optional
 	Erase EraseMode `json:"erase,omitempty"`
 
+	// Healing is the tenant's spec.healing.
+	// +optional
+	Healing *Healing `json:"healing,omitempty"`
+
 	// OnlyWorkloadCluster, in workloadTenants, says the cluster is the
 	// tenant's only workload cluster: claims that name none are its.
 	// +optional

@@ -286,3 +286,39 @@ const (
 	// future.
 	ReasonUsageInvalid = "InvalidInterval"
 )
+
+// ConditionHostHealthy on a claim says what the agent judges of its bound
+// host: True while it is healthy or degraded (it still serves), False once
+// it failed, with the evidence, since when (lastTransitionTime) and what
+// the claim's healing policy does about it.
+const (
+	ConditionHostHealthy = "HostHealthy"
+	// ReasonHealthy: nothing is wrong with the host.
+	ReasonHealthy = "Healthy"
+	// ReasonDegraded: the host reports an error that does not stop it
+	// serving (a provisioning or registration error, say): reported, never
+	// replaced.
+	ReasonDegraded = "Degraded"
+	// ReasonHostFailed: the host failed; the policy is Notify, or the grace
+	// has not passed yet (the message says when it does).
+	ReasonHostFailed = "HostFailed"
+	// ReasonFencing: the host is being powered off before it is replaced.
+	ReasonFencing = "Fencing"
+	// ReasonFenceUnconfirmed: the host cannot be confirmed off (its BMC
+	// does not answer): it is not replaced.
+	ReasonFenceUnconfirmed = "FenceUnconfirmed"
+	// ReasonReplacementPaused: too many of the cluster's bound hosts failed
+	// within the breaker's window (a rack or a switch, not the hosts):
+	// replacement waits for an administrator.
+	ReasonReplacementPaused = "ReplacementPaused"
+	// ReasonReplacementLimit: the claim's host was replaced as often as its
+	// tenant allows in 24 hours.
+	ReasonReplacementLimit = "ReplacementLimit"
+	// ReasonReplacing: the failed host is confirmed off and quarantined
+	// (False); the claim's new host takes its place until Ready (True).
+	// Also Ready's reason from the fence to the new host's Ready.
+	ReasonReplacing = "ReplacingHost"
+	// ReasonInvalidHealing: AnnotationHealing does not parse or is outside
+	// the tenant's bounds: the tenant's policy applies.
+	ReasonInvalidHealing = "InvalidHealingPolicy"
+)

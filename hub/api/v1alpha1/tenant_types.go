@@ -104,6 +104,11 @@ type TenantSpec struct {
 	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(h|m|s))+$`
 	LeaseWarning *metav1.Duration `json:"leaseWarning,omitempty"`
 
+	// Healing is what happens to the tenant's claims whose hosts fail
+	// (docs/service.md#claims-that-heal). Unset: Notify.
+	// +optional
+	Healing *Healing `json:"healing,omitempty"`
+
 	// Quotas cap the tenant's claims per host class. A claim counts
 	// against every class whose hostSelector matches its bound host's
 	// labels or, before it is bound, the labels its own hostSelector asks
