@@ -18,6 +18,7 @@ import (
 	"github.com/hostfleet/hostfleet/agent/bmc"
 	"github.com/hostfleet/hostfleet/agent/bmcdriver"
 	"github.com/hostfleet/hostfleet/agent/claim"
+	"github.com/hostfleet/hostfleet/agent/heal"
 	"github.com/hostfleet/hostfleet/agent/maintenance"
 	"github.com/hostfleet/hostfleet/agent/metrics"
 	"github.com/hostfleet/hostfleet/agent/placedcache"
@@ -55,7 +56,9 @@ func setupControllers(ctx context.Context, mgr ctrl.Manager, managed cluster.Clu
 		RetryAfter:    o.RetryAfter,
 		Resync:        o.Resync,
 		Erase:         erases,
-		Fence:         writes,
+		Healing: claim.Healing{FenceTimeout: o.FenceTimeout,
+			Breaker: heal.Breaker{MaxPercent: o.BreakerMaxPercent, Window: o.BreakerWindow}},
+		Fence: writes,
 	}
 	reconcilers := []*claim.Reconciler{claims}
 	if o.LocalClaims {

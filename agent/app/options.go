@@ -49,6 +49,11 @@ type Options struct {
 	// HostClaims the agent serves too, with LocalClaims; it reads their
 	// data secrets there and nowhere else.
 	LocalClaimNamespaces []string
+	// FenceTimeout, BreakerMaxPercent and BreakerWindow tune the healing of
+	// claims whose hosts fail (claim.Healing).
+	FenceTimeout      time.Duration
+	BreakerMaxPercent int
+	BreakerWindow     time.Duration
 	// OrphanGrace is how long the claim holding a host must be gone before
 	// the agent releases the host.
 	OrphanGrace time.Duration
@@ -178,6 +183,9 @@ func NewOptions() *Options {
 		ClaimScope:        "tenants",
 		ClaimWatch:        defaultClaimWatch(),
 		OrphanGrace:       5 * time.Minute,
+		FenceTimeout:      2 * time.Minute,
+		BreakerMaxPercent: 40,
+		BreakerWindow:     time.Hour,
 		BMCWorkers:        500,
 		BMCTimeout:        30 * time.Second,
 		Erase:             string(hostfleetv1alpha1.EraseNone),
@@ -237,13 +245,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 		"how long a power command has to land (the BMC reporting the new state) before it is sent again; each re-send waits twice as long, at most 5m")
 	fs.DurationVar(&o.BMCSoftPowerOff, "bmc-soft-power-off-timeout", o.BMCSoftPowerOff,
 		"how long a soft power-off (GracefulShutdown) has before the host is forced off")
-	fs.StringVar(&o.Erase, "erase", o.Erase,
-		"the cluster's erase policy: what every host erases at least when its claim lets it go (None, Metadata or Full), whatever tenants ask")
-	fs.StringVar(&o.EraseImage, "erase-image", o.EraseImage,
-		"http(s) URL of the erase image the BMC driver boots by Redfish virtual media on a released host whose release requires an erase; the image erases the disks and powers the host off")
-	fs.BoolVar(&o.ErasePXE, "erase-pxe", o.ErasePXE,
-		"IPMI hosts the BMC driver drives erase by booting once from the network, where the cluster's PXE server serves the erase image")
-	fs.DurationVar(&o.EraseTimeout, "erase-timeout", o.EraseTimeout, "how long an erase image has to power the host off before the erase has failed (the host then stays out of the pool)")
+	o.addHostFlags(fs)
 	fs.StringVar(&o.Ipmitool, "ipmitool", o.Ipmitool, "drive ipmi:// BMCs through this ipmitool binary instead of the built-in IPMI 2.0 client (default: built-in)")
 	fs.BoolVar(&o.HealthLease, "health-lease", o.HealthLease,
 		"keep the add-on health Lease hostfleet-agent where OCM reads it: in --agent-namespace on the managed cluster, or in Hosted mode in --hosting-namespace on the hosting cluster")
@@ -267,6 +269,23 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 		"serve metrics over HTTPS, only to callers that the API server of the cluster the agent runs in (the managed cluster; in Hosted mode the hosting cluster) "+
 			"authenticates and allows to get /metrics (false: plain HTTP to anyone)")
 	fs.StringVar(&o.HealthAddr, "health-probe-bind-address", o.HealthAddr, "healthz/readyz listen address; 0 disables")
+}
+
+// addHostFlags adds the flags of what happens to hosts at release and
+// when they fail: erase and healing.
+func (o *Options) addHostFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&o.Erase, "erase", o.Erase,
+		"the cluster's erase policy: what every host erases at least when its claim lets it go (None, Metadata or Full), whatever tenants ask")
+	fs.StringVar(&o.EraseImage, "erase-image", o.EraseImage,
+		"http(s) URL of the erase image the BMC driver boots by Redfish virtual media on a released host whose release requires an erase; the image erases the disks and powers the host off")
+	fs.BoolVar(&o.ErasePXE, "erase-pxe", o.ErasePXE,
+		"IPMI hosts the BMC driver drives erase by booting once from the network, where the cluster's PXE server serves the erase image")
+	fs.DurationVar(&o.EraseTimeout, "erase-timeout", o.EraseTimeout, "how long an erase image has to power the host off before the erase has failed (the host then stays out of the pool)")
+	fs.DurationVar(&o.FenceTimeout, "fence-timeout", o.FenceTimeout,
+		"how long a failed host being replaced may take to be confirmed off; past it the fence is unconfirmed and the host is not replaced (unless its claim's policy is unfenced)")
+	fs.IntVar(&o.BreakerMaxPercent, "breaker-max-percent", o.BreakerMaxPercent,
+		"replacement of failed hosts pauses while more than this share of the cluster's bound hosts (and at least two) failed within --breaker-window")
+	fs.DurationVar(&o.BreakerWindow, "breaker-window", o.BreakerWindow, "how far back hosts replaced count as failures for the breaker")
 }
 
 // Validate says everything that is wrong with the options.
@@ -339,6 +358,9 @@ func (o *Options) Validate() []error {
 	if o.BMCWorkers < 1 {
 		errs = append(errs, fmt.Errorf("--bmc-workers %d must be at least 1", o.BMCWorkers))
 	}
+	if o.BreakerMaxPercent < 1 || o.BreakerMaxPercent > 100 {
+		errs = append(errs, fmt.Errorf("--breaker-max-percent %d must be between 1 and 100", o.BreakerMaxPercent))
+	}
 	return append(errs, o.validateLists()...)
 }
 
@@ -352,7 +374,7 @@ func (o *Options) validateLists() []error {
 	}{{"--label-sync-interval", o.LabelSyncInterval}, {"--retry-after", o.RetryAfter}, {"--resync", o.Resync},
 		{"--inventory-interval", o.InventoryInterval}, {"--orphan-grace", o.OrphanGrace}, {"--bmc-timeout", o.BMCTimeout},
 		{"--bmc-poll", o.BMCPoll}, {"--bmc-power-wait", o.BMCPowerWait}, {"--bmc-soft-power-off-timeout", o.BMCSoftPowerOff},
-		{"--erase-timeout", o.EraseTimeout}} {
+		{"--erase-timeout", o.EraseTimeout}, {"--fence-timeout", o.FenceTimeout}, {"--breaker-window", o.BreakerWindow}} {
 		if d.v < time.Second {
 			errs = append(errs, fmt.Errorf("%s %s must be at least 1s", d.flag, d.v))
 		}

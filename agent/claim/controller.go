@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	"github.com/hostfleet/hostfleet/agent/binder"
+	"github.com/hostfleet/hostfleet/agent/heal"
 	"github.com/hostfleet/hostfleet/agent/hoststatus"
 	"github.com/hostfleet/hostfleet/agent/metrics"
 	"github.com/hostfleet/hostfleet/agent/servedtenants"
@@ -68,6 +69,8 @@ type Reconciler struct {
 	LocalNamespaces []string
 	// Erase is how hosts are erased at release.
 	Erase Erase
+	// Healing is how claims whose hosts fail are healed.
+	Healing Healing
 
 	// Fence remembers the agent's own writes, whose watch events are not
 	// reconciled again: the agent's one fence, shared by every writer of
@@ -247,16 +250,30 @@ func (r *Reconciler) keep(ctx context.Context, c *metal3api.HostClaim, h *metal3
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	hl, err := r.judge(ctx, c, h, in)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if hl.d.Step == heal.Quarantine {
+		return r.quarantine(ctx, o, hl)
+	}
+	o.fence = hl.d.Step == heal.Fence || hl.d.Step == heal.AwaitFence
 	p := planFor(o, r.Consumer)
 	sync, hw, err := r.execute(ctx, o, p)
 	if err != nil {
 		return requeue.OnConflict(err)
 	}
-	if err := r.setStatus(ctx, c, h, hw, r.boundCondition(c, h), hoststatus.Conditions(c, h, sync)); err != nil {
+	r.tell(c, hl)
+	if err := r.setStatus(ctx, c, h, hw, r.boundCondition(c, h), withHealth(c, hoststatus.Conditions(c, h, sync), hl)); err != nil {
 		return requeue.OnConflict(err)
 	}
-	// Hub secrets are read, not watched: look again now and then.
-	return ctrl.Result{RequeueAfter: r.Resync}, nil
+	// Hub secrets are read, not watched: look again now and then, or when
+	// the host's health is due to be judged again.
+	after := r.Resync
+	if hl.d.After > 0 && hl.d.After < after {
+		after = hl.d.After
+	}
+	return ctrl.Result{RequeueAfter: after}, nil
 }
 
 // observe reads what a plan of a claim bound to h is made from: besides

@@ -38,6 +38,9 @@ type observed struct {
 	// usage names the hub claim the host's use counts for (its namespace
 	// and UID; none for a local claim not forwarded from the hub).
 	usageNS, usageClaim string
+	// fence: the host failed and is powered off before it is replaced
+	// (agent/heal), whatever the claim asks.
+	fence bool
 }
 
 // plan is what a claim that holds a host, the host and their copies should
@@ -68,6 +71,8 @@ type hostPlan struct {
 	refs        []hostspec.SecretRef
 	secrets     []*corev1.Secret
 	allowDetach bool
+	// off: the host is powered off, whatever the claim asks (a fence).
+	off bool
 }
 
 // planFor is a claim's plan (pure). A paused claim gets the same plan with
@@ -84,9 +89,9 @@ func planFor(o observed, consumer binder.Consumer) plan {
 		// deploys with half of its configuration.
 		p.sync = *o.failed
 	default:
-		want := hostspec.Bound(c, h, o.refs, o.detach)
+		want := hostspec.Bound(poweredAs(c, o.fence), h, o.refs, o.detach)
 		writes = len(o.refs) > 0 || len(hostspec.ReferencedCopies(h)) > 0 || !hostspec.UpToDate(h, want)
-		p.spec = &hostPlan{refs: o.refs, secrets: o.secrets, allowDetach: o.detach}
+		p.spec = &hostPlan{refs: o.refs, secrets: o.secrets, allowDetach: o.detach, off: o.fence}
 		p.sync = detachSync(c, h, o.detach)
 		if o.paused && !hostspec.UpToDate(h, want) {
 			p.sync = hoststatus.Sync{Reason: hostfleetv1alpha1.ReasonPaused, Message: fmt.Sprintf(
@@ -107,10 +112,24 @@ func planFor(o observed, consumer binder.Consumer) plan {
 			"writing the claim's image, power and data secrets to host %s", klog.KObj(h))}
 	}
 	_, p.reboot = hostspec.OneShotReboot(c)
+	if o.fence {
+		p.reboot = false // a fenced host stays off
+	}
 	if request := c.Annotations[hostfleetv1alpha1.AnnotationRebootRequest]; request != "" && c.Annotations[hostfleetv1alpha1.AnnotationRebootHandled] == request {
 		p.reboot = false // carried out already: a re-applied request reboots once
 	}
 	return p
+}
+
+// poweredAs is the claim as its host's spec is made from: powered off
+// while the host is fenced.
+func poweredAs(c *metal3api.HostClaim, off bool) *metal3api.HostClaim {
+	if !off || !c.Spec.PoweredOn {
+		return c
+	}
+	c = c.DeepCopy()
+	c.Spec.PoweredOn = false
+	return c
 }
 
 // claimMeta is what a claim's metadata should be for host h (nil: none):

@@ -69,7 +69,7 @@ func (r *Reconciler) applyHost(ctx context.Context, c *metal3api.HostClaim, h *m
 			return hoststatus.Sync{}, fmt.Errorf("delete secret copy %s/%s: %w", h.Namespace, name, err)
 		}
 	}
-	want := hostspec.Bound(c, h, p.refs, p.allowDetach)
+	want := hostspec.Bound(poweredAs(c, p.off), h, p.refs, p.allowDetach)
 	if hostspec.UpToDate(h, want) {
 		return detachSync(c, h, p.allowDetach), nil
 	}

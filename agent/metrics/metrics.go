@@ -68,8 +68,22 @@ func (c *ClaimCollector) Collect(ch chan<- prometheus.Metric) {
 // Register adds the agent's metrics, with the collectors that read the
 // caches of its current manager.
 func Register(cached ...prometheus.Collector) error {
-	return metrics.Register([]prometheus.Collector{BindLatency, OrphansReleased, BMCRequests, BMCDuration, Heartbeat}, cached...)
+	return metrics.Register([]prometheus.Collector{BindLatency, OrphansReleased, BMCRequests, BMCDuration, Heartbeat, HostReplacements, BreakerOpen}, cached...)
 }
+
+// HostReplacements counts the failed hosts the agent fenced, quarantined
+// and replaced behind their claims, by whether each was confirmed off.
+var HostReplacements = prometheus.NewCounterVec(prometheus.CounterOpts{
+	Name: "hostfleet_agent_host_replacements_total",
+	Help: "Failed BareMetalHosts quarantined and replaced behind their claims, by fenced (confirmed off: true, or replaced unfenced: false).",
+}, []string{"fenced"})
+
+// BreakerOpen is 1 while the cluster's breaker holds replacements back:
+// too many of its bound hosts failed within the window.
+var BreakerOpen = prometheus.NewGauge(prometheus.GaugeOpts{
+	Name: "hostfleet_agent_replacement_breaker_open",
+	Help: "1 while too many of the cluster's bound hosts failed within the breaker's window and no failed host is replaced.",
+})
 
 // OrphansReleased counts the hosts the agent released because the claim
 // that held them was gone.

@@ -105,6 +105,15 @@ func TestPolicies(t *testing.T) {
 	refused(alice.Create(ctx, claim("forged-host-uid", func(c *metal3api.HostClaim) {
 		c.Annotations[hostfleetv1alpha1.AnnotationHostUID] = "0c6f2b1e-0000-4000-8000-000000000000"
 	})), "hostfleet.io/host-uid is the UID of the host bound to the claim")
+	refused(alice.Create(ctx, claim("forged-replacements", func(c *metal3api.HostClaim) {
+		c.Annotations[hostfleetv1alpha1.AnnotationReplacements] = `{"count":0}`
+	})), "hostfleet.io/replacements is the agent's record")
+	refused(alice.Create(ctx, claim("healing-typo", func(c *metal3api.HostClaim) {
+		c.Annotations[hostfleetv1alpha1.AnnotationHealing] = "replace"
+	})), "hostfleet.io/healing is Notify or Replace")
+	g.Expect(alice.Create(ctx, claim("healing", func(c *metal3api.HostClaim) {
+		c.Annotations[hostfleetv1alpha1.AnnotationHealing] = "Replace, grace=10m,unfenced"
+	}), client.DryRunAll)).To(Succeed())
 	refused(alice.Create(ctx, claim("elsewhere", func(c *metal3api.HostClaim) {
 		c.Spec.UserData = &corev1.SecretReference{Name: "x", Namespace: "tenant-b"}
 	})), "secrets must be in the claim's namespace")
@@ -270,6 +279,14 @@ func TestPolicies(t *testing.T) {
 		return outsider.Create(ctx, claim("outsider", func(c *metal3api.HostClaim) { c.Labels[hostfleetv1alpha1.LabelBoundHost] = "h0" }), client.DryRunAll)
 	}).WithTimeout(20 * time.Second).Should(MatchError(ContainSubstring("hostfleet.io/bound-host is set by Hostfleet")))
 	g.Eventually(recordsBinding(c1)).WithTimeout(20*time.Second).Should(Succeed(), "the CSR agent of c1 records its binding")
+	g.Eventually(func() error {
+		fresh := &metal3api.HostClaim{}
+		if err := c1.Get(ctx, client.ObjectKeyFromObject(onC1), fresh); err != nil {
+			return err
+		}
+		fresh.SetAnnotations(map[string]string{hostfleetv1alpha1.AnnotationReplacements: `{"count":1}`})
+		return c1.Update(ctx, fresh, client.DryRunAll)
+	}).WithTimeout(20*time.Second).Should(Succeed(), "the agent of c1 records a replacement of its host")
 
 	t.Log("a claim's secrets are named by object name only: no path, no upper case, at most 253 characters")
 	for _, name := range []string{"../tenant-x/web-userdata", "UD", strings.Repeat("u", 254)} {

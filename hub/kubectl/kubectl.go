@@ -2,7 +2,10 @@
 // `claims` lists claims with where they run and why they are not Ready,
 // `why` walks one claim's path and says what to do, `fleet` sums up the
 // clusters and tenants, `extend` extends a claim's lease, `usage` sums
-// host use, `forget-cluster` lets go of a lost cluster's deleted claims. It uses the caller's kubeconfig and rights only.
+// host use, `forget-cluster` lets go of a lost cluster's deleted claims;
+// on an infrastructure cluster, `quarantined` lists the hosts replaced
+// after a failure and `return-host` returns one. It uses the caller's
+// kubeconfig and rights only.
 package kubectl
 
 import (
@@ -47,6 +50,12 @@ const Usage = `kubectl hostfleet: Hostfleet's claims, explained.
       lets go of the claims being deleted on a cluster lost for good (not
       Available): removes the finalizers only its agent would remove; no
       other cluster is touched (a hub cluster administrator's command)
+  kubectl hostfleet quarantined [-n NS | -A]
+      on an infrastructure cluster: the hosts replaced behind their claims
+      after a failure, kept out of the pool (when, claim, why, fenced)
+  kubectl hostfleet return-host HOST [-n NS]
+      on an infrastructure cluster: returns a quarantined host to the pool
+      once fixed (it is bound again once released and erased)
 
 The usual kubeconfig flags apply (--kubeconfig, --context, -n, ...).
 `
@@ -88,8 +97,12 @@ func Main(ctx context.Context, args []string, out io.Writer) error {
 		run = usageFlags(fs)
 	case "forget-cluster":
 		run = forgetFlags(fs)
+	case "quarantined":
+		run = quarantinedFlags(fs)
+	case "return-host":
+		run = returnFlags(fs)
 	default:
-		return fmt.Errorf("unknown command %q: use claims, why, fleet, extend, usage or forget-cluster (kubectl hostfleet --help)", cmd)
+		return fmt.Errorf("unknown command %q: use claims, why, fleet, extend, usage, forget-cluster, quarantined or return-host (kubectl hostfleet --help)", cmd)
 	}
 	if err := fs.Parse(args); err != nil {
 		return fmt.Errorf("%s: %w (kubectl hostfleet --help)", cmd, err)

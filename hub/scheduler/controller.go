@@ -244,7 +244,10 @@ func (r *Reconciler) place(ctx context.Context, c *metal3api.HostClaim, res Resu
 // was not bound within the Deadline.
 func (r *Reconciler) placed(ctx context.Context, c *metal3api.HostClaim, t *hostfleetv1alpha1.Tenant, cluster string, clusters []string, v *verdict) (ctrl.Result, error) {
 	_, paused := conditions.PausedBy(c.Annotations)
-	served := associated(c) || holds(c) != "" || isRemote(c) || paused
+	// A claim whose host was replaced there held a host there: its use is
+	// counted there, and it waits there for another.
+	_, replaced := c.Annotations[hostfleetv1alpha1.AnnotationReplacements]
+	served := associated(c) || holds(c) != "" || isRemote(c) || paused || replaced
 	byScheduler := c.Annotations[hostfleetv1alpha1.AnnotationPlacedBy] == hostfleetv1alpha1.PlacedByScheduler
 	if !byScheduler && !conditions.Admitted(c) {
 		// A pin is judged as a placement is, host classes included,

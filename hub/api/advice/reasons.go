@@ -71,6 +71,18 @@ var Sections = []Section{
 			{Reason: "Rebooting", Cause: "(on the host's own `PowerChanging` condition) which change is under way", Fix: "as `PowerChanging`"},
 			{Reason: "PowerSettled", Cause: "(on the host) no change under way", Fix: "nothing"},
 		}},
+	{Title: "HostHealthy (the agent: [claims that heal](service.md#claims-that-heal))", Condition: "HostHealthy",
+		Reasons: []Reason{
+			{Reason: "Healthy", Cause: "no error on the host", Fix: "nothing"},
+			{Reason: "Degraded", Cause: "an error that does not stop the host serving; never replaced", Fix: "fix what the message names"},
+			{Reason: "HostFailed", Cause: "its BMC fails; policy `Notify`, or within the grace", Fix: "`Notify`: delete the claim, or set `hostfleet.io/healing: Replace`"},
+			{Reason: "Fencing", Cause: "the failed host is powered off first", Fix: "wait (`--fence-timeout`)"},
+			{Reason: "FenceUnconfirmed", Cause: "the BMC did not confirm it off: not replaced", Fix: "fix the BMC or power it off by hand"},
+			{Reason: "ReplacementPaused", Cause: "the breaker: many hosts failed at once", Fix: "fix the common cause"},
+			{Reason: "ReplacementLimit", Cause: "`maxReplacementsPerDay` reached", Fix: "delete the claim for another host"},
+			{Reason: "ReplacingHost", Cause: "(also on Ready) another host takes its place", Fix: "wait"},
+			{Reason: "InvalidHealingPolicy", Cause: "`hostfleet.io/healing` oversteps the tenant's bounds", Fix: "fix it as the message says"},
+		}},
 	{Title: "Forwarded (remote claims, `hostfleet.io/kind=remote`)", Condition: "Forwarded",
 		Reasons: []Reason{
 			{Reason: "TargetBound", Cause: "the target claim on the cluster is bound to a host", Fix: "nothing"},

@@ -1,0 +1,247 @@
+package claim
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	metal3api "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/klog/v2"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/hostfleet/hostfleet/agent/binder"
+	"github.com/hostfleet/hostfleet/agent/heal"
+	"github.com/hostfleet/hostfleet/agent/hostspec"
+	"github.com/hostfleet/hostfleet/agent/hoststatus"
+	"github.com/hostfleet/hostfleet/agent/metrics"
+	"github.com/hostfleet/hostfleet/agent/servedtenants"
+	"github.com/hostfleet/hostfleet/hub/api/healing"
+	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
+	"github.com/hostfleet/hostfleet/internal/conditions"
+	"github.com/hostfleet/hostfleet/internal/fence"
+	"github.com/hostfleet/hostfleet/internal/requeue"
+)
+
+// Healing tunes how the agent heals the claims whose hosts fail
+// (agent/heal decides).
+type Healing struct {
+	// Breaker pauses replacement on the cluster when too many of its
+	// bound hosts fail at once.
+	Breaker heal.Breaker
+	// FenceTimeout is how long a failed host may take to be confirmed off
+	// before its fence counts as unconfirmed.
+	FenceTimeout time.Duration
+}
+
+// health is a claim's healing decision and what it was made from.
+type health struct {
+	d       heal.Decision
+	verdict heal.Verdict
+	record  healing.Record
+	current *metav1.Condition
+}
+
+// judge decides the healing step of a claim bound to h: how the host is,
+// the claim's policy (its tenant's, bounded by its annotation), the
+// cluster's breaker and the claim's replacements.
+func (r *Reconciler) judge(ctx context.Context, c *metal3api.HostClaim, h *metal3api.BareMetalHost, in binder.Input) (health, error) {
+	now := time.Now()
+	p, perr, err := r.healingOf(ctx, c, in.NamespaceLabels)
+	if err != nil {
+		return health{}, err
+	}
+	rec, _ := healing.RecordOf(c.Annotations, now)
+	hl := health{verdict: heal.Judge(h), record: rec, current: meta.FindStatusCondition(c.Status.Conditions, hostfleetv1alpha1.ConditionHostHealthy)}
+	ready := readyOf(hoststatus.Conditions(c, h, hoststatus.Sync{OK: true}))
+	hin := heal.Input{Host: h.Namespace + "/" + h.Name, Verdict: hl.verdict, Policy: p, PolicyErr: perr, Current: hl.current,
+		Off: heal.Off(h), Replaced: rec.Within(now, 24*time.Hour), Ready: ready.Status == metav1.ConditionTrue, ReadyMessage: ready.Message,
+		FenceTimeout: r.Healing.FenceTimeout, Now: now}
+	if last, ok := rec.Last(); ok {
+		hin.Last = &last
+	}
+	hl.d = heal.Next(hin)
+	if hl.d.Step == heal.Fence {
+		count, err := r.breakerCount(ctx, now)
+		if err != nil {
+			return health{}, err
+		}
+		open, why := r.Healing.Breaker.Open(count)
+		metrics.BreakerOpen.Set(map[bool]float64{false: 0, true: 1}[open])
+		if open {
+			hin.BreakerOpen, hin.BreakerWhy = true, why
+			hl.d = heal.Next(hin)
+		}
+	}
+	return hl, nil
+}
+
+// healingOf is the claim's healing policy, and why its annotation was
+// ignored (if it was): a hub claim's tenant's (through the
+// ClusterTenancy), bounded by the claim's hostfleet.io/healing; a local
+// claim's annotation within the defaults.
+func (r *Reconciler) healingOf(ctx context.Context, c *metal3api.HostClaim, nsLabels map[string]string) (healing.Policy, error, error) {
+	var t *hostfleetv1alpha1.Healing
+	if name := nsLabels[hostfleetv1alpha1.LabelTenant]; name != "" && !r.local() {
+		ct, err := servedtenants.Get(ctx, r.Claims, r.ClusterName)
+		if err != nil {
+			return healing.Policy{}, nil, err
+		}
+		if st := ct.Tenant(hostfleetv1alpha1.RoleInfrastructure, name); st != nil {
+			t = st.Healing
+		}
+	}
+	p, perr := healing.Effective(t, c.Annotations)
+	return p, perr, nil
+}
+
+// breakerCount counts, for the breaker, the cluster's bound hosts, the
+// failed ones among them and the hosts quarantined within its window.
+func (r *Reconciler) breakerCount(ctx context.Context, now time.Time) (heal.Count, error) {
+	var hosts metal3api.BareMetalHostList
+	if err := r.Managed.List(ctx, &hosts, client.UnsafeDisableDeepCopy); err != nil {
+		return heal.Count{}, fmt.Errorf("list BareMetalHosts: %w", err)
+	}
+	var n heal.Count
+	for i := range hosts.Items {
+		h := &hosts.Items[i]
+		if q, ok, _ := healing.QuarantineOf(h.Annotations); ok {
+			if !q.Since.Time.Before(now.Add(-r.Healing.Breaker.Window)) {
+				n.Quarantined++
+			}
+			continue
+		}
+		if h.Spec.ConsumerRef == nil {
+			continue
+		}
+		n.Bound++
+		if heal.Judge(h).State == heal.Failed {
+			n.Failed++
+		}
+	}
+	return n, nil
+}
+
+func readyOf(conds []metav1.Condition) metav1.Condition {
+	for _, c := range conds {
+		if c.Type == hostfleetv1alpha1.ConditionReady {
+			return c
+		}
+	}
+	return metav1.Condition{}
+}
+
+// withHealth adds the HostHealthy condition to a claim's conditions; while
+// its host is fenced or replaced, Ready says so.
+func withHealth(c *metal3api.HostClaim, conds []metav1.Condition, hl health) []metav1.Condition {
+	d := hl.d
+	hc := metav1.Condition{Type: hostfleetv1alpha1.ConditionHostHealthy, Status: d.Status, Reason: d.Reason, Message: d.Message, ObservedGeneration: c.Generation}
+	if d.Restart {
+		hc.LastTransitionTime = metav1.Now()
+	}
+	out := append(conds, hc)
+	switch d.Reason {
+	case hostfleetv1alpha1.ReasonFencing, hostfleetv1alpha1.ReasonFenceUnconfirmed, hostfleetv1alpha1.ReasonReplacing:
+		for i := range out {
+			if out[i].Type == hostfleetv1alpha1.ConditionReady {
+				out[i].Status, out[i].Reason, out[i].Message = metav1.ConditionFalse, hostfleetv1alpha1.ReasonReplacing, d.Message
+			}
+		}
+	}
+	return out
+}
+
+// tell says in an Event what changed in the claim's health: a failure and
+// each step taken about it (Warning), a replacement done (Normal).
+func (r *Reconciler) tell(c *metal3api.HostClaim, hl health) {
+	d, was := hl.d, hl.current
+	if was != nil && was.Reason == d.Reason && was.Status == d.Status {
+		return
+	}
+	switch {
+	case d.Status == metav1.ConditionFalse:
+		r.Recorder.Eventf(c, nil, corev1.EventTypeWarning, d.Reason, "Heal", "%s", conditions.EventNote(d.Message))
+	case was != nil && was.Reason == hostfleetv1alpha1.ReasonReplacing && d.Reason == hostfleetv1alpha1.ReasonHealthy:
+		r.Recorder.Eventf(c, nil, corev1.EventTypeNormal, "HostReplaced", "Heal", "%s", conditions.EventNote(d.Message))
+	}
+}
+
+// quarantine replaces a fenced host: the claim records the replacement and
+// says so, then the host is released (no image, off: erased as at any
+// release) in the write that unbinds it, closes its usage interval and
+// quarantines it. The claim is bound to another host on its next
+// reconcile, as any unbound claim is. Each write is safe to repeat: cut
+// short, the next reconcile resumes it (heal.Next).
+func (r *Reconciler) quarantine(ctx context.Context, o observed, hl health) (ctrl.Result, error) {
+	c, h := o.claim, o.host
+	if r.Fence.Behind(r.hosts.Name, fence.Hosts, h) {
+		return ctrl.Result{RequeueAfter: requeue.CacheLag}, nil
+	}
+	now := time.Now()
+	name := h.Namespace + "/" + h.Name
+	// The failure as the fence began: the host may look well once off.
+	evidence, why := hl.verdict.Evidence, hl.verdict.Detail
+	if hl.current != nil {
+		if e := heal.EvidenceIn(hl.current.Message); e != "" {
+			evidence = e
+		}
+	}
+	if evidence == "" {
+		evidence = "failed"
+	}
+	if last, ok := hl.record.Last(); !ok || last.Failed != name {
+		if err := r.recordReplacement(ctx, c, hl.record.Add(healing.Replacement{At: metav1.NewTime(now), Failed: name, Reason: evidence})); err != nil {
+			return requeue.OnConflict(err)
+		}
+	}
+	r.tell(c, hl)
+	conds := withHealth(c, hoststatus.Conditions(c, h, hoststatus.Sync{OK: true}), hl)
+	if err := r.setStatus(ctx, c, h, c.Status.HardwareData, r.boundCondition(c, h), conds); err != nil {
+		return requeue.OnConflict(err)
+	}
+	fenced := heal.Off(h)
+	if err := r.hosts.Apply(ctx, hostspec.Released(h)); err != nil {
+		return ctrl.Result{}, fmt.Errorf("release failed host %s of %s: %w", klog.KObj(h), klog.KObj(c), err)
+	}
+	fresh := &metal3api.BareMetalHost{}
+	if err := r.ManagedReader.Get(ctx, client.ObjectKeyFromObject(h), fresh); err != nil {
+		return ctrl.Result{}, fmt.Errorf("read failed host %s: %w", klog.KObj(h), err)
+	}
+	if !r.Consumer.Holds(fresh, c) {
+		return ctrl.Result{RequeueAfter: requeue.CacheLag}, nil // quarantined already
+	}
+	orig := fresh.DeepCopy()
+	r.closeUsage(ctx, fresh)
+	fresh.Spec.ConsumerRef = nil
+	delete(fresh.Annotations, hostfleetv1alpha1.AnnotationHub)
+	delete(fresh.Annotations, hostfleetv1alpha1.AnnotationClaimUID)
+	delete(fresh.Annotations, hostfleetv1alpha1.AnnotationOrphanedSince)
+	fresh.Annotations[hostfleetv1alpha1.AnnotationQuarantined] = healing.Quarantine{Since: metav1.NewTime(now), Claim: c.Namespace + "/" + c.Name,
+		ClaimUID: string(c.UID), Reason: evidence, Message: why, Fenced: fenced}.String()
+	if err := r.hosts.Patch(ctx, fresh, orig); err != nil {
+		return requeue.OnConflict(fmt.Errorf("quarantine host %s of %s: %w", klog.KObj(h), klog.KObj(c), err))
+	}
+	metrics.HostReplacements.WithLabelValues(strconv.FormatBool(fenced)).Inc()
+	r.Recorder.Eventf(c, nil, corev1.EventTypeWarning, "HostQuarantined", "Heal",
+		"host %s on cluster %s (%s; confirmed off: %t) is quarantined and released; the claim is bound to another host", name, r.ClusterName, evidence, fenced)
+	ctrl.LoggerFrom(ctx).Info("quarantined a failed host", "host", klog.KObj(h), "evidence", evidence, "fenced", fenced)
+	return ctrl.Result{RequeueAfter: requeue.CacheLag}, nil
+}
+
+// recordReplacement writes the claim's record of replacements, with its
+// resourceVersion.
+func (r *Reconciler) recordReplacement(ctx context.Context, c *metal3api.HostClaim, rec healing.Record) error {
+	orig := c.DeepCopy()
+	if c.Annotations == nil {
+		c.Annotations = map[string]string{}
+	}
+	c.Annotations[hostfleetv1alpha1.AnnotationReplacements] = rec.String()
+	if err := r.Fence.PatchLocked(ctx, r.Claims, r.hosts.Name, fence.Claims, c, orig); err != nil {
+		return fmt.Errorf("record the replacement of %s's host: %w", klog.KObj(c), err)
+	}
+	return nil
+}

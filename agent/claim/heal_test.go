@@ -1,0 +1,274 @@
+package claim_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	metal3api "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/hostfleet/hostfleet/agent/app"
+	"github.com/hostfleet/hostfleet/hub/api/healing"
+	"github.com/hostfleet/hostfleet/hub/api/usage"
+	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
+)
+
+// healScene is a hub and infra-1 whose tenant a replaces failed hosts
+// after a 2 s grace, with the named hosts available and no
+// baremetal-operator: the test writes the hosts' status as it would. The
+// agent gives a fence 3 s.
+func healScene(t *testing.T, g Gomega, hosts ...string) (hub, infra client.Client) {
+	t.Helper()
+	f, hub, infra := servedScene(t, hostfleetv1alpha1.ServedTenant{Healing: &hostfleetv1alpha1.Healing{
+		Action: hostfleetv1alpha1.HealingReplace, Grace: &metav1.Duration{Duration: 2 * time.Second}}})
+	for i, name := range hosts {
+		h := bmh(name, i, nil)
+		mustCreate(t, infra, h)
+		h.Status.Provisioning.State, h.Status.OperationalStatus = metal3api.StateAvailable, metal3api.OperationalStatusOK
+		g.Expect(infra.Status().Update(context.Background(), h)).To(Succeed())
+	}
+	startAgent(t, f, "infra-1", 2, func(o *app.Options) { o.FenceTimeout = 3 * time.Second })
+	return hub, infra
+}
+
+// hostStatus changes a host's status as baremetal-operator would.
+func hostStatus(g Gomega, infra client.Client, name string, change func(*metal3api.BareMetalHost)) {
+	g.Expect(retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		h := &metal3api.BareMetalHost{}
+		if err := infra.Get(context.Background(), client.ObjectKey{Namespace: hostsNS, Name: name}, h); err != nil {
+			return err
+		}
+		change(h)
+		return infra.Status().Update(context.Background(), h)
+	})).To(Succeed())
+}
+
+func provisioned(h *metal3api.BareMetalHost) {
+	h.Status.Provisioning.State, h.Status.PoweredOn = metal3api.StateProvisioned, h.Spec.Online
+	h.Status.Provisioning.Image = ptr.Deref(h.Spec.Image, metal3api.Image{})
+}
+
+func powerFault(h *metal3api.BareMetalHost) {
+	h.Status.OperationalStatus, h.Status.ErrorType = metal3api.OperationalStatusError, metal3api.PowerManagementError
+	h.Status.ErrorMessage = "the BMC does not answer"
+}
+
+// boundHost waits for the claim to be bound and returns its host's name.
+func boundHost(g Gomega, hub client.Client, c *metal3api.HostClaim) string {
+	g.Eventually(func(g Gomega) {
+		g.Expect(hub.Get(context.Background(), client.ObjectKeyFromObject(c), c)).To(Succeed())
+		g.Expect(c.Status.BareMetalHost).NotTo(BeNil())
+		g.Expect(condition(c, hostfleetv1alpha1.ConditionAssociated).Status).To(Equal(metav1.ConditionTrue))
+	}).WithTimeout(30 * time.Second).Should(Succeed())
+	return c.Status.BareMetalHost.Name
+}
+
+func healthOf(g Gomega, hub client.Client, c *metal3api.HostClaim) metav1.Condition {
+	g.Expect(hub.Get(context.Background(), client.ObjectKeyFromObject(c), c)).To(Succeed())
+	return condition(c, hostfleetv1alpha1.ConditionHostHealthy)
+}
+
+func imageClaim(name string) *metal3api.HostClaim {
+	c := hubClaim(name, "infra-1", nil)
+	c.Spec.PoweredOn = true
+	c.Spec.Image = &metal3api.Image{URL: "http://images.example.com/os.qcow2", Checksum: "http://images.example.com/os.qcow2.sha256"}
+	return c
+}
+
+// TestFailedHostReplaced: a bound host whose BMC fails is reported, then,
+// past its tenant's grace, powered off; only once it is confirmed off is it
+// quarantined (out of the pool, its image removed, its use closed) and the
+// same claim (name and UID) bound to the other host, which takes its place
+// until Ready, the replacement recorded on the claim and told in Events.
+func TestFailedHostReplaced(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	hub, infra := healScene(t, g, "a", "b")
+	c := imageClaim("web")
+	mustCreate(t, hub, c)
+	uid := c.UID
+	failed := boundHost(g, hub, c)
+	other := map[string]string{"a": "b", "b": "a"}[failed]
+	hostStatus(g, infra, failed, func(h *metal3api.BareMetalHost) { provisioned(h) })
+	g.Eventually(func(g Gomega) {
+		g.Expect(healthOf(g, hub, c).Reason).To(Equal(hostfleetv1alpha1.ReasonHealthy))
+		g.Expect(condition(c, hostfleetv1alpha1.ConditionReady).Status).To(Equal(metav1.ConditionTrue))
+	}).WithTimeout(30 * time.Second).Should(Succeed())
+
+	t.Log("the host's BMC fails: reported at once, fenced past the grace")
+	hostStatus(g, infra, failed, powerFault)
+	g.Eventually(func(g Gomega) {
+		hc := healthOf(g, hub, c)
+		g.Expect(hc.Status).To(Equal(metav1.ConditionFalse))
+		g.Expect(hc.Reason).To(BeElementOf(hostfleetv1alpha1.ReasonHostFailed, hostfleetv1alpha1.ReasonFencing))
+		g.Expect(hc.Message).To(ContainSubstring("host hosts/%s reports power management error", failed))
+		g.Expect(hc.Message).NotTo(ContainSubstring("the BMC does not answer"), "a host's errorMessage never reaches the hub")
+	}).WithTimeout(30 * time.Second).Should(Succeed())
+	h := &metal3api.BareMetalHost{}
+	g.Eventually(func(g Gomega) {
+		g.Expect(infra.Get(ctx, client.ObjectKey{Namespace: hostsNS, Name: failed}, h)).To(Succeed())
+		g.Expect(h.Spec.Online).To(BeFalse(), "powered off")
+		g.Expect(healthOf(g, hub, c).Reason).To(BeElementOf(hostfleetv1alpha1.ReasonFencing, hostfleetv1alpha1.ReasonFenceUnconfirmed))
+		g.Expect(condition(c, hostfleetv1alpha1.ConditionReady).Reason).To(Equal(hostfleetv1alpha1.ReasonReplacing))
+	}).WithTimeout(30 * time.Second).Should(Succeed())
+	g.Expect(h.Spec.ConsumerRef).NotTo(BeNil(), "not replaced before it is confirmed off")
+	g.Expect(h.Spec.Image).NotTo(BeNil())
+	spare := &metal3api.BareMetalHost{}
+	g.Expect(infra.Get(ctx, client.ObjectKey{Namespace: hostsNS, Name: other}, spare)).To(Succeed())
+	g.Expect(spare.Spec.ConsumerRef).To(BeNil(), "no second host while the first is not confirmed off")
+
+	t.Log("the BMC answers and confirms the host off: quarantined, and the claim bound to the other host")
+	hostStatus(g, infra, failed, func(h *metal3api.BareMetalHost) {
+		h.Status.PoweredOn, h.Status.OperationalStatus, h.Status.ErrorType, h.Status.ErrorMessage = false, metal3api.OperationalStatusOK, "", ""
+	})
+	var q healing.Quarantine
+	g.Eventually(func(g Gomega) {
+		g.Expect(infra.Get(ctx, client.ObjectKey{Namespace: hostsNS, Name: failed}, h)).To(Succeed())
+		var ok bool
+		var err error
+		q, ok, err = healing.QuarantineOf(h.Annotations)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(ok).To(BeTrue())
+	}).WithTimeout(30 * time.Second).Should(Succeed())
+	g.Expect(q.Claim).To(Equal(tenantNS + "/web"))
+	g.Expect(q.ClaimUID).To(Equal(string(uid)))
+	g.Expect(q.Fenced).To(BeTrue())
+	g.Expect(q.Reason).To(Equal("power management error"))
+	g.Expect(h.Spec.ConsumerRef).To(BeNil())
+	g.Expect(h.Spec.Image).To(BeNil(), "released: its image goes, erased as at any release")
+	iv, err := usage.Of(h)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(iv).To(ContainElement(And(HaveField("Claim", BeEquivalentTo(uid)), HaveField("End.Time", Not(BeZero())))), "its use closed")
+
+	g.Expect(boundHostNamed(g, hub, c, other)).To(Equal(other))
+	g.Expect(c.UID).To(Equal(uid), "the same claim")
+	g.Expect(infra.Get(ctx, client.ObjectKey{Namespace: hostsNS, Name: other}, spare)).To(Succeed())
+	boundAt, err := time.Parse(time.RFC3339, spare.Annotations[hostfleetv1alpha1.AnnotationBoundAt])
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(boundAt).NotTo(BeTemporally("<", q.Since.Time.Truncate(time.Second)), "the new host bound after the failed one was quarantined")
+	rec, err := healing.RecordOf(c.Annotations, time.Now())
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(rec.Count).To(Equal(1))
+	g.Expect(rec.Recent[0].Failed).To(Equal(hostsNS + "/" + failed))
+	g.Eventually(func(g Gomega) {
+		hc := healthOf(g, hub, c)
+		g.Expect(hc.Reason).To(Equal(hostfleetv1alpha1.ReasonReplacing))
+		g.Expect(hc.Message).To(ContainSubstring("takes the place of host %s/%s", hostsNS, failed))
+		g.Expect(condition(c, hostfleetv1alpha1.ConditionReady).Reason).To(Equal(hostfleetv1alpha1.ReasonReplacing))
+	}).WithTimeout(30 * time.Second).Should(Succeed())
+
+	t.Log("the new host provisions: Ready, saying what it replaced")
+	hostStatus(g, infra, other, provisioned)
+	g.Eventually(func(g Gomega) {
+		hc := healthOf(g, hub, c)
+		g.Expect(hc.Status).To(Equal(metav1.ConditionTrue))
+		g.Expect(hc.Reason).To(Equal(hostfleetv1alpha1.ReasonHealthy))
+		g.Expect(hc.Message).To(ContainSubstring("took the place of host %s/%s", hostsNS, failed))
+		g.Expect(condition(c, hostfleetv1alpha1.ConditionReady).Status).To(Equal(metav1.ConditionTrue))
+	}).WithTimeout(30 * time.Second).Should(Succeed())
+	g.Expect(eventReasons(g, hub)).To(ContainElements(hostfleetv1alpha1.ReasonHostFailed, hostfleetv1alpha1.ReasonFencing, "HostQuarantined", "HostReplaced"))
+}
+
+// boundHostNamed waits for the claim to be bound to the named host.
+func boundHostNamed(g Gomega, hub client.Client, c *metal3api.HostClaim, name string) string {
+	g.Eventually(func(g Gomega) {
+		g.Expect(hub.Get(context.Background(), client.ObjectKeyFromObject(c), c)).To(Succeed())
+		g.Expect(c.Status.BareMetalHost).NotTo(BeNil())
+		g.Expect(c.Status.BareMetalHost.Name).To(Equal(name))
+	}).WithTimeout(30 * time.Second).Should(Succeed())
+	return c.Status.BareMetalHost.Name
+}
+
+func eventReasons(g Gomega, hub client.Client) []string {
+	var events corev1.EventList
+	g.Expect(hub.List(context.Background(), &events, client.InNamespace(tenantNS))).To(Succeed())
+	var out []string
+	for _, e := range events.Items {
+		out = append(out, e.Reason)
+	}
+	return out
+}
+
+// TestFailedHostHeldBack: a Notify claim's failed host is only reported;
+// a host never confirmed off is not replaced; and with two of the four
+// bound hosts failed, the breaker pauses replacement.
+func TestFailedHostHeldBack(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	hub, infra := healScene(t, g, "h1", "h2", "h3", "h4", "spare")
+	claims := map[string]*metal3api.HostClaim{}
+	hosts := map[string]string{}
+	for _, name := range []string{"notify", "stuck", "paused", "fine"} {
+		c := imageClaim(name)
+		if name == "notify" {
+			c.Annotations[hostfleetv1alpha1.AnnotationHealing] = "Notify"
+		}
+		mustCreate(t, hub, c)
+		claims[name] = c
+	}
+	for name, c := range claims {
+		hosts[name] = boundHost(g, hub, c)
+	}
+	spare := func() *metal3api.BareMetalHost {
+		var list metal3api.BareMetalHostList
+		g.Expect(infra.List(ctx, &list, client.InNamespace(hostsNS))).To(Succeed())
+		for i := range list.Items {
+			if list.Items[i].Spec.ConsumerRef == nil {
+				return &list.Items[i]
+			}
+		}
+		return nil
+	}
+
+	t.Log("a Notify claim: reported, never fenced")
+	hostStatus(g, infra, hosts["notify"], powerFault)
+	g.Eventually(func(g Gomega) {
+		hc := healthOf(g, hub, claims["notify"])
+		g.Expect(hc.Reason).To(Equal(hostfleetv1alpha1.ReasonHostFailed))
+		g.Expect(hc.Message).To(ContainSubstring("the claim's healing policy is Notify"))
+	}).WithTimeout(30 * time.Second).Should(Succeed())
+	g.Consistently(func(g Gomega) {
+		h := &metal3api.BareMetalHost{}
+		g.Expect(infra.Get(ctx, client.ObjectKey{Namespace: hostsNS, Name: hosts["notify"]}, h)).To(Succeed())
+		g.Expect(h.Spec.ConsumerRef).NotTo(BeNil())
+		g.Expect(healthOf(g, hub, claims["notify"]).Reason).To(Equal(hostfleetv1alpha1.ReasonHostFailed))
+	}).WithTimeout(6*time.Second).Should(Succeed(), "past the grace (2 s) and a fence's time (3 s)")
+	hostStatus(g, infra, hosts["notify"], func(h *metal3api.BareMetalHost) {
+		h.Status.OperationalStatus, h.Status.ErrorType, h.Status.ErrorMessage = metal3api.OperationalStatusOK, "", ""
+	})
+	g.Eventually(func(g Gomega) {
+		g.Expect(healthOf(g, hub, claims["notify"]).Reason).To(Equal(hostfleetv1alpha1.ReasonHealthy))
+	}).WithTimeout(30*time.Second).Should(Succeed(), "recovered")
+
+	t.Log("a host whose BMC never confirms it off: fenced, unconfirmed, not replaced")
+	hostStatus(g, infra, hosts["stuck"], powerFault)
+	g.Eventually(func(g Gomega) {
+		hc := healthOf(g, hub, claims["stuck"])
+		g.Expect(hc.Reason).To(Equal(hostfleetv1alpha1.ReasonFenceUnconfirmed))
+		g.Expect(hc.Message).To(ContainSubstring("it is not replaced"))
+	}).WithTimeout(30 * time.Second).Should(Succeed())
+	h := &metal3api.BareMetalHost{}
+	g.Expect(infra.Get(ctx, client.ObjectKey{Namespace: hostsNS, Name: hosts["stuck"]}, h)).To(Succeed())
+	g.Expect(h.Spec.Online).To(BeFalse(), "asked off")
+	g.Expect(h.Spec.ConsumerRef).NotTo(BeNil(), "still the claim's")
+	g.Expect(h.Annotations).NotTo(HaveKey(hostfleetv1alpha1.AnnotationQuarantined))
+	g.Expect(spare().Spec.ConsumerRef).To(BeNil())
+
+	t.Log("a second failure among four bound hosts: the breaker holds replacement back")
+	hostStatus(g, infra, hosts["paused"], powerFault)
+	g.Eventually(func(g Gomega) {
+		hc := healthOf(g, hub, claims["paused"])
+		g.Expect(hc.Reason).To(Equal(hostfleetv1alpha1.ReasonReplacementPaused))
+		g.Expect(hc.Message).To(ContainSubstring("2 of the 4 hosts bound on the cluster within 1h0m0s failed"))
+	}).WithTimeout(30 * time.Second).Should(Succeed())
+	g.Expect(infra.Get(ctx, client.ObjectKey{Namespace: hostsNS, Name: hosts["paused"]}, h)).To(Succeed())
+	g.Expect(h.Spec.Online).To(BeTrue(), "not fenced in a storm")
+	g.Expect(spare().Annotations).NotTo(HaveKey(hostfleetv1alpha1.AnnotationQuarantined))
+	g.Expect(healthOf(g, hub, claims["fine"]).Reason).To(Equal(hostfleetv1alpha1.ReasonHealthy))
+}
