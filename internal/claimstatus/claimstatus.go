@@ -28,19 +28,19 @@ type Owner string
 // The controllers that write HostClaim status.
 const (
 	// Scheduler is the hub's scheduler (hub/scheduler).
-	Scheduler Owner = "the hub's scheduler"
+	Scheduler Owner = "scheduler"
 	// Lease is the hub's lease controller (hub/lease).
-	Lease Owner = "the hub's lease controller"
+	Lease Owner = "lease controller"
 	// Maintenance is the hub's maintenance controller (hub/maintenance).
-	Maintenance Owner = "the hub's maintenance controller"
+	Maintenance Owner = "maintenance controller"
 	// Forwarder is the hub's forwarder of remote claims (hub/forwarder).
-	Forwarder Owner = "the hub's forwarder"
+	Forwarder Owner = "forwarder"
 	// Agent is the agent of the claim's infrastructure cluster
 	// (agent/claim), or of the cluster a local claim is on.
-	Agent Owner = "the claim's agent"
+	Agent Owner = "agent"
 	// WorkloadAgent is the agent of the tenant's workload cluster
 	// (agent/nodelabels).
-	WorkloadAgent Owner = "the workload cluster's agent"
+	WorkloadAgent Owner = "workload agent"
 	// BaremetalOperator is baremetal-operator's HostClaim controller
 	// (v0.14 --hostclaims), on a local claim it reconciles too.
 	BaremetalOperator Owner = "baremetal-operator"
