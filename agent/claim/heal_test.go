@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/hostfleet/hostfleet/agent/app"
+	"github.com/hostfleet/hostfleet/e2e/emulators/redfish"
 	"github.com/hostfleet/hostfleet/hub/api/healing"
 	"github.com/hostfleet/hostfleet/hub/api/usage"
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
@@ -271,4 +272,78 @@ func TestFailedHostHeldBack(t *testing.T) {
 	g.Expect(h.Spec.Online).To(BeTrue(), "not fenced in a storm")
 	g.Expect(spare().Annotations).NotTo(HaveKey(hostfleetv1alpha1.AnnotationQuarantined))
 	g.Expect(healthOf(g, hub, claims["fine"]).Reason).To(Equal(hostfleetv1alpha1.ReasonHealthy))
+}
+
+// TestDrivenHostReplaced: two hosts the agent's BMC driver drives through
+// emulated Redfish BMCs. The bound host's BMC stops answering: the claim's
+// host fails, is asked off, and, since no BMC confirms it, is not replaced
+// (FenceUnconfirmed); once the claim accepts the risk (unfenced, which its
+// tenant allows), the host is quarantined unfenced and the claim is Ready
+// on the other host, its live ISO booted there. The time from the failure
+// to Ready on the new host is logged.
+func TestDrivenHostReplaced(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	f, hub, infra := servedScene(t, hostfleetv1alpha1.ServedTenant{Healing: &hostfleetv1alpha1.Healing{
+		Action: hostfleetv1alpha1.HealingReplace, Grace: &metav1.Duration{Duration: 2 * time.Second}, AllowUnfenced: true}})
+	iso := redfish.ImageServer()
+	t.Cleanup(iso.Close)
+	bmcs := map[string]*redfish.BMC{}
+	for i, name := range []string{"rf-a", "rf-b"} {
+		b := redfish.Start(redfish.Options{Username: "admin", Password: "secret", EthernetInterfacesOnly: true})
+		t.Cleanup(b.Close)
+		bmcs[name] = b
+		h := bmh(name, i, nil)
+		h.Annotations = map[string]string{hostfleetv1alpha1.AnnotationDriver: hostfleetv1alpha1.DriverBMCLib}
+		h.Spec.BMC.Address = "redfish-virtualmedia+http://" + b.HostPort() + redfish.SystemPath
+		mustCreate(t, infra, h)
+	}
+	startAgent(t, f, "infra-1", 2, func(o *app.Options) {
+		o.BMCPoll, o.BMCTimeout, o.FenceTimeout = 2*time.Second, 3*time.Second, 5*time.Second
+	})
+	c := hubClaim("live", "infra-1", nil)
+	c.Spec.PoweredOn = true
+	c.Spec.Image = &metal3api.Image{URL: iso.URL + "/live.iso", DiskFormat: ptr.To("live-iso")}
+	mustCreate(t, hub, c)
+	ready := func(g Gomega) {
+		g.Expect(hub.Get(ctx, client.ObjectKeyFromObject(c), c)).To(Succeed())
+		r := condition(c, hostfleetv1alpha1.ConditionReady)
+		g.Expect(r.Status).To(Equal(metav1.ConditionTrue), r.Message)
+	}
+	g.Eventually(ready).WithTimeout(90 * time.Second).Should(Succeed())
+	failed := c.Status.BareMetalHost.Name
+	other := map[string]string{"rf-a": "rf-b", "rf-b": "rf-a"}[failed]
+
+	t.Log("the bound host's BMC stops answering: failed, asked off, never confirmed off: not replaced")
+	bmcs[failed].SetDown(true)
+	down := time.Now()
+	g.Eventually(func(g Gomega) {
+		hc := healthOf(g, hub, c)
+		g.Expect(hc.Reason).To(Equal(hostfleetv1alpha1.ReasonFenceUnconfirmed), hc.Message)
+		g.Expect(hc.Message).To(ContainSubstring("power management error"))
+	}).WithTimeout(60 * time.Second).Should(Succeed())
+	h := &metal3api.BareMetalHost{}
+	g.Expect(infra.Get(ctx, client.ObjectKey{Namespace: hostsNS, Name: failed}, h)).To(Succeed())
+	g.Expect(h.Spec.ConsumerRef).NotTo(BeNil(), "a host not confirmed off stays the claim's")
+	g.Expect(h.Spec.Online).To(BeFalse())
+	g.Expect(h.Annotations).NotTo(HaveKey(hostfleetv1alpha1.AnnotationQuarantined))
+	t.Logf("BMC down to FenceUnconfirmed: %s (grace 2 s + fence timeout 5 s)", time.Since(down).Round(100*time.Millisecond))
+
+	t.Log("the claim accepts the risk: replaced unfenced, Ready on the other host")
+	setAnnotation(g, hub, client.ObjectKeyFromObject(c), hostfleetv1alpha1.AnnotationHealing, "Replace,unfenced")
+	accepted := time.Now()
+	g.Eventually(func(g Gomega) {
+		ready(g)
+		g.Expect(c.Status.BareMetalHost.Name).To(Equal(other))
+	}).WithTimeout(90 * time.Second).Should(Succeed())
+	t.Logf("unfenced accepted to Ready on the new host: %s (the new host's live ISO boot and power on)", time.Since(accepted).Round(100*time.Millisecond))
+	g.Expect(infra.Get(ctx, client.ObjectKey{Namespace: hostsNS, Name: failed}, h)).To(Succeed())
+	q, ok, err := healing.QuarantineOf(h.Annotations)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(ok).To(BeTrue())
+	g.Expect(q.Fenced).To(BeFalse(), "replaced at the claim's risk")
+	g.Expect(bmcs[other].Power()).To(Equal("On"))
+	inserted, url, _ := bmcs[other].Media()
+	g.Expect(inserted).To(BeTrue())
+	g.Expect(url).To(Equal(iso.URL + "/live.iso"), "the claim's image on the new host")
 }
