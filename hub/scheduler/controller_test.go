@@ -390,19 +390,24 @@ func TestPlacementIsOneStatusWrite(t *testing.T) {
 }
 
 // TestPausedClaimStays: the bind deadline moves an unbound claim, never a
-// paused one (a Cluster API cluster paused or being moved).
+// paused one (a Cluster API cluster paused or being moved), nor one whose
+// failed host its agent replaced there (it waits there for another).
 func TestPausedClaimStays(t *testing.T) {
 	g := NewWithT(t)
 	hub := schedulerPlane(t, deadline)
 	lab(g, hub, map[string][]hostfleetv1alpha1.HostPool{
-		"c1": {{Namespaces: []string{"tenant-a"}, Total: 2, Available: 2}},
+		"c1": {{Namespaces: []string{"tenant-a"}, Total: 3, Available: 3}},
 	})
 	get := getter(hub)
 	paused := createClaim(g, hub, "paused", func(c *metal3api.HostClaim) {
 		c.Annotations[hostfleetv1alpha1.AnnotationPaused] = "metal3.io/capm3"
 	})
+	replaced := createClaim(g, hub, "replaced", func(c *metal3api.HostClaim) {
+		c.Annotations[hostfleetv1alpha1.AnnotationReplacements] = `{"count":1}`
+	})
 	g.Eventually(func(g Gomega) {
 		g.Expect(scheduled(get(g, paused)).Reason).To(Equal(hostfleetv1alpha1.ReasonPlaced))
+		g.Expect(scheduled(get(g, replaced)).Reason).To(Equal(hostfleetv1alpha1.ReasonPlaced))
 	}).WithTimeout(20 * time.Second).Should(Succeed())
 	unpaused := createClaim(g, hub, "unpaused", nil)
 	g.Eventually(func(g Gomega) {
@@ -419,9 +424,10 @@ func TestPausedClaimStays(t *testing.T) {
 	// The paused claim was placed first: its deadline passed before the
 	// other's; it stays while the scheduler would have moved it.
 	g.Consistently(func(g Gomega) {
-		get(g, paused)
-		g.Expect(paused.Labels).To(HaveKeyWithValue(hostfleetv1alpha1.LabelCluster, "c1"))
-		g.Expect(paused.Annotations).NotTo(HaveKey(hostfleetv1alpha1.AnnotationExcluded))
-		g.Expect(scheduled(paused).Reason).To(Equal(hostfleetv1alpha1.ReasonPlaced))
+		for _, c := range []*metal3api.HostClaim{get(g, paused), get(g, replaced)} {
+			g.Expect(c.Labels).To(HaveKeyWithValue(hostfleetv1alpha1.LabelCluster, "c1"), c.Name)
+			g.Expect(c.Annotations).NotTo(HaveKey(hostfleetv1alpha1.AnnotationExcluded), c.Name)
+			g.Expect(scheduled(c).Reason).To(Equal(hostfleetv1alpha1.ReasonPlaced), c.Name)
+		}
 	}).WithTimeout(3 * time.Second).Should(Succeed())
 }

@@ -80,6 +80,8 @@ type run struct {
 	start time.Time
 	rf    *redfish.BMC
 	sim   *ipmisim.BMC
+	// closers stop what steps started (their BMC emulators).
+	closers []func()
 	// liveURL is edge-1's live ISO, eraseURL the erase image, on the
 	// demo's image server.
 	liveURL, eraseURL string
@@ -114,8 +116,11 @@ func Run(ctx context.Context, o Options) error {
 		if r.sim != nil {
 			r.sim.Close()
 		}
+		for _, c := range r.closers {
+			c()
+		}
 	}()
-	for _, step := range []func(context.Context) error{r.hosts, r.processes, r.tenant, r.claims, r.features, r.service, r.care, r.plugin} {
+	for _, step := range []func(context.Context) error{r.hosts, r.processes, r.tenant, r.claims, r.features, r.service, r.care, r.heal, r.plugin} {
 		if err := step(ctx); err != nil {
 			return err
 		}

@@ -87,6 +87,12 @@ func TestDemo(t *testing.T) {
 		"the released host booted the erase image and powered itself off")
 	g.Expect(output()).To(ContainSubstring("the maintenance lists it InMaintenance: free, and out of the pool"))
 	g.Expect(output()).To(ContainSubstring("complete: server-0 is Done and back in the pool"))
+	g.Expect(output()).To(MatchRegexp(`heal-1 is Ready on hosts/(server-[23])\n(.*\n)*  [0-9.]+m?s later, past the grace: HostHealthy=False Fencing, Ready=False ReplacingHost:\n  "host hosts/server-[23] reports power management error; powering`),
+		"a failed host is fenced past its tenant's grace")
+	g.Expect(output()).To(MatchRegexp(`heal-1 \(same claim, UID \S+\) Ready on hosts/server-[23] [0-9.]+m?s after the failure: HostHealthy=True Healthy:\n  "host hosts/server-[23] is healthy; it took the place of host hosts/server-[23] \(power management error`),
+		"and replaced behind the same claim")
+	g.Expect(output()).To(MatchRegexp(`\$ kubectl hostfleet quarantined -A    # on infra-3\nHOST\s+SINCE\s+CLAIM\s+REASON\s+FENCED\s+STATE\nhosts/server-[23]\s+\S+\s+tenant-acme/heal-1\s+power management error\s+true`),
+		"the failed host quarantined, confirmed off")
 	g.Expect(output()).To(MatchRegexp(`web-1-node\s+example.com/rack=r1 example.com/site=core example.com/size=medium\n\s+labels under example.com are on Node web-1-node on cluster apps \(found by providerID\)`),
 		"the workload cluster's agent labelled the Node from web-1's host")
 	g.Expect(output()).To(MatchRegexp(`db-1-node\s+example.com/rack=r\d example.com/site=\w+ example.com/size=large`))
