@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/api/equality"
+
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
 )
 
@@ -53,7 +55,8 @@ func affected(old, new *hostfleetv1alpha1.Tenant) []string {
 		return union(t.Status.Clusters, t.Status.WorkloadClusters)
 	}
 	if !slices.Equal(old.Status.Namespaces, new.Status.Namespaces) ||
-		!slices.Equal(old.Spec.LabelSyncPrefixes, new.Spec.LabelSyncPrefixes) || old.Spec.Erase != new.Spec.Erase {
+		!slices.Equal(old.Spec.LabelSyncPrefixes, new.Spec.LabelSyncPrefixes) || old.Spec.Erase != new.Spec.Erase ||
+		!equality.Semantic.DeepEqual(old.Spec.Healing, new.Spec.Healing) {
 		return union(old.Status.Clusters, old.Status.WorkloadClusters, new.Status.Clusters, new.Status.WorkloadClusters)
 	}
 	out := symmetricDifference(old.Status.Clusters, new.Status.Clusters)

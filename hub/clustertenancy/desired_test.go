@@ -57,6 +57,9 @@ func TestAffected(t *testing.T) {
 	prefixes := old.DeepCopy()
 	prefixes.Spec.LabelSyncPrefixes = nil
 	g.Expect(affected(old, prefixes)).To(Equal([]string{"c1", "c2", "c3", "w1"}))
+	healing := old.DeepCopy()
+	healing.Spec.Healing = &hostfleetv1alpha1.Healing{Action: hostfleetv1alpha1.HealingReplace}
+	g.Expect(affected(old, healing)).To(Equal([]string{"c1", "c2", "c3", "w1"}), "its agents heal its claims by its policy")
 	namespaces := moved.DeepCopy()
 	namespaces.Status.Namespaces = []string{"tenant-a", "more"}
 	g.Expect(affected(old, namespaces)).To(Equal([]string{"c1", "c2", "c3", "c4", "w1"}), "before and after")

@@ -41,10 +41,6 @@ func (r *run) heal(ctx context.Context) error {
 		client.RawPatch(types.MergePatchType, []byte(`{"spec":{"healing":{"action":"Replace","grace":"5s"}}}`))); err != nil {
 		return fmt.Errorf("give tenant acme a healing policy: %w", err)
 	}
-	// Room in the tenant's quota for heal-1.
-	if err := r.hub.Delete(ctx, r.claim("cpu-32", nil, nil)); client.IgnoreNotFound(err) != nil {
-		return err
-	}
 	c := r.claim("heal-1", map[string]string{"example.com/size": "xl"}, map[string]string{})
 	c.Labels = map[string]string{hostfleetv1alpha1.LabelCluster: edge}
 	if err := r.create(ctx, c); err != nil {
@@ -57,7 +53,7 @@ func (r *run) heal(ctx context.Context) error {
 	}
 	failed := c.Status.BareMetalHost.Name
 	r.say("")
-	r.say("Tenant acme now replaces failed hosts (spec.healing: Replace, grace 5s); cpu-32 deleted. heal-1 is Ready on hosts/%s", failed)
+	r.say("Tenant acme now replaces failed hosts (spec.healing: Replace, grace 5s). heal-1 is Ready on hosts/%s", failed)
 	r.say("of infra-3, beside a spare xl host. hosts/%s's BMC fails (it answers 500 to everything):", failed)
 	bmcs[failed].SetFaults(redfish.Faults{Status: 500})
 	failedAt := time.Now()
