@@ -215,11 +215,7 @@ func (r *Reconciler) quarantine(ctx context.Context, o observed, hl health) (ctr
 		return ctrl.Result{RequeueAfter: requeue.CacheLag}, nil // quarantined already
 	}
 	orig := fresh.DeepCopy()
-	r.closeUsage(ctx, fresh)
-	fresh.Spec.ConsumerRef = nil
-	delete(fresh.Annotations, hostfleetv1alpha1.AnnotationHub)
-	delete(fresh.Annotations, hostfleetv1alpha1.AnnotationClaimUID)
-	delete(fresh.Annotations, hostfleetv1alpha1.AnnotationOrphanedSince)
+	r.unbind(ctx, fresh)
 	fresh.Annotations[hostfleetv1alpha1.AnnotationQuarantined] = healing.Quarantine{Since: metav1.NewTime(now), Claim: c.Namespace + "/" + c.Name,
 		ClaimUID: string(c.UID), Reason: evidence, Message: why, Fenced: fenced}.String()
 	if err := r.hosts.Patch(ctx, fresh, orig); err != nil {

@@ -345,5 +345,5 @@ func TestDrivenHostReplaced(t *testing.T) {
 	g.Expect(bmcs[other].Power()).To(Equal("On"))
 	inserted, url, _ := bmcs[other].Media()
 	g.Expect(inserted).To(BeTrue())
-	g.Expect(url).To(Equal(iso.URL + "/live.iso"), "the claim's image on the new host")
+	g.Expect(url).To(Equal(iso.URL+"/live.iso"), "the claim's image on the new host")
 }

@@ -192,14 +192,20 @@ func (r *Reconciler) releaseHost(ctx context.Context, w hostwrites.Writer, c *me
 		return false, nil
 	}
 	orig := h.DeepCopy()
-	r.closeUsage(ctx, h)
-	h.Spec.ConsumerRef = nil
-	delete(h.Annotations, hostfleetv1alpha1.AnnotationHub)
-	delete(h.Annotations, hostfleetv1alpha1.AnnotationClaimUID)
-	delete(h.Annotations, hostfleetv1alpha1.AnnotationOrphanedSince)
+	r.unbind(ctx, h)
 	if err := w.Patch(ctx, h, orig); err != nil {
 		return false, fmt.Errorf("release host %s of %s/%s: %w", klog.KObj(h), c.Namespace, c.Name, err)
 	}
 	ctrl.LoggerFrom(ctx).Info("released", "host", klog.KObj(h), "claim", klog.KObj(c))
 	return true, nil
+}
+
+// unbind changes h (not written) to be no claim's: no consumerRef, no
+// binding annotations, its usage interval closed.
+func (r *Reconciler) unbind(ctx context.Context, h *metal3api.BareMetalHost) {
+	r.closeUsage(ctx, h)
+	h.Spec.ConsumerRef = nil
+	delete(h.Annotations, hostfleetv1alpha1.AnnotationHub)
+	delete(h.Annotations, hostfleetv1alpha1.AnnotationClaimUID)
+	delete(h.Annotations, hostfleetv1alpha1.AnnotationOrphanedSince)
 }
