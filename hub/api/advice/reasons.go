@@ -7,7 +7,7 @@ var Sections = []Section{
 		Reasons: []Reason{
 			{Reason: "Placed", Cause: "placed on the cluster the message names", Fix: "nothing: the agent there binds it"},
 			{Reason: "Pinned", Cause: "the tenant pinned it with `hostfleet.io/cluster`", Fix: "nothing"},
-			{Reason: "PinnedOutsideSet", Cause: "the pinned cluster is not in the tenant's cluster set", Fix: "pin one of `status.clusters`, or add the cluster to the set"},
+			{Reason: "PinnedOutsideSet", Cause: "the pinned cluster is not in the tenant's cluster set", Fix: "pin a cluster of the set (`status.clusters`), or add the cluster to the set"},
 			{Reason: "NoCapacity", Cause: "no cluster of the set has a free host matching `hostSelector` (the message says why, per cluster), or the Placement selects none", Fix: "relax `hostSelector`, free or add hosts; it is placed once one has room"},
 			{Reason: "WaitingForInventory", Cause: "no agent of the set has published its HostInventory yet", Fix: "wait (a new hub or agent); if it lasts, check the add-on: `kubectl get managedclusteraddon -A`"},
 			{Reason: "Rescheduling", Cause: "the cluster did not bind it within `--bind-deadline` (5m)", Fix: "nothing: it moves to another cluster; the message says why the first did not bind"},
@@ -63,7 +63,7 @@ var Sections = []Section{
 			{Reason: "Deprovisioning", Cause: "the host is being cleaned", Fix: "wait"},
 			{Reason: "HostAvailable", Cause: "the host is available for provisioning", Fix: "nothing"},
 			{Reason: "HostNotReady", Cause: "the host is registering, inspecting or otherwise not ready", Fix: "wait; if it lasts, an administrator reads the host (`kubectl get bmh -o yaml`: `status.errorMessage`, events)"},
-			{Reason: "HostError", Cause: "the host reports an error (BMC credentials, BMC unreachable, an image not found, provisioning); the message names it", Fix: "fix what it names; an administrator reads the host's Events"},
+			{Reason: "HostError", Cause: "the host reports an error (BMC credentials, BMC unreachable, an image not found, provisioning); the message names it", Fix: "fix what it names (the image URL, the BMC secret or address); an administrator reads the host's Events"},
 			{Reason: "PowerChangePending", Cause: "the host's spec asks a power state not reached; nothing sent yet", Fix: "wait; `HostError` follows if the BMC fails"},
 			{Reason: "PowerChanging", Cause: "a power command was sent; the BMC has not reported the change (the message says since when)", Fix: "wait; a soft power-off is forced after 3 min"},
 			{Reason: "PoweringOn", Cause: "(on the host's own `PowerChanging` condition) which change is under way", Fix: "as `PowerChanging`"},
