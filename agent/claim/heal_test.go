@@ -173,7 +173,10 @@ func TestFailedHostReplaced(t *testing.T) {
 		g.Expect(hc.Message).To(ContainSubstring("took the place of host %s/%s", hostsNS, failed))
 		g.Expect(condition(c, hostfleetv1alpha1.ConditionReady).Status).To(Equal(metav1.ConditionTrue))
 	}).WithTimeout(30 * time.Second).Should(Succeed())
-	g.Expect(eventReasons(g, hub)).To(ContainElements(hostfleetv1alpha1.ReasonHostFailed, hostfleetv1alpha1.ReasonFencing, "HostQuarantined", "HostReplaced"))
+	// Events are sent asynchronously, after the status the test saw.
+	g.Eventually(func(g Gomega) {
+		g.Expect(eventReasons(g, hub)).To(ContainElements(hostfleetv1alpha1.ReasonHostFailed, hostfleetv1alpha1.ReasonFencing, "HostQuarantined", "HostReplaced"))
+	}).WithTimeout(10 * time.Second).Should(Succeed())
 }
 
 // boundHostNamed waits for the claim to be bound to the named host.
