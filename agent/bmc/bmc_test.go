@@ -142,6 +142,39 @@ func TestRedfish(t *testing.T) {
 	g.Expect(inserted).To(BeFalse())
 }
 
+// TestRedfishHealth: the system's health is read with its power, in the
+// same request, and says which field said it.
+func TestRedfishHealth(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	b := redfish.Start(redfish.Options{})
+	defer b.Close()
+	d, err := bmc.Open(ctx, address(b), b.Username, b.Password, bmc.Options{Timeout: 10 * time.Second})
+	g.Expect(err).NotTo(HaveOccurred())
+	defer d.Close(ctx)
+	hr, ok := d.(bmc.HealthReader)
+	g.Expect(ok).To(BeTrue())
+	_, before := b.Traffic()
+	for _, tc := range []struct {
+		health, rollup string
+		want           bmc.Health
+		what           string
+	}{
+		{"", "", bmc.HealthOK, "Status.Health OK"},
+		{"Critical", "", bmc.HealthCritical, "Status.Health Critical"},
+		{"OK", "Warning", bmc.HealthWarning, "Status.HealthRollup Warning"},
+	} {
+		b.SetHealth(tc.health, tc.rollup)
+		_, err := d.Power(ctx)
+		g.Expect(err).NotTo(HaveOccurred())
+		h, what := hr.Health()
+		g.Expect(h).To(Equal(tc.want))
+		g.Expect(what).To(Equal(tc.what))
+	}
+	_, after := b.Traffic()
+	g.Expect(after-before).To(BeNumerically("<=", 3), "one request per power read, health included")
+}
+
 func TestRedfishFailures(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
@@ -225,6 +258,13 @@ func testIPMI(t *testing.T, ipmitool string) {
 	s, err = d.Power(ctx)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(s).To(Equal(bmc.PowerOn))
+	hr, ok := d.(bmc.HealthReader)
+	g.Expect(ok).To(BeTrue())
+	if h, _ := hr.Health(); ipmitool == "" {
+		g.Expect(h).To(Equal(bmc.HealthOK), "the chassis status, read with the power, has no fault")
+	} else {
+		g.Expect(h).To(Equal(bmc.HealthUnknown), "ipmitool's answers say nothing of health")
+	}
 	g.Expect(d.SetBootOnce(ctx, bmc.BootCDROM)).To(Succeed())
 	g.Expect(sim.Boot()).To(Equal("cdrom"))
 	g.Expect(d.Send(ctx, bmc.CommandForceRestart)).To(Succeed())

@@ -315,6 +315,15 @@ func (d *client) Power(ctx context.Context) (PowerState, error) {
 	return s, err
 }
 
+// Health is what the last power read said of the system's health, on
+// Redfish; ipmitool's answers say nothing of it.
+func (d *client) Health() (Health, string) {
+	if d.rf == nil {
+		return HealthUnknown, ""
+	}
+	return d.rf.health, d.rf.healthOf
+}
+
 // ipmitoolActions are bmclib's ipmitool provider's names for the commands.
 var ipmitoolActions = map[Command]string{
 	CommandOn: "on", CommandForceOff: "off", CommandGracefulShutdown: "soft", CommandForceRestart: "cycle",

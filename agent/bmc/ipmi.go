@@ -17,6 +17,9 @@ import (
 type ipmiClient struct {
 	c *ipmi.Client
 	bmcCall
+	// health is what the last chassis status said.
+	health   Health
+	healthOf string
 }
 
 // packetTimeout bounds one UDP exchange; the library retries it.
@@ -87,13 +90,20 @@ func (d *ipmiClient) Power(ctx context.Context) (PowerState, error) {
 	s := PowerOff
 	err := d.call(ctx, "get power", func(ctx context.Context) error {
 		st, err := d.c.GetChassisStatus(ctx)
-		if err == nil && st.PowerIsOn {
+		if err != nil {
+			return err
+		}
+		if st.PowerIsOn {
 			s = PowerOn
 		}
-		return err
+		d.health, d.healthOf = chassisHealth(st)
+		return nil
 	})
 	return s, err
 }
+
+// Health is what the last chassis status said.
+func (d *ipmiClient) Health() (Health, string) { return d.health, d.healthOf }
 
 // chassisControls maps the commands to IPMI chassis controls: a restart
 // is a power cycle.

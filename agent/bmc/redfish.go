@@ -29,6 +29,9 @@ type redfishSystem struct {
 	// power read or command; etag the ETag of the system's last read.
 	last *computerSystem
 	etag string
+	// health is what the last power read said of the system's health.
+	health   Health
+	healthOf string
 	// media is the system's virtual CD, once found.
 	media      string
 	user, pass string
@@ -160,6 +163,7 @@ type computerSystem struct {
 	Processors, Memory, Storage, SimpleStorage    odataRef
 	EthernetInterfaces, VirtualMedia              odataRef
 	Links                                         struct{ ManagedBy []odataRef }
+	Status                                        struct{ Health, HealthRollup string }
 	Actions                                       struct {
 		Reset struct {
 			Target string `json:"target"`
@@ -195,6 +199,7 @@ func (r *redfishSystem) powerState(ctx context.Context) (string, error) {
 		}
 	}
 	r.last = nil
+	r.health, r.healthOf = redfishHealth(sys.Status.Health, sys.Status.HealthRollup)
 	if sys.PowerState == "" {
 		return "", fmt.Errorf("the system reports no PowerState")
 	}

@@ -308,6 +308,30 @@ func PowerCondition(pc *Change, s bmc.PowerState, generation int64) metav1.Condi
 			pc.Since.UTC().Format(changeTime), pc.Command, times, pc.SentAt.UTC().Format(changeTime), extra, readSuffix, s)}
 }
 
+// SetHealth writes the health the BMC reported with its power into the
+// host's HardwareHealthy condition, or removes it when the BMC says nothing
+// of it.
+func SetHealth(conditions *[]metav1.Condition, generation int64, hr bmc.HealthReader) {
+	h, what := hr.Health()
+	c := metav1.Condition{Type: hostfleetv1alpha1.ConditionHardwareHealthy, ObservedGeneration: generation,
+		Status: metav1.ConditionFalse, Message: "the BMC reports " + what}
+	switch h {
+	case bmc.HealthUnknown:
+		meta.RemoveStatusCondition(conditions, hostfleetv1alpha1.ConditionHardwareHealthy)
+		return
+	case bmc.HealthOK:
+		c.Status, c.Reason = metav1.ConditionTrue, hostfleetv1alpha1.ReasonHealthOK
+	case bmc.HealthWarning:
+		c.Reason = hostfleetv1alpha1.ReasonHealthWarning
+	default:
+		c.Reason = hostfleetv1alpha1.ReasonHealthCritical
+	}
+	if what == "" {
+		c.Message = "the BMC reports no fault"
+	}
+	meta.SetStatusCondition(conditions, c)
+}
+
 // readSuffix ends a change's message with what the BMC reported when it
 // was written.
 const readSuffix = "; the BMC reports "

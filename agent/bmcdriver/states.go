@@ -216,6 +216,9 @@ func (x *run) drivePower(ctx context.Context, want Want, kind metal3api.ErrorTyp
 		return failed(fail(kind, "%v", err))
 	}
 	x.read = s
+	if hr, ok := x.d.(bmc.HealthReader); ok {
+		SetHealth(&host.Status.Conditions, host.Generation, hr)
+	}
 	pc, perr := ChangeOf(host.Status.Conditions)
 	if perr != nil {
 		ctrl.LoggerFrom(ctx).Info(perr.Error())

@@ -8,6 +8,7 @@ import (
 	metal3api "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
@@ -277,13 +278,15 @@ func TestFailedHostHeldBack(t *testing.T) {
 	g.Expect(healthOf(g, hub, claims["fine"]).Reason).To(Equal(hostfleetv1alpha1.ReasonHealthy))
 }
 
-// TestDrivenHostReplaced: two hosts the agent's BMC driver drives through
+// TestDrivenHostReplaced: three hosts the agent's BMC driver drives through
 // emulated Redfish BMCs. The bound host's BMC stops answering: the claim's
 // host fails, is asked off, and, since no BMC confirms it, is not replaced
 // (FenceUnconfirmed); once the claim accepts the risk (unfenced, which its
 // tenant allows), the host is quarantined unfenced and the claim is Ready
-// on the other host, its live ISO booted there. The time from the failure
-// to Ready on the new host is logged.
+// on another host, its live ISO booted there. Then that host's BMC reports
+// it Critical: it is fenced, confirmed off, quarantined, and the claim is
+// Ready on the third host, bound after the quarantine. The times from each
+// failure to Ready on the new host are logged.
 func TestDrivenHostReplaced(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
@@ -292,7 +295,7 @@ func TestDrivenHostReplaced(t *testing.T) {
 	iso := redfish.ImageServer()
 	t.Cleanup(iso.Close)
 	bmcs := map[string]*redfish.BMC{}
-	for i, name := range []string{"rf-a", "rf-b"} {
+	for i, name := range []string{"rf-a", "rf-b", "rf-c"} {
 		b := redfish.Start(redfish.Options{Username: "admin", Password: "secret", EthernetInterfacesOnly: true})
 		t.Cleanup(b.Close)
 		bmcs[name] = b
@@ -303,6 +306,7 @@ func TestDrivenHostReplaced(t *testing.T) {
 	}
 	startAgent(t, f, "infra-1", 2, func(o *app.Options) {
 		o.BMCPoll, o.BMCTimeout, o.FenceTimeout = 2*time.Second, 3*time.Second, 5*time.Second
+		o.BreakerMaxPercent = 100 // one host of one claim failing twice is not a rack
 	})
 	c := hubClaim("live", "infra-1", nil)
 	c.Spec.PoweredOn = true
@@ -315,7 +319,6 @@ func TestDrivenHostReplaced(t *testing.T) {
 	}
 	g.Eventually(ready).WithTimeout(90 * time.Second).Should(Succeed())
 	failed := c.Status.BareMetalHost.Name
-	other := map[string]string{"rf-a": "rf-b", "rf-b": "rf-a"}[failed]
 
 	t.Log("the bound host's BMC stops answering: failed, asked off, never confirmed off: not replaced")
 	bmcs[failed].SetDown(true)
@@ -337,8 +340,9 @@ func TestDrivenHostReplaced(t *testing.T) {
 	accepted := time.Now()
 	g.Eventually(func(g Gomega) {
 		ready(g)
-		g.Expect(c.Status.BareMetalHost.Name).To(Equal(other))
+		g.Expect(c.Status.BareMetalHost.Name).NotTo(Equal(failed))
 	}).WithTimeout(90 * time.Second).Should(Succeed())
+	other := c.Status.BareMetalHost.Name
 	t.Logf("unfenced accepted to Ready on the new host: %s (the new host's live ISO boot and power on)", time.Since(accepted).Round(100*time.Millisecond))
 	g.Expect(infra.Get(ctx, client.ObjectKey{Namespace: hostsNS, Name: failed}, h)).To(Succeed())
 	q, ok, err := healing.QuarantineOf(h.Annotations)
@@ -349,4 +353,39 @@ func TestDrivenHostReplaced(t *testing.T) {
 	inserted, url, _ := bmcs[other].Media()
 	g.Expect(inserted).To(BeTrue())
 	g.Expect(url).To(Equal(iso.URL+"/live.iso"), "the claim's image on the new host")
+
+	t.Log("the new host's BMC reports it Critical (a power supply): failed, fenced, confirmed off, replaced")
+	setAnnotation(g, hub, client.ObjectKeyFromObject(c), hostfleetv1alpha1.AnnotationHealing, "Replace")
+	bmcs[other].SetHealth("Critical", "")
+	critical := time.Now()
+	g.Eventually(func(g Gomega) {
+		g.Expect(infra.Get(ctx, client.ObjectKey{Namespace: hostsNS, Name: other}, h)).To(Succeed())
+		hh := meta.FindStatusCondition(h.Status.Conditions, hostfleetv1alpha1.ConditionHardwareHealthy)
+		g.Expect(hh).NotTo(BeNil())
+		g.Expect(hh.Reason).To(Equal(hostfleetv1alpha1.ReasonHealthCritical))
+		g.Expect(hh.Message).To(Equal("the BMC reports Status.Health Critical"))
+	}).WithTimeout(30 * time.Second).Should(Succeed())
+	g.Eventually(func(g Gomega) {
+		ready(g)
+		g.Expect(c.Status.BareMetalHost.Name).NotTo(BeElementOf(failed, other))
+	}).WithTimeout(90 * time.Second).Should(Succeed())
+	t.Logf("Critical to Ready on a third host: %s (grace 2 s, the fence, the new host's live ISO boot)", time.Since(critical).Round(100*time.Millisecond))
+	hc := healthOf(g, hub, c)
+	g.Expect(hc.Reason).To(Equal(hostfleetv1alpha1.ReasonHealthy))
+	g.Expect(hc.Message).To(ContainSubstring(other))
+	g.Expect(infra.Get(ctx, client.ObjectKey{Namespace: hostsNS, Name: other}, h)).To(Succeed())
+	q, ok, err = healing.QuarantineOf(h.Annotations)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(ok).To(BeTrue())
+	g.Expect(q.Fenced).To(BeTrue(), "its BMC answers: confirmed off first")
+	g.Expect(q.Reason).To(Equal(hostfleetv1alpha1.ReasonHealthCritical))
+	g.Expect(bmcs[other].Power()).To(Equal("Off"))
+	third := &metal3api.BareMetalHost{}
+	g.Expect(infra.Get(ctx, client.ObjectKey{Namespace: hostsNS, Name: c.Status.BareMetalHost.Name}, third)).To(Succeed())
+	boundAt, err := time.Parse(time.RFC3339, third.Annotations[hostfleetv1alpha1.AnnotationBoundAt])
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(boundAt).NotTo(BeTemporally("<", q.Since.Time), "the new host bound only once the failed one was confirmed off and quarantined")
+	rec, err := healing.RecordOf(c.Annotations, time.Now())
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(rec.Count).To(Equal(2))
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	metal3api "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/hostfleet/hostfleet/hub/api/healing"
@@ -49,11 +50,14 @@ type Verdict struct {
 //   - any other error (provisioning, registration, inspection,
 //     preparation, servicing, detach): degraded, since the claim's image or
 //     the administrator's settings may be at fault, not the host;
+//   - else, on a host the BMC driver drives, its HardwareHealthy condition:
+//     Critical (a power supply, a DIMM, a power fault) is failed, Warning
+//     degraded;
 //   - otherwise healthy.
 func Judge(h *metal3api.BareMetalHost) Verdict {
 	st := h.Status
 	if st.OperationalStatus != metal3api.OperationalStatusError && st.ErrorType == "" {
-		return Verdict{State: Healthy}
+		return hardware(h)
 	}
 	evidence := string(st.ErrorType)
 	if evidence == "" {
@@ -68,6 +72,20 @@ func Judge(h *metal3api.BareMetalHost) Verdict {
 		return Verdict{State: Failed, Evidence: evidence, Message: msg, Detail: st.ErrorMessage}
 	}
 	return Verdict{State: Degraded, Evidence: evidence, Message: msg, Detail: st.ErrorMessage}
+}
+
+// hardware is how a host without an error is, from the health its BMC
+// reports (the BMC driver's HardwareHealthy condition).
+func hardware(h *metal3api.BareMetalHost) Verdict {
+	c := meta.FindStatusCondition(h.Status.Conditions, hostfleetv1alpha1.ConditionHardwareHealthy)
+	if c == nil || c.Status != metav1.ConditionFalse {
+		return Verdict{State: Healthy}
+	}
+	v := Verdict{State: Degraded, Evidence: c.Reason, Message: fmt.Sprintf("host %s/%s reports %s", h.Namespace, h.Name, c.Reason), Detail: c.Message}
+	if c.Reason == hostfleetv1alpha1.ReasonHealthCritical {
+		v.State = Failed
+	}
+	return v
 }
 
 // EvidenceIn is the evidence a condition's message names, as Judge wrote

@@ -7,6 +7,7 @@ import (
 
 	metal3api "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
 	. "github.com/onsi/gomega"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/hostfleet/hostfleet/hub/api/healing"
@@ -35,6 +36,10 @@ func TestJudge(t *testing.T) {
 		{"wrong credentials: degraded (the administrator's to fix)", host(metal3api.OperationalStatusError, metal3api.RegistrationError, "refused"), Degraded, "registration error"},
 		{"an error type without the status: judged by the type", host(metal3api.OperationalStatusOK, metal3api.PowerManagementError, ""), Failed, "power management error"},
 		{"the status without a type: degraded", host(metal3api.OperationalStatusError, "", ""), Degraded, "error"},
+		{"the BMC reports it Critical: failed", sick(metav1.ConditionFalse, hostfleetv1alpha1.ReasonHealthCritical), Failed, "HealthCritical"},
+		{"the BMC reports a Warning: degraded", sick(metav1.ConditionFalse, hostfleetv1alpha1.ReasonHealthWarning), Degraded, "HealthWarning"},
+		{"the BMC reports it OK", sick(metav1.ConditionTrue, hostfleetv1alpha1.ReasonHealthOK), Healthy, ""},
+		{"an error outweighs the health", withHealth(host(metal3api.OperationalStatusError, metal3api.ProvisioningError, "image"), metav1.ConditionFalse, hostfleetv1alpha1.ReasonHealthCritical), Degraded, "provisioning error"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -44,13 +49,28 @@ func TestJudge(t *testing.T) {
 			g.Expect(v.Evidence).To(Equal(tt.evidence))
 			if tt.state != Healthy {
 				g.Expect(v.Message).To(ContainSubstring("hosts/h1"))
-				g.Expect(v.Detail).To(Equal(tt.h.Status.ErrorMessage))
+				detail := tt.h.Status.ErrorMessage
+				if c := meta.FindStatusCondition(tt.h.Status.Conditions, hostfleetv1alpha1.ConditionHardwareHealthy); c != nil && tt.h.Status.ErrorType == "" {
+					detail = c.Message
+				}
+				g.Expect(v.Detail).To(Equal(detail))
 				if tt.h.Status.ErrorMessage != "" {
 					g.Expect(v.Message).NotTo(ContainSubstring(tt.h.Status.ErrorMessage), "a host's errorMessage may name its BMC: never on the claim")
 				}
 			}
 		})
 	}
+}
+
+// sick is a host without an error whose BMC reports a health.
+func sick(status metav1.ConditionStatus, reason string) *metal3api.BareMetalHost {
+	return withHealth(host(metal3api.OperationalStatusOK, "", ""), status, reason)
+}
+
+func withHealth(h *metal3api.BareMetalHost, status metav1.ConditionStatus, reason string) *metal3api.BareMetalHost {
+	meta.SetStatusCondition(&h.Status.Conditions, metav1.Condition{Type: hostfleetv1alpha1.ConditionHardwareHealthy, Status: status, Reason: reason,
+		Message: "the BMC reports Status.Health " + reason})
+	return h
 }
 
 func TestEvidenceIn(t *testing.T) {

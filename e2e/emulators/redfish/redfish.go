@@ -109,6 +109,9 @@ type BMC struct {
 	erasedAt   time.Time
 	// eraseSeen: the system's On was read while erasing.
 	eraseSeen bool
+	// health and rollup are the system's Status.Health and HealthRollup
+	// ("" for OK).
+	health, rollup string
 }
 
 type bootOverride struct {
@@ -224,6 +227,15 @@ func (b *BMC) SetFaults(f Faults) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.faults = f
+}
+
+// SetHealth sets the system's Status.Health and Status.HealthRollup ("OK",
+// "Warning", "Critical"; "" for OK), as a failed power supply or DIMM
+// would.
+func (b *BMC) SetHealth(health, rollup string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.health, b.rollup = health, rollup
 }
 
 // SetDown makes the BMC drop every connection without answering (true), or

@@ -1,6 +1,7 @@
 package redfish
 
 import (
+	"cmp"
 	"fmt"
 	"strings"
 )
@@ -202,7 +203,7 @@ func (b *BMC) system() map[string]any {
 		"Manufacturer": hw.Manufacturer, "Model": hw.Model, "SerialNumber": hw.SerialNumber, "BiosVersion": hw.BIOSVersion,
 		"UUID":       "00000000-0000-0000-0000-" + fmt.Sprintf("%012x", len(hw.SerialNumber)),
 		"PowerState": b.power, "HostName": hw.HostName,
-		"Status": map[string]string{"State": "Enabled", "Health": "OK"},
+		"Status": map[string]string{"State": "Enabled", "Health": cmp.Or(b.health, "OK"), "HealthRollup": cmp.Or(b.rollup, "OK")},
 		"Boot": map[string]any{
 			"BootSourceOverrideEnabled": b.boot.Enabled, "BootSourceOverrideTarget": b.boot.Target,
 			"BootSourceOverrideMode":                           b.boot.Mode,

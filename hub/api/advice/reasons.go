@@ -82,6 +82,9 @@ var Sections = []Section{
 			{Reason: "ReplacementLimit", Cause: "`maxReplacementsPerDay` reached", Fix: "delete the claim for another host"},
 			{Reason: "ReplacingHost", Cause: "(also on Ready) another host takes its place", Fix: "wait"},
 			{Reason: "InvalidHealingPolicy", Cause: "`hostfleet.io/healing` oversteps the tenant's bounds", Fix: "fix it as the message says"},
+			{Reason: "HealthCritical", Cause: "(the driven host's `HardwareHealthy`) its BMC reports it Critical: failed", Fix: "repair it"},
+			{Reason: "HealthWarning", Cause: "(the same) a Warning: degraded", Fix: "repair it"},
+			{Reason: "HealthOK", Cause: "(the same) no fault", Fix: "nothing"},
 		}},
 	{Title: "Forwarded (remote claims, `hostfleet.io/kind=remote`)", Condition: "Forwarded",
 		Reasons: []Reason{

@@ -17,6 +17,19 @@ const (
 	ReasonPowerSettled = "PowerSettled"
 )
 
+// ConditionHardwareHealthy on a driven BareMetalHost is the system's health
+// as its BMC reports it with each power read (Redfish's Status.Health and
+// HealthRollup, IPMI's chassis faults): True (ReasonHealthOK), or False
+// with ReasonHealthWarning or ReasonHealthCritical and the BMC's words.
+// Absent while the BMC says nothing of it. A Critical host has failed
+// (agent/heal.Judge).
+const (
+	ConditionHardwareHealthy = "HardwareHealthy"
+	ReasonHealthOK           = "HealthOK"
+	ReasonHealthWarning      = "HealthWarning"
+	ReasonHealthCritical     = "HealthCritical"
+)
+
 // Condition types on hub HostClaims. Ready summarises the others.
 const (
 	ConditionScheduled                = "Scheduled"
