@@ -54,6 +54,11 @@ type Options struct {
 	// PartitionFor.
 	Partitions   int
 	PartitionFor time.Duration
+	// HostFailures is how many bound hosts fail, one after another: the
+	// BMC answers 500 until the host's claim says it is fenced, at most
+	// FailFor. The tenant replaces failed hosts after 5 s.
+	HostFailures int
+	FailFor      time.Duration
 	// Converge bounds the time the fleet may take to settle after the churn.
 	Converge time.Duration
 }
@@ -80,7 +85,13 @@ type Report struct {
 	// Exits are the processes that ended by themselves (and were started
 	// again, as a Deployment's pods are), with the last line of their log.
 	Exits []string
-	// Final is the last check.
+	// HostFailures say which hosts failed and what their claims did.
+	HostFailures []string
+	// Quarantined counts the hosts seen quarantined, Rebound the claims
+	// seen bound to another host after one.
+	Quarantined, Rebound int
+	// Final is the last check, with what the watches of the hosts found
+	// at any moment of the run.
 	Final Check
 }
 
@@ -103,10 +114,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 
 	images := redfish.ImageServer()
 	defer images.Close()
-	bmcs := make([]*redfish.BMC, o.Hosts)
-	for i := range bmcs {
-		bmcs[i] = redfish.Start(redfish.Options{Hardware: redfish.DefaultHardware(fmt.Sprintf("CHAOS%04d", i))})
-	}
+	bmcs := startBMCs(o.Hosts)
 	defer func() {
 		for _, b := range bmcs {
 			b.Close()
@@ -115,9 +123,14 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	if err := setUp(ctx, f, infras, bmcs); err != nil {
 		return nil, err
 	}
+	watches, err := watchAll(ctx, f, infras, bmcs, o)
+	defer stopAll(watches)
+	if err != nil {
+		return nil, err
+	}
 	say("%d hosts on %s, each driven by its agent through an emulated Redfish BMC", o.Hosts, strings.Join(infras, ", "))
 
-	fl := &fleet{f: f, bin: o.Bin, infras: infras}
+	fl := &fleet{f: f, bin: o.Bin, infras: infras, bmcs: bmcs}
 	flCtx, stopFleet := context.WithCancel(ctx)
 	defer stopFleet() // before the planes stop: nothing is restarted then
 	if err := fl.startAll(flCtx); err != nil {
@@ -133,8 +146,8 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	ch := &churn{hub: hub, rng: rand.New(rand.NewPCG(rng.Uint64(), rng.Uint64())), o: o, liveISO: images.URL + "/live.iso"}
 	ops := ch.plannedOps()
 	duration := time.Duration(float64(ops) / o.Rate * float64(time.Second))
-	say("churn: %d claims created, updated and deleted at random (about %d operations, %.0f/s), %d kills, the hub API server stopped for %s, %d agents cut from an API server for %s",
-		o.Claims, ops, o.Rate, o.Kills, o.Outage, o.Partitions, o.PartitionFor)
+	say("churn: %d claims created, updated and deleted at random (about %d operations, %.0f/s), %d kills, the hub API server stopped for %s, %d agents cut from an API server for %s, %d hosts failing",
+		o.Claims, ops, o.Rate, o.Kills, o.Outage, o.Partitions, o.PartitionFor, o.HostFailures)
 
 	plan := planPartitions(o.Partitions, infras, duration+o.Outage, o.PartitionFor, rand.New(rand.NewPCG(rng.Uint64(), rng.Uint64())))
 	if err := chaos(ctx, f, fl, ch, o, duration, plan, rand.New(rand.NewPCG(rng.Uint64(), rng.Uint64())), rep, say); err != nil {
@@ -146,7 +159,9 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	say("churn done: %d created, %d updated, %d deleted; writes retried after %d conflicts and %d failures; %d kills; converging…",
 		rep.Created, rep.Updated, rep.Deleted, rep.Conflicts, rep.Failures, len(rep.Kills))
 
-	if err := converge(ctx, f, infras, bmcs, o.Converge, over, rep); err != nil {
+	err = converge(ctx, f, infras, bmcs, o.Converge, over, rep)
+	watched(watches, rep)
+	if err != nil {
 		return rep, err
 	}
 	if err := exits(fl, rep, say); err != nil {
@@ -154,8 +169,66 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	}
 	say("converged %s after the churn, the last kill, the outage and the last partition ended (%s after the last heal): %s",
 		rep.Converged.Round(100*time.Millisecond), rep.SinceHeal.Round(100*time.Millisecond), rep.Final)
+	say("%d hosts seen quarantined, %d claims seen bound to another host after one; the watches of the hosts found %d violations",
+		rep.Quarantined, rep.Rebound, len(rep.Final.Violations))
 	say("logs in %s", o.Dir)
 	return rep, nil
+}
+
+// startBMCs starts n emulated Redfish BMCs, host-N's the Nth.
+func startBMCs(n int) []*redfish.BMC {
+	bmcs := make([]*redfish.BMC, n)
+	for i := range bmcs {
+		bmcs[i] = redfish.Start(redfish.Options{Hardware: redfish.DefaultHardware(fmt.Sprintf("CHAOS%04d", i))})
+	}
+	return bmcs
+}
+
+// watchAll gives the tenant a healing policy if hosts are to fail, and
+// starts watching every plane's hosts.
+func watchAll(ctx context.Context, f *planes.Fleet, infras []string, bmcs []*redfish.BMC, o Options) ([]*hostWatch, error) {
+	if o.HostFailures > 0 {
+		if err := replaceFailed(ctx, f.Plane("hub").Client); err != nil {
+			return nil, err
+		}
+	}
+	var watches []*hostWatch
+	for _, name := range infras {
+		w, err := watchHosts(ctx, name, f.Plane(name).Config, power(bmcs))
+		if err != nil {
+			return watches, err
+		}
+		watches = append(watches, w)
+	}
+	return watches, nil
+}
+
+func stopAll(watches []*hostWatch) {
+	for _, w := range watches {
+		w.stop()
+	}
+}
+
+// watched stops the watches of the hosts once they saw every quarantine
+// the last check counted (at most 10 s: they follow the API servers a
+// moment behind), and adds what they found to the report.
+func watched(watches []*hostWatch, rep *Report) {
+	seen := func() (q, b int) {
+		for _, w := range watches {
+			wq, wb := w.counts()
+			q, b = q+wq, b+wb
+		}
+		return q, b
+	}
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		if q, _ := seen(); q >= rep.Final.Quarantined {
+			break
+		}
+	}
+	for _, w := range watches {
+		rep.Final.Violations = append(rep.Final.Violations, w.stop()...)
+	}
+	rep.Quarantined, rep.Rebound = seen()
 }
 
 // infraNames are the infrastructure planes' names: infra-1 … infra-n.
@@ -174,10 +247,14 @@ func chaos(ctx context.Context, f *planes.Fleet, fl *fleet, ch *churn, o Options
 	runCtx, stop := context.WithCancel(ctx)
 	defer stop()
 	var wg sync.WaitGroup
-	wg.Add(3)
+	wg.Add(4)
 	go func() { defer wg.Done(); kill(runCtx, fl, o, duration+o.Outage, kr, rep, say) }()
+	go func() {
+		defer wg.Done()
+		failures(runCtx, f, fl.infras, fl.bmcs, ch, o, duration+o.Outage, rand.New(rand.NewPCG(kr.Uint64(), kr.Uint64())), rep, say)
+	}()
 	go func() { defer wg.Done(); outage(runCtx, f.Plane("hub"), o.Outage, duration/2, rep, say) }()
-	go func() { defer wg.Done(); partitions(runCtx, fl, ch.hub, plan, o.PartitionFor, rep, say) }()
+	go func() { defer wg.Done(); partitions(runCtx, fl, ch, plan, o.PartitionFor, rep, say) }()
 	err := ch.run(runCtx)
 	if err != nil {
 		stop()

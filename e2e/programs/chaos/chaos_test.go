@@ -19,24 +19,33 @@ import (
 // TestChaos is make chaos made small, with a fixed seed: 60 claims created,
 // updated and deleted at random over 16 BMC-driven hosts on two
 // infrastructure planes, the hub and the agents killed 4 times, the hub's
-// API server stopped for 15 s; then every invariant must hold.
+// API server stopped for 15 s, agents cut off 3 times, and two bound hosts
+// failing (their BMCs answer 500) under a tenant that replaces failed
+// hosts; then every invariant must hold, and must have held at every
+// change of the hosts: no claim held by two hosts, no host quarantined
+// before it was confirmed off.
 func TestChaos(t *testing.T) {
 	g := NewWithT(t)
 	bin := build(t)
 	var out strings.Builder
 	rep, err := chaos.Run(context.Background(), chaos.Options{Bin: bin, Dir: t.TempDir(), Out: &out, Seed: 1,
 		Planes: 2, Hosts: 16, Claims: 60, Rate: 10, Kills: 4, Outage: 15 * time.Second, Partitions: 3, PartitionFor: 10 * time.Second,
-		Converge: 4 * time.Minute})
+		HostFailures: 2, FailFor: 90 * time.Second, Converge: 4 * time.Minute})
 	t.Log("\n" + out.String())
 	g.Expect(err).NotTo(HaveOccurred())
-	t.Logf("created %d, updated %d, deleted %d, writes retried after %d conflicts and %d failures, kills %v, exits %v, converged in %s: %s",
-		rep.Created, rep.Updated, rep.Deleted, rep.Conflicts, rep.Failures, rep.Kills, rep.Exits, rep.Converged.Round(time.Second), rep.Final)
+	t.Logf("created %d, updated %d, deleted %d, writes retried after %d conflicts and %d failures, kills %v, exits %v, host failures %v, %d claims bound again after a quarantine, converged in %s: %s",
+		rep.Created, rep.Updated, rep.Deleted, rep.Conflicts, rep.Failures, rep.Kills, rep.Exits, rep.HostFailures, rep.Rebound, rep.Converged.Round(time.Second), rep.Final)
 	g.Expect(rep.Kills).To(HaveLen(4))
 	g.Expect(rep.Outage).To(Equal(15 * time.Second))
 	g.Expect(rep.Partitions).To(HaveLen(3))
 	g.Expect(rep.Partitions).NotTo(ContainElement(ContainSubstring("not cut")))
 	g.Expect(rep.Final.Violations).To(BeEmpty())
 	g.Expect(rep.Final.Bound).To(BeNumerically(">", 0), "claims were served")
+	// Each failed host was fenced, then quarantined, and the watches saw
+	// both quarantines happen.
+	g.Expect(rep.HostFailures).To(HaveExactElements(ContainSubstring(": fencing after"), ContainSubstring(": fencing after")))
+	g.Expect(rep.Final.Quarantined).To(Equal(2))
+	g.Expect(rep.Quarantined).To(Equal(2))
 }
 
 // binDir holds hostfleet-hub and hostfleet-agent, built once for the

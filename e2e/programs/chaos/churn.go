@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"slices"
+	"sync"
 	"time"
 
 	metal3api "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
@@ -21,8 +23,12 @@ type churn struct {
 	o       Options
 	liveISO string
 
-	live                      []string
-	next                      int
+	live []string
+	next int
+	// kept are claims never updated or deleted: those of failed hosts,
+	// whose replacement is watched.
+	mu                        sync.Mutex
+	kept                      map[string]bool
 	created, updated, deleted int
 	// conflicts and failures are writes retried: after a conflict (an
 	// agent or the hub wrote the claim first) or a failure (the outage).
@@ -43,8 +49,11 @@ func (c *churn) run(ctx context.Context) error {
 		case <-tick.C:
 		}
 		var err error
+		c.mu.Lock()
+		live := len(c.live)
+		c.mu.Unlock()
 		switch x := c.rng.Float64(); {
-		case len(c.live) < c.o.Live && (len(c.live) == 0 || x < 0.45):
+		case live < c.o.Live && (live == 0 || x < 0.45):
 			err = c.create(ctx)
 		case x < 0.7:
 			err = c.update(ctx)
@@ -95,17 +104,70 @@ func (c *churn) create(ctx context.Context) error {
 	}); err != nil {
 		return err
 	}
+	c.mu.Lock()
 	c.live = append(c.live, name)
+	c.mu.Unlock()
 	c.created++
 	return nil
 }
 
+// keep makes the churn leave a live claim alone from now on; false if the
+// claim was deleted, or is about to be.
+func (c *churn) keep(name string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !slices.Contains(c.live, name) {
+		return false
+	}
+	if c.kept == nil {
+		c.kept = map[string]bool{}
+	}
+	c.kept[name] = true
+	return true
+}
+
+// drop takes a claim out of the live ones, to be deleted by another than
+// the churn; false if the churn keeps it.
+func (c *churn) drop(name string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.kept[name] {
+		return false
+	}
+	if i := slices.Index(c.live, name); i >= 0 {
+		c.live = append(c.live[:i], c.live[i+1:]...)
+	}
+	return true
+}
+
+// pick is a live claim not kept, at random ("" if none), taken out of the
+// live ones if drop.
+func (c *churn) pick(drop bool) string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var free []int
+	for i, name := range c.live {
+		if !c.kept[name] {
+			free = append(free, i)
+		}
+	}
+	if len(free) == 0 {
+		return ""
+	}
+	i := free[c.rng.IntN(len(free))]
+	name := c.live[i]
+	if drop {
+		c.live = append(c.live[:i], c.live[i+1:]...)
+	}
+	return name
+}
+
 // update flips a claim's power, or reboots it.
 func (c *churn) update(ctx context.Context) error {
-	if len(c.live) == 0 {
+	name := c.pick(false)
+	if name == "" {
 		return nil
 	}
-	name := c.live[c.rng.IntN(len(c.live))]
 	reboot := c.rng.Float64() < 0.2
 	err := c.write(ctx, "update claim "+name, func(ctx context.Context) error {
 		claim := &metal3api.HostClaim{}
@@ -126,12 +188,10 @@ func (c *churn) update(ctx context.Context) error {
 }
 
 func (c *churn) delete(ctx context.Context) error {
-	if len(c.live) == 0 {
+	name := c.pick(true)
+	if name == "" {
 		return nil
 	}
-	i := c.rng.IntN(len(c.live))
-	name := c.live[i]
-	c.live = append(c.live[:i], c.live[i+1:]...)
 	err := c.write(ctx, "delete claim "+name, func(ctx context.Context) error {
 		return c.hub.Delete(ctx, &metal3api.HostClaim{ObjectMeta: metav1.ObjectMeta{Namespace: tenantNS, Name: name}})
 	})

@@ -72,6 +72,7 @@ type fleet struct {
 	f      *planes.Fleet
 	bin    string
 	infras []string
+	bmcs   []*redfish.BMC
 	// grace is the agents' --orphan-grace (30 s when zero).
 	grace time.Duration
 	ctx   context.Context

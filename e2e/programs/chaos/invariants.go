@@ -20,7 +20,8 @@ import (
 // Check is what the API servers say at one moment.
 type Check struct {
 	Claims, Bound, Waiting, Deleting int
-	Hosts, Held, Free                int
+	// Quarantined hosts are neither held nor free.
+	Hosts, Held, Free, Quarantined int
 	// Unsettled counts live claims not at rest: bound and not Ready (a
 	// power change or provisioning under way), or without a host and not
 	// saying why (Ready, or before placement Scheduled, False with a
@@ -40,8 +41,8 @@ func (c Check) Converged() bool {
 }
 
 func (c Check) String() string {
-	s := fmt.Sprintf("%d claims (%d bound and Ready, %d waiting for a host, %d being deleted, %d settling), %d hosts (%d held, %d free), %d violations",
-		c.Claims, c.Bound, c.Waiting, c.Deleting, c.Unsettled, c.Hosts, c.Held, c.Free, len(c.Violations)+len(c.Repeats))
+	s := fmt.Sprintf("%d claims (%d bound and Ready, %d waiting for a host, %d being deleted, %d settling), %d hosts (%d held, %d free, %d quarantined), %d violations",
+		c.Claims, c.Bound, c.Waiting, c.Deleting, c.Unsettled, c.Hosts, c.Held, c.Free, c.Quarantined, len(c.Violations)+len(c.Repeats))
 	if v := append(c.Violations, c.Repeats...); len(v) > 0 {
 		s += ": " + strings.Join(v[:min(len(v), 5)], "; ")
 	}
@@ -57,8 +58,8 @@ func (c Check) String() string {
 //   - no secret copy or HardwareData copy outlives its claim;
 //   - every live claim is Ready or says why not;
 //
-// and, from the BMCs (host-N's is bmcs[N]), that no free host is powered on
-// and no BMC got a power command twice.
+// and, from the BMCs (host-N's is bmcs[N]), that no free or quarantined
+// host is powered on and no BMC got a power command twice.
 func check(ctx context.Context, f *planes.Fleet, infras []string, bmcs []*redfish.BMC) (Check, error) {
 	clusters := map[string]client.Client{}
 	for _, name := range infras {
@@ -74,8 +75,12 @@ func check(ctx context.Context, f *planes.Fleet, infras []string, bmcs []*redfis
 			continue
 		}
 		plane, _, _ := strings.Cut(key, "/")
-		if power := bmcs[n].Power(); free(h) && power != "Off" {
+		_, quarantined := h.Annotations[hostfleetv1alpha1.AnnotationQuarantined]
+		switch power := bmcs[n].Power(); {
+		case free(h) && power != "Off":
 			k.violate("host %s/%s is free while its BMC has it %s", plane, h.Name, power)
+		case quarantined && power != "Off":
+			k.violate("host %s/%s is quarantined while its BMC has it %s", plane, h.Name, power)
 		}
 		for _, r := range bmcs[n].Repeats() {
 			k.Repeats = append(k.Repeats, fmt.Sprintf("host %s/%s: %s", plane, h.Name, r))
@@ -86,7 +91,8 @@ func check(ctx context.Context, f *planes.Fleet, infras []string, bmcs []*redfis
 
 // free: the host is available to a new claim.
 func free(h *metal3api.BareMetalHost) bool {
-	return h.Spec.ConsumerRef == nil && h.Status.Provisioning.State == metal3api.StateAvailable && h.Status.ErrorType == ""
+	_, quarantined := h.Annotations[hostfleetv1alpha1.AnnotationQuarantined]
+	return h.Spec.ConsumerRef == nil && h.Status.Provisioning.State == metal3api.StateAvailable && h.Status.ErrorType == "" && !quarantined
 }
 
 // Invariants checks what check does on any fleet: the hub's claims in a
@@ -160,6 +166,9 @@ func (k *checker) violate(format string, a ...any) {
 func (k *checker) host(plane string, h *metal3api.BareMetalHost) {
 	k.hosts[plane+"/"+h.Namespace+"/"+h.Name] = h
 	k.Hosts++
+	if _, ok := h.Annotations[hostfleetv1alpha1.AnnotationQuarantined]; ok {
+		k.Quarantined++
+	}
 	ref := h.Spec.ConsumerRef
 	if ref == nil {
 		if free(h) {

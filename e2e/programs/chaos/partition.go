@@ -72,14 +72,14 @@ func planPartitions(n int, infras []string, span, hold time.Duration, r *rand.Ra
 
 // partitions makes the planned partitions, each held for hold, and returns
 // once every one healed.
-func partitions(ctx context.Context, fl *fleet, hub client.Client, plan []partition, hold time.Duration, rep *Report, say func(string, ...any)) {
+func partitions(ctx context.Context, fl *fleet, ch *churn, plan []partition, hold time.Duration, rep *Report, say func(string, ...any)) {
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	for _, p := range plan {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			healed, line := fl.partition(ctx, hub, p, hold)
+			healed, line := fl.partition(ctx, ch, p, hold)
 			if line == "" {
 				return
 			}
@@ -98,7 +98,8 @@ func partitions(ctx context.Context, fl *fleet, hub client.Client, plan []partit
 // partition cuts p.agent from one API server at p.at for hold, then heals
 // it; it says what it did, and when it healed. A mid-release partition
 // deletes a claim bound on the agent's cluster first.
-func (fl *fleet) partition(ctx context.Context, hub client.Client, p partition, hold time.Duration) (time.Time, string) {
+func (fl *fleet) partition(ctx context.Context, ch *churn, p partition, hold time.Duration) (time.Time, string) {
+	hub := ch.hub
 	if !sleep(ctx, p.at) {
 		return time.Time{}, ""
 	}
@@ -111,7 +112,7 @@ func (fl *fleet) partition(ctx context.Context, hub client.Client, p partition, 
 	defer mu.Unlock()
 	released := ""
 	if p.kind == cutMidRelease {
-		if released = release(ctx, hub, p.agent); released == "" {
+		if released = release(ctx, ch, p.agent); released == "" {
 			return time.Time{}, fmt.Sprintf("the agent on %s not cut %s: no claim bound there for a minute", p.agent, p.kind)
 		}
 		sleep(ctx, 100*time.Millisecond) // the agent begins the release
@@ -126,15 +127,17 @@ func (fl *fleet) partition(ctx context.Context, hub client.Client, p partition, 
 	return time.Now(), fmt.Sprintf("the agent on %s cut %s%s for %s; at the heal, %s", p.agent, p.kind, released, hold, deleting)
 }
 
-// release deletes a claim bound on cluster, as its tenant would, and names
-// it; it waits up to a minute for one.
-func release(ctx context.Context, hub client.Client, cluster string) string {
+// release deletes a claim bound on cluster that the churn lets go of (not
+// one it keeps), as its tenant would, and names it; it waits up to a minute
+// for one.
+func release(ctx context.Context, ch *churn, cluster string) string {
+	hub := ch.hub
 	for range 300 {
 		var claims metal3api.HostClaimList
 		if err := hub.List(ctx, &claims, client.InNamespace(tenantNS), client.MatchingLabels{hostfleetv1alpha1.LabelCluster: cluster}); err == nil {
 			for i := range claims.Items {
 				c := &claims.Items[i]
-				if c.DeletionTimestamp == nil && c.Status.BareMetalHost != nil && hub.Delete(ctx, c) == nil {
+				if c.DeletionTimestamp == nil && c.Status.BareMetalHost != nil && ch.drop(c.Name) && hub.Delete(ctx, c) == nil {
 					return c.Name + " deleted"
 				}
 			}

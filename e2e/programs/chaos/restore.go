@@ -13,8 +13,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -211,7 +209,7 @@ func (r *restoreRun) change(ctx context.Context) error {
 // in Default mode), restores the plane's etcd; the process starts again.
 func (r *restoreRun) restore(ctx context.Context) error {
 	var err error
-	if r.hosts, err = watchHosts(ctx, r.f.Plane("infra-1").Config); err != nil {
+	if r.hosts, err = watchHosts(ctx, "infra-1", r.f.Plane("infra-1").Config, power(r.bmcs)); err != nil {
 		return err
 	}
 	process, what := r.o.Plane, "hostfleet-hub"
@@ -356,71 +354,6 @@ func truthful(ctx context.Context, hub, infra client.Client) (bool, error) {
 		}
 	}
 	return true, nil
-}
-
-// hostWatch follows every change of the hosts and records a host seen
-// passing from one claim straight to another. A watch that ends (as one
-// does when etcd is restored) lists again, and judges from there.
-type hostWatch struct {
-	cancel context.CancelFunc
-	done   chan struct{}
-	found  []string
-}
-
-func watchHosts(ctx context.Context, cfg *rest.Config) (*hostWatch, error) {
-	c, err := client.NewWithWatch(cfg, client.Options{Scheme: planes.Scheme()})
-	if err != nil {
-		return nil, err
-	}
-	ctx, cancel := context.WithCancel(ctx)
-	w := &hostWatch{cancel: cancel, done: make(chan struct{})}
-	go func() {
-		defer close(w.done)
-		for ctx.Err() == nil {
-			w.follow(ctx, c)
-		}
-	}()
-	return w, nil
-}
-
-// follow lists the hosts and follows their changes until the watch ends.
-func (w *hostWatch) follow(ctx context.Context, c client.WithWatch) {
-	var list metal3api.BareMetalHostList
-	if err := c.List(ctx, &list, client.InNamespace("hosts")); err != nil {
-		time.Sleep(250 * time.Millisecond)
-		return
-	}
-	holder := map[string]string{}
-	for _, h := range list.Items {
-		holder[h.Name] = h.Annotations[hostfleetv1alpha1.AnnotationClaimUID]
-	}
-	wi, err := c.Watch(ctx, &metal3api.BareMetalHostList{}, client.InNamespace("hosts"), &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: list.ResourceVersion}})
-	if err != nil {
-		return
-	}
-	defer wi.Stop()
-	for e := range wi.ResultChan() {
-		h, ok := e.Object.(*metal3api.BareMetalHost)
-		if !ok || e.Type == watch.Error {
-			return
-		}
-		uid := h.Annotations[hostfleetv1alpha1.AnnotationClaimUID]
-		if e.Type == watch.Deleted {
-			uid = ""
-		}
-		if prev := holder[h.Name]; prev != "" && uid != "" && prev != uid {
-			w.found = append(w.found, fmt.Sprintf("%s passed from claim %s to claim %s at resourceVersion %s", h.Name, prev, uid, h.ResourceVersion))
-		}
-		holder[h.Name] = uid
-	}
-}
-
-// stop ends the watch and returns the handovers it saw; it may be called
-// again.
-func (w *hostWatch) stop() []string {
-	w.cancel()
-	<-w.done
-	return slices.Clone(w.found)
 }
 
 // usage waits until every interval infra-1 reports after the restore is

@@ -32,6 +32,8 @@ func main() {
 	flag.DurationVar(&o.Outage, "outage", 2*time.Minute, "how long the hub's API server is stopped, once")
 	flag.IntVar(&o.Partitions, "partitions", 3, "times an agent is cut from an API server (the hub's, its plane's, its plane's mid-release, in turn)")
 	flag.DurationVar(&o.PartitionFor, "partition-for", 2*time.Minute, "how long each partition lasts")
+	flag.IntVar(&o.HostFailures, "host-failures", 6, "bound hosts whose BMC fails (HTTP 500), one after another, under a tenant that replaces failed hosts")
+	flag.DurationVar(&o.FailFor, "fail-for", 3*time.Minute, "how long a failed BMC stays failed at most: until its host's claim says Fencing")
 	flag.DurationVar(&o.Converge, "converge", 15*time.Minute, "how long the fleet may take to settle after the churn")
 	flag.Parse()
 	ctrl.SetLogger(logr.Discard())
@@ -55,6 +57,10 @@ func main() {
 		for _, p := range rep.Partitions {
 			fmt.Printf("partition: %s\n", p)
 		}
+		for _, h := range rep.HostFailures {
+			fmt.Printf("host failure: %s\n", h)
+		}
+		fmt.Printf("hosts quarantined: %d; claims bound to another host after one: %d\n", rep.Quarantined, rep.Rebound)
 		fmt.Printf("processes that exited by themselves (started again): %d\n", len(rep.Exits))
 		fmt.Printf("converged %s after the churn, the kills, the outage and the partitions ended, %s after the last heal; final: %s\n",
 			rep.Converged.Round(100*time.Millisecond), rep.SinceHeal.Round(100*time.Millisecond), rep.Final)

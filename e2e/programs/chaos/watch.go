@@ -1,0 +1,200 @@
+package chaos
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	metal3api "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/hostfleet/hostfleet/e2e/emulators/redfish"
+	"github.com/hostfleet/hostfleet/e2e/harness/planes"
+	"github.com/hostfleet/hostfleet/hub/api/healing"
+	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
+)
+
+// hostWatch follows every change of one plane's hosts, in the order its
+// etcd wrote them, and records what no moment may show:
+//   - a host passing from one claim straight to another;
+//   - a claim held by two hosts;
+//   - a host quarantined unfenced, or while its BMC has it on;
+//   - a claim bound to another host while the host quarantined for it is
+//     on.
+//
+// A watch that ends (as one does when etcd is restored) lists again, and
+// judges from there.
+type hostWatch struct {
+	plane  string
+	cancel context.CancelFunc
+	done   chan struct{}
+	// following is closed once the first watch follows the hosts: every
+	// change after it is seen.
+	following chan struct{}
+	once      sync.Once
+	// power, if set, is a host's power as its BMC has it now ("" for a
+	// host without an emulated BMC).
+	power func(host string) string
+
+	mu    sync.Mutex
+	found []string
+	seen  map[string]bool
+	// quarantined and rebound count the quarantines seen, and the claims
+	// seen bound to another host after one.
+	quarantined, rebound int
+}
+
+func watchHosts(ctx context.Context, plane string, cfg *rest.Config, power func(host string) string) (*hostWatch, error) {
+	c, err := client.NewWithWatch(cfg, client.Options{Scheme: planes.Scheme()})
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	w := &hostWatch{plane: plane, cancel: cancel, done: make(chan struct{}), following: make(chan struct{}), power: power, seen: map[string]bool{}}
+	go func() {
+		defer close(w.done)
+		for ctx.Err() == nil {
+			w.follow(ctx, c)
+		}
+	}()
+	return w, nil
+}
+
+// follow lists the hosts and follows their changes until the watch ends.
+func (w *hostWatch) follow(ctx context.Context, c client.WithWatch) {
+	var list metal3api.BareMetalHostList
+	if err := c.List(ctx, &list, client.InNamespace("hosts")); err != nil {
+		time.Sleep(250 * time.Millisecond)
+		return
+	}
+	hosts := map[string]*metal3api.BareMetalHost{}
+	for i := range list.Items {
+		hosts[list.Items[i].Name] = &list.Items[i]
+	}
+	wi, err := c.Watch(ctx, &metal3api.BareMetalHostList{}, client.InNamespace("hosts"), &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: list.ResourceVersion}})
+	if err != nil {
+		return
+	}
+	defer wi.Stop()
+	w.once.Do(func() { close(w.following) })
+	for {
+		var e watch.Event
+		select {
+		case <-ctx.Done():
+			return
+		case e = <-wi.ResultChan():
+		}
+		h, ok := e.Object.(*metal3api.BareMetalHost)
+		if !ok || e.Type == watch.Error {
+			return
+		}
+		if e.Type == watch.Deleted {
+			delete(hosts, h.Name)
+			continue
+		}
+		w.judge(hosts, hosts[h.Name], h)
+		hosts[h.Name] = h
+	}
+}
+
+// holder is the UID of the claim a host holds, if any.
+func holder(h *metal3api.BareMetalHost) string {
+	if h == nil {
+		return ""
+	}
+	return h.Annotations[hostfleetv1alpha1.AnnotationClaimUID]
+}
+
+// judge records what the change of a host from prev (nil: not seen yet)
+// to h breaks, with hosts the plane's other hosts as last seen.
+func (w *hostWatch) judge(hosts map[string]*metal3api.BareMetalHost, prev, h *metal3api.BareMetalHost) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	was, uid := holder(prev), holder(h)
+	if was != "" && uid != "" && was != uid {
+		w.find("%s passed from claim %s to claim %s at resourceVersion %s", h.Name, was, uid, h.ResourceVersion)
+	}
+	_, wasQuarantined, _ := healing.QuarantineOf(prevAnnotations(prev))
+	if q, ok, _ := healing.QuarantineOf(h.Annotations); ok && !wasQuarantined {
+		w.quarantined++
+		if !q.Fenced {
+			w.find("%s/%s quarantined for claim %s without being fenced", w.plane, h.Name, q.Claim)
+		}
+		if p := w.powerOf(h.Name); p != "" && p != "Off" {
+			w.find("%s/%s quarantined for claim %s while its BMC has it %s", w.plane, h.Name, q.Claim, p)
+		}
+	}
+	if uid == "" || uid == was {
+		return
+	}
+	for name, o := range hosts {
+		if name == h.Name {
+			continue
+		}
+		if holder(o) == uid {
+			w.find("claim %s held by %s/%s and %s/%s at resourceVersion %s", uid, w.plane, name, w.plane, h.Name, h.ResourceVersion)
+		}
+		if q, ok, _ := healing.QuarantineOf(o.Annotations); ok && q.ClaimUID == uid {
+			w.rebound++
+			if p := w.powerOf(name); p != "" && p != "Off" {
+				w.find("claim %s bound to %s/%s while %s, quarantined for it, is %s", q.Claim, w.plane, h.Name, name, p)
+			}
+		}
+	}
+}
+
+func prevAnnotations(h *metal3api.BareMetalHost) map[string]string {
+	if h == nil {
+		return nil
+	}
+	return h.Annotations
+}
+
+func (w *hostWatch) powerOf(host string) string {
+	if w.power == nil {
+		return ""
+	}
+	return w.power(host)
+}
+
+// find records a finding once. The caller holds w.mu.
+func (w *hostWatch) find(format string, a ...any) {
+	f := fmt.Sprintf(format, a...)
+	if !w.seen[f] {
+		w.seen[f] = true
+		w.found = append(w.found, f)
+	}
+}
+
+// counts are the quarantines seen, and the claims bound again after one.
+func (w *hostWatch) counts() (quarantined, rebound int) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.quarantined, w.rebound
+}
+
+// stop ends the watch and returns what it found; it may be called again.
+func (w *hostWatch) stop() []string {
+	w.cancel()
+	<-w.done
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return slices.Clone(w.found)
+}
+
+// power is each host's power as its emulated BMC has it (host-N's is
+// bmcs[N]), "" for another host.
+func power(bmcs []*redfish.BMC) func(host string) string {
+	return func(host string) string {
+		var n int
+		if _, err := fmt.Sscanf(host, "host-%d", &n); err != nil || n >= len(bmcs) {
+			return ""
+		}
+		return bmcs[n].Power()
+	}
+}
