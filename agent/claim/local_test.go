@@ -200,3 +200,36 @@ func TestLocalClaimsBesideAnotherController(t *testing.T) {
 		g.Expect(mine.Finalizers).To(ContainElement(hostfleetv1alpha1.AgentFinalizer), "the agent still serves its claim")
 	}).WithTimeout(5 * time.Second).Should(Succeed())
 }
+
+// TestLocalClaimHealth: a local claim (a forwarded one arrives the same
+// way) is judged as a hub claim is: its failed host is reported on the
+// claim's own HostHealthy, which the forwarder mirrors to the hub claim. A
+// local claim has no tenant: its hostfleet.io/healing is bounded by the
+// defaults (a grace of at least 5 m, never unfenced), and one overstepping
+// them is ignored and said so.
+func TestLocalClaimHealth(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	s := newScene(t, g, false, "h0")
+	mustCreate(t, s.infra, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "tenant-local"}})
+	startAgent(t, s.f, "infra-1", 2, func(o *app.Options) { o.LocalClaims, o.LocalClaimNamespaces = true, []string{"tenant-local"} })
+	local := &metal3api.HostClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant-local", Name: "fwd",
+		Annotations: map[string]string{hostfleetv1alpha1.AnnotationHealing: "Replace,grace=1m"}}}
+	mustCreate(t, s.infra, local)
+	g.Eventually(func(g Gomega) {
+		g.Expect(s.infra.Get(ctx, client.ObjectKeyFromObject(local), local)).To(Succeed())
+		g.Expect(local.Status.BareMetalHost).NotTo(BeNil())
+	}).WithTimeout(30 * time.Second).Should(Succeed())
+	hostStatus(g, s.infra, "h0", powerFault)
+	g.Eventually(func(g Gomega) {
+		g.Expect(s.infra.Get(ctx, client.ObjectKeyFromObject(local), local)).To(Succeed())
+		hc := condition(local, hostfleetv1alpha1.ConditionHostHealthy)
+		g.Expect(hc.Status).To(Equal(metav1.ConditionFalse))
+		g.Expect(hc.Reason).To(Equal(hostfleetv1alpha1.ReasonHostFailed), "the defaults: Notify")
+		g.Expect(hc.Message).To(ContainSubstring("host hosts/h0 reports power management error"))
+		g.Expect(hc.Message).To(ContainSubstring("asks a grace of 1m0s, shorter than the tenant's 5m0s"))
+	}).WithTimeout(30 * time.Second).Should(Succeed())
+	h := &metal3api.BareMetalHost{}
+	g.Expect(s.infra.Get(ctx, client.ObjectKey{Namespace: hostsNS, Name: "h0"}, h)).To(Succeed())
+	g.Expect(h.Spec.ConsumerRef).NotTo(BeNil(), "reported only: not fenced, not released")
+}

@@ -184,7 +184,7 @@ func (r *Reconciler) forward(ctx context.Context, c *metal3api.HostClaim, cluste
 		}
 		secrets[role] = s
 	}
-	w, err := Render(Input{Claim: c, Cluster: cluster, Tenant: t.Name, Erase: t.Spec.Erase, Secrets: secrets, RebootRequest: request, Agent: agent})
+	w, err := Render(Input{Claim: c, Cluster: cluster, Tenant: t.Name, Erase: t.Spec.Erase, Healing: t.Spec.Healing, Secrets: secrets, RebootRequest: request, Agent: agent})
 	if refused := (*Refused)(nil); errors.As(err, &refused) {
 		return existing, refused, nil
 	} else if err != nil {

@@ -13,15 +13,16 @@ import (
 )
 
 // MirroredConditions are the target claim's conditions copied to the hub
-// claim: the Hostfleet agent writes all of them; upstream
-// baremetal-operator's HostClaim controller writes Associated and
-// Synchronized only.
+// claim: the Hostfleet agent writes all of them (HostHealthy once it judged
+// the host); upstream baremetal-operator's HostClaim controller writes
+// Associated and Synchronized only.
 var MirroredConditions = []string{
 	hostfleetv1alpha1.ConditionAssociated,
 	hostfleetv1alpha1.ConditionSynchronized,
 	hostfleetv1alpha1.ConditionProvisioned,
 	hostfleetv1alpha1.ConditionAvailableForProvisioning,
 	hostfleetv1alpha1.ConditionReady,
+	hostfleetv1alpha1.ConditionHostHealthy,
 }
 
 // Names of the scalar feedback values besides the conditions'

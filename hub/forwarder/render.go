@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/hostfleet/hostfleet/hub/api/erase"
+	"github.com/hostfleet/hostfleet/hub/api/healing"
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
 	"github.com/hostfleet/hostfleet/internal/permissions"
 )
@@ -41,6 +42,9 @@ type Input struct {
 	// own if it asks more) for the target's agent.
 	Tenant string
 	Erase  hostfleetv1alpha1.EraseMode
+	// Healing is its spec.healing: the claim's hostfleet.io/healing is
+	// forwarded only within its bounds.
+	Healing *hostfleetv1alpha1.Healing
 	// Secrets are the secrets the claim references, by role; every
 	// reference the claim has must be here.
 	Secrets map[string]*corev1.Secret
@@ -105,7 +109,7 @@ func Render(in Input) (*workv1.ManifestWork, error) {
 	target := &metal3api.HostClaim{
 		TypeMeta: metav1.TypeMeta{APIVersion: metal3api.GroupVersion.String(), Kind: "HostClaim"},
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: c.Name, Labels: targetLabels(c.Labels),
-			Annotations: targetAnnotations(c, in.RebootRequest, in.Erase)},
+			Annotations: targetAnnotations(c, in)},
 		Spec: *c.Spec.DeepCopy(),
 	}
 	secrets, copies, err := secretCopies(in, target)
@@ -254,11 +258,12 @@ func targetLabels(in map[string]string) map[string]string {
 
 // targetAnnotations carry the reboot requests, detach and pause (metal3's),
 // the erase its tenant and the claim ask,
-// the host classes the claim is kept off, the taints it tolerates and the
-// hardware it asks (which the target's agent honours) and where the claim
-// came from; the claim's other annotations,
+// the host classes the claim is kept off, the taints it tolerates, the
+// hardware and the healing it asks (which the target's agent honours; the
+// healing only within the tenant's bounds, and there as a local claim's)
+// and where the claim came from; the claim's other annotations,
 // its lease among them (only the hub ends it), stay on the hub.
-func targetAnnotations(c *metal3api.HostClaim, rebootRequest string, tenantErase hostfleetv1alpha1.EraseMode) map[string]string {
+func targetAnnotations(c *metal3api.HostClaim, in Input) map[string]string {
 	out := map[string]string{
 		hostfleetv1alpha1.AnnotationSourceClaim:    c.Namespace + "/" + c.Name,
 		hostfleetv1alpha1.AnnotationSourceClaimUID: string(c.UID),
@@ -269,12 +274,17 @@ func targetAnnotations(c *metal3api.HostClaim, rebootRequest string, tenantErase
 			out[k] = v
 		}
 	}
-	if e := erase.Max(tenantErase, erase.Of(c.Annotations)); erase.Level(e) > 0 {
+	if v, ok := c.Annotations[hostfleetv1alpha1.AnnotationHealing]; ok {
+		if _, err := healing.Effective(in.Healing, c.Annotations); err == nil {
+			out[hostfleetv1alpha1.AnnotationHealing] = v
+		}
+	}
+	if e := erase.Max(in.Erase, erase.Of(c.Annotations)); erase.Level(e) > 0 {
 		out[hostfleetv1alpha1.AnnotationErase] = string(e)
 	}
-	if v, ok := c.Annotations[metal3api.RebootAnnotationPrefix]; ok && rebootRequest != "" {
+	if v, ok := c.Annotations[metal3api.RebootAnnotationPrefix]; ok && in.RebootRequest != "" {
 		out[metal3api.RebootAnnotationPrefix] = v
-		out[hostfleetv1alpha1.AnnotationRebootRequest] = rebootRequest
+		out[hostfleetv1alpha1.AnnotationRebootRequest] = in.RebootRequest
 	}
 	return out
 }

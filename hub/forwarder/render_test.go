@@ -82,8 +82,9 @@ func TestRender(t *testing.T) {
 	g.Expect(target.Spec.PoweredOn).To(BeTrue())
 
 	g.Expect(w.Spec.ManifestConfigs[0].UpdateStrategy.ServerSideApply.FieldManager).To(HavePrefix("work-agent"))
-	g.Expect(w.Spec.ManifestConfigs[0].FeedbackRules[0].JsonPaths).To(ContainElement(
-		workv1.JsonPath{Name: "Ready.status", Path: `.status.conditions[?(@.type=="Ready")].status`}))
+	g.Expect(w.Spec.ManifestConfigs[0].FeedbackRules[0].JsonPaths).To(ContainElements(
+		workv1.JsonPath{Name: "Ready.status", Path: `.status.conditions[?(@.type=="Ready")].status`},
+		workv1.JsonPath{Name: "HostHealthy.message", Path: `.status.conditions[?(@.type=="HostHealthy")].message`}))
 	g.Expect(w.Spec.DeleteOption.SelectivelyOrphan.OrphaningRules).To(ConsistOf(workv1.OrphaningRule{Resource: "namespaces", Name: "hf-tenant-a"}))
 
 	t.Run("with the agent on the cluster: a Role lets its ServiceAccount read the copies, by name, and nothing else", func(t *testing.T) {
@@ -108,7 +109,7 @@ func TestRender(t *testing.T) {
 		target := decode[metal3api.HostClaim](g, w.Spec.Workload.Manifests[3])
 		g.Expect(target.Annotations).NotTo(HaveKey(metal3api.RebootAnnotationPrefix))
 	})
-	t.Run("the tenant's erase, or the claim's when it asks more, its tolerations and its hardware flow to the target", func(t *testing.T) {
+	t.Run("the tenant's erase, or the claim's when it asks more, its tolerations, its hardware and its healing flow to the target", func(t *testing.T) {
 		g := NewWithT(t)
 		for _, tc := range []struct {
 			tenant hostfleetv1alpha1.EraseMode
@@ -118,6 +119,7 @@ func TestRender(t *testing.T) {
 			c := claim()
 			c.Annotations[hostfleetv1alpha1.AnnotationTolerations] = "gpu"
 			c.Annotations[hostfleetv1alpha1.AnnotationHardware] = "host.gpus.size() > 0"
+			c.Annotations[hostfleetv1alpha1.AnnotationHealing] = "Replace,grace=10m"
 			if tc.claim != "" {
 				c.Annotations[hostfleetv1alpha1.AnnotationErase] = tc.claim
 			}
@@ -126,6 +128,12 @@ func TestRender(t *testing.T) {
 			target := decode[metal3api.HostClaim](g, w.Spec.Workload.Manifests[3])
 			g.Expect(target.Annotations).To(HaveKeyWithValue(hostfleetv1alpha1.AnnotationTolerations, "gpu"))
 			g.Expect(target.Annotations).To(HaveKeyWithValue(hostfleetv1alpha1.AnnotationHardware, "host.gpus.size() > 0"))
+			g.Expect(target.Annotations).To(HaveKeyWithValue(hostfleetv1alpha1.AnnotationHealing, "Replace,grace=10m"))
+			c.Annotations[hostfleetv1alpha1.AnnotationHealing] = "Replace,unfenced"
+			w, err = Render(Input{Claim: c, Cluster: "c1", Tenant: "a", Erase: tc.tenant, Secrets: secrets})
+			g.Expect(err).NotTo(HaveOccurred())
+			target = decode[metal3api.HostClaim](g, w.Spec.Workload.Manifests[3])
+			g.Expect(target.Annotations).NotTo(HaveKey(hostfleetv1alpha1.AnnotationHealing), "unfenced, which the tenant does not allow: not forwarded")
 			if tc.want == "" {
 				g.Expect(target.Annotations).NotTo(HaveKey(hostfleetv1alpha1.AnnotationErase))
 				continue

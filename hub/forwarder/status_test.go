@@ -141,6 +141,18 @@ func TestSetStatus(t *testing.T) {
 		g.Expect(a.Reason).To(Equal("BareMetalHostAssociated"))
 		s := meta.FindStatusCondition(c.Status.Conditions, hostfleetv1alpha1.ConditionSynchronized)
 		g.Expect(s).To(BeNil(), "absent from the target, absent here")
+		g.Expect(meta.FindStatusCondition(c.Status.Conditions, hostfleetv1alpha1.ConditionHostHealthy)).To(BeNil())
+	})
+	t.Run("the target's host health, as its agent judged it", func(t *testing.T) {
+		g := NewWithT(t)
+		c := claim()
+		SetStatus(c, State{Cluster: "c1", Work: work(true, merge(bound, map[string]any{"HostHealthy.status": "False", "HostHealthy.reason": "Fencing",
+			"HostHealthy.message": "host hosts/h0 reports power management error; powering it off"})), ClusterAvailable: true})
+		h := meta.FindStatusCondition(c.Status.Conditions, hostfleetv1alpha1.ConditionHostHealthy)
+		g.Expect(h).NotTo(BeNil())
+		g.Expect(h.Status).To(Equal(metav1.ConditionFalse))
+		g.Expect(h.Reason).To(Equal(hostfleetv1alpha1.ReasonFencing))
+		g.Expect(h.Message).To(ContainSubstring("powering it off"))
 	})
 }
 

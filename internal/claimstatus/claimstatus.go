@@ -130,7 +130,7 @@ func init() {
 	}
 	row(Condition(hostfleetv1alpha1.ConditionReady), Scheduler, Agent, Forwarder, Agent, BaremetalOperator)
 	row(Condition(hostfleetv1alpha1.ConditionPaused), "", Agent, Forwarder, Agent, Agent)
-	row(Condition(hostfleetv1alpha1.ConditionHostHealthy), "", Agent, "", Agent, Agent)
+	row(Condition(hostfleetv1alpha1.ConditionHostHealthy), "", Agent, Forwarder, Agent, Agent)
 	row(Condition(hostfleetv1alpha1.ConditionLeaseExpiring), Lease, Lease, Lease, "", "")
 	row(Condition(hostfleetv1alpha1.ConditionMaintenanceRequested), "", Maintenance, Maintenance, "", "")
 	row(Condition(hostfleetv1alpha1.ConditionNodeLabelsSynced), WorkloadAgent, WorkloadAgent, WorkloadAgent, "", "")
