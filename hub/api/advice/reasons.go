@@ -75,7 +75,7 @@ var Sections = []Section{
 		Reasons: []Reason{
 			{Reason: "Healthy", Cause: "no error on the host", Fix: "nothing"},
 			{Reason: "Degraded", Cause: "an error that does not stop the host serving; never replaced", Fix: "fix what the message names"},
-			{Reason: "HostFailed", Cause: "its BMC fails; policy `Notify`, or within the grace", Fix: "`Notify`: delete the claim, or set `hostfleet.io/healing: Replace`"},
+			{Reason: "HostFailed", Cause: "its BMC fails or reports it Critical; `Notify`, or within the grace", Fix: "`Notify`: delete the claim, or set `hostfleet.io/healing: Replace`"},
 			{Reason: "Fencing", Cause: "the failed host is powered off first", Fix: "wait (`--fence-timeout`)"},
 			{Reason: "FenceUnconfirmed", Cause: "the BMC did not confirm it off: not replaced", Fix: "fix the BMC or power it off by hand"},
 			{Reason: "ReplacementPaused", Cause: "the breaker: many hosts failed at once", Fix: "fix the common cause"},
@@ -83,7 +83,7 @@ var Sections = []Section{
 			{Reason: "ReplacingHost", Cause: "(also on Ready) another host takes its place", Fix: "wait"},
 			{Reason: "InvalidHealingPolicy", Cause: "`hostfleet.io/healing` oversteps the tenant's bounds", Fix: "fix it as the message says"},
 			{Reason: "HealthCritical", Cause: "(the driven host's `HardwareHealthy`) its BMC reports it Critical: failed", Fix: "repair it"},
-			{Reason: "HealthWarning", Cause: "(the same) a Warning: degraded", Fix: "repair it"},
+			{Reason: "HealthWarning", Cause: "(the same) Warning: degraded", Fix: "repair it"},
 			{Reason: "HealthOK", Cause: "(the same) no fault", Fix: "nothing"},
 		}},
 	{Title: "Forwarded (remote claims, `hostfleet.io/kind=remote`)", Condition: "Forwarded",
