@@ -30,7 +30,7 @@ func TestChaos(t *testing.T) {
 	var out strings.Builder
 	rep, err := chaos.Run(context.Background(), chaos.Options{Bin: bin, Dir: t.TempDir(), Out: &out, Seed: 1,
 		Planes: 2, Hosts: 16, Claims: 60, Rate: 10, Kills: 4, Outage: 15 * time.Second, Partitions: 3, PartitionFor: 10 * time.Second,
-		HostFailures: 2, FailFor: 90 * time.Second, Converge: 4 * time.Minute})
+		HostFailures: 2, FailFor: 2 * time.Minute, Converge: 4 * time.Minute})
 	t.Log("\n" + out.String())
 	g.Expect(err).NotTo(HaveOccurred())
 	t.Logf("created %d, updated %d, deleted %d, writes retried after %d conflicts and %d failures, kills %v, exits %v, host failures %v, %d claims bound again after a quarantine, converged in %s: %s",
