@@ -60,9 +60,9 @@ func failures(ctx context.Context, f *planes.Fleet, infras []string, bmcs []*red
 	}
 }
 
-// pickBound picks, at random, a provisioned host of a plane that holds a
-// live claim, is not quarantined and has no error; the churn keeps its
-// claim.
+// pickBound picks, at random, a host of a plane that holds a live claim
+// (provisioned, or bound without an image), is not quarantined and has no
+// error; the churn keeps its claim.
 func pickBound(ctx context.Context, c client.Client, ch *churn, r *rand.Rand) *metal3api.BareMetalHost {
 	hosts, err := listHosts(ctx, c)
 	if err != nil {
@@ -71,7 +71,8 @@ func pickBound(ctx context.Context, c client.Client, ch *churn, r *rand.Rand) *m
 	var all []metal3api.BareMetalHost
 	for _, h := range hosts {
 		_, quarantined, _ := healing.QuarantineOf(h.Annotations)
-		if h.Spec.ConsumerRef != nil && h.Status.Provisioning.State == metal3api.StateProvisioned && h.Status.ErrorType == "" && !quarantined {
+		settled := h.Status.Provisioning.State == metal3api.StateProvisioned || h.Status.Provisioning.State == metal3api.StateAvailable // bound without an image
+		if h.Spec.ConsumerRef != nil && settled && h.Status.ErrorType == "" && !quarantined {
 			all = append(all, h)
 		}
 	}

@@ -20,6 +20,10 @@ import (
 // Check is what the API servers say at one moment.
 type Check struct {
 	Claims, Bound, Waiting, Deleting int
+	// Staying are claims whose host was replaced, waiting on their
+	// cluster for another (the hub does not move them), while no host is
+	// free there.
+	Staying int
 	// Quarantined hosts are neither held nor free.
 	Hosts, Held, Free, Quarantined int
 	// Unsettled counts live claims not at rest: bound and not Ready (a
@@ -35,14 +39,15 @@ type Check struct {
 }
 
 // Converged: no invariant broken, nothing being deleted or settling, and
-// no claim waiting while a host is free.
+// no claim waiting while a host is free (a claim whose host was replaced:
+// free on its cluster, which the hub does not move it from).
 func (c Check) Converged() bool {
 	return len(c.Violations) == 0 && len(c.Repeats) == 0 && c.Deleting == 0 && c.Unsettled == 0 && (c.Waiting == 0 || c.Free == 0)
 }
 
 func (c Check) String() string {
-	s := fmt.Sprintf("%d claims (%d bound and Ready, %d waiting for a host, %d being deleted, %d settling), %d hosts (%d held, %d free, %d quarantined), %d violations",
-		c.Claims, c.Bound, c.Waiting, c.Deleting, c.Unsettled, c.Hosts, c.Held, c.Free, c.Quarantined, len(c.Violations)+len(c.Repeats))
+	s := fmt.Sprintf("%d claims (%d bound and Ready, %d waiting for a host, %d replaced waiting on their cluster, %d being deleted, %d settling), %d hosts (%d held, %d free, %d quarantined), %d violations",
+		c.Claims, c.Bound, c.Waiting, c.Staying, c.Deleting, c.Unsettled, c.Hosts, c.Held, c.Free, c.Quarantined, len(c.Violations)+len(c.Repeats))
 	if v := append(c.Violations, c.Repeats...); len(v) > 0 {
 		s += ": " + strings.Join(v[:min(len(v), 5)], "; ")
 	}
@@ -106,7 +111,7 @@ func Invariants(ctx context.Context, hub client.Client, namespace string, infras
 
 // invariants checks, and returns the checker with the hosts it read.
 func invariants(ctx context.Context, hub client.Client, namespace string, infras map[string]client.Client) (*checker, error) {
-	k := &checker{byUID: map[types.UID]*metal3api.HostClaim{}, held: map[types.UID]int{}, hosts: map[string]*metal3api.BareMetalHost{}}
+	k := &checker{byUID: map[types.UID]*metal3api.HostClaim{}, held: map[types.UID]int{}, hosts: map[string]*metal3api.BareMetalHost{}, freeOn: map[string]int{}}
 	var claims metal3api.HostClaimList
 	if err := hub.List(ctx, &claims, client.InNamespace(namespace)); err != nil {
 		return k, err
@@ -155,6 +160,8 @@ type checker struct {
 	byUID map[types.UID]*metal3api.HostClaim
 	held  map[types.UID]int
 	hosts map[string]*metal3api.BareMetalHost
+	// freeOn counts the free hosts by plane.
+	freeOn map[string]int
 }
 
 func (k *checker) violate(format string, a ...any) {
@@ -173,6 +180,7 @@ func (k *checker) host(plane string, h *metal3api.BareMetalHost) {
 	if ref == nil {
 		if free(h) {
 			k.Free++
+			k.freeOn[plane]++
 		}
 		return
 	}
@@ -227,9 +235,14 @@ func (k *checker) claim(cl *metal3api.HostClaim) {
 	// Scheduled (no cluster has a free host).
 	sched := meta.FindStatusCondition(cl.Status.Conditions, hostfleetv1alpha1.ConditionScheduled)
 	r := meta.FindStatusCondition(cl.Status.Conditions, hostfleetv1alpha1.ConditionReady)
+	_, replaced := cl.Annotations[hostfleetv1alpha1.AnnotationReplacements]
 	switch {
 	case ok:
 		k.Unsettled++ // Ready without a host: not at rest
+	case replaced && k.freeOn[cl.Labels[hostfleetv1alpha1.LabelCluster]] > 0:
+		k.Unsettled++ // its cluster has a host for it
+	case replaced && why != "no Ready condition" && why != "Ready not current" && r.Message != "":
+		k.Staying++
 	case why != "no Ready condition" && why != "Ready not current" && r.Message != "":
 		k.Waiting++
 	case sched != nil && sched.Status == metav1.ConditionFalse && sched.Message != "":
