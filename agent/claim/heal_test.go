@@ -51,9 +51,19 @@ func hostStatus(g Gomega, infra client.Client, name string, change func(*metal3a
 	})).To(Succeed())
 }
 
-func provisioned(h *metal3api.BareMetalHost) {
-	h.Status.Provisioning.State, h.Status.PoweredOn = metal3api.StateProvisioned, h.Spec.Online
-	h.Status.Provisioning.Image = ptr.Deref(h.Spec.Image, metal3api.Image{})
+// provision waits for the agent to ask the host for its claim's image and
+// power, then writes them provisioned, as baremetal-operator would: the
+// claim may say Associated before the agent's host write lands.
+func provision(g Gomega, infra client.Client, name string) {
+	g.Eventually(func(g Gomega) {
+		h := &metal3api.BareMetalHost{}
+		g.Expect(infra.Get(context.Background(), client.ObjectKey{Namespace: hostsNS, Name: name}, h)).To(Succeed())
+		g.Expect(h.Spec.Image).NotTo(BeNil(), "the agent asks the claim's image")
+		g.Expect(h.Spec.Online).To(BeTrue(), "the agent asks the host on")
+		h.Status.Provisioning.State, h.Status.PoweredOn = metal3api.StateProvisioned, true
+		h.Status.Provisioning.Image = *h.Spec.Image
+		g.Expect(infra.Status().Update(context.Background(), h)).To(Succeed())
+	}).WithTimeout(30 * time.Second).Should(Succeed())
 }
 
 func powerFault(h *metal3api.BareMetalHost) {
@@ -97,7 +107,7 @@ func TestFailedHostReplaced(t *testing.T) {
 	uid := c.UID
 	failed := boundHost(g, hub, c)
 	other := map[string]string{"a": "b", "b": "a"}[failed]
-	hostStatus(g, infra, failed, func(h *metal3api.BareMetalHost) { provisioned(h) })
+	provision(g, infra, failed)
 	g.Eventually(func(g Gomega) {
 		g.Expect(healthOf(g, hub, c).Reason).To(Equal(hostfleetv1alpha1.ReasonHealthy))
 		g.Expect(condition(c, hostfleetv1alpha1.ConditionReady).Status).To(Equal(metav1.ConditionTrue))
@@ -166,7 +176,7 @@ func TestFailedHostReplaced(t *testing.T) {
 	}).WithTimeout(30 * time.Second).Should(Succeed())
 
 	t.Log("the new host provisions: Ready, saying what it replaced")
-	hostStatus(g, infra, other, provisioned)
+	provision(g, infra, other)
 	g.Eventually(func(g Gomega) {
 		hc := healthOf(g, hub, c)
 		g.Expect(hc.Status).To(Equal(metav1.ConditionTrue))
