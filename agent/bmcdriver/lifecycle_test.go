@@ -222,7 +222,7 @@ func TestLifecycleFailures(t *testing.T) {
 	hb := e.host("broken", broken, "password")
 	e.failing(hb, metal3api.RegistrationError, "500")
 
-	t.Log("the BMC goes down mid-provision: a provisioning error, retried until it is back")
+	t.Log("the BMC goes down mid-provision: the BMC's fault, not the image's (a power management error), retried until it is back")
 	flaky := redfish.Start(redfish.Options{})
 	defer flaky.Close()
 	hf := e.host("flaky", flaky, "password")
@@ -233,7 +233,7 @@ func TestLifecycleFailures(t *testing.T) {
 		h.Spec.Image = liveISO(img.URL + "/live.iso")
 		h.Spec.Online = true
 	})
-	e.failing(hf, metal3api.ProvisioningError, "does not answer")
+	e.failing(hf, metal3api.PowerManagementError, "does not answer")
 	flaky.SetDown(false)
 	e.state(hf, metal3api.StateProvisioned)
 

@@ -61,9 +61,9 @@ func (r *Reconciler) open(ctx context.Context, host *metal3api.BareMetalHost, ki
 		host.Status.TriedCredentials = credentials(secret)
 		return nil, fail(metal3api.RegistrationError, "the BMC at %s refused the username and password in Secret %s/%s: fix them", addr.HostPort(), host.Namespace, secret.Name)
 	case errors.Is(err, bmc.ErrUnreachable):
-		return nil, fail(kind, "the BMC at %s does not answer: check its address and network (%v)", addr.HostPort(), err)
+		return nil, fail(bmcFault(host, kind), "the BMC at %s does not answer: check its address and network (%v)", addr.HostPort(), err)
 	case err != nil:
-		return nil, fail(kind, "%v", err)
+		return nil, fail(bmcFault(host, kind), "%v", err)
 	}
 	host.Status.TriedCredentials = credentials(secret)
 	host.Status.GoodCredentials = credentials(secret)
@@ -72,6 +72,18 @@ func (r *Reconciler) open(ctx context.Context, host *metal3api.BareMetalHost, ki
 
 func credentials(s *corev1.Secret) metal3api.CredentialsStatus {
 	return metal3api.CredentialsStatus{Reference: &corev1.SecretReference{Namespace: s.Namespace, Name: s.Name}, Version: s.ResourceVersion}
+}
+
+// bmcFault is the error type of a failure of the BMC itself (it does not
+// answer, fails, or does not carry out a power change) while doing what
+// kind names: on a host bound to a claim, a power management error even
+// mid-provisioning, which heal judges failed, and never a provisioning
+// error, which would send the tenant to check its image.
+func bmcFault(host *metal3api.BareMetalHost, kind metal3api.ErrorType) metal3api.ErrorType {
+	if kind == metal3api.ProvisioningError && host.Spec.ConsumerRef != nil {
+		return metal3api.PowerManagementError
+	}
+	return kind
 }
 
 // errorKind is the error type a failure would be reported as, given what

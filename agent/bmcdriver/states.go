@@ -213,7 +213,7 @@ func (x *run) drivePower(ctx context.Context, want Want, kind metal3api.ErrorTyp
 	x.change, x.landed = nil, nil
 	s, err := x.d.Power(ctx)
 	if err != nil {
-		return failed(fail(kind, "%v", err))
+		return failed(fail(bmcFault(host, kind), "%v", err))
 	}
 	x.read = s
 	if hr, ok := x.d.(bmc.HealthReader); ok {
@@ -246,7 +246,7 @@ func (x *run) drivePower(ctx context.Context, want Want, kind metal3api.ErrorTyp
 		f = x.send(ctx, st, kind)
 	}
 	if st.Stuck != "" {
-		stuck := fail(kind, "the BMC at %s: %s", x.bmcAddress(), st.Stuck)
+		stuck := fail(bmcFault(host, kind), "the BMC at %s: %s", x.bmcAddress(), st.Stuck)
 		if f != nil {
 			stuck.Msg += "; the last one failed: " + f.Msg
 		}
@@ -286,7 +286,7 @@ func (x *run) send(ctx context.Context, st Step, kind metal3api.ErrorType) *host
 			x.change = nil
 			x.setPowerCondition(x.read)
 		} // else an earlier command of the change may still land: kept
-		return fail(kind, "%s: %v", st.Change.words(), err)
+		return fail(bmcFault(x.host, kind), "%s: %v", st.Change.words(), err)
 	}
 	switch {
 	case st.Escalated:

@@ -160,7 +160,7 @@ func HostErrorMessage(h *metal3api.BareMetalHost) string {
 	case metal3api.ProvisioningError:
 		return fmt.Sprintf("deploying to host %s failed (provisioning error): check spec.image (url reachable from the cluster, checksum and format) and retry by changing the image, or delete the claim", name)
 	case metal3api.PowerManagementError:
-		return fmt.Sprintf("host %s did not change power state (power management error); the infrastructure cluster's administrator must check it", name)
+		return fmt.Sprintf("host %s: its BMC does not answer or does not carry out a power change (power management error); the infrastructure cluster's administrator must check it", name)
 	case metal3api.PreparationError, metal3api.ServicingError:
 		return fmt.Sprintf("host %s failed to apply firmware or RAID settings (%s); the infrastructure cluster's administrator must fix it", name, h.Status.ErrorType)
 	case metal3api.DetachError:
