@@ -232,6 +232,9 @@ func (r *Reconciler) wait(ctx context.Context, c *metal3api.HostClaim, d binder.
 		if err := r.syncMeta(ctx, c, nil, nil); err != nil {
 			return requeue.OnConflict(err)
 		}
+		if err := r.letGo(ctx, c); err != nil {
+			return requeue.OnConflict(err)
+		}
 	}
 	assoc := associatedCondition(c, metav1.ConditionFalse, d.Reason, d.Message)
 	if err := r.setStatus(ctx, c, nil, nil, assoc, nil); err != nil {

@@ -13,6 +13,7 @@ import (
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/hostfleet/hostfleet/agent/binder"
 	"github.com/hostfleet/hostfleet/agent/heal"
@@ -194,7 +195,7 @@ func (r *Reconciler) quarantine(ctx context.Context, o observed, hl health) (ctr
 		evidence = "failed"
 	}
 	if last, ok := hl.record.Last(); !ok || last.Failed != name {
-		if err := r.recordReplacement(ctx, c, hl.record.Add(healing.Replacement{At: metav1.NewTime(now), Failed: name, Reason: evidence})); err != nil {
+		if err := r.recordReplacement(ctx, c, hl.record.Add(healing.Replacement{At: metav1.NewTime(now), Failed: name, Cluster: r.ClusterName, Reason: evidence})); err != nil {
 			return requeue.OnConflict(err)
 		}
 	}
@@ -239,5 +240,25 @@ func (r *Reconciler) recordReplacement(ctx context.Context, c *metal3api.HostCla
 	if err := r.Fence.PatchLocked(ctx, r.Claims, r.hosts.Name, fence.Claims, c, orig); err != nil {
 		return fmt.Errorf("record the replacement of %s's host: %w", klog.KObj(c), err)
 	}
+	return nil
+}
+
+// letGo drops the agent's finalizer from a hub claim whose failed host it
+// replaced and that now waits holding no host (no reservation, every host
+// naming it released): nothing is left here to release when it goes, and
+// the hub, which never moves a claim an agent keeps, may place it on
+// another cluster once its bind deadline passes. A host freed here
+// meanwhile is reserved as for any claim, the finalizer with it.
+func (r *Reconciler) letGo(ctx context.Context, c *metal3api.HostClaim) error {
+	if _, replaced := c.Annotations[hostfleetv1alpha1.AnnotationReplacements]; !replaced || r.local() ||
+		!controllerutil.ContainsFinalizer(c, hostfleetv1alpha1.AgentFinalizer) {
+		return nil
+	}
+	orig := c.DeepCopy()
+	controllerutil.RemoveFinalizer(c, hostfleetv1alpha1.AgentFinalizer)
+	if err := r.Fence.PatchLocked(ctx, r.Claims, r.hosts.Name, fence.Claims, c, orig); err != nil {
+		return fmt.Errorf("let %s go to another cluster: %w", klog.KObj(c), err)
+	}
+	ctrl.LoggerFrom(ctx).Info("no host here replaces the claim's failed one: the hub may place it on another cluster")
 	return nil
 }

@@ -399,3 +399,45 @@ func TestDrivenHostReplaced(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(rec.Count).To(Equal(2))
 }
+
+// TestReplacedClaimLetGo: once its failed host is quarantined, a claim
+// that finds no other free host on the cluster holds nothing there: the
+// agent drops its finalizer (the hub may place it elsewhere after its bind
+// deadline) and records where the host failed; a host freed there
+// meanwhile is bound as for any claim, the finalizer with it.
+func TestReplacedClaimLetGo(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	hub, infra := healScene(t, g, "only")
+	c := imageClaim("alone")
+	mustCreate(t, hub, c)
+	boundHost(g, hub, c)
+	provision(g, infra, "only")
+	hostStatus(g, infra, "only", powerFault)
+	g.Eventually(func(g Gomega) {
+		g.Expect(healthOf(g, hub, c).Reason).To(Equal(hostfleetv1alpha1.ReasonFencing))
+	}).WithTimeout(30 * time.Second).Should(Succeed())
+	hostStatus(g, infra, "only", func(h *metal3api.BareMetalHost) {
+		h.Status.PoweredOn, h.Status.OperationalStatus, h.Status.ErrorType, h.Status.ErrorMessage = false, metal3api.OperationalStatusOK, "", ""
+	})
+
+	t.Log("quarantined, and no other host: the agent lets the claim go")
+	g.Eventually(func(g Gomega) {
+		g.Expect(hub.Get(ctx, client.ObjectKeyFromObject(c), c)).To(Succeed())
+		g.Expect(c.Finalizers).NotTo(ContainElement(hostfleetv1alpha1.AgentFinalizer))
+		g.Expect(c.Status.BareMetalHost).To(BeNil())
+		g.Expect(condition(c, hostfleetv1alpha1.ConditionAssociated).Reason).To(Equal(hostfleetv1alpha1.ReasonNoHostAvailable))
+	}).WithTimeout(30 * time.Second).Should(Succeed())
+	rec, err := healing.RecordOf(c.Annotations, time.Now())
+	g.Expect(err).NotTo(HaveOccurred())
+	last, _ := rec.Last()
+	g.Expect(last.Cluster).To(Equal("infra-1"), "where the host failed: the hub moves the claim only from there")
+
+	t.Log("a host is freed there: bound, the finalizer with it")
+	h := bmh("new", 5, nil)
+	mustCreate(t, infra, h)
+	h.Status.Provisioning.State, h.Status.OperationalStatus = metal3api.StateAvailable, metal3api.OperationalStatusOK
+	g.Expect(infra.Status().Update(ctx, h)).To(Succeed())
+	g.Expect(boundHostNamed(g, hub, c, "new")).To(Equal("new"))
+	g.Expect(c.Finalizers).To(ContainElement(hostfleetv1alpha1.AgentFinalizer))
+}

@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/hostfleet/hostfleet/hub/api/exclusion"
+	"github.com/hostfleet/hostfleet/hub/api/healing"
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
 	"github.com/hostfleet/hostfleet/hub/classes"
 	"github.com/hostfleet/hostfleet/hub/metrics"
@@ -244,10 +245,10 @@ func (r *Reconciler) place(ctx context.Context, c *metal3api.HostClaim, res Resu
 // was not bound within the Deadline.
 func (r *Reconciler) placed(ctx context.Context, c *metal3api.HostClaim, t *hostfleetv1alpha1.Tenant, cluster string, clusters []string, v *verdict) (ctrl.Result, error) {
 	_, paused := conditions.PausedBy(c.Annotations)
-	// A claim whose host was replaced there held a host there: its use is
-	// counted there, and it waits there for another.
-	_, replaced := c.Annotations[hostfleetv1alpha1.AnnotationReplacements]
-	served := associated(c) || holds(c) != "" || isRemote(c) || paused || replaced
+	// A claim whose host was replaced there waits there for another while
+	// its agent keeps it, and then for the Deadline.
+	replaced, waits := r.replacedWaits(c, cluster)
+	served := associated(c) || holds(c) != "" || isRemote(c) || paused || replaced && waits != 0
 	byScheduler := c.Annotations[hostfleetv1alpha1.AnnotationPlacedBy] == hostfleetv1alpha1.PlacedByScheduler
 	if !byScheduler && !conditions.Admitted(c) {
 		// A pin is judged as a placement is, host classes included,
@@ -272,18 +273,42 @@ func (r *Reconciler) placed(ctx context.Context, c *metal3api.HostClaim, t *host
 	if !conditions.SaysPlaced(c.Status.Conditions) {
 		*v = placedOn(cluster)
 		if served {
-			return ctrl.Result{}, nil
+			return ctrl.Result{RequeueAfter: max(waits, 0)}, nil
 		}
 		return ctrl.Result{RequeueAfter: r.Deadline}, nil
 	}
 	if served {
-		return ctrl.Result{}, nil
+		return ctrl.Result{RequeueAfter: max(waits, 0)}, nil
+	}
+	if replaced {
+		return r.replace(ctx, c, cluster, fmt.Sprintf("has no host to replace the claim's failed one within %s", r.Deadline), v)
 	}
 	cond := meta.FindStatusCondition(c.Status.Conditions, hostfleetv1alpha1.ConditionScheduled)
 	if left := r.Deadline - time.Since(cond.LastTransitionTime.Time); left > 0 {
 		return ctrl.Result{RequeueAfter: left}, nil
 	}
 	return r.replace(ctx, c, cluster, fmt.Sprintf("did not bind the claim within %s", r.Deadline), v)
+}
+
+// replacedWaits says whether a claim's failed host was replaced on
+// cluster (its record's last replacement was there, or names no cluster)
+// and how much longer it waits there for another: with no end (-1) while
+// its agent keeps it (the agent's finalizer) or it is not waiting unbound,
+// else until the Deadline after it was last bound; at 0 the hub places it
+// elsewhere, unless it is pinned.
+func (r *Reconciler) replacedWaits(c *metal3api.HostClaim, cluster string) (bool, time.Duration) {
+	if _, ok := c.Annotations[hostfleetv1alpha1.AnnotationReplacements]; !ok {
+		return false, 0
+	}
+	rec, err := healing.RecordOf(c.Annotations, time.Now())
+	if last, ok := rec.Last(); err == nil && ok && last.Cluster != "" && last.Cluster != cluster {
+		return false, 0
+	}
+	a := meta.FindStatusCondition(c.Status.Conditions, hostfleetv1alpha1.ConditionAssociated)
+	if err != nil || controllerutil.ContainsFinalizer(c, hostfleetv1alpha1.AgentFinalizer) || a == nil || a.Status != metav1.ConditionFalse {
+		return true, -1
+	}
+	return true, max(r.Deadline-time.Since(a.LastTransitionTime.Time), 0)
 }
 
 // replace takes a placement that did not bind in time back, excluding its

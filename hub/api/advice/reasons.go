@@ -10,7 +10,7 @@ var Sections = []Section{
 			{Reason: "PinnedOutsideSet", Cause: "the pinned cluster is not in the tenant's cluster set", Fix: "pin a cluster of the set (`status.clusters`), or add the cluster to the set"},
 			{Reason: "NoCapacity", Cause: "no cluster of the set has a free host matching `hostSelector` (the message says why, per cluster), or the Placement selects none", Fix: "relax `hostSelector`, free or add hosts; it is placed once one has room"},
 			{Reason: "WaitingForInventory", Cause: "no agent of the set has published its HostInventory yet", Fix: "wait (a new hub or agent); if it lasts, check the add-on: `kubectl get managedclusteraddon -A`"},
-			{Reason: "Rescheduling", Cause: "the cluster did not bind it within `--bind-deadline` (5m)", Fix: "nothing: it moves to another cluster; the message says why the first did not bind"},
+			{Reason: "Rescheduling", Cause: "the cluster did not bind it, or replace its failed host, within `--bind-deadline` (5m)", Fix: "nothing: it moves to another cluster; the message says why the first did not bind"},
 			{Reason: "NoTenant", Cause: "the claim's namespace belongs to no Tenant", Fix: "create claims only in a tenant's namespace"},
 			{Reason: "HoldsHost", Cause: "the claim holds a host but lost its `hostfleet.io/cluster` label", Fix: "put the label back (the message names the cluster); it is never placed again otherwise"},
 			{Reason: "NotPlaced", Cause: "a remote claim has no cluster yet", Fix: "wait for the scheduler, or pin it"},

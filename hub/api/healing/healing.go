@@ -124,6 +124,10 @@ type Replacement struct {
 	At metav1.Time `json:"at"`
 	// Failed is the failed host, <namespace>/<name>.
 	Failed string `json:"failed"`
+	// Cluster is the cluster of the failed host: the claim waits there for
+	// another host for the hub's bind deadline, then, unless pinned, the
+	// hub places it elsewhere. Empty in records written before it existed.
+	Cluster string `json:"cluster,omitempty"`
 	// Reason is the failure's evidence, in a word (a HostHealthy reason's
 	// evidence: PowerManagementError, say).
 	Reason string `json:"reason"`
