@@ -193,8 +193,9 @@ func watchAll(ctx context.Context, f *planes.Fleet, infras []string, bmcs []*red
 		}
 	}
 	var watches []*hostWatch
+	qs := newQuarantines()
 	for _, name := range infras {
-		w, err := watchHosts(ctx, name, f.Plane(name).Config, power(bmcs))
+		w, err := watchHosts(ctx, name, f.Plane(name).Config, power(bmcs), qs)
 		if err != nil {
 			return watches, err
 		}

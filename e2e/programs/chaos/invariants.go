@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	metal3api "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
@@ -14,16 +15,16 @@ import (
 
 	"github.com/hostfleet/hostfleet/e2e/emulators/redfish"
 	"github.com/hostfleet/hostfleet/e2e/harness/planes"
+	"github.com/hostfleet/hostfleet/hub/api/healing"
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
 )
 
 // Check is what the API servers say at one moment.
 type Check struct {
 	Claims, Bound, Waiting, Deleting int
-	// Staying are claims whose host was replaced, waiting on their
-	// cluster for another (the hub does not move them), while no host is
-	// free there.
-	Staying int
+	// Moved are claims whose host was replaced on one cluster and that
+	// the hub placed on another, none being free there.
+	Moved int
 	// Quarantined hosts are neither held nor free.
 	Hosts, Held, Free, Quarantined int
 	// Unsettled counts live claims not at rest: bound and not Ready (a
@@ -39,15 +40,15 @@ type Check struct {
 }
 
 // Converged: no invariant broken, nothing being deleted or settling, and
-// no claim waiting while a host is free (a claim whose host was replaced:
-// free on its cluster, which the hub does not move it from).
+// no claim waiting while a host is free (a claim whose host was replaced
+// too: the hub moves it to another cluster past its bind deadline).
 func (c Check) Converged() bool {
 	return len(c.Violations) == 0 && len(c.Repeats) == 0 && c.Deleting == 0 && c.Unsettled == 0 && (c.Waiting == 0 || c.Free == 0)
 }
 
 func (c Check) String() string {
-	s := fmt.Sprintf("%d claims (%d bound and Ready, %d waiting for a host, %d replaced waiting on their cluster, %d being deleted, %d settling), %d hosts (%d held, %d free, %d quarantined), %d violations",
-		c.Claims, c.Bound, c.Waiting, c.Staying, c.Deleting, c.Unsettled, c.Hosts, c.Held, c.Free, c.Quarantined, len(c.Violations)+len(c.Repeats))
+	s := fmt.Sprintf("%d claims (%d bound and Ready, %d waiting for a host, %d moved after a replacement, %d being deleted, %d settling), %d hosts (%d held, %d free, %d quarantined), %d violations",
+		c.Claims, c.Bound, c.Waiting, c.Moved, c.Deleting, c.Unsettled, c.Hosts, c.Held, c.Free, c.Quarantined, len(c.Violations)+len(c.Repeats))
 	if v := append(c.Violations, c.Repeats...); len(v) > 0 {
 		s += ": " + strings.Join(v[:min(len(v), 5)], "; ")
 	}
@@ -111,7 +112,7 @@ func Invariants(ctx context.Context, hub client.Client, namespace string, infras
 
 // invariants checks, and returns the checker with the hosts it read.
 func invariants(ctx context.Context, hub client.Client, namespace string, infras map[string]client.Client) (*checker, error) {
-	k := &checker{byUID: map[types.UID]*metal3api.HostClaim{}, held: map[types.UID]int{}, hosts: map[string]*metal3api.BareMetalHost{}, freeOn: map[string]int{}}
+	k := &checker{byUID: map[types.UID]*metal3api.HostClaim{}, held: map[types.UID]int{}, hosts: map[string]*metal3api.BareMetalHost{}}
 	var claims metal3api.HostClaimList
 	if err := hub.List(ctx, &claims, client.InNamespace(namespace)); err != nil {
 		return k, err
@@ -160,8 +161,6 @@ type checker struct {
 	byUID map[types.UID]*metal3api.HostClaim
 	held  map[types.UID]int
 	hosts map[string]*metal3api.BareMetalHost
-	// freeOn counts the free hosts by plane.
-	freeOn map[string]int
 }
 
 func (k *checker) violate(format string, a ...any) {
@@ -180,7 +179,6 @@ func (k *checker) host(plane string, h *metal3api.BareMetalHost) {
 	if ref == nil {
 		if free(h) {
 			k.Free++
-			k.freeOn[plane]++
 		}
 		return
 	}
@@ -210,6 +208,11 @@ func (k *checker) host(plane string, h *metal3api.BareMetalHost) {
 // settled, and checks that the host it names exists and names it back.
 func (k *checker) claim(cl *metal3api.HostClaim) {
 	k.Claims++
+	if rec, err := healing.RecordOf(cl.Annotations, time.Now()); err == nil {
+		if last, ok := rec.Last(); ok && last.Cluster != "" && last.Cluster != cl.Labels[hostfleetv1alpha1.LabelCluster] {
+			k.Moved++
+		}
+	}
 	if cl.DeletionTimestamp != nil {
 		k.Deleting++
 		return
@@ -235,14 +238,9 @@ func (k *checker) claim(cl *metal3api.HostClaim) {
 	// Scheduled (no cluster has a free host).
 	sched := meta.FindStatusCondition(cl.Status.Conditions, hostfleetv1alpha1.ConditionScheduled)
 	r := meta.FindStatusCondition(cl.Status.Conditions, hostfleetv1alpha1.ConditionReady)
-	_, replaced := cl.Annotations[hostfleetv1alpha1.AnnotationReplacements]
 	switch {
 	case ok:
 		k.Unsettled++ // Ready without a host: not at rest
-	case replaced && k.freeOn[cl.Labels[hostfleetv1alpha1.LabelCluster]] > 0:
-		k.Unsettled++ // its cluster has a host for it
-	case replaced && why != "no Ready condition" && why != "Ready not current" && r.Message != "":
-		k.Staying++
 	case why != "no Ready condition" && why != "Ready not current" && r.Message != "":
 		k.Waiting++
 	case sched != nil && sched.Status == metav1.ConditionFalse && sched.Message != "":

@@ -24,8 +24,8 @@ import (
 //   - a host passing from one claim straight to another;
 //   - a claim held by two hosts;
 //   - a host quarantined unfenced, or while its BMC has it on;
-//   - a claim bound to another host while the host quarantined for it is
-//     on.
+//   - a claim bound to another host, on any plane watched with the same
+//     quarantines, while the host quarantined for it is on.
 //
 // A watch that ends (as one does when etcd is restored) lists again, and
 // judges from there.
@@ -40,6 +40,8 @@ type hostWatch struct {
 	// power, if set, is a host's power as its BMC has it now ("" for a
 	// host without an emulated BMC).
 	power func(host string) string
+	// quarantines are those seen on every plane watched together.
+	quarantines *quarantines
 
 	mu    sync.Mutex
 	found []string
@@ -49,13 +51,40 @@ type hostWatch struct {
 	quarantined, rebound int
 }
 
-func watchHosts(ctx context.Context, plane string, cfg *rest.Config, power func(host string) string) (*hostWatch, error) {
+// quarantines are the hosts seen quarantined, on every plane watched
+// together, by the UID of the claim they failed under: a claim moved to
+// another cluster after a replacement is judged against them too.
+type quarantines struct {
+	mu sync.Mutex
+	of map[string][]quarantined
+}
+
+type quarantined struct {
+	w           *hostWatch
+	host, claim string
+}
+
+func newQuarantines() *quarantines { return &quarantines{of: map[string][]quarantined{}} }
+
+func (q *quarantines) add(uid string, x quarantined) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.of[uid] = append(q.of[uid], x)
+}
+
+func (q *quarantines) get(uid string) []quarantined {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return slices.Clone(q.of[uid])
+}
+
+func watchHosts(ctx context.Context, plane string, cfg *rest.Config, power func(host string) string, qs *quarantines) (*hostWatch, error) {
 	c, err := client.NewWithWatch(cfg, client.Options{Scheme: planes.Scheme()})
 	if err != nil {
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(ctx)
-	w := &hostWatch{plane: plane, cancel: cancel, done: make(chan struct{}), following: make(chan struct{}), power: power, seen: map[string]bool{}}
+	w := &hostWatch{plane: plane, cancel: cancel, done: make(chan struct{}), following: make(chan struct{}), power: power, quarantines: qs, seen: map[string]bool{}}
 	go func() {
 		defer close(w.done)
 		for ctx.Err() == nil {
@@ -122,6 +151,7 @@ func (w *hostWatch) judge(hosts map[string]*metal3api.BareMetalHost, prev, h *me
 	_, wasQuarantined, _ := healing.QuarantineOf(prevAnnotations(prev))
 	if q, ok, _ := healing.QuarantineOf(h.Annotations); ok && !wasQuarantined {
 		w.quarantined++
+		w.quarantines.add(q.ClaimUID, quarantined{w: w, host: h.Name, claim: q.Claim})
 		if !q.Fenced {
 			w.find("%s/%s quarantined for claim %s without being fenced", w.plane, h.Name, q.Claim)
 		}
@@ -139,11 +169,14 @@ func (w *hostWatch) judge(hosts map[string]*metal3api.BareMetalHost, prev, h *me
 		if holder(o) == uid {
 			w.find("claim %s held by %s/%s and %s/%s at resourceVersion %s", uid, w.plane, name, w.plane, h.Name, h.ResourceVersion)
 		}
-		if q, ok, _ := healing.QuarantineOf(o.Annotations); ok && q.ClaimUID == uid {
-			w.rebound++
-			if p := w.powerOf(name); p != "" && p != "Off" {
-				w.find("claim %s bound to %s/%s while %s, quarantined for it, is %s", q.Claim, w.plane, h.Name, name, p)
-			}
+	}
+	for _, q := range w.quarantines.get(uid) {
+		if q.w == w && q.host == h.Name {
+			continue
+		}
+		w.rebound++
+		if p := q.w.powerOf(q.host); p != "" && p != "Off" {
+			w.find("claim %s bound to %s/%s while %s/%s, quarantined for it, is %s", q.claim, w.plane, h.Name, q.w.plane, q.host, p)
 		}
 	}
 }

@@ -22,13 +22,17 @@ import (
 // show, and what the end-of-run check cannot see once it is over: a claim
 // held by two hosts, a host passing from one claim to another, a host
 // quarantined unfenced or while its BMC has it on, and a claim bound to
-// another host while the one quarantined for it is on.
+// another host, on this plane or another, while the one quarantined for it
+// is on.
 func TestWatchFindsViolations(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	f := planes.ForTest(t, "infra-1")
-	infra := f.Plane("infra-1").Client
-	g.Expect(infra.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "hosts"}})).To(Succeed())
+	f := planes.ForTest(t, "infra-1", "infra-2")
+	infra, other := f.Plane("infra-1").Client, f.Plane("infra-2").Client
+	for _, c := range []client.Client{infra, other} {
+		g.Expect(c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "hosts"}})).To(Succeed())
+	}
+	g.Expect(other.Create(ctx, &metal3api.BareMetalHost{ObjectMeta: metav1.ObjectMeta{Namespace: "hosts", Name: "x1"}})).To(Succeed())
 	hold := func(uid string) string {
 		if uid == "" {
 			return `{"spec":{"consumerRef":null},"metadata":{"annotations":{"` + hostfleetv1alpha1.AnnotationClaimUID + `":null}}}`
@@ -57,15 +61,20 @@ func TestWatchFindsViolations(t *testing.T) {
 	patch("h7", hold("f"))
 
 	// h4's BMC has it on; every other host is off.
+	qs := newQuarantines()
 	w, err := watchHosts(ctx, "infra-1", f.Plane("infra-1").Config, func(host string) string {
 		if host == "h4" {
 			return "On"
 		}
 		return "Off"
-	})
+	}, qs)
 	g.Expect(err).NotTo(HaveOccurred())
 	defer w.stop()
+	w2, err := watchHosts(ctx, "infra-2", f.Plane("infra-2").Config, func(string) string { return "Off" }, qs)
+	g.Expect(err).NotTo(HaveOccurred())
+	defer w2.stop()
 	<-w.following
+	<-w2.following
 
 	patch("h2", hold("a"))       // a on h1 and h2
 	quarantine("h3", "b", false) // unfenced
@@ -78,11 +87,19 @@ func TestWatchFindsViolations(t *testing.T) {
 		g.Expect(q).To(Equal(3), "h3, h4 and h7 quarantined")
 		g.Expect(b).To(Equal(1), "c bound again")
 	}, 20*time.Second, 100*time.Millisecond).Should(Succeed())
+	// c moved to infra-2 and bound there while h4 is on.
+	g.Expect(other.Patch(ctx, &metal3api.BareMetalHost{ObjectMeta: metav1.ObjectMeta{Namespace: "hosts", Name: "x1"}},
+		client.RawPatch(types.MergePatchType, []byte(hold("c"))))).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		_, b := w2.counts()
+		g.Expect(b).To(Equal(1), "c bound again on infra-2")
+	}, 20*time.Second, 100*time.Millisecond).Should(Succeed())
+	g.Expect(w2.stop()).To(ConsistOf(Equal("claim tenant-acme/c bound to infra-2/x1 while infra-1/h4, quarantined for it, is On")))
 	g.Expect(w.stop()).To(ConsistOf(
 		HavePrefix("claim a held by infra-1/h1 and infra-1/h2"),
 		Equal("infra-1/h3 quarantined for claim tenant-acme/b without being fenced"),
 		Equal("infra-1/h4 quarantined for claim tenant-acme/c while its BMC has it On"),
-		Equal("claim tenant-acme/c bound to infra-1/h5 while h4, quarantined for it, is On"),
+		Equal("claim tenant-acme/c bound to infra-1/h5 while infra-1/h4, quarantined for it, is On"),
 		HavePrefix("h6 passed from claim d to claim e"),
 	))
 }
