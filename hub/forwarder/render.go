@@ -256,11 +256,25 @@ func targetLabels(in map[string]string) map[string]string {
 	return out
 }
 
+// targetHealing is the healing the claim gets on its target, as a local
+// claim's hostfleet.io/healing: its tenant's policy, with its own
+// annotation where that stays within the tenant's bounds (else the
+// tenant's alone, as on the pull path), Replace only (the target notifies
+// by default), within what a target allows without a tenant: a grace of
+// at least healing.DefaultGrace, never unfenced, the default daily cap.
+func targetHealing(c *metal3api.HostClaim, in Input) (string, bool) {
+	p, _ := healing.Effective(in.Healing, c.Annotations)
+	if p.Action != hostfleetv1alpha1.HealingReplace {
+		return "", false
+	}
+	return fmt.Sprintf("%s,grace=%s", p.Action, max(p.Grace, healing.DefaultGrace)), true
+}
+
 // targetAnnotations carry the reboot requests, detach and pause (metal3's),
 // the erase its tenant and the claim ask,
 // the host classes the claim is kept off, the taints it tolerates, the
-// hardware and the healing it asks (which the target's agent honours; the
-// healing only within the tenant's bounds, and there as a local claim's)
+// hardware and the healing (targetHealing) it asks (which the target's
+// agent honours)
 // and where the claim came from; the claim's other annotations,
 // its lease among them (only the hub ends it), stay on the hub.
 func targetAnnotations(c *metal3api.HostClaim, in Input) map[string]string {
@@ -274,10 +288,8 @@ func targetAnnotations(c *metal3api.HostClaim, in Input) map[string]string {
 			out[k] = v
 		}
 	}
-	if v, ok := c.Annotations[hostfleetv1alpha1.AnnotationHealing]; ok {
-		if _, err := healing.Effective(in.Healing, c.Annotations); err == nil {
-			out[hostfleetv1alpha1.AnnotationHealing] = v
-		}
+	if v, ok := targetHealing(c, in); ok {
+		out[hostfleetv1alpha1.AnnotationHealing] = v
 	}
 	if e := erase.Max(in.Erase, erase.Of(c.Annotations)); erase.Level(e) > 0 {
 		out[hostfleetv1alpha1.AnnotationErase] = string(e)

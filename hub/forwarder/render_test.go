@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 
 	metal3api "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
 	. "github.com/onsi/gomega"
@@ -12,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	workv1 "open-cluster-management.io/api/work/v1"
 
+	"github.com/hostfleet/hostfleet/hub/api/healing"
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
 	"github.com/hostfleet/hostfleet/internal/permissions"
 )
@@ -128,17 +130,52 @@ func TestRender(t *testing.T) {
 			target := decode[metal3api.HostClaim](g, w.Spec.Workload.Manifests[3])
 			g.Expect(target.Annotations).To(HaveKeyWithValue(hostfleetv1alpha1.AnnotationTolerations, "gpu"))
 			g.Expect(target.Annotations).To(HaveKeyWithValue(hostfleetv1alpha1.AnnotationHardware, "host.gpus.size() > 0"))
-			g.Expect(target.Annotations).To(HaveKeyWithValue(hostfleetv1alpha1.AnnotationHealing, "Replace,grace=10m"))
+			g.Expect(target.Annotations).To(HaveKeyWithValue(hostfleetv1alpha1.AnnotationHealing, "Replace,grace=10m0s"))
 			c.Annotations[hostfleetv1alpha1.AnnotationHealing] = "Replace,unfenced"
 			w, err = Render(Input{Claim: c, Cluster: "c1", Tenant: "a", Erase: tc.tenant, Secrets: secrets})
 			g.Expect(err).NotTo(HaveOccurred())
 			target = decode[metal3api.HostClaim](g, w.Spec.Workload.Manifests[3])
-			g.Expect(target.Annotations).NotTo(HaveKey(hostfleetv1alpha1.AnnotationHealing), "unfenced, which the tenant does not allow: not forwarded")
+			g.Expect(target.Annotations).NotTo(HaveKey(hostfleetv1alpha1.AnnotationHealing), "unfenced, which the tenant does not allow: the tenant's Notify")
 			if tc.want == "" {
 				g.Expect(target.Annotations).NotTo(HaveKey(hostfleetv1alpha1.AnnotationErase))
 				continue
 			}
 			g.Expect(target.Annotations).To(HaveKeyWithValue(hostfleetv1alpha1.AnnotationErase, tc.want), "tenant %s, claim %s", tc.tenant, tc.claim)
+		}
+	})
+	t.Run("the tenant's healing flows to the target, within what a target allows without a tenant", func(t *testing.T) {
+		g := NewWithT(t)
+		grace := func(d time.Duration) *metav1.Duration { return &metav1.Duration{Duration: d} }
+		replace := hostfleetv1alpha1.HealingReplace
+		for _, tc := range []struct {
+			name   string
+			tenant *hostfleetv1alpha1.Healing
+			claim  string
+			want   string
+		}{
+			{"no policy: the target notifies", nil, "", ""},
+			{"the tenant's Notify", &hostfleetv1alpha1.Healing{Action: hostfleetv1alpha1.HealingNotify}, "", ""},
+			{"the tenant's Replace", &hostfleetv1alpha1.Healing{Action: replace, Grace: grace(10 * time.Minute)}, "", "Replace,grace=10m0s"},
+			{"a grace under the target's least: raised to it", &hostfleetv1alpha1.Healing{Action: replace, Grace: grace(time.Minute)}, "", "Replace,grace=5m0s"},
+			{"the claim's own, within the tenant's bounds", &hostfleetv1alpha1.Healing{Action: replace, Grace: grace(time.Minute)}, "Replace,grace=20m", "Replace,grace=20m0s"},
+			{"the claim's Notify", &hostfleetv1alpha1.Healing{Action: replace}, "Notify", ""},
+			{"unfenced, which no target allows: dropped", &hostfleetv1alpha1.Healing{Action: replace, AllowUnfenced: true}, "Replace,unfenced", "Replace,grace=5m0s"},
+			{"a claim's grace shorter than its tenant's: the tenant's", &hostfleetv1alpha1.Healing{Action: replace, Grace: grace(30 * time.Minute)}, "Replace,grace=6m", "Replace,grace=30m0s"},
+		} {
+			c := claim()
+			if tc.claim != "" {
+				c.Annotations[hostfleetv1alpha1.AnnotationHealing] = tc.claim
+			}
+			w, err := Render(Input{Claim: c, Cluster: "c1", Tenant: "a", Healing: tc.tenant, Secrets: secrets})
+			g.Expect(err).NotTo(HaveOccurred())
+			target := decode[metal3api.HostClaim](g, w.Spec.Workload.Manifests[3])
+			if tc.want == "" {
+				g.Expect(target.Annotations).NotTo(HaveKey(hostfleetv1alpha1.AnnotationHealing), tc.name)
+				continue
+			}
+			g.Expect(target.Annotations).To(HaveKeyWithValue(hostfleetv1alpha1.AnnotationHealing, tc.want), tc.name)
+			_, err = healing.Effective(nil, target.Annotations)
+			g.Expect(err).NotTo(HaveOccurred(), "%s: the target honours it", tc.name)
 		}
 	})
 	t.Run("refusals", func(t *testing.T) {
