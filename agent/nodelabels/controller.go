@@ -98,12 +98,33 @@ func claimMoved(e event.UpdateEvent) bool {
 		o.DeletionTimestamp.IsZero() != n.DeletionTimestamp.IsZero()
 }
 
-// nodeMoved ignores kubelet's heartbeats: labels, providerID and addresses
-// matter.
+// nodeMoved ignores kubelet's heartbeats: labels, providerID, addresses
+// and whether it is Ready matter.
 func nodeMoved(e event.TypedUpdateEvent[*corev1.Node]) bool {
 	o, n := e.ObjectOld, e.ObjectNew
 	return !maps.Equal(o.Labels, n.Labels) || o.Spec.ProviderID != n.Spec.ProviderID ||
-		!slices.Equal(o.Status.Addresses, n.Status.Addresses)
+		!slices.Equal(o.Status.Addresses, n.Status.Addresses) || nodeReady(o).Status != nodeReady(n).Status
+}
+
+// nodeReady is a Node's Ready condition (a missing one: Unknown).
+func nodeReady(n *corev1.Node) corev1.NodeCondition {
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c
+		}
+	}
+	return corev1.NodeCondition{Type: corev1.NodeReady, Status: corev1.ConditionUnknown, Reason: "NoReadyCondition"}
+}
+
+// readyCondition is the claim's NodeReady condition for its Node n.
+func readyCondition(c *metal3api.HostClaim, n *corev1.Node, cluster string) metav1.Condition {
+	rc := nodeReady(n)
+	if rc.Status == corev1.ConditionTrue {
+		return metav1.Condition{Type: hostfleetv1alpha1.ConditionNodeReady, Status: metav1.ConditionTrue, Reason: hostfleetv1alpha1.ReasonNodeReady,
+			Message: fmt.Sprintf("Node %s on cluster %s is Ready", n.Name, cluster), ObservedGeneration: c.Generation}
+	}
+	return metav1.Condition{Type: hostfleetv1alpha1.ConditionNodeReady, Status: metav1.ConditionFalse, Reason: hostfleetv1alpha1.ReasonNodeNotReady,
+		Message: fmt.Sprintf("Node %s on cluster %s is not Ready (Ready %s, %s)", n.Name, cluster, rc.Status, rc.Reason), ObservedGeneration: c.Generation}
 }
 
 // Reconcile makes one pass over the tenant's claims and the cluster's
@@ -123,7 +144,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, _ ctrl.Request) (ctrl.Result
 		return ctrl.Result{}, err
 	}
 	for _, c := range unbound {
-		if err := r.report(ctx, c, Match{}); err != nil { // no host: nothing to say
+		if err := r.report(ctx, c, Match{}, nil); err != nil { // no host: nothing to say
 			return ctrl.Result{}, err
 		}
 	}
@@ -140,15 +161,16 @@ func (r *Reconciler) Reconcile(ctx context.Context, _ ctrl.Request) (ctrl.Result
 	var errs []error
 	for _, c := range claims {
 		m := matches[c.Namespace+"/"+c.Name]
+		node := byName[m.Node]
 		if m.Node != "" {
-			if err := r.sync(ctx, byName[m.Node], Wanted(c.Labels, prefixes), prefixes); err != nil {
+			if err := r.sync(ctx, node, Wanted(c.Labels, prefixes), prefixes); err != nil {
 				errs = append(errs, err)
 				m = Match{Reason: hostfleetv1alpha1.ReasonLabelSyncFailed, Message: fmt.Sprintf("labels not applied to Node %s on cluster %s: %v", m.Node, r.ClusterName, err)}
 			} else {
 				m.Message = syncedMessage(m, r.ClusterName, prefixes)
 			}
 		}
-		if err := r.report(ctx, c.HostClaim, m); err != nil {
+		if err := r.report(ctx, c.HostClaim, m, node); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -263,15 +285,27 @@ func (r *Reconciler) sync(ctx context.Context, n *corev1.Node, wanted map[string
 }
 
 // report sets the claim's NodeLabelsSynced condition from m (an empty m
-// removes it), writing only a change, and records an Event when its
-// status or reason changes.
-func (r *Reconciler) report(ctx context.Context, c *metal3api.HostClaim, m Match) error {
+// removes it) and its NodeReady from its Node n (nil: none found, removed),
+// writing only a change, and records an Event when either's status or
+// reason changes.
+func (r *Reconciler) report(ctx context.Context, c *metal3api.HostClaim, m Match, n *corev1.Node) error {
 	prev := meta.FindStatusCondition(c.Status.Conditions, hostfleetv1alpha1.ConditionNodeLabelsSynced)
+	prevReady := meta.FindStatusCondition(c.Status.Conditions, hostfleetv1alpha1.ConditionNodeReady)
 	status := metav1.ConditionFalse
 	if m.Reason == hostfleetv1alpha1.ReasonLabelsSynced {
 		status = metav1.ConditionTrue
 	}
+	var ready *metav1.Condition
+	if n != nil {
+		rc := readyCondition(c, n, r.ClusterName)
+		ready = &rc
+	}
 	written, err := claimstatus.Write(ctx, r.Hub, claimstatus.WorkloadAgent, claimstatus.HubKind(c), c, func(st *metal3api.HostClaimStatus) {
+		if ready == nil {
+			meta.RemoveStatusCondition(&st.Conditions, hostfleetv1alpha1.ConditionNodeReady)
+		} else {
+			conditions.Set(&st.Conditions, *ready) // its transition time kept while its status is
+		}
 		if m.Reason == "" {
 			meta.RemoveStatusCondition(&st.Conditions, hostfleetv1alpha1.ConditionNodeLabelsSynced)
 			return
@@ -291,6 +325,13 @@ func (r *Reconciler) report(ctx context.Context, c *metal3api.HostClaim, m Match
 			kind = corev1.EventTypeWarning
 		}
 		r.Recorder.Eventf(c, nil, kind, m.Reason, "SyncNodeLabels", "%s", m.Message)
+	}
+	if ready != nil && (prevReady == nil || prevReady.Status != ready.Status) {
+		kind := corev1.EventTypeNormal
+		if ready.Status == metav1.ConditionFalse {
+			kind = corev1.EventTypeWarning
+		}
+		r.Recorder.Eventf(c, nil, kind, ready.Reason, "WatchNode", "%s", ready.Message)
 	}
 	return nil
 }

@@ -259,6 +259,35 @@ func TestLabelsReachTheNode(t *testing.T) {
 		g.Expect(nodeLabels(g, wl, "n1")).To(Equal(map[string]string{rack: "r1", zone: "z0"}), "the labels-pending gate is gone with the labels there")
 	}).WithTimeout(60 * time.Second).Should(Succeed())
 
+	t.Log("each claim's Node's readiness is on the claim: n0 Ready, then not (its kubelet stopped reporting)")
+	setReady := func(status corev1.ConditionStatus, reason string) {
+		n := &corev1.Node{}
+		g.Expect(wl.Get(ctx, client.ObjectKey{Name: "n0"}, n)).To(Succeed())
+		n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: status, Reason: reason}}
+		g.Expect(wl.Status().Update(ctx, n)).To(Succeed())
+	}
+	nodeReady := func(g Gomega, name string) *metav1.Condition {
+		c := &metal3api.HostClaim{}
+		g.Expect(hub.Get(ctx, client.ObjectKey{Namespace: tenantNS, Name: name}, c)).To(Succeed())
+		return meta.FindStatusCondition(c.Status.Conditions, hostfleetv1alpha1.ConditionNodeReady)
+	}
+	g.Eventually(func(g Gomega) {
+		g.Expect(nodeReady(g, "c1")).To(And(HaveField("Status", metav1.ConditionFalse), HaveField("Reason", hostfleetv1alpha1.ReasonNodeNotReady),
+			HaveField("Message", "Node n1 on cluster wl is not Ready (Ready Unknown, NoReadyCondition)")), "no Ready condition yet")
+	}).WithTimeout(30 * time.Second).Should(Succeed())
+	setReady(corev1.ConditionTrue, "KubeletReady")
+	g.Eventually(func(g Gomega) {
+		g.Expect(nodeReady(g, "c0")).To(And(HaveField("Status", metav1.ConditionTrue), HaveField("Message", "Node n0 on cluster wl is Ready")))
+	}).WithTimeout(30 * time.Second).Should(Succeed())
+	setReady(corev1.ConditionUnknown, "NodeStatusUnknown")
+	g.Eventually(func(g Gomega) {
+		g.Expect(nodeReady(g, "c0")).To(And(HaveField("Status", metav1.ConditionFalse),
+			HaveField("Message", "Node n0 on cluster wl is not Ready (Ready Unknown, NodeStatusUnknown)")))
+	}).WithTimeout(30 * time.Second).Should(Succeed())
+	g.Eventually(func(g Gomega) {
+		g.Expect(planes.Events(ctx, hub, s.claims[0])).To(ContainElement(HavePrefix("Warning/NodeNotReady: Node n0")))
+	}).WithTimeout(10 * time.Second).Should(Succeed())
+
 	t.Log("c2's Node is not there: reported, with what was looked for")
 	g.Eventually(func(g Gomega) {
 		cond := synced(g, hub, "c2")
@@ -367,7 +396,7 @@ func TestLabelsReachTheNode(t *testing.T) {
 	meta.SetStatusCondition(&forged.Status.Conditions, metav1.Condition{Type: hostfleetv1alpha1.ConditionReady, Status: metav1.ConditionFalse, Reason: "Forged", Message: "x"})
 	err := agent.Status().Patch(ctx, forged, client.MergeFrom(c0))
 	forbidden(err)
-	g.Expect(err.Error()).To(ContainSubstring("only the NodeLabelsSynced condition"))
+	g.Expect(err.Error()).To(ContainSubstring("only the NodeLabelsSynced and NodeReady conditions"))
 	forged = c0.DeepCopy()
 	forged.Labels[hostfleetv1alpha1.LabelCluster] = "wl"
 	forbidden(agent.Patch(ctx, forged, client.MergeFrom(c0)))

@@ -329,10 +329,11 @@ func TestPolicies(t *testing.T) {
 		return c1.Status().Update(ctx, ok)
 	}
 	for _, t := range []string{hostfleetv1alpha1.ConditionScheduled, hostfleetv1alpha1.ConditionForwarded} {
-		refused(forge(t), "an agent may not change the Scheduled, Forwarded or NodeLabelsSynced condition of a claim placed on its cluster")
+		refused(forge(t), "an agent may not change the Scheduled, Forwarded, NodeLabelsSynced or NodeReady condition of a claim placed on its cluster")
 	}
-	refused(forge(hostfleetv1alpha1.ConditionNodeLabelsSynced),
-		"only the agents of the workload clusters of tenant a (ManagedClusters labelled hostfleet.io/tenant=a) may report NodeLabelsSynced on its claims; c1 is not one")
+	for _, t := range []string{hostfleetv1alpha1.ConditionNodeLabelsSynced, hostfleetv1alpha1.ConditionNodeReady} {
+		refused(forge(t), "only the agents of the workload clusters of tenant a (ManagedClusters labelled hostfleet.io/tenant=a) may report NodeLabelsSynced and NodeReady on its claims; c1 is not one")
+	}
 	t.Log("the agent of a cluster that is also the tenant's workload cluster reports NodeLabelsSynced on the claims placed on it")
 	mc := &clusterv1.ManagedCluster{}
 	g.Expect(admin.Get(ctx, client.ObjectKey{Name: "c1"}, mc)).To(Succeed())

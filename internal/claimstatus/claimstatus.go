@@ -134,6 +134,7 @@ func init() {
 	row(Condition(hostfleetv1alpha1.ConditionLeaseExpiring), Lease, Lease, Lease, "", "")
 	row(Condition(hostfleetv1alpha1.ConditionMaintenanceRequested), "", Maintenance, Maintenance, "", "")
 	row(Condition(hostfleetv1alpha1.ConditionNodeLabelsSynced), WorkloadAgent, WorkloadAgent, WorkloadAgent, "", "")
+	row(Condition(hostfleetv1alpha1.ConditionNodeReady), WorkloadAgent, WorkloadAgent, WorkloadAgent, "", "")
 	for _, f := range []string{BareMetalHost, HardwareData, PoweredOn, LastUpdated} {
 		row(f, "", Agent, Forwarder, Agent, Agent)
 	}

@@ -208,7 +208,7 @@ func AgentTenantNamespace() []rbacv1.PolicyRule {
 // AgentWorkloadTenantNamespace is what the agent of a tenant's workload
 // cluster may do in each of the tenant's hub namespaces: read its claims
 // and HardwareData copies, and write their status, where admission lets
-// it change only the NodeLabelsSynced condition (policy
+// it change only the NodeLabelsSynced and NodeReady conditions (policy
 // hostfleet-workload-claims); and record Events. No Secret.
 func AgentWorkloadTenantNamespace() []rbacv1.PolicyRule {
 	return []rbacv1.PolicyRule{

@@ -275,6 +275,20 @@ const (
 	ReasonLabelSyncFailed = "LabelSyncFailed"
 )
 
+// ConditionNodeReady on a hub claim, written by the agent of the tenant's
+// workload cluster with NodeLabelsSynced: the readiness of the one Node
+// found for the claim, absent while none (or several) is found. A tenant
+// whose spec.healing.nodeNotReady is set counts it False as its host
+// failed.
+const (
+	ConditionNodeReady = "NodeReady"
+	// ReasonNodeReady: the Node's Ready condition is True.
+	ReasonNodeReady = "NodeReady"
+	// ReasonNodeNotReady: the Node's Ready condition is False or Unknown
+	// (its kubelet stopped reporting), or missing.
+	ReasonNodeNotReady = "NodeNotReady"
+)
+
 // ConditionUsageAccepted on a HostUsage, written by the hub: whether it
 // took every interval and open host of the cluster's report into the
 // cluster's UsageLedger. The reasons of the refusals name an Event each on
