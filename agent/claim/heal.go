@@ -47,8 +47,8 @@ type health struct {
 	current *metav1.Condition
 }
 
-// judge decides the healing step of a claim bound to h: how the host is,
-// the claim's policy (its tenant's, bounded by its annotation), the
+// judge decides the healing step of a claim bound to h: how the host is
+// (and its Node, if its tenant counts Nodes), the claim's policy (its tenant's, bounded by its annotation), the
 // cluster's breaker and the claim's replacements.
 func (r *Reconciler) judge(ctx context.Context, c *metal3api.HostClaim, h *metal3api.BareMetalHost, in binder.Input) (health, error) {
 	now := time.Now()
@@ -58,6 +58,10 @@ func (r *Reconciler) judge(ctx context.Context, c *metal3api.HostClaim, h *metal
 	}
 	rec, _ := healing.RecordOf(c.Annotations, now)
 	hl := health{verdict: heal.Judge(h), record: rec, current: meta.FindStatusCondition(c.Status.Conditions, hostfleetv1alpha1.ConditionHostHealthy)}
+	if p.Node {
+		boundAt, _ := time.Parse(time.RFC3339, h.Annotations[hostfleetv1alpha1.AnnotationBoundAt])
+		hl.verdict = heal.Node(hl.verdict, h, meta.FindStatusCondition(c.Status.Conditions, hostfleetv1alpha1.ConditionNodeReady), boundAt)
+	}
 	ready := readyOf(hoststatus.Conditions(c, h, hoststatus.Sync{OK: true}))
 	hin := heal.Input{Host: h.Namespace + "/" + h.Name, Verdict: hl.verdict, Policy: p, PolicyErr: perr, Current: hl.current,
 		Off: heal.Off(h), Replaced: rec.Within(now, 24*time.Hour), Ready: ready.Status == metav1.ConditionTrue, ReadyMessage: ready.Message,

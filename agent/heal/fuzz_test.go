@@ -67,13 +67,29 @@ func FuzzNext(f *testing.F) {
 
 // FuzzJudge: any host gets a verdict; a failed one names its evidence.
 func FuzzJudge(f *testing.F) {
-	f.Add("error", "power management error", "x")
-	f.Fuzz(func(t *testing.T, op, kind, msg string) {
+	f.Add("error", "power management error", "x", "False", int64(10), int64(5))
+	f.Fuzz(func(t *testing.T, op, kind, msg, nodeStatus string, nodeSince, boundAt int64) {
 		h := &metal3api.BareMetalHost{}
 		h.Status.OperationalStatus, h.Status.ErrorType, h.Status.ErrorMessage = metal3api.OperationalStatus(op), metal3api.ErrorType(kind), msg
 		v := Judge(h)
 		if v.State != Healthy && (v.Evidence == "" || v.Message == "") {
 			t.Fatalf("a verdict without evidence: %+v", v)
+		}
+		// A Node counts only against a host it may run on, and never
+		// clears a failure.
+		node := &metav1.Condition{Status: metav1.ConditionStatus(nodeStatus), LastTransitionTime: metav1.NewTime(time.Unix(nodeSince, 0))}
+		bound := time.Time{}
+		if boundAt != 0 {
+			bound = time.Unix(boundAt, 0)
+		}
+		n := Node(v, h, node, bound)
+		switch {
+		case v.State == Failed && n != v:
+			t.Fatalf("a Node changed a failed host's verdict: %+v, then %+v", v, n)
+		case n.State == Failed && v.State != Failed && (bound.IsZero() || nodeSince < boundAt || node.Status == metav1.ConditionTrue):
+			t.Fatalf("a host failed by a Node that is Ready or not its own: %+v (bound at %d)", node, boundAt)
+		case n.State == Failed && EvidenceIn(n.Message) != n.Evidence:
+			t.Fatalf("the evidence does not read back: %+v", n)
 		}
 	})
 }

@@ -75,7 +75,7 @@ var Sections = []Section{
 		Reasons: []Reason{
 			{Reason: "Healthy", Cause: "no error on the host", Fix: "nothing"},
 			{Reason: "Degraded", Cause: "an error that does not stop the host serving; never replaced", Fix: "fix what the message names"},
-			{Reason: "HostFailed", Cause: "its BMC fails or reports it Critical; `Notify`, or within the grace", Fix: "`Notify`: delete the claim, or set `hostfleet.io/healing: Replace`"},
+			{Reason: "HostFailed", Cause: "its BMC fails or reports it Critical (or its Node is not Ready, under `nodeNotReady`); `Notify`, or within the grace", Fix: "`Notify`: delete the claim, or set `hostfleet.io/healing: Replace`"},
 			{Reason: "Fencing", Cause: "the failed host is powered off first", Fix: "wait (`--fence-timeout`)"},
 			{Reason: "FenceUnconfirmed", Cause: "the BMC did not confirm it off: not replaced", Fix: "fix the BMC or power it off by hand"},
 			{Reason: "ReplacementPaused", Cause: "the breaker: many hosts failed at once", Fix: "fix the common cause"},
@@ -106,6 +106,11 @@ var Sections = []Section{
 			{Reason: "NodeNotFound", Cause: "no Node matches the claim (yet)", Fix: "wait for kubelet to register; or annotate the claim `hostfleet.io/node: <node>`, or give the Node a providerID naming the claim"},
 			{Reason: "NodeAmbiguous", Cause: "several Nodes match, or the Node matches another claim", Fix: "annotate the claim `hostfleet.io/node`, or fix the duplicate address or hostname"},
 			{Reason: "LabelSyncFailed", Cause: "the workload cluster refused the labels", Fix: "the message quotes the API server: usually a label value the tenant's hosts carry that a Node cannot"},
+		}},
+	{Title: "NodeReady (the agent of the tenant's workload cluster)", Condition: "NodeReady",
+		Reasons: []Reason{
+			{Reason: "NodeReady", Cause: "the claim's Node is Ready", Fix: "nothing"},
+			{Reason: "NodeNotReady", Cause: "its Ready condition is False or Unknown; with `spec.healing.nodeNotReady`, `HostHealthy` counts its host failed", Fix: "check the Node's kubelet; the claim's `HostHealthy` says what healing does"},
 		}},
 	{Title: "Usage reports (each cluster's HostUsage, as the hub's usage ledger took it)", Condition: "Accepted",
 		Intro: "`kubectl get hostusage -A` (Accepted, Reason); each refusal is also a Warning Event on the HostUsage and counts in `hostfleet_usage_refused_total`.",

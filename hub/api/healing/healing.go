@@ -32,6 +32,9 @@ type Policy struct {
 	MaxPerDay int
 	// Unfenced: the host is replaced even if it cannot be confirmed off.
 	Unfenced bool
+	// Node: the claim's Node NotReady counts as its host failed (the
+	// tenant's nodeNotReady).
+	Node bool
 }
 
 // Tenant is a tenant's policy, its defaults filled in (nil: Notify). It
@@ -50,6 +53,7 @@ func Tenant(h *hostfleetv1alpha1.Healing) Policy {
 	if h.MaxReplacementsPerDay != nil {
 		p.MaxPerDay = int(*h.MaxReplacementsPerDay)
 	}
+	p.Node = h.NodeNotReady
 	return p
 }
 

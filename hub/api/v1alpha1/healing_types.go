@@ -48,6 +48,16 @@ type Healing struct {
 	// false: a host not confirmed off is never replaced.
 	// +optional
 	AllowUnfenced bool `json:"allowUnfenced,omitempty"`
+
+	// NodeNotReady counts a claim's Node on the tenant's workload cluster
+	// (found as for label sync: its NodeReady condition) that is not Ready
+	// as a failure of the claim's host, judged as any other: the grace,
+	// then Replace. Only a Node that went NotReady after the host was
+	// bound counts, never the Node of a host the claim had before. It is
+	// the tenant's own word: each such failure quarantines a host, within
+	// the daily cap and the cluster's breaker. Default false.
+	// +optional
+	NodeNotReady bool `json:"nodeNotReady,omitempty"`
 }
 
 // AnnotationHealing on a claim overrides its tenant's healing policy

@@ -1,0 +1,95 @@
+package claim_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	metal3api "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
+	. "github.com/onsi/gomega"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/hostfleet/hostfleet/agent/app"
+	"github.com/hostfleet/hostfleet/hub/api/healing"
+	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
+)
+
+// nodeReadyOn writes a claim's NodeReady condition as the agent of its
+// tenant's workload cluster does.
+func nodeReadyOn(g Gomega, hub client.Client, c *metal3api.HostClaim, status metav1.ConditionStatus) {
+	reason := map[metav1.ConditionStatus]string{metav1.ConditionTrue: hostfleetv1alpha1.ReasonNodeReady, metav1.ConditionFalse: hostfleetv1alpha1.ReasonNodeNotReady}[status]
+	g.Expect(retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := hub.Get(context.Background(), client.ObjectKeyFromObject(c), c); err != nil {
+			return err
+		}
+		meta.SetStatusCondition(&c.Status.Conditions, metav1.Condition{Type: hostfleetv1alpha1.ConditionNodeReady, Status: status, Reason: reason,
+			Message: "Node w-1 on cluster wl", ObservedGeneration: c.Generation})
+		return hub.Status().Update(context.Background(), c)
+	})).To(Succeed())
+}
+
+// TestNodeNotReadyReplaced: a tenant that counts Nodes (nodeNotReady). The
+// claim's Node goes not Ready while its host reports nothing wrong: the
+// host is judged failed on that evidence, fenced, quarantined and replaced;
+// the Node, still not Ready since before the new host was bound, is never
+// held against the new host.
+func TestNodeNotReadyReplaced(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	f, hub, infra := servedScene(t, hostfleetv1alpha1.ServedTenant{Healing: &hostfleetv1alpha1.Healing{
+		Action: hostfleetv1alpha1.HealingReplace, Grace: &metav1.Duration{Duration: 2 * time.Second}, NodeNotReady: true}})
+	for i, name := range []string{"a", "b"} {
+		h := bmh(name, i, nil)
+		mustCreate(t, infra, h)
+		h.Status.Provisioning.State, h.Status.OperationalStatus = metal3api.StateAvailable, metal3api.OperationalStatusOK
+		g.Expect(infra.Status().Update(ctx, h)).To(Succeed())
+	}
+	startAgent(t, f, "infra-1", 2, func(o *app.Options) { o.FenceTimeout = 3 * time.Second })
+	c := imageClaim("node")
+	mustCreate(t, hub, c)
+	failed := boundHost(g, hub, c)
+	other := map[string]string{"a": "b", "b": "a"}[failed]
+	provision(g, infra, failed)
+	nodeReadyOn(g, hub, c, metav1.ConditionTrue)
+	g.Eventually(func(g Gomega) {
+		g.Expect(healthOf(g, hub, c).Reason).To(Equal(hostfleetv1alpha1.ReasonHealthy))
+		g.Expect(condition(c, hostfleetv1alpha1.ConditionReady).Status).To(Equal(metav1.ConditionTrue))
+	}).WithTimeout(30 * time.Second).Should(Succeed())
+
+	t.Log("the Node goes not Ready; the host reports nothing wrong: failed on the Node's evidence, fenced past the grace")
+	nodeReadyOn(g, hub, c, metav1.ConditionFalse)
+	g.Eventually(func(g Gomega) {
+		hc := healthOf(g, hub, c)
+		g.Expect(hc.Reason).To(Equal(hostfleetv1alpha1.ReasonFencing))
+		g.Expect(hc.Message).To(ContainSubstring("host hosts/%s reports NodeNotReady", failed))
+	}).WithTimeout(30 * time.Second).Should(Succeed())
+	hostStatus(g, infra, failed, func(h *metal3api.BareMetalHost) { h.Status.PoweredOn = false })
+
+	t.Log("confirmed off: quarantined, and the claim bound to the other host")
+	g.Expect(boundHostNamed(g, hub, c, other)).To(Equal(other))
+	h := &metal3api.BareMetalHost{}
+	g.Expect(infra.Get(ctx, client.ObjectKey{Namespace: hostsNS, Name: failed}, h)).To(Succeed())
+	q, ok, err := healing.QuarantineOf(h.Annotations)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(ok).To(BeTrue())
+	g.Expect(q.Reason).To(Equal(hostfleetv1alpha1.ReasonNodeNotReady))
+	g.Expect(q.Fenced).To(BeTrue())
+
+	t.Log("the old Node stays not Ready: never held against the new host")
+	provision(g, infra, other)
+	g.Eventually(func(g Gomega) {
+		g.Expect(healthOf(g, hub, c).Reason).To(Equal(hostfleetv1alpha1.ReasonHealthy))
+		g.Expect(condition(c, hostfleetv1alpha1.ConditionReady).Status).To(Equal(metav1.ConditionTrue))
+	}).WithTimeout(30 * time.Second).Should(Succeed())
+	g.Consistently(func(g Gomega) {
+		g.Expect(healthOf(g, hub, c).Reason).To(Equal(hostfleetv1alpha1.ReasonHealthy))
+		g.Expect(c.Status.BareMetalHost.Name).To(Equal(other))
+		g.Expect(condition(c, hostfleetv1alpha1.ConditionNodeReady).Status).To(Equal(metav1.ConditionFalse))
+	}).WithTimeout(5*time.Second).Should(Succeed(), "past the grace (2 s)")
+	rec, err := healing.RecordOf(c.Annotations, time.Now())
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(rec.Count).To(Equal(1))
+}
