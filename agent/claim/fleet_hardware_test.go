@@ -47,25 +47,8 @@ func TestFleetByHardware(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	clusters := []string{"infra-1", "infra-2", "infra-3"}
-	f := planes.ForTest(t, append([]string{"hub"}, clusters...)...)
-	f.HubForTest(t, "hub", func(mgr ctrl.Manager) error {
-		return (&scheduler.Reconciler{Client: mgr.GetClient(), Deadline: time.Hour}).SetupWithManager(context.Background(), mgr, setup.Options{})
-	})
+	f := schedulerFleet(t, g, clusters, time.Hour, hostfleetv1alpha1.TenantSpec{})
 	hub := f.Plane("hub").Client
-	mustCreate(t, hub, &clusterv1beta2.ManagedClusterSet{ObjectMeta: metav1.ObjectMeta{Name: "lab"}},
-		&hostfleetv1alpha1.Tenant{ObjectMeta: metav1.ObjectMeta{Name: "a"}, Spec: hostfleetv1alpha1.TenantSpec{ClusterSet: "lab"}})
-	for _, c := range clusters {
-		mustCreate(t, hub, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: c}},
-			&clusterv1.ManagedCluster{ObjectMeta: metav1.ObjectMeta{Name: c, Labels: map[string]string{clusterv1beta2.ClusterSetLabel: "lab"}}})
-	}
-	g.Eventually(func(g Gomega) {
-		for _, c := range clusters {
-			g.Expect(planes.SetClusterAvailable(ctx, hub, c, metav1.ConditionTrue)).To(Succeed())
-		}
-		tn := &hostfleetv1alpha1.Tenant{}
-		g.Expect(hub.Get(ctx, client.ObjectKey{Name: "a"}, tn)).To(Succeed())
-		g.Expect(tn.Status.Clusters).To(Equal(clusters))
-	}).WithTimeout(time.Minute).Should(Succeed(), "tenant a's set holds the three clusters")
 
 	machines := []machine{
 		{"infra-1", "small", 16, 64, metal3api.SSD, 480, 10, ""},
@@ -150,6 +133,35 @@ func TestFleetByHardware(t *testing.T) {
 		g.Expect(s.Reason).To(Equal(hostfleetv1alpha1.ReasonClassQuotaExceeded))
 		g.Expect(s.Message).To(ContainSubstring("class gpu holds 1 of its 1 claims"))
 	}).WithTimeout(time.Minute).Should(Succeed(), "a second claim asking for a GPU is held back")
+}
+
+// schedulerFleet starts a hub running the scheduler with the given bind
+// deadline and the named clusters, each Available in set lab, which tenant
+// a (spec, its cluster set lab) spans. It returns once the tenant lists
+// them; the agents are the test's to start.
+func schedulerFleet(t *testing.T, g Gomega, clusters []string, deadline time.Duration, spec hostfleetv1alpha1.TenantSpec) *planes.Fleet {
+	ctx := context.Background()
+	f := planes.ForTest(t, append([]string{"hub"}, clusters...)...)
+	f.HubForTest(t, "hub", func(mgr ctrl.Manager) error {
+		return (&scheduler.Reconciler{Client: mgr.GetClient(), Deadline: deadline}).SetupWithManager(context.Background(), mgr, setup.Options{})
+	})
+	hub := f.Plane("hub").Client
+	spec.ClusterSet = "lab"
+	mustCreate(t, hub, &clusterv1beta2.ManagedClusterSet{ObjectMeta: metav1.ObjectMeta{Name: "lab"}},
+		&hostfleetv1alpha1.Tenant{ObjectMeta: metav1.ObjectMeta{Name: "a"}, Spec: spec})
+	for _, c := range clusters {
+		mustCreate(t, hub, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: c}},
+			&clusterv1.ManagedCluster{ObjectMeta: metav1.ObjectMeta{Name: c, Labels: map[string]string{clusterv1beta2.ClusterSetLabel: "lab"}}})
+	}
+	g.Eventually(func(g Gomega) {
+		for _, c := range clusters {
+			g.Expect(planes.SetClusterAvailable(ctx, hub, c, metav1.ConditionTrue)).To(Succeed())
+		}
+		tn := &hostfleetv1alpha1.Tenant{}
+		g.Expect(hub.Get(ctx, client.ObjectKey{Name: "a"}, tn)).To(Succeed())
+		g.Expect(tn.Status.Clusters).To(Equal(clusters))
+	}).WithTimeout(time.Minute).Should(Succeed(), "tenant a's set holds the clusters")
+	return f
 }
 
 // hardwareDataOf is what inspection would report of m (its GPU as the BMC

@@ -7,20 +7,13 @@ import (
 
 	metal3api "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
 	. "github.com/onsi/gomega"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	clusterv1 "open-cluster-management.io/api/cluster/v1"
-	clusterv1beta2 "open-cluster-management.io/api/cluster/v1beta2"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/hostfleet/hostfleet/agent/app"
-	"github.com/hostfleet/hostfleet/e2e/harness/planes"
 	"github.com/hostfleet/hostfleet/hub/api/healing"
 	"github.com/hostfleet/hostfleet/hub/api/usage"
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
-	"github.com/hostfleet/hostfleet/hub/scheduler"
-	"github.com/hostfleet/hostfleet/internal/setup"
 )
 
 // TestFailedHostMovedToAnotherCluster: the hub's scheduler (bind deadline
@@ -34,17 +27,10 @@ func TestFailedHostMovedToAnotherCluster(t *testing.T) {
 	ctx := context.Background()
 	const bindDeadline = 5 * time.Second
 	clusters := []string{"infra-1", "infra-2"}
-	f := planes.ForTest(t, append([]string{"hub"}, clusters...)...)
-	f.HubForTest(t, "hub", func(mgr ctrl.Manager) error {
-		return (&scheduler.Reconciler{Client: mgr.GetClient(), Deadline: bindDeadline}).SetupWithManager(context.Background(), mgr, setup.Options{})
-	})
+	f := schedulerFleet(t, g, clusters, bindDeadline, hostfleetv1alpha1.TenantSpec{
+		Healing: &hostfleetv1alpha1.Healing{Action: hostfleetv1alpha1.HealingReplace, Grace: &metav1.Duration{Duration: 2 * time.Second}}})
 	hub := f.Plane("hub").Client
-	mustCreate(t, hub, &clusterv1beta2.ManagedClusterSet{ObjectMeta: metav1.ObjectMeta{Name: "lab"}},
-		&hostfleetv1alpha1.Tenant{ObjectMeta: metav1.ObjectMeta{Name: "a"}, Spec: hostfleetv1alpha1.TenantSpec{ClusterSet: "lab",
-			Healing: &hostfleetv1alpha1.Healing{Action: hostfleetv1alpha1.HealingReplace, Grace: &metav1.Duration{Duration: 2 * time.Second}}}})
 	for i, c := range clusters {
-		mustCreate(t, hub, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: c}},
-			&clusterv1.ManagedCluster{ObjectMeta: metav1.ObjectMeta{Name: c, Labels: map[string]string{clusterv1beta2.ClusterSetLabel: "lab"}}})
 		infra := f.Plane(c).Client
 		hostInfra(t, infra)
 		h := bmh("host-"+c, i, nil)
@@ -52,14 +38,6 @@ func TestFailedHostMovedToAnotherCluster(t *testing.T) {
 		h.Status.Provisioning.State, h.Status.OperationalStatus = metal3api.StateAvailable, metal3api.OperationalStatusOK
 		g.Expect(infra.Status().Update(ctx, h)).To(Succeed())
 	}
-	g.Eventually(func(g Gomega) {
-		for _, c := range clusters {
-			g.Expect(planes.SetClusterAvailable(ctx, hub, c, metav1.ConditionTrue)).To(Succeed())
-		}
-		tn := &hostfleetv1alpha1.Tenant{}
-		g.Expect(hub.Get(ctx, client.ObjectKey{Name: "a"}, tn)).To(Succeed())
-		g.Expect(tn.Status.Clusters).To(Equal(clusters))
-	}).WithTimeout(time.Minute).Should(Succeed(), "tenant a's set holds the two clusters")
 	for _, c := range clusters {
 		startAgentWith(t, f.Plane("hub").Config, f.Plane(c).Config, c, 2, func(o *app.Options) {
 			o.InventoryInterval, o.FenceTimeout = time.Second, 3*time.Second
