@@ -322,8 +322,10 @@ func (r *Reconciler) replace(ctx context.Context, c *metal3api.HostClaim, cluste
 	delete(c.Labels, hostfleetv1alpha1.LabelCluster)
 	delete(c.Annotations, hostfleetv1alpha1.AnnotationPlacedBy)
 	delete(c.Annotations, hostfleetv1alpha1.AnnotationPlacedAt)
-	// It held no host there (served claims are never moved): its usage
-	// there ends with no interval to wait for.
+	// It holds no host there (served claims are never moved): its usage
+	// there ends with no interval to wait for, but the one a replaced
+	// host closed, which the cluster's ledger counts (it remembers a claim
+	// moved away).
 	controllerutil.RemoveFinalizer(c, hostfleetv1alpha1.UsageFinalizer)
 	excluded := strings.Split(c.Annotations[hostfleetv1alpha1.AnnotationExcluded], ",")
 	excluded = append(excluded, cluster)
