@@ -114,6 +114,7 @@ func Ingest(in Input) Result {
 		}
 	}
 	open, refused := openHosts(in, claims, placed)
+	remember(claims, placed, open)
 	for _, f := range refused {
 		res.Refused = append(res.Refused, f)
 		if before, ok := refusedBefore[f.Key]; !ok || before.Reason != f.Reason {
@@ -271,6 +272,19 @@ func openHosts(in Input, claims map[types.UID]*hostfleetv1alpha1.LedgerClaim, pl
 	}
 	slices.SortFunc(out, func(a, b hostfleetv1alpha1.OpenUsage) int { return strings.Compare(a.Host, b.Host) })
 	return out, refused
+}
+
+// remember adds to the ledger's claims each live claim whose open host
+// the hub took: should it move to another cluster (its failed host
+// replaced, none free here), the ledger remembers its placement here and
+// counts the interval its agent reports here later.
+func remember(claims map[types.UID]*hostfleetv1alpha1.LedgerClaim, placed map[types.UID]Placement, open []hostfleetv1alpha1.OpenUsage) {
+	for _, o := range open {
+		p, live := placed[o.Claim]
+		if _, known := claims[o.Claim]; live && !known {
+			claims[o.Claim] = &hostfleetv1alpha1.LedgerClaim{UID: p.UID, Namespace: p.Namespace, From: metav1.NewTime(p.From.UTC())}
+		}
+	}
 }
 
 // openKey identifies an open host as usage.Key identifies the interval

@@ -314,3 +314,26 @@ func TestIngestReleaseReportedLate(t *testing.T) {
 	g.Expect(res.Counted).To(BeNumerically("==", 7195), "End − Start, by the agent's clock")
 	g.Expect(res.Ledger.Open).To(BeEmpty())
 }
+
+// TestIngestMovedAway: a claim whose open host the hub took, moved to
+// another cluster (its failed host replaced, none free there) before its
+// closed interval is reported: remembered from its placement, its interval
+// counts, as a deleted claim's does.
+func TestIngestMovedAway(t *testing.T) {
+	g := NewWithT(t)
+	open := hostfleetv1alpha1.OpenUsage{Host: "hosts/h0", Claim: "a1", Namespace: "tenant-a", Since: metav1.NewTime(t0)}
+	in := usage.Input{Now: t0.Add(time.Hour), Skew: time.Minute, Memory: 24 * time.Hour, MaxGone: 100,
+		Placed: []usage.Placement{{UID: "a1", Namespace: "tenant-a", From: t0}},
+		Ledger: hostfleetv1alpha1.UsageLedgerStatus{LegacyImported: true},
+		Report: hostfleetv1alpha1.HostUsageStatus{Open: []hostfleetv1alpha1.OpenUsage{open}}}
+	res := usage.Ingest(in)
+	g.Expect(res.Ledger.Open).To(HaveLen(1))
+
+	moved := in
+	moved.Now, moved.Ledger, moved.Placed = t0.Add(2*time.Hour), res.Ledger, nil
+	moved.Report = hostfleetv1alpha1.HostUsageStatus{Intervals: []hostfleetv1alpha1.UsageInterval{iv("a1", "tenant-a", "hosts/h0", 0, 90*time.Minute)}}
+	res = usage.Ingest(moved)
+	g.Expect(res.Refused).To(BeEmpty(), "remembered from its placement here")
+	g.Expect(res.Counted).To(BeNumerically("==", 5400))
+	g.Expect(res.Ledger.Claims).To(ConsistOf(HaveField("To.Time", t0.Add(2*time.Hour))), "its placement here ended when the hub learnt it moved")
+}
