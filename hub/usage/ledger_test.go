@@ -238,12 +238,9 @@ func FuzzIngest(f *testing.F) {
 	})
 }
 
-// TestIngestVanished: an open host the hub took is counted when it closes
-// (its interval), and, when it vanishes from the report without closing (a
-// host deleted while bound, a cluster restored to before its binding), up
-// to when the hub learns of it: Totals never shows less than it showed.
-func TestIngestVanished(t *testing.T) {
-	g := NewWithT(t)
+// openA1 is claim a1 placed at t0, its host open since then, as the hub
+// ingests it an hour later: the input and its result.
+func openA1(g Gomega) (usage.Input, usage.Result) {
 	open := hostfleetv1alpha1.OpenUsage{Host: "hosts/h0", Claim: "a1", Namespace: "tenant-a", Since: metav1.NewTime(t0)}
 	in := usage.Input{Now: t0.Add(time.Hour), Skew: time.Minute, Memory: 24 * time.Hour, MaxGone: 100,
 		Placed: []usage.Placement{{UID: "a1", Namespace: "tenant-a", From: t0}},
@@ -251,6 +248,16 @@ func TestIngestVanished(t *testing.T) {
 		Report: hostfleetv1alpha1.HostUsageStatus{Open: []hostfleetv1alpha1.OpenUsage{open}}}
 	res := usage.Ingest(in)
 	g.Expect(res.Ledger.Open).To(HaveLen(1))
+	return in, res
+}
+
+// TestIngestVanished: an open host the hub took is counted when it closes
+// (its interval), and, when it vanishes from the report without closing (a
+// host deleted while bound, a cluster restored to before its binding), up
+// to when the hub learns of it: Totals never shows less than it showed.
+func TestIngestVanished(t *testing.T) {
+	g := NewWithT(t)
+	in, res := openA1(g)
 	g.Expect(res.Counted).To(BeZero(), "open: counted up to now by Totals, not yet in the ledger")
 	ledgers := func(l hostfleetv1alpha1.UsageLedgerStatus) []hostfleetv1alpha1.UsageLedger {
 		return []hostfleetv1alpha1.UsageLedger{{Spec: hostfleetv1alpha1.UsageLedgerSpec{ClusterName: "c1"}, Status: l}}
@@ -287,13 +294,7 @@ func TestIngestVanished(t *testing.T) {
 // interval that closes it counts End − Start.
 func TestIngestReleaseReportedLate(t *testing.T) {
 	g := NewWithT(t)
-	open := hostfleetv1alpha1.OpenUsage{Host: "hosts/h0", Claim: "a1", Namespace: "tenant-a", Since: metav1.NewTime(t0)}
-	in := usage.Input{Now: t0.Add(time.Hour), Skew: time.Minute, Memory: 24 * time.Hour, MaxGone: 100,
-		Placed: []usage.Placement{{UID: "a1", Namespace: "tenant-a", From: t0}},
-		Ledger: hostfleetv1alpha1.UsageLedgerStatus{LegacyImported: true},
-		Report: hostfleetv1alpha1.HostUsageStatus{Open: []hostfleetv1alpha1.OpenUsage{open}}}
-	res := usage.Ingest(in)
-	g.Expect(res.Ledger.Open).To(HaveLen(1))
+	in, res := openA1(g)
 
 	ended := in
 	ended.Now, ended.Ledger, ended.Ended = t0.Add(2*time.Hour), res.Ledger, map[types.UID]bool{"a1": true}
@@ -321,13 +322,7 @@ func TestIngestReleaseReportedLate(t *testing.T) {
 // counts, as a deleted claim's does.
 func TestIngestMovedAway(t *testing.T) {
 	g := NewWithT(t)
-	open := hostfleetv1alpha1.OpenUsage{Host: "hosts/h0", Claim: "a1", Namespace: "tenant-a", Since: metav1.NewTime(t0)}
-	in := usage.Input{Now: t0.Add(time.Hour), Skew: time.Minute, Memory: 24 * time.Hour, MaxGone: 100,
-		Placed: []usage.Placement{{UID: "a1", Namespace: "tenant-a", From: t0}},
-		Ledger: hostfleetv1alpha1.UsageLedgerStatus{LegacyImported: true},
-		Report: hostfleetv1alpha1.HostUsageStatus{Open: []hostfleetv1alpha1.OpenUsage{open}}}
-	res := usage.Ingest(in)
-	g.Expect(res.Ledger.Open).To(HaveLen(1))
+	in, res := openA1(g)
 
 	moved := in
 	moved.Now, moved.Ledger, moved.Placed = t0.Add(2*time.Hour), res.Ledger, nil
