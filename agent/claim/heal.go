@@ -59,8 +59,7 @@ func (r *Reconciler) judge(ctx context.Context, c *metal3api.HostClaim, h *metal
 	rec, _ := healing.RecordOf(c.Annotations, now)
 	hl := health{verdict: heal.Judge(h), record: rec, current: meta.FindStatusCondition(c.Status.Conditions, hostfleetv1alpha1.ConditionHostHealthy)}
 	if p.Node {
-		boundAt, _ := time.Parse(time.RFC3339, h.Annotations[hostfleetv1alpha1.AnnotationBoundAt])
-		hl.verdict = heal.Node(hl.verdict, h, meta.FindStatusCondition(c.Status.Conditions, hostfleetv1alpha1.ConditionNodeReady), boundAt)
+		hl.verdict = nodeVerdict(hl.verdict, h, c)
 	}
 	ready := readyOf(hoststatus.Conditions(c, h, hoststatus.Sync{OK: true}))
 	hin := heal.Input{Host: h.Namespace + "/" + h.Name, Verdict: hl.verdict, Policy: p, PolicyErr: perr, Current: hl.current,
@@ -124,11 +123,52 @@ func (r *Reconciler) breakerCount(ctx context.Context, now time.Time) (heal.Coun
 			continue
 		}
 		n.Bound++
-		if heal.Judge(h).State == heal.Failed {
+		v := heal.Judge(h)
+		if v.State != heal.Failed {
+			var err error
+			if v, err = r.byItsNode(ctx, h, v); err != nil {
+				return heal.Count{}, err
+			}
+		}
+		if v.State == heal.Failed {
 			n.Failed++
 		}
 	}
 	return n, nil
+}
+
+// nodeVerdict is v, a host's own verdict, once its claim's Node counts:
+// the claim's NodeReady since the host was bound (heal.Node).
+func nodeVerdict(v heal.Verdict, h *metal3api.BareMetalHost, c *metal3api.HostClaim) heal.Verdict {
+	boundAt, _ := time.Parse(time.RFC3339, h.Annotations[hostfleetv1alpha1.AnnotationBoundAt])
+	return heal.Node(v, h, meta.FindStatusCondition(c.Status.Conditions, hostfleetv1alpha1.ConditionNodeReady), boundAt)
+}
+
+// byItsNode is a bound host's verdict for the breaker once its claim's
+// Node counts: when a switch fails, the Nodes behind it go not Ready while
+// their hosts report nothing wrong, and the breaker must count them before
+// the first is fenced, not as each is quarantined.
+func (r *Reconciler) byItsNode(ctx context.Context, h *metal3api.BareMetalHost, v heal.Verdict) (heal.Verdict, error) {
+	if r.local() || !r.Consumer.Bound(h) {
+		return v, nil // local claims have no workload agent, hence no NodeReady
+	}
+	ref, c := h.Spec.ConsumerRef, &metal3api.HostClaim{}
+	if err := r.Claims.Get(ctx, client.ObjectKey{Namespace: ref.Namespace, Name: ref.Name}, c, client.UnsafeDisableDeepCopy); err != nil {
+		return v, client.IgnoreNotFound(err)
+	}
+	node := meta.FindStatusCondition(c.Status.Conditions, hostfleetv1alpha1.ConditionNodeReady)
+	if string(c.UID) != h.Annotations[hostfleetv1alpha1.AnnotationClaimUID] || node == nil || node.Status == metav1.ConditionTrue {
+		return v, nil
+	}
+	nsLabels, err := r.namespaceLabels(ctx, c.Namespace)
+	if err != nil {
+		return v, nil // a namespace no longer served: no tenant's policy counts its Node
+	}
+	p, _, err := r.healingOf(ctx, c, nsLabels)
+	if err != nil || !p.Node {
+		return v, err
+	}
+	return nodeVerdict(v, h, c), nil
 }
 
 func readyOf(conds []metav1.Condition) metav1.Condition {

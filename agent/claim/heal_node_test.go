@@ -93,3 +93,61 @@ func TestNodeNotReadyReplaced(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(rec.Count).To(Equal(1))
 }
+
+// TestNodeStormPaused: a tenant that counts Nodes; three of the four
+// claims' Nodes go not Ready at once (their switch, not their hosts), while
+// every host reports nothing wrong. The breaker counts the Nodes' evidence
+// as it counts the hosts': it opens before any host is fenced, so none is
+// powered off or quarantined.
+func TestNodeStormPaused(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	f, hub, infra := servedScene(t, hostfleetv1alpha1.ServedTenant{Healing: &hostfleetv1alpha1.Healing{
+		Action: hostfleetv1alpha1.HealingReplace, Grace: &metav1.Duration{Duration: 2 * time.Second}, NodeNotReady: true}})
+	for i, name := range []string{"h1", "h2", "h3", "h4", "spare"} {
+		h := bmh(name, i, nil)
+		mustCreate(t, infra, h)
+		h.Status.Provisioning.State, h.Status.OperationalStatus = metal3api.StateAvailable, metal3api.OperationalStatusOK
+		g.Expect(infra.Status().Update(ctx, h)).To(Succeed())
+	}
+	startAgent(t, f, "infra-1", 2, func(o *app.Options) { o.FenceTimeout = 3 * time.Second })
+	var claims []*metal3api.HostClaim
+	for _, name := range []string{"w1", "w2", "w3", "w4"} {
+		c := imageClaim(name)
+		mustCreate(t, hub, c)
+		claims = append(claims, c)
+	}
+	for _, c := range claims {
+		provision(g, infra, boundHost(g, hub, c))
+		nodeReadyOn(g, hub, c, metav1.ConditionTrue)
+	}
+	for _, c := range claims {
+		g.Eventually(func(g Gomega) {
+			g.Expect(healthOf(g, hub, c).Reason).To(Equal(hostfleetv1alpha1.ReasonHealthy))
+			g.Expect(condition(c, hostfleetv1alpha1.ConditionReady).Status).To(Equal(metav1.ConditionTrue))
+		}).WithTimeout(30 * time.Second).Should(Succeed())
+	}
+
+	t.Log("three Nodes of four go not Ready at once: the breaker pauses their replacement, nothing is fenced")
+	for _, c := range claims[:3] {
+		nodeReadyOn(g, hub, c, metav1.ConditionFalse)
+	}
+	for _, c := range claims[:3] {
+		g.Eventually(func(g Gomega) {
+			hc := healthOf(g, hub, c)
+			g.Expect(hc.Reason).To(Equal(hostfleetv1alpha1.ReasonReplacementPaused), hc.Message)
+			g.Expect(hc.Message).To(ContainSubstring("3 of the 4 hosts bound on the cluster within 1h0m0s failed"))
+		}).WithTimeout(30 * time.Second).Should(Succeed())
+	}
+	g.Consistently(func(g Gomega) {
+		var list metal3api.BareMetalHostList
+		g.Expect(infra.List(ctx, &list, client.InNamespace(hostsNS))).To(Succeed())
+		for _, h := range list.Items {
+			g.Expect(h.Annotations).NotTo(HaveKey(hostfleetv1alpha1.AnnotationQuarantined), h.Name)
+			if h.Spec.ConsumerRef != nil {
+				g.Expect(h.Spec.Online).To(BeTrue(), "%s: not fenced in a storm", h.Name)
+			}
+		}
+	}).WithTimeout(5*time.Second).Should(Succeed(), "past the grace (2 s) and a fence's time (3 s)")
+	g.Expect(healthOf(g, hub, claims[3]).Reason).To(Equal(hostfleetv1alpha1.ReasonHealthy))
+}
