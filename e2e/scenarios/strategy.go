@@ -31,7 +31,10 @@ import (
 // behind on the managed cluster (a resource dropped from a ManifestWork
 // before the work agent recorded it is never deleted). The strategy's
 // config then reaches it, and nothing of the agent runs on the managed
-// cluster at any time.
+// cluster at any time. The strategy is set only once the Placement has
+// decided on the cluster: OCM's addon-manager deletes every add-on of the
+// strategy's name that the Placement's decisions do not list, the
+// annotated one included, and makes it again unannotated.
 func (e *fleet) installByStrategy(set, cluster, hosting, installNamespace string) {
 	e.t.Helper()
 	g := NewWithT(e.t)
@@ -55,6 +58,19 @@ func (e *fleet) installByStrategy(set, cluster, hosting, installNamespace string
 		g.Expect(client.IgnoreAlreadyExists(hub.Create(ctx, o))).To(Succeed())
 	}
 	g.Eventually(func(g Gomega) {
+		var decisions clusterv1beta1.PlacementDecisionList
+		g.Expect(hub.List(ctx, &decisions, client.InNamespace(ns), client.MatchingLabels{clusterv1beta1.PlacementLabel: "hostfleet-agents"})).To(Succeed())
+		var chosen []string
+		for _, d := range decisions.Items {
+			for _, c := range d.Status.Decisions {
+				chosen = append(chosen, c.ClusterName)
+			}
+		}
+		g.Expect(chosen).To(ContainElement(cluster))
+	}).WithTimeout(2*time.Minute).WithPolling(time.Second).Should(Succeed(), "Placement %s/hostfleet-agents decides on %s", ns, cluster)
+	made := &addonv1beta1.ManagedClusterAddOn{}
+	g.Expect(hub.Get(ctx, client.ObjectKey{Namespace: cluster, Name: hostfleetv1alpha1.AddonName}, made)).To(Succeed())
+	g.Eventually(func(g Gomega) {
 		cma := &addonv1beta1.ClusterManagementAddOn{}
 		g.Expect(hub.Get(ctx, client.ObjectKey{Name: hostfleetv1alpha1.AddonName}, cma)).To(Succeed())
 		cma.Spec.InstallStrategy = addonv1beta1.InstallStrategy{Type: addonv1beta1.AddonInstallStrategyPlacements,
@@ -66,6 +82,7 @@ func (e *fleet) installByStrategy(set, cluster, hosting, installNamespace string
 	g.Eventually(func(g Gomega) {
 		mca := &addonv1beta1.ManagedClusterAddOn{}
 		g.Expect(hub.Get(ctx, client.ObjectKey{Namespace: cluster, Name: hostfleetv1alpha1.AddonName}, mca)).To(Succeed())
+		NewWithT(e.t).Expect(mca.UID).To(Equal(made.UID), "the annotated add-on is the one the strategy configures, never deleted and made again")
 		var names []string
 		for _, r := range mca.Status.ConfigReferences {
 			if r.DesiredConfig != nil {
