@@ -238,17 +238,23 @@ func (r *Reconciler) quarantine(ctx context.Context, o observed, hl health) (ctr
 	if evidence == "" {
 		evidence = "failed"
 	}
-	if last, ok := hl.record.Last(); !ok || last.Failed != name {
-		if err := r.recordReplacement(ctx, c, hl.record.Add(healing.Replacement{At: metav1.NewTime(now), Failed: name, Cluster: r.ClusterName, Reason: evidence})); err != nil {
-			return requeue.OnConflict(err)
-		}
+	// The evidence and whether the host was confirmed off are decided once,
+	// as the quarantine begins, and recorded with it: a quarantine cut
+	// short resumes on a released host, which may look well, or have been
+	// powered on by its deprovisioning or erase, since. It is this
+	// failure's record if made since the failure began.
+	fenced := heal.Off(h)
+	if last, ok := hl.record.Last(); ok && last.Failed == name && hl.current != nil && !last.At.Time.Before(hl.current.LastTransitionTime.Time) {
+		evidence, fenced = last.Reason, last.Fenced
+	} else if err := r.recordReplacement(ctx, c, hl.record.Add(healing.Replacement{At: metav1.NewTime(now), Failed: name, Cluster: r.ClusterName,
+		Reason: evidence, Fenced: fenced})); err != nil {
+		return requeue.OnConflict(err)
 	}
 	r.tell(c, hl)
 	conds := withHealth(c, hoststatus.Conditions(c, h, hoststatus.Sync{OK: true}), hl)
 	if err := r.setStatus(ctx, c, h, c.Status.HardwareData, r.boundCondition(c, h), conds); err != nil {
 		return requeue.OnConflict(err)
 	}
-	fenced := heal.Off(h)
 	if err := r.hosts.Apply(ctx, hostspec.Released(h)); err != nil {
 		return ctrl.Result{}, fmt.Errorf("release failed host %s of %s: %w", klog.KObj(h), klog.KObj(c), err)
 	}

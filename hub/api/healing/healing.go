@@ -135,6 +135,9 @@ type Replacement struct {
 	// Reason is the failure's evidence, in a word (a HostHealthy reason's
 	// evidence: PowerManagementError, say).
 	Reason string `json:"reason"`
+	// Fenced says whether the failed host was confirmed off as its
+	// quarantine began; false in records written before it existed.
+	Fenced bool `json:"fenced,omitempty"`
 }
 
 // MaxRecent is how many replacements a record keeps.
