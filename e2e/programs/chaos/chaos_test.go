@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -28,7 +29,8 @@ func TestChaos(t *testing.T) {
 	g := NewWithT(t)
 	bin := build(t)
 	var out strings.Builder
-	rep, err := chaos.Run(context.Background(), chaos.Options{Bin: bin, Dir: t.TempDir(), Out: &out, Seed: 1,
+	dir := t.TempDir()
+	rep, err := chaos.Run(context.Background(), chaos.Options{Bin: bin, Dir: dir, Out: &out, Seed: 1,
 		Planes: 2, Hosts: 16, Claims: 60, Rate: 10, Kills: 4, Outage: 15 * time.Second, Partitions: 3, PartitionFor: 10 * time.Second,
 		HostFailures: 2, FailFor: 2 * time.Minute, Converge: 4 * time.Minute})
 	t.Log("\n" + out.String())
@@ -39,7 +41,7 @@ func TestChaos(t *testing.T) {
 	g.Expect(rep.Outage).To(Equal(15 * time.Second))
 	g.Expect(rep.Partitions).To(HaveLen(3))
 	g.Expect(rep.Partitions).NotTo(ContainElement(ContainSubstring("not cut")))
-	g.Expect(rep.Final.Violations).To(BeEmpty())
+	g.Expect(rep.Final.Violations).To(BeEmpty(), hostLogs(dir, rep.Final.Violations))
 	g.Expect(rep.Final.Bound).To(BeNumerically(">", 0), "claims were served")
 	// Each failed host was fenced, then quarantined, and the watches saw
 	// both quarantines happen.
@@ -75,4 +77,27 @@ func build(t *testing.T) string {
 		t.Fatal(err)
 	}
 	return bin
+}
+
+// hostLogs is what the agents logged of each host a violation names
+// (<plane>/<host>): the last lines naming it, debug lines aside, so that a
+// failed run tells its story after its directory is gone.
+func hostLogs(dir string, violations []string) func() string {
+	return func() string {
+		var b strings.Builder
+		for _, m := range regexp.MustCompile(`(infra-[0-9]+)/(host-[0-9]+)`).FindAllStringSubmatch(strings.Join(violations, "\n"), -1) {
+			logs, _ := filepath.Glob(filepath.Join(dir, "hostfleet-agent-"+m[1]+"-*.log"))
+			var lines []string
+			for _, l := range logs {
+				data, _ := os.ReadFile(l)
+				for _, line := range strings.Split(string(data), "\n") {
+					if strings.Contains(line, `"`+m[2]+`"`) && !strings.Contains(line, `"level":"debug"`) {
+						lines = append(lines, filepath.Base(l)+": "+line)
+					}
+				}
+			}
+			fmt.Fprintf(&b, "--- what the agents of %s logged of %s (last 40 lines) ---\n%s\n", m[1], m[2], strings.Join(lines[max(0, len(lines)-40):], "\n"))
+		}
+		return b.String()
+	}
 }
