@@ -162,10 +162,12 @@ func startEnv(newEnv func() (*envtest.Environment, error)) (*envtest.Environment
 }
 
 // transient says whether err is a dropped or refused connection, or an API
-// server that did not become ready (made again, it gets new ports).
+// server that did not become ready (made again, it gets new ports): one
+// that never served its default namespace, its etcd unreachable, is one.
 func transient(err error) bool {
 	msg := err.Error()
-	for _, s := range []string{"connection reset by peer", "connection refused", "EOF", "TLS handshake timeout", "i/o timeout", "timeout waiting for process"} {
+	for _, s := range []string{"connection reset by peer", "connection refused", "EOF", "TLS handshake timeout", "i/o timeout", "timeout waiting for process",
+		"default namespace didn't register within deadline"} {
 		if strings.Contains(msg, s) {
 			return true
 		}
