@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -221,13 +222,19 @@ func (w *hostWatch) stop() []string {
 }
 
 // power is each host's power as its emulated BMC has it (host-N's is
-// bmcs[N]), "" for another host.
+// bmcs[N]), "" for another host; when not "Off", with the BMC's last
+// actions, so that a finding says how the host came to be on.
 func power(bmcs []*redfish.BMC) func(host string) string {
 	return func(host string) string {
 		var n int
 		if _, err := fmt.Sscanf(host, "host-%d", &n); err != nil || n >= len(bmcs) {
 			return ""
 		}
-		return bmcs[n].Power()
+		p := bmcs[n].Power()
+		if p != "Off" {
+			a := bmcs[n].Actions()
+			p += " (its last actions: " + strings.Join(a[max(0, len(a)-8):], ", ") + ")"
+		}
+		return p
 	}
 }
