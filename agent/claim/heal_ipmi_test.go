@@ -7,7 +7,6 @@ import (
 
 	metal3api "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
 	. "github.com/onsi/gomega"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -74,13 +73,7 @@ func TestIPMIHostReplaced(t *testing.T) {
 	bmcs[failed].SetFaults(lanplus.Faults{PowerFault: true})
 	fault := time.Now()
 	h := &metal3api.BareMetalHost{}
-	g.Eventually(func(g Gomega) {
-		g.Expect(infra.Get(ctx, client.ObjectKey{Namespace: hostsNS, Name: failed}, h)).To(Succeed())
-		hh := meta.FindStatusCondition(h.Status.Conditions, hostfleetv1alpha1.ConditionHardwareHealthy)
-		g.Expect(hh).NotTo(BeNil())
-		g.Expect(hh.Reason).To(Equal(hostfleetv1alpha1.ReasonHealthCritical))
-		g.Expect(hh.Message).To(Equal("the BMC reports chassis status: power fault"))
-	}).WithTimeout(30 * time.Second).Should(Succeed())
+	criticalOn(g, infra, failed, "the BMC reports chassis status: power fault")
 	g.Eventually(func(g Gomega) {
 		ready(g)
 		g.Expect(c.Status.BareMetalHost.Name).To(Equal(other))

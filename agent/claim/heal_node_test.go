@@ -54,10 +54,7 @@ func TestNodeNotReadyReplaced(t *testing.T) {
 	other := map[string]string{"a": "b", "b": "a"}[failed]
 	provision(g, infra, failed)
 	nodeReadyOn(g, hub, c, metav1.ConditionTrue)
-	g.Eventually(func(g Gomega) {
-		g.Expect(healthOf(g, hub, c).Reason).To(Equal(hostfleetv1alpha1.ReasonHealthy))
-		g.Expect(condition(c, hostfleetv1alpha1.ConditionReady).Status).To(Equal(metav1.ConditionTrue))
-	}).WithTimeout(30 * time.Second).Should(Succeed())
+	healthyAndReady(g, hub, c)
 
 	t.Log("the Node goes not Ready; the host reports nothing wrong: failed on the Node's evidence, fenced past the grace")
 	nodeReadyOn(g, hub, c, metav1.ConditionFalse)
@@ -80,10 +77,7 @@ func TestNodeNotReadyReplaced(t *testing.T) {
 
 	t.Log("the old Node stays not Ready: never held against the new host")
 	provision(g, infra, other)
-	g.Eventually(func(g Gomega) {
-		g.Expect(healthOf(g, hub, c).Reason).To(Equal(hostfleetv1alpha1.ReasonHealthy))
-		g.Expect(condition(c, hostfleetv1alpha1.ConditionReady).Status).To(Equal(metav1.ConditionTrue))
-	}).WithTimeout(30 * time.Second).Should(Succeed())
+	healthyAndReady(g, hub, c)
 	g.Consistently(func(g Gomega) {
 		g.Expect(healthOf(g, hub, c).Reason).To(Equal(hostfleetv1alpha1.ReasonHealthy))
 		g.Expect(c.Status.BareMetalHost.Name).To(Equal(other))

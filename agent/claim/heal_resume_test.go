@@ -41,10 +41,7 @@ func TestQuarantineResumed(t *testing.T) {
 	failed := boundHost(g, hub, c)
 	other := map[string]string{"a": "b", "b": "a"}[failed]
 	provision(g, infra, failed)
-	g.Eventually(func(g Gomega) {
-		g.Expect(healthOf(g, hub, c).Reason).To(Equal(hostfleetv1alpha1.ReasonHealthy))
-		g.Expect(condition(c, hostfleetv1alpha1.ConditionReady).Status).To(Equal(metav1.ConditionTrue))
-	}).WithTimeout(30 * time.Second).Should(Succeed())
+	healthyAndReady(g, hub, c)
 
 	t.Log("the agent stops mid-quarantine: the host confirmed off and released, the claim Replacing; the host then powers on")
 	stop()

@@ -66,6 +66,28 @@ func provision(g Gomega, infra client.Client, name string) {
 	}).WithTimeout(30 * time.Second).Should(Succeed())
 }
 
+// healthyAndReady waits for the claim to say its host is healthy and
+// Ready.
+func healthyAndReady(g Gomega, hub client.Client, c *metal3api.HostClaim) {
+	g.Eventually(func(g Gomega) {
+		g.Expect(healthOf(g, hub, c).Reason).To(Equal(hostfleetv1alpha1.ReasonHealthy))
+		g.Expect(condition(c, hostfleetv1alpha1.ConditionReady).Status).To(Equal(metav1.ConditionTrue))
+	}).WithTimeout(30 * time.Second).Should(Succeed())
+}
+
+// criticalOn waits for a driven host's HardwareHealthy to say its BMC
+// reports it Critical, in these words.
+func criticalOn(g Gomega, infra client.Client, name, message string) {
+	g.Eventually(func(g Gomega) {
+		h := &metal3api.BareMetalHost{}
+		g.Expect(infra.Get(context.Background(), client.ObjectKey{Namespace: hostsNS, Name: name}, h)).To(Succeed())
+		hh := meta.FindStatusCondition(h.Status.Conditions, hostfleetv1alpha1.ConditionHardwareHealthy)
+		g.Expect(hh).NotTo(BeNil())
+		g.Expect(hh.Reason).To(Equal(hostfleetv1alpha1.ReasonHealthCritical))
+		g.Expect(hh.Message).To(Equal(message))
+	}).WithTimeout(30 * time.Second).Should(Succeed())
+}
+
 func powerFault(h *metal3api.BareMetalHost) {
 	h.Status.OperationalStatus, h.Status.ErrorType = metal3api.OperationalStatusError, metal3api.PowerManagementError
 	h.Status.ErrorMessage = "the BMC does not answer"
@@ -108,10 +130,7 @@ func TestFailedHostReplaced(t *testing.T) {
 	failed := boundHost(g, hub, c)
 	other := map[string]string{"a": "b", "b": "a"}[failed]
 	provision(g, infra, failed)
-	g.Eventually(func(g Gomega) {
-		g.Expect(healthOf(g, hub, c).Reason).To(Equal(hostfleetv1alpha1.ReasonHealthy))
-		g.Expect(condition(c, hostfleetv1alpha1.ConditionReady).Status).To(Equal(metav1.ConditionTrue))
-	}).WithTimeout(30 * time.Second).Should(Succeed())
+	healthyAndReady(g, hub, c)
 
 	t.Log("the host's BMC fails: reported at once, fenced past the grace")
 	hostStatus(g, infra, failed, powerFault)
@@ -368,13 +387,7 @@ func TestDrivenHostReplaced(t *testing.T) {
 	setAnnotation(g, hub, client.ObjectKeyFromObject(c), hostfleetv1alpha1.AnnotationHealing, "Replace")
 	bmcs[other].SetHealth("Critical", "")
 	critical := time.Now()
-	g.Eventually(func(g Gomega) {
-		g.Expect(infra.Get(ctx, client.ObjectKey{Namespace: hostsNS, Name: other}, h)).To(Succeed())
-		hh := meta.FindStatusCondition(h.Status.Conditions, hostfleetv1alpha1.ConditionHardwareHealthy)
-		g.Expect(hh).NotTo(BeNil())
-		g.Expect(hh.Reason).To(Equal(hostfleetv1alpha1.ReasonHealthCritical))
-		g.Expect(hh.Message).To(Equal("the BMC reports Status.Health Critical"))
-	}).WithTimeout(30 * time.Second).Should(Succeed())
+	criticalOn(g, infra, other, "the BMC reports Status.Health Critical")
 	g.Eventually(func(g Gomega) {
 		ready(g)
 		g.Expect(c.Status.BareMetalHost.Name).NotTo(BeElementOf(failed, other))
