@@ -46,9 +46,12 @@ func (e Eraser) Supports(h *metal3api.BareMetalHost) hostfleetv1alpha1.EraseMode
 }
 
 // ErasePending: the host's claim let it go and its release requires an
-// erase not done yet (or failed).
+// erase not done yet (or failed). A quarantined host has none pending: it
+// failed, and stays off until its administrator returns it; its erase runs
+// then, before it is free.
 func ErasePending(h *metal3api.BareMetalHost) bool {
-	return h.Spec.ConsumerRef == nil && erase.Level(erase.Of(h.Annotations)) > 0
+	_, quarantined := h.Annotations[hostfleetv1alpha1.AnnotationQuarantined]
+	return h.Spec.ConsumerRef == nil && !quarantined && erase.Level(erase.Of(h.Annotations)) > 0
 }
 
 // The Erasing condition on a driven host: True while the erase image

@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/hostfleet/hostfleet/agent/bmc"
+	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
 )
 
 // scriptedBMC is a BMC whose answers a test sets, recording what it was
@@ -65,6 +66,12 @@ func TestStateHandlers(t *testing.T) {
 		h.Spec.Image = &metal3api.Image{URL: "http://images/live.iso", DiskFormat: ptrTo("live-iso")}
 		h.Spec.ConsumerRef = &corev1.ObjectReference{APIVersion: "metal3.io/v1alpha1", Kind: "HostClaim", Namespace: "hf-a", Name: "c"}
 	}
+	eraseFull := func(h *metal3api.BareMetalHost) {
+		h.Annotations[hostfleetv1alpha1.AnnotationErase] = string(hostfleetv1alpha1.EraseFull)
+	}
+	quarantined := func(h *metal3api.BareMetalHost) {
+		h.Annotations[hostfleetv1alpha1.AnnotationQuarantined] = `{"reason":"HealthCritical"}`
+	}
 	for _, tt := range []struct {
 		name      string
 		host      *metal3api.BareMetalHost
@@ -105,6 +112,13 @@ func TestStateHandlers(t *testing.T) {
 			bmc: &scriptedBMC{power: bmc.PowerOn}, wantState: metal3api.StateDeprovisioning, wantNext: true},
 		{name: "deprovisioning, the BMC reports the host off: media ejected, available next", host: hostIn(metal3api.StateDeprovisioning),
 			bmc: &scriptedBMC{power: bmc.PowerOff}, wantState: metal3api.StateAvailable, wantNext: true, wantEject: 1},
+		{name: "deprovisioning a quarantined host its claim's tenant erases: off and ejected, available next, no erase",
+			host: hostIn(metal3api.StateDeprovisioning, eraseFull, quarantined),
+			bmc:  &scriptedBMC{power: bmc.PowerOff}, wantState: metal3api.StateAvailable, wantNext: true, wantEject: 1},
+		{name: "available and quarantined, an erase pending: kept off, nothing inserted", host: hostIn(metal3api.StateAvailable, eraseFull, quarantined),
+			bmc: &scriptedBMC{power: bmc.PowerOff}, wantState: metal3api.StateAvailable},
+		{name: "available, returned from quarantine with an erase pending: deprovisioning (the erase) next", host: hostIn(metal3api.StateAvailable, eraseFull),
+			bmc: &scriptedBMC{power: bmc.PowerOff}, wantState: metal3api.StateDeprovisioning, wantNext: true},
 		{name: "an unknown state is the host's error", host: hostIn(metal3api.StateExternallyProvisioned),
 			bmc: &scriptedBMC{power: bmc.PowerOn}, wantState: metal3api.StateExternallyProvisioned, wantErr: metal3api.PowerManagementError},
 	} {
