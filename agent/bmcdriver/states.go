@@ -88,7 +88,8 @@ func (x *run) available(ctx context.Context) outcome {
 
 // provision boots the live ISO by virtual media: insert, boot once from the
 // CD, power on (or restart a host that is on), and is done once the BMC
-// reports the host on.
+// reports the host on; a host asked to be off is done once the ISO is
+// inserted, and boots it when it is powered on.
 func (x *run) provision(ctx context.Context) outcome {
 	host := x.host
 	st := &host.Status.Provisioning
@@ -117,6 +118,14 @@ func (x *run) provision(ctx context.Context) outcome {
 			return failed(fail(metal3api.ProvisioningError, "boot the live ISO: %v", err))
 		}
 		x.event(corev1.EventTypeNormal, "ProvisioningStarted", "Provision", "live ISO %s inserted, one-time boot from CD", img.URL)
+		if !host.Spec.Online {
+			// Off as asked (a claim powered off, or a failed host being
+			// fenced): never powered on to boot; it boots the ISO when it is.
+			st.Image = *img.DeepCopy()
+			st.State = metal3api.StateProvisioned
+			x.event(corev1.EventTypeNormal, "ProvisioningComplete", "Provision", "%s boots at the next power on (spec.online is false)", img.URL)
+			return next()
+		}
 	}
 	// Power on, or restart a host that is on (at once: it is being
 	// re-imaged); once that is under way, only wait for it.

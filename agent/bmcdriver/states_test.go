@@ -81,6 +81,8 @@ func TestStateHandlers(t *testing.T) {
 		wantErr   metal3api.ErrorType
 		wantSent  []bmc.Command
 		wantEject int
+		// wantInsert: media insertions asked of the BMC.
+		wantInsert int
 	}{
 		{name: "registering: the BMC answers, the host is inspected next", host: hostIn(metal3api.StateRegistering),
 			bmc: &scriptedBMC{power: bmc.PowerOff}, wantState: metal3api.StateInspecting, wantNext: true},
@@ -107,7 +109,9 @@ func TestStateHandlers(t *testing.T) {
 			bmc: &scriptedBMC{power: bmc.PowerOn}, wantState: metal3api.StateDeprovisioning, wantNext: true},
 		{name: "provisioning: virtual media refused is a provisioning error", host: hostIn(metal3api.StateProvisioning, image),
 			bmc: &scriptedBMC{power: bmc.PowerOff, mediaErr: errors.New("no virtual media")}, wantState: metal3api.StateProvisioning,
-			wantErr: metal3api.ProvisioningError},
+			wantErr: metal3api.ProvisioningError, wantInsert: 1},
+		{name: "provisioning with online false (a fence): the ISO inserted, never powered on, provisioned", host: hostIn(metal3api.StateProvisioning, image),
+			bmc: &scriptedBMC{power: bmc.PowerOff}, wantState: metal3api.StateProvisioned, wantNext: true, wantInsert: 1},
 		{name: "provisioned, the consumer let go: deprovisioning next", host: hostIn(metal3api.StateProvisioned),
 			bmc: &scriptedBMC{power: bmc.PowerOn}, wantState: metal3api.StateDeprovisioning, wantNext: true},
 		{name: "deprovisioning, the BMC reports the host off: media ejected, available next", host: hostIn(metal3api.StateDeprovisioning),
@@ -136,6 +140,7 @@ func TestStateHandlers(t *testing.T) {
 			}
 			g.Expect(tt.bmc.sent).To(Equal(tt.wantSent))
 			g.Expect(tt.bmc.ejects).To(Equal(tt.wantEject))
+			g.Expect(tt.bmc.inserted).To(Equal(tt.wantInsert))
 		})
 	}
 }

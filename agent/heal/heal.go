@@ -100,11 +100,14 @@ func EvidenceIn(msg string) string {
 }
 
 // Off reports whether a host being fenced is confirmed off: it is asked to
-// be off, its status says off, and its power is managed (no power
-// management error: the BMC answered since).
+// be off, its status says off, its power is managed (no power management
+// error: the BMC answered since), and no power change is under way (the
+// BMC driver's PowerChanging: status.poweredOn is the read before a power
+// on was sent, until it lands).
 func Off(h *metal3api.BareMetalHost) bool {
 	return !h.Spec.Online && !h.Status.PoweredOn && h.Status.ErrorType != metal3api.PowerManagementError &&
-		h.Status.ErrorType != metal3api.ProvisionedRegistrationError
+		h.Status.ErrorType != metal3api.ProvisionedRegistrationError &&
+		!meta.IsStatusConditionTrue(h.Status.Conditions, hostfleetv1alpha1.ConditionPowerChanging)
 }
 
 // Breaker is the cluster's circuit breaker: open when more than MaxPercent

@@ -92,6 +92,11 @@ func TestOff(t *testing.T) {
 	h.Status.PoweredOn = false
 	h.Status.ErrorType = metal3api.PowerManagementError
 	g.Expect(Off(h)).To(BeFalse(), "a BMC that does not answer confirms nothing")
+	h.Status.ErrorType = ""
+	h.Status.Conditions = []metav1.Condition{{Type: hostfleetv1alpha1.ConditionPowerChanging, Status: metav1.ConditionTrue, Reason: "PowerOnSent"}}
+	g.Expect(Off(h)).To(BeFalse(), "off as read before a power on was sent: not confirmed until it lands")
+	h.Status.Conditions[0].Status = metav1.ConditionFalse
+	g.Expect(Off(h)).To(BeTrue())
 }
 
 func TestBreaker(t *testing.T) {
