@@ -27,25 +27,14 @@ import (
 func TestQuarantineThenErase(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	f, hub, infra := servedScene(t, hostfleetv1alpha1.ServedTenant{Erase: hostfleetv1alpha1.EraseFull, Healing: &hostfleetv1alpha1.Healing{
-		Action: hostfleetv1alpha1.HealingReplace, Grace: &metav1.Duration{Duration: 2 * time.Second}}})
-	iso := redfish.ImageServer()
-	t.Cleanup(iso.Close)
-	bmcs := map[string]*redfish.BMC{}
-	for i, name := range []string{"rf-a", "rf-b"} {
-		b := redfish.Start(redfish.Options{Username: "admin", Password: "secret", EthernetInterfacesOnly: true, Erase: 5 * time.Second})
-		t.Cleanup(b.Close)
-		bmcs[name] = b
-		h := bmh(name, i, nil)
-		h.Annotations = map[string]string{hostfleetv1alpha1.AnnotationDriver: hostfleetv1alpha1.DriverBMCLib}
-		h.Spec.BMC.Address = "redfish-virtualmedia+http://" + b.HostPort() + redfish.SystemPath
-		mustCreate(t, infra, h)
-	}
-	startAgent(t, f, "infra-1", 2, func(o *app.Options) {
-		o.BMCPoll, o.BMCTimeout, o.FenceTimeout = time.Second, 3*time.Second, 10*time.Second
-		o.EraseImage, o.EraseTimeout = iso.URL+"/erase.iso", 30*time.Second
-		o.BreakerMaxPercent = 100 // one claim's host is not a rack
-	})
+	erasing := redfish.ImageServer() // the erase image, apart from the claims' images
+	t.Cleanup(erasing.Close)
+	hub, infra, bmcs, iso, _ := redfishScene(t, hostfleetv1alpha1.ServedTenant{Erase: hostfleetv1alpha1.EraseFull, Healing: replacing()},
+		redfish.Options{Erase: 5 * time.Second}, []string{"rf-a", "rf-b"}, func(o *app.Options) {
+			o.BMCPoll, o.BMCTimeout, o.FenceTimeout = time.Second, 3*time.Second, 10*time.Second
+			o.EraseImage, o.EraseTimeout = erasing.URL+"/erase.iso", 30*time.Second
+			o.BreakerMaxPercent = 100 // one claim's host is not a rack
+		})
 	waitAvailable(g, infra, "rf-a", "rf-b")
 	claim := func(name string) *metal3api.HostClaim {
 		c := hubClaim(name, "infra-1", nil)
@@ -63,7 +52,7 @@ func TestQuarantineThenErase(t *testing.T) {
 	failed := c.Status.BareMetalHost.Name
 	erased := func(name string) bool {
 		for _, a := range bmcs[name].Actions() {
-			if strings.HasPrefix(a, "InsertMedia "+iso.URL+"/erase.iso") {
+			if strings.HasPrefix(a, "InsertMedia "+erasing.URL+"/erase.iso") {
 				return true
 			}
 		}

@@ -28,24 +28,11 @@ import (
 func TestFailureDuringHubOutage(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	f, hub, infra := servedScene(t, hostfleetv1alpha1.ServedTenant{Healing: &hostfleetv1alpha1.Healing{
-		Action: hostfleetv1alpha1.HealingReplace, Grace: &metav1.Duration{Duration: 2 * time.Second}}})
-	iso := redfish.ImageServer()
-	t.Cleanup(iso.Close)
-	bmcs := map[string]*redfish.BMC{}
-	for i, name := range []string{"rf-a", "rf-b"} {
-		b := redfish.Start(redfish.Options{Username: "admin", Password: "secret", EthernetInterfacesOnly: true})
-		t.Cleanup(b.Close)
-		bmcs[name] = b
-		h := bmh(name, i, nil)
-		h.Annotations = map[string]string{hostfleetv1alpha1.AnnotationDriver: hostfleetv1alpha1.DriverBMCLib}
-		h.Spec.BMC.Address = "redfish-virtualmedia+http://" + b.HostPort() + redfish.SystemPath
-		mustCreate(t, infra, h)
-	}
-	startAgent(t, f, "infra-1", 2, func(o *app.Options) {
-		o.BMCPoll, o.BMCTimeout, o.FenceTimeout = time.Second, 3*time.Second, time.Minute
-		o.BreakerMaxPercent = 100
-	})
+	hub, infra, bmcs, iso, f := redfishScene(t, hostfleetv1alpha1.ServedTenant{Healing: replacing()}, redfish.Options{}, []string{"rf-a", "rf-b"},
+		func(o *app.Options) {
+			o.BMCPoll, o.BMCTimeout, o.FenceTimeout = time.Second, 3*time.Second, time.Minute
+			o.BreakerMaxPercent = 100
+		})
 	c := hubClaim("live", "infra-1", nil)
 	c.Spec.PoweredOn = true
 	c.Spec.Image = &metal3api.Image{URL: iso.URL + "/live.iso", DiskFormat: ptr.To("live-iso")}

@@ -26,24 +26,11 @@ import (
 func TestFailedWhileProvisioning(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	f, hub, infra := servedScene(t, hostfleetv1alpha1.ServedTenant{Healing: &hostfleetv1alpha1.Healing{
-		Action: hostfleetv1alpha1.HealingReplace, Grace: &metav1.Duration{Duration: 2 * time.Second}}})
-	iso := redfish.ImageServer()
-	t.Cleanup(iso.Close)
-	bmcs := map[string]*redfish.BMC{}
-	for i, name := range []string{"rf-a", "rf-b"} {
-		b := redfish.Start(redfish.Options{Username: "admin", Password: "secret", EthernetInterfacesOnly: true})
-		t.Cleanup(b.Close)
-		bmcs[name] = b
-		h := bmh(name, i, map[string]string{"name": name})
-		h.Annotations = map[string]string{hostfleetv1alpha1.AnnotationDriver: hostfleetv1alpha1.DriverBMCLib}
-		h.Spec.BMC.Address = "redfish-virtualmedia+http://" + b.HostPort() + redfish.SystemPath
-		mustCreate(t, infra, h)
-	}
-	startAgent(t, f, "infra-1", 2, func(o *app.Options) {
-		o.BMCPoll, o.BMCTimeout, o.FenceTimeout = time.Second, 3*time.Second, time.Minute
-		o.BreakerMaxPercent = 100
-	})
+	hub, infra, bmcs, iso, _ := redfishScene(t, hostfleetv1alpha1.ServedTenant{Healing: replacing()}, redfish.Options{}, []string{"rf-a", "rf-b"},
+		func(o *app.Options) {
+			o.BMCPoll, o.BMCTimeout, o.FenceTimeout = time.Second, 3*time.Second, time.Minute
+			o.BreakerMaxPercent = 100
+		})
 	waitAvailable(g, infra, "rf-a", "rf-b")
 	broken := offWhileQuarantined(t, infra, "rf-a", bmcs["rf-a"])
 

@@ -2,6 +2,7 @@ package claim_test
 
 import (
 	"context"
+	"net/http/httptest"
 	"testing"
 	"time"
 
@@ -14,6 +15,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/hostfleet/hostfleet/agent/app"
+	"github.com/hostfleet/hostfleet/e2e/emulators/redfish"
+	"github.com/hostfleet/hostfleet/e2e/harness/planes"
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
 )
 
@@ -129,4 +132,34 @@ func eventReasons(g Gomega, hub client.Client) []string {
 		out = append(out, e.Reason)
 	}
 	return out
+}
+
+// replacing is tenant a's policy in the driven scenes: Replace after 2 s.
+func replacing() *hostfleetv1alpha1.Healing {
+	return &hostfleetv1alpha1.Healing{Action: hostfleetv1alpha1.HealingReplace, Grace: &metav1.Duration{Duration: 2 * time.Second}}
+}
+
+// redfishScene is a hub and infra-1 serving tenant a (st), with hosts the
+// agent's BMC driver drives through emulated Redfish BMCs (each started
+// with o, labelled name: <host>) and an image server, and the agent
+// started with opts.
+func redfishScene(t *testing.T, st hostfleetv1alpha1.ServedTenant, o redfish.Options, hosts []string, opts ...func(*app.Options)) (
+	hub, infra client.Client, bmcs map[string]*redfish.BMC, iso *httptest.Server, f *planes.Fleet) {
+	t.Helper()
+	f, hub, infra = servedScene(t, st)
+	iso = redfish.ImageServer()
+	t.Cleanup(iso.Close)
+	bmcs = map[string]*redfish.BMC{}
+	o.Username, o.Password, o.EthernetInterfacesOnly = "admin", "secret", true
+	for i, name := range hosts {
+		b := redfish.Start(o)
+		t.Cleanup(b.Close)
+		bmcs[name] = b
+		h := bmh(name, i, map[string]string{"name": name})
+		h.Annotations = map[string]string{hostfleetv1alpha1.AnnotationDriver: hostfleetv1alpha1.DriverBMCLib}
+		h.Spec.BMC.Address = "redfish-virtualmedia+http://" + b.HostPort() + redfish.SystemPath
+		mustCreate(t, infra, h)
+	}
+	startAgent(t, f, "infra-1", 2, opts...)
+	return hub, infra, bmcs, iso, f
 }

@@ -202,24 +202,13 @@ func TestFailedHostHeldBack(t *testing.T) {
 func TestDrivenHostReplaced(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	f, hub, infra := servedScene(t, hostfleetv1alpha1.ServedTenant{Healing: &hostfleetv1alpha1.Healing{
-		Action: hostfleetv1alpha1.HealingReplace, Grace: &metav1.Duration{Duration: 2 * time.Second}, AllowUnfenced: true}})
-	iso := redfish.ImageServer()
-	t.Cleanup(iso.Close)
-	bmcs := map[string]*redfish.BMC{}
-	for i, name := range []string{"rf-a", "rf-b", "rf-c"} {
-		b := redfish.Start(redfish.Options{Username: "admin", Password: "secret", EthernetInterfacesOnly: true})
-		t.Cleanup(b.Close)
-		bmcs[name] = b
-		h := bmh(name, i, nil)
-		h.Annotations = map[string]string{hostfleetv1alpha1.AnnotationDriver: hostfleetv1alpha1.DriverBMCLib}
-		h.Spec.BMC.Address = "redfish-virtualmedia+http://" + b.HostPort() + redfish.SystemPath
-		mustCreate(t, infra, h)
-	}
-	startAgent(t, f, "infra-1", 2, func(o *app.Options) {
-		o.BMCPoll, o.BMCTimeout, o.FenceTimeout = 2*time.Second, 3*time.Second, 5*time.Second
-		o.BreakerMaxPercent = 100 // one host of one claim failing twice is not a rack
-	})
+	policy := replacing()
+	policy.AllowUnfenced = true
+	hub, infra, bmcs, iso, _ := redfishScene(t, hostfleetv1alpha1.ServedTenant{Healing: policy}, redfish.Options{}, []string{"rf-a", "rf-b", "rf-c"},
+		func(o *app.Options) {
+			o.BMCPoll, o.BMCTimeout, o.FenceTimeout = 2*time.Second, 3*time.Second, 5*time.Second
+			o.BreakerMaxPercent = 100 // one host of one claim failing twice is not a rack
+		})
 	c := hubClaim("live", "infra-1", nil)
 	c.Spec.PoweredOn = true
 	c.Spec.Image = &metal3api.Image{URL: iso.URL + "/live.iso", DiskFormat: ptr.To("live-iso")}
