@@ -13,7 +13,6 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/hostfleet/hostfleet/agent/app"
 	"github.com/hostfleet/hostfleet/e2e/emulators/redfish"
 	"github.com/hostfleet/hostfleet/hub/api/healing"
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
@@ -28,11 +27,7 @@ import (
 func TestFailureDuringHubOutage(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	hub, infra, bmcs, iso, f := redfishScene(t, hostfleetv1alpha1.ServedTenant{Healing: replacing()}, redfish.Options{}, []string{"rf-a", "rf-b"},
-		func(o *app.Options) {
-			o.BMCPoll, o.BMCTimeout, o.FenceTimeout = time.Second, 3*time.Second, time.Minute
-			o.BreakerMaxPercent = 100
-		})
+	hub, infra, bmcs, iso, f := redfishScene(t, hostfleetv1alpha1.ServedTenant{Healing: replacing()}, redfish.Options{}, []string{"rf-a", "rf-b"}, watchful)
 	c := hubClaim("live", "infra-1", nil)
 	c.Spec.PoweredOn = true
 	c.Spec.Image = &metal3api.Image{URL: iso.URL + "/live.iso", DiskFormat: ptr.To("live-iso")}

@@ -11,7 +11,6 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/hostfleet/hostfleet/agent/app"
 	"github.com/hostfleet/hostfleet/e2e/emulators/redfish"
 	"github.com/hostfleet/hostfleet/hub/api/healing"
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
@@ -19,18 +18,15 @@ import (
 
 // TestFailedWhileProvisioning: a claim's host fails before its live ISO
 // was booted (its BMC answers 500 from before the claim asks for it), and
-// the host is fenced. When its BMC answers again, the provisioning it owed inserts the
-// ISO but never powers the host on (it is asked to be off): it is
-// confirmed off, quarantined, and the claim, once its selector lets it, is
-// Ready on the other host. Checked every 100 ms: a quarantined host is off.
+// the host is fenced. When its BMC answers again, the provisioning it
+// owed inserts the ISO but never powers the host on (it is asked to be
+// off): it is confirmed off, quarantined, and the claim, once its selector
+// lets it, is Ready on the other host. Checked every 100 ms: a quarantined
+// host is off.
 func TestFailedWhileProvisioning(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	hub, infra, bmcs, iso, _ := redfishScene(t, hostfleetv1alpha1.ServedTenant{Healing: replacing()}, redfish.Options{}, []string{"rf-a", "rf-b"},
-		func(o *app.Options) {
-			o.BMCPoll, o.BMCTimeout, o.FenceTimeout = time.Second, 3*time.Second, time.Minute
-			o.BreakerMaxPercent = 100
-		})
+	hub, infra, bmcs, iso, _ := redfishScene(t, hostfleetv1alpha1.ServedTenant{Healing: replacing()}, redfish.Options{}, []string{"rf-a", "rf-b"}, watchful)
 	waitAvailable(g, infra, "rf-a", "rf-b")
 	broken := offWhileQuarantined(t, infra, "rf-a", bmcs["rf-a"])
 

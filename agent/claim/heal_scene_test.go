@@ -139,6 +139,13 @@ func replacing() *hostfleetv1alpha1.Healing {
 	return &hostfleetv1alpha1.Healing{Action: hostfleetv1alpha1.HealingReplace, Grace: &metav1.Duration{Duration: 2 * time.Second}}
 }
 
+// watchful: the agent reads each driven host's power every second, and
+// waits a minute for a fence; one claim's host is not a rack.
+func watchful(o *app.Options) {
+	o.BMCPoll, o.BMCTimeout, o.FenceTimeout = time.Second, 3*time.Second, time.Minute
+	o.BreakerMaxPercent = 100
+}
+
 // redfishScene is a hub and infra-1 serving tenant a (st), with hosts the
 // agent's BMC driver drives through emulated Redfish BMCs (each started
 // with o, labelled name: <host>) and an image server, and the agent
