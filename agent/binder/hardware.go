@@ -32,7 +32,7 @@ func (in Input) view(h *metal3api.BareMetalHost) *hostfleetv1alpha1.HardwareView
 // the claim does not ask for selects it (excluded-hosts), by labels and
 // hardware.
 func (in Input) kept(excluded []exclusion.Selector, h *metal3api.BareMetalHost) bool {
-	return len(excluded) > 0 && exclusion.Matches(excluded, labels.Set(h.Labels), "", in.view(h))
+	return len(excluded) > 0 && exclusion.Matches(excluded, labels.Set(h.Labels), "", "", in.view(h))
 }
 
 // least keeps the hosts of the least hardware (hardware.Compare).

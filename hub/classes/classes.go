@@ -57,9 +57,14 @@ type Fleet struct {
 	// Host is the hardware of a bound claim's host (its HardwareData copy
 	// on the hub); nil when not known.
 	Host func(*metal3api.HostClaim) *hardware.View
-	// Profiles are the fleet's hardware profiles, by name.
-	Profiles map[string]*hardware.View
+	// Profiles are the fleet's hardware profiles, by the cluster that
+	// reports each and its name: a cluster's report of a name stands for
+	// that cluster's hosts alone.
+	Profiles map[Profile]*hardware.View
 }
+
+// Profile names a hardware profile as one cluster reports it.
+type Profile struct{ Cluster, Name string }
 
 // Of reports whether a claim is of class cl: its labels (Labels) match the
 // class's selector and, for a class by hardware, its host's hardware meets
@@ -84,7 +89,7 @@ func (cl Class) Of(c *metal3api.HostClaim, set labels.Set, f Fleet) bool {
 
 // asks reports whether every profile that meets the claim's requirement
 // (without one, every profile) meets class, and one does.
-func asks(class *hardware.Requirement, c *metal3api.HostClaim, profiles map[string]*hardware.View) bool {
+func asks(class *hardware.Requirement, c *metal3api.HostClaim, profiles map[Profile]*hardware.View) bool {
 	var own *hardware.Requirement
 	if expr, ok := c.Annotations[hostfleetv1alpha1.AnnotationHardware]; ok {
 		r, err := hardware.Cached(expr)
@@ -94,11 +99,11 @@ func asks(class *hardware.Requirement, c *metal3api.HostClaim, profiles map[stri
 		own = r
 	}
 	some := false
-	for name, v := range profiles {
-		if own != nil && !own.MeetsProfile(name, v) {
+	for p, v := range profiles {
+		if own != nil && !own.MeetsProfile(p.Cluster, p.Name, v) {
 			continue
 		}
-		if !class.MeetsProfile(name, v) {
+		if !class.MeetsProfile(p.Cluster, p.Name, v) {
 			return false
 		}
 		some = true

@@ -125,7 +125,8 @@ func TestByHardware(t *testing.T) {
 		return v
 	}
 	h100, a10, plain := view(64, "H100"), view(32, "A10"), view(128)
-	f := classes.Fleet{Profiles: map[string]*hardware.View{hardware.Profile(h100): h100, hardware.Profile(a10): a10, hardware.Profile(plain): plain}}
+	f := classes.Fleet{Profiles: map[classes.Profile]*hardware.View{
+		{Cluster: "infra-1", Name: hardware.Profile(h100)}: h100, {Cluster: "infra-1", Name: hardware.Profile(a10)}: a10, {Cluster: "infra-2", Name: hardware.Profile(plain)}: plain}}
 	asking := func(expr string, mut func(*metal3api.HostClaim)) *metal3api.HostClaim {
 		return claim(nil, func(c *metal3api.HostClaim) {
 			if expr != "" {

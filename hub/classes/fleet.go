@@ -24,11 +24,12 @@ func Read(ctx context.Context, c client.Reader, classes []Class) (Fleet, error) 
 	if err := c.List(ctx, &invs, client.UnsafeDisableDeepCopy); err != nil {
 		return Fleet{}, fmt.Errorf("list HostInventories for the classes by hardware: %w", err)
 	}
-	f := Fleet{Profiles: map[string]*hardware.View{}}
+	f := Fleet{Profiles: map[Profile]*hardware.View{}}
 	for i := range invs.Items {
-		for j := range invs.Items[i].Status.Profiles {
-			p := &invs.Items[i].Status.Profiles[j]
-			f.Profiles[p.Name] = &p.Hardware
+		inv := &invs.Items[i]
+		for j := range inv.Status.Profiles {
+			p := &inv.Status.Profiles[j]
+			f.Profiles[Profile{Cluster: inv.Namespace, Name: p.Name}] = &p.Hardware
 		}
 	}
 	f.Host = func(claim *metal3api.HostClaim) *hardware.View {

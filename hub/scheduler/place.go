@@ -163,11 +163,11 @@ func offerOf(in Input, sel labels.Selector, cluster string, inv *hostfleetv1alph
 	// hosts, only those (a failure domain is a preference).
 	var usable, inFD []hostfleetv1alpha1.HostPool
 	for _, p := range inv.Status.Pools {
-		if admits(p.Namespaces, in.Claim.Namespace) && sel.Matches(labels.Set(p.Labels)) && !exclusion.Matches(in.ExcludeHosts, labels.Set(p.Labels), p.Profile, profile(inv, p.Profile)) &&
+		if admits(p.Namespaces, in.Claim.Namespace) && sel.Matches(labels.Set(p.Labels)) && !exclusion.Matches(in.ExcludeHosts, labels.Set(p.Labels), cluster, p.Profile, profile(inv, p.Profile)) &&
 			taints.Tolerated(in.Claim.Annotations, p.Taints) {
 			if in.Hardware != nil {
 				view := profile(inv, p.Profile)
-				if !in.Hardware.MeetsProfile(p.Profile, view) {
+				if !in.Hardware.MeetsProfile(cluster, p.Profile, view) {
 					if p.Available > 0 {
 						o.unmet += int(p.Available)
 						o.unmetViews = append(o.unmetViews, view)
@@ -191,7 +191,7 @@ func offerOf(in Input, sel labels.Selector, cluster string, inv *hostfleetv1alph
 		o.free += int(p.Available)
 	}
 	for _, p := range in.Pending[cluster] {
-		if competes(p, inv, usable, in.Prefixes) {
+		if competes(p, cluster, inv, usable, in.Prefixes) {
 			o.pending++
 		}
 	}
@@ -344,7 +344,7 @@ func unpublished(hs metal3api.HostSelector, prefixes []string) []string {
 
 // competes says whether a pending claim could take a host of one of pools.
 // A selector or requirement that cannot be read competes for everything.
-func competes(c *metal3api.HostClaim, inv *hostfleetv1alpha1.HostInventory, pools []hostfleetv1alpha1.HostPool, prefixes []string) bool {
+func competes(c *metal3api.HostClaim, cluster string, inv *hostfleetv1alpha1.HostInventory, pools []hostfleetv1alpha1.HostPool, prefixes []string) bool {
 	sel, err := selector(c.Spec.HostSelector, prefixes)
 	var r *hardware.Requirement
 	if expr, ok := c.Annotations[hostfleetv1alpha1.AnnotationHardware]; ok {
@@ -352,7 +352,7 @@ func competes(c *metal3api.HostClaim, inv *hostfleetv1alpha1.HostInventory, pool
 	}
 	for _, p := range pools {
 		if admits(p.Namespaces, c.Namespace) && (err != nil || sel.Matches(labels.Set(p.Labels))) && taints.Tolerated(c.Annotations, p.Taints) &&
-			(r == nil || r.MeetsProfile(p.Profile, profile(inv, p.Profile))) {
+			(r == nil || r.MeetsProfile(cluster, p.Profile, profile(inv, p.Profile))) {
 			return true
 		}
 	}

@@ -70,21 +70,21 @@ func Compile(sels []hostfleetv1alpha1.ClassSelector) ([]Selector, error) {
 }
 
 // Matches reports whether any of sels selects a host with these labels
-// and hardware: its view, and the view's profile name when known (a
-// verdict remembered by name); no view for a host not inspected, which no
-// selector by hardware selects.
-func Matches(sels []Selector, set labels.Set, profile string, view *hardware.View) bool {
+// and hardware: its view, and, when known, the view's profile name as
+// cluster reports it (a verdict remembered per cluster and name); no view
+// for a host not inspected, which no selector by hardware selects.
+func Matches(sels []Selector, set labels.Set, cluster, profile string, view *hardware.View) bool {
 	for _, s := range sels {
-		if s.Labels.Matches(set) && (s.Hardware == nil || meets(s.Hardware, profile, view)) {
+		if s.Labels.Matches(set) && (s.Hardware == nil || meets(s.Hardware, cluster, profile, view)) {
 			return true
 		}
 	}
 	return false
 }
 
-func meets(r *hardware.Requirement, profile string, view *hardware.View) bool {
+func meets(r *hardware.Requirement, cluster, profile string, view *hardware.View) bool {
 	if profile != "" {
-		return r.MeetsProfile(profile, view)
+		return r.MeetsProfile(cluster, profile, view)
 	}
 	ok, err := r.Meets(view)
 	return ok && err == nil

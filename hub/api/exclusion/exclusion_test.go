@@ -24,16 +24,16 @@ func TestRoundTrip(t *testing.T) {
 	c := &metal3api.HostClaim{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{hostfleetv1alpha1.AnnotationExcludedHosts: v}}}
 	sels, err := Of(c)
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(Matches(sels, labels.Set{"example.com/gpu": "yes"}, "", nil)).To(BeTrue())
-	g.Expect(Matches(sels, labels.Set{"example.com/size": "large"}, "", nil)).To(BeTrue())
-	g.Expect(Matches(sels, labels.Set{"example.com/size": "small"}, "", nil)).To(BeFalse())
+	g.Expect(Matches(sels, labels.Set{"example.com/gpu": "yes"}, "c1", "", nil)).To(BeTrue())
+	g.Expect(Matches(sels, labels.Set{"example.com/size": "large"}, "c1", "", nil)).To(BeTrue())
+	g.Expect(Matches(sels, labels.Set{"example.com/size": "small"}, "c1", "", nil)).To(BeFalse())
 
 	c.Annotations[hostfleetv1alpha1.AnnotationExcludedHosts] = "[{"
 	_, err = Of(c)
 	g.Expect(err).To(MatchError(ContainSubstring(hostfleetv1alpha1.AnnotationExcludedHosts)), "the agent then binds nothing")
 	sels, err = Of(&metal3api.HostClaim{})
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(Matches(sels, labels.Set{"a": "b"}, "", nil)).To(BeFalse())
+	g.Expect(Matches(sels, labels.Set{"a": "b"}, "c1", "", nil)).To(BeFalse())
 }
 
 // TestHardware: a class by hardware excludes the hosts whose hardware
@@ -51,11 +51,11 @@ func TestHardware(t *testing.T) {
 	for _, v := range []*hardware.View{gpu, big} {
 		hardware.Normalize(v)
 	}
-	g.Expect(Matches(sels, labels.Set{}, "", gpu)).To(BeTrue())
-	g.Expect(Matches(sels, labels.Set{}, hardware.Profile(gpu), gpu)).To(BeTrue())
-	g.Expect(Matches(sels, labels.Set{}, "", big)).To(BeFalse(), "not on rack r1")
-	g.Expect(Matches(sels, labels.Set{"example.com/rack": "r1"}, "", big)).To(BeTrue())
-	g.Expect(Matches(sels, labels.Set{"example.com/rack": "r1"}, "", nil)).To(BeFalse(), "not inspected")
+	g.Expect(Matches(sels, labels.Set{}, "c1", "", gpu)).To(BeTrue())
+	g.Expect(Matches(sels, labels.Set{}, "c1", hardware.Profile(gpu), gpu)).To(BeTrue())
+	g.Expect(Matches(sels, labels.Set{}, "c1", "", big)).To(BeFalse(), "not on rack r1")
+	g.Expect(Matches(sels, labels.Set{"example.com/rack": "r1"}, "c1", "", big)).To(BeTrue())
+	g.Expect(Matches(sels, labels.Set{"example.com/rack": "r1"}, "c1", "", nil)).To(BeFalse(), "not inspected")
 
 	_, err = Compile([]hostfleetv1alpha1.ClassSelector{{Hardware: "host.cpu.cores > 1"}})
 	g.Expect(err).To(HaveOccurred())

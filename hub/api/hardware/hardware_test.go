@@ -200,8 +200,9 @@ func FuzzParse(f *testing.F) {
 	})
 }
 
-// TestMeetsProfile: a profile's verdict is remembered by its name, and
-// agrees with Meets.
+// TestMeetsProfile: a profile's verdict is remembered per cluster and
+// name, and agrees with Meets; a cluster that reports another cluster's
+// profile name with other hardware changes nothing for the other's hosts.
 func TestMeetsProfile(t *testing.T) {
 	g := NewWithT(t)
 	r, err := Parse(`host.cpu.count >= 32`)
@@ -209,16 +210,22 @@ func TestMeetsProfile(t *testing.T) {
 	big, small := &View{CPU: CPU{Count: 64}}, &View{CPU: CPU{Count: 16}}
 	Normalize(big)
 	Normalize(small)
-	g.Expect(r.MeetsProfile(Profile(big), big)).To(BeTrue())
-	g.Expect(r.MeetsProfile(Profile(small), small)).To(BeFalse())
-	g.Expect(r.MeetsProfile("", big)).To(BeFalse(), "hosts not inspected meet nothing")
-	g.Expect(r.MeetsProfile(Profile(big), nil)).To(BeFalse())
-	// Remembered by name: the view is not evaluated again.
-	g.Expect(r.MeetsProfile(Profile(big), small)).To(BeTrue())
+	g.Expect(r.MeetsProfile("c1", Profile(big), big)).To(BeTrue())
+	g.Expect(r.MeetsProfile("c1", Profile(small), small)).To(BeFalse())
+	g.Expect(r.MeetsProfile("c1", "", big)).To(BeFalse(), "hosts not inspected meet nothing")
+	g.Expect(r.MeetsProfile("c1", Profile(big), nil)).To(BeFalse())
+	// Remembered per cluster and name: c1's view is not evaluated again.
+	g.Expect(r.MeetsProfile("c1", Profile(big), small)).To(BeTrue())
+	// evil reports c1's names with the other hardware: judged on it, for
+	// evil alone, first or after c1.
+	g.Expect(r.MeetsProfile("evil", Profile(big), small)).To(BeFalse())
+	g.Expect(r.MeetsProfile("evil", Profile(small), big)).To(BeTrue())
+	g.Expect(r.MeetsProfile("c2", Profile(small), big)).To(BeTrue())
+	g.Expect(r.MeetsProfile("c1", Profile(small), small)).To(BeFalse())
 	for i := range 5000 {
 		v := &View{CPU: CPU{Count: int64(i)}}
 		Normalize(v)
 		ok, _ := r.Meets(v)
-		g.Expect(r.MeetsProfile(Profile(v), v)).To(Equal(ok))
+		g.Expect(r.MeetsProfile("c1", Profile(v), v)).To(Equal(ok))
 	}
 }

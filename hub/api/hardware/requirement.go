@@ -36,8 +36,8 @@ type Requirement struct {
 	expr  string
 	prg   cel.Program
 	terms []term
-	// met remembers, per profile name, whether the profile meets it
-	// (MeetsProfile): a fleet has a few profiles and many pools.
+	// met remembers, per cluster and profile name, whether the profile
+	// meets it (MeetsProfile): a fleet has a few profiles and many pools.
 	met sync.Map
 	// metN counts met's entries, which it bounds at metMax.
 	metN atomic.Int32
@@ -211,14 +211,18 @@ func (r *Requirement) Meets(v *View) (bool, error) {
 	return ok && isBool, nil
 }
 
-// MeetsProfile is Meets for a host of a profile named name (Profile of v),
-// remembered by name: equal names are equal views. An evaluation error is
+// MeetsProfile is Meets for a host of the profile named name that cluster
+// reports (Profile of v), remembered per cluster and name. A name is a
+// cluster's word: one that publishes another cluster's profile name with
+// other hardware is judged on that hardware, for its own hosts only, and
+// never changes the verdict on the other cluster's. An evaluation error is
 // not meeting it.
-func (r *Requirement) MeetsProfile(name string, v *View) bool {
+func (r *Requirement) MeetsProfile(cluster, name string, v *View) bool {
 	if name == "" || v == nil {
 		return false
 	}
-	if ok, found := r.met.Load(name); found {
+	key := cluster + "/" + name // a cluster's name holds no "/"
+	if ok, found := r.met.Load(key); found {
 		return ok.(bool)
 	}
 	ok, err := r.Meets(v)
@@ -227,7 +231,7 @@ func (r *Requirement) MeetsProfile(name string, v *View) bool {
 		r.met.Clear()
 		r.metN.Store(1)
 	}
-	r.met.Store(name, ok)
+	r.met.Store(key, ok)
 	return ok
 }
 
