@@ -2,6 +2,8 @@ package ledger_test
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -174,4 +176,91 @@ func TestHostileCluster(t *testing.T) {
 	g.Eventually(func() bool { return apierrors.IsNotFound(hub.Get(ctx, client.ObjectKeyFromObject(a1), a1)) }).WithTimeout(20 * time.Second).Should(BeTrue())
 	report(span(a1.UID, "tenant-a", time.Hour, 90*time.Minute))
 	g.Eventually(func(g Gomega) { g.Expect(totals(g)).To(Equal(map[string]int64{"a": 3600 + 1800})) }).WithTimeout(20 * time.Second).Should(Succeed())
+}
+
+// TestNewClusterFirstReport: three new clusters' agents write their first
+// reports, each billing tenant a 100 hours of a claim the hub never
+// placed, in the interval format and in the totals format of agents of
+// earlier releases (status.closed): c1 before the hub's ledger controller
+// runs, c2 as it starts, c3 once the hub keeps the others' ledgers.
+// Whenever the hub's
+// first read comes, nothing is counted: every interval goes through the
+// placement check, and a total with no claim is nothing the hub reads.
+func TestNewClusterFirstReport(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	f := planes.ForTest(t, "hub")
+	hub := f.Plane("hub").Client
+	g.Expect(admission.Install(ctx, hub)).To(Succeed())
+	clusters := []string{"c1", "c2", "c3"}
+	objs := []client.Object{
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "tenant-a", Labels: map[string]string{hostfleetv1alpha1.LabelTenant: "a"}}},
+		&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "agent-cluster"}, Rules: permissions.AgentClusterNamespace()},
+	}
+	for _, c := range clusters {
+		objs = append(objs, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: c}},
+			&rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: c, Name: "agent"},
+				RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "agent-cluster"},
+				Subjects: []rbacv1.Subject{{Kind: rbacv1.GroupKind, APIGroup: rbacv1.GroupName, Name: hostfleetv1alpha1.AgentHubGroup(c)}}})
+	}
+	for _, o := range objs {
+		g.Expect(hub.Create(ctx, o)).To(Succeed())
+	}
+	start := time.Now().Add(-200 * time.Hour).UTC().Truncate(time.Second)
+	bill := fmt.Sprintf(`{"status":{"intervals":[{"claim":"never-placed","namespace":"tenant-a","host":"hosts/h0","start":%q,"end":%q}],`+
+		`"closed":[{"period":%q,"namespace":"tenant-a","seconds":360000}]}}`,
+		start.Format(time.RFC3339), start.Add(100*time.Hour).Format(time.RFC3339), start.Format("2006-01-02"))
+	// report writes cluster's first report as its agent: the object, then
+	// its status with the bill.
+	report := func(g Gomega, cluster string) {
+		cfg, err := f.AddUser("hub", hostfleetv1alpha1.AgentHubUser(cluster), hostfleetv1alpha1.AgentHubGroup(cluster), hostfleetv1alpha1.AgentSharedGroup)
+		g.Expect(err).NotTo(HaveOccurred())
+		agent, err := client.New(cfg, client.Options{Scheme: f.Scheme})
+		g.Expect(err).NotTo(HaveOccurred())
+		u := &hostfleetv1alpha1.HostUsage{ObjectMeta: metav1.ObjectMeta{Namespace: cluster, Name: cluster}, Spec: hostfleetv1alpha1.HostUsageSpec{ClusterName: cluster}}
+		g.Expect(agent.Create(ctx, u)).To(Succeed())
+		g.Expect(agent.Status().Patch(ctx, u, client.RawPatch(types.MergePatchType, []byte(bill)))).To(Succeed())
+	}
+	report(g, "c1")
+	second := make(chan error, 1)
+	go func() {
+		g := NewGomega(func(message string, _ ...int) { second <- errors.New(message) })
+		report(g, "c2")
+		close(second)
+	}()
+	f.ManagerForTest(t, "hub", func(mgr ctrl.Manager) error {
+		return (&ledger.Reconciler{Client: mgr.GetClient(), Skew: time.Minute, Memory: time.Hour, MaxGone: ledger.MaxGone}).
+			SetupWithManager(context.Background(), mgr, setup.Options{})
+	})
+	g.Eventually(second).WithTimeout(30 * time.Second).Should(BeClosed())
+	g.Eventually(func(g Gomega) {
+		for _, c := range clusters[:2] {
+			g.Expect(hub.Get(ctx, client.ObjectKey{Namespace: c, Name: c}, &hostfleetv1alpha1.UsageLedger{})).To(Succeed())
+		}
+	}).WithTimeout(30 * time.Second).Should(Succeed())
+	report(g, "c3")
+
+	refused := func(g Gomega, cluster string) {
+		u := &hostfleetv1alpha1.HostUsage{}
+		g.Expect(hub.Get(ctx, client.ObjectKey{Namespace: cluster, Name: cluster}, u)).To(Succeed())
+		cond := meta.FindStatusCondition(u.Status.Conditions, hostfleetv1alpha1.ConditionUsageAccepted)
+		g.Expect(cond).NotTo(BeNil(), cluster)
+		g.Expect(cond.Reason).To(Equal(hostfleetv1alpha1.ReasonUsageRefused), cluster)
+		g.Expect(cond.Message).To(ContainSubstring("no claim with UID never-placed was placed on this cluster"), cluster)
+	}
+	nothingCounted := func(g Gomega) {
+		var ls hostfleetv1alpha1.UsageLedgerList
+		g.Expect(hub.List(ctx, &ls)).To(Succeed())
+		g.Expect(ls.Items).To(HaveLen(len(clusters)))
+		for _, l := range ls.Items {
+			g.Expect(l.Status.Counted).To(BeEmpty(), "%s bills nobody", l.Name)
+		}
+	}
+	g.Eventually(func(g Gomega) {
+		for _, c := range clusters {
+			refused(g, c)
+		}
+		nothingCounted(g)
+	}).WithTimeout(30 * time.Second).Should(Succeed())
+	g.Consistently(nothingCounted).WithTimeout(2 * time.Second).Should(Succeed())
 }

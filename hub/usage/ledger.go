@@ -74,12 +74,6 @@ type Result struct {
 // adds nothing. Counted totals only grow. Pure.
 func Ingest(in Input) Result {
 	l := copyLedger(in.Ledger)
-	if !l.LegacyImported {
-		// What agents of earlier releases reported was counted as it was:
-		// taken over once, never read again.
-		l.Counted = append(l.Counted, in.Report.Closed...)
-		l.LegacyImported = true
-	}
 	claims := ledgerClaims(l.Claims)
 	placed := map[types.UID]Placement{}
 	for _, p := range in.Placed {

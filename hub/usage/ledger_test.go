@@ -32,7 +32,7 @@ func sum(l hostfleetv1alpha1.UsageLedgerStatus) int64 {
 func TestIngest(t *testing.T) {
 	placedA := usage.Placement{UID: "a1", Namespace: "tenant-a", From: t0}
 	base := usage.Input{Now: t0.Add(3 * time.Hour), Skew: time.Minute, Memory: 24 * time.Hour, MaxGone: 100,
-		Placed: []usage.Placement{placedA}, Ledger: hostfleetv1alpha1.UsageLedgerStatus{LegacyImported: true}}
+		Placed: []usage.Placement{placedA}}
 	with := func(f func(in *usage.Input)) usage.Input {
 		in := base
 		in.Placed = append([]usage.Placement(nil), base.Placed...)
@@ -160,7 +160,7 @@ func TestIngestMemory(t *testing.T) {
 	in := usage.Input{Now: t0.Add(time.Hour), Skew: time.Minute, Memory: 24 * time.Hour, MaxGone: 2,
 		Placed: []usage.Placement{{UID: "a1", Namespace: "tenant-a", From: t0}, {UID: "a2", Namespace: "tenant-a", From: t0}},
 		Ended:  map[types.UID]bool{"a2": true},
-		Ledger: hostfleetv1alpha1.UsageLedgerStatus{LegacyImported: true, Claims: []hostfleetv1alpha1.LedgerClaim{
+		Ledger: hostfleetv1alpha1.UsageLedgerStatus{Claims: []hostfleetv1alpha1.LedgerClaim{
 			{UID: "moved", Namespace: "tenant-a", From: metav1.NewTime(t0)},
 			{UID: "old", Namespace: "tenant-a", From: metav1.NewTime(t0.Add(-72 * time.Hour)), To: &metav1.Time{Time: t0.Add(-48 * time.Hour)}},
 			{UID: "g1", Namespace: "tenant-a", From: metav1.NewTime(t0.Add(-3 * time.Hour)), To: &metav1.Time{Time: t0.Add(-2 * time.Hour)}},
@@ -176,14 +176,19 @@ func TestIngestMemory(t *testing.T) {
 		"a2 ended now and moved is no longer placed here: the newest two gone; old is past memory, g1 and g2 past MaxGone; a1 has counted nothing")
 }
 
-func TestIngestImportsLegacyOnce(t *testing.T) {
+// TestIngestFirstReport: a cluster's first report, read when the hub
+// makes its ledger, goes through the same checks as every later one: a
+// cluster that reports before the hub's first read bills no tenant it did
+// not serve.
+func TestIngestFirstReport(t *testing.T) {
 	g := NewWithT(t)
-	in := usage.Input{Now: t0, Report: hostfleetv1alpha1.HostUsageStatus{Closed: []hostfleetv1alpha1.UsageEntry{{Period: "2026-11-26", Namespace: "tenant-a", Seconds: 100}}}}
-	l := usage.Ingest(in).Ledger
-	g.Expect(sum(l)).To(BeNumerically("==", 100))
-	g.Expect(l.LegacyImported).To(BeTrue())
-	in.Ledger = l
-	g.Expect(sum(usage.Ingest(in).Ledger)).To(BeNumerically("==", 100), "once")
+	in := usage.Input{Now: t0.Add(200 * time.Hour), Report: hostfleetv1alpha1.HostUsageStatus{Intervals: []hostfleetv1alpha1.UsageInterval{
+		{Claim: "never-placed", Namespace: "tenant-a", Host: "hosts/h0", Start: metav1.NewTime(t0), End: metav1.NewTime(t0.Add(100 * time.Hour))},
+	}}}
+	res := usage.Ingest(in)
+	g.Expect(sum(res.Ledger)).To(BeZero())
+	g.Expect(res.Counted).To(BeZero())
+	g.Expect(res.Refused).To(ConsistOf(HaveField("Reason", hostfleetv1alpha1.ReasonUsageUnknownClaim)))
 }
 
 // FuzzIngest: whatever a cluster reports, in whatever order and however
@@ -200,9 +205,8 @@ func FuzzIngest(f *testing.F) {
 		}
 		in := usage.Input{Now: t0.Add(10 * time.Hour), Skew: time.Minute, Memory: time.Hour, MaxGone: 1,
 			Placed: []usage.Placement{{UID: "a1", Namespace: "tenant-a", From: t0}, {UID: "a2", Namespace: "tenant-a", From: t0.Add(time.Hour)}},
-			Ledger: hostfleetv1alpha1.UsageLedgerStatus{LegacyImported: true}}
+		}
 		var ledger hostfleetv1alpha1.UsageLedgerStatus
-		ledger.LegacyImported = true
 		totals := func(l hostfleetv1alpha1.UsageLedgerStatus) map[string]int64 {
 			out := map[string]int64{}
 			for _, e := range l.Counted {
@@ -244,7 +248,6 @@ func openA1(g Gomega) (usage.Input, usage.Result) {
 	open := hostfleetv1alpha1.OpenUsage{Host: "hosts/h0", Claim: "a1", Namespace: "tenant-a", Since: metav1.NewTime(t0)}
 	in := usage.Input{Now: t0.Add(time.Hour), Skew: time.Minute, Memory: 24 * time.Hour, MaxGone: 100,
 		Placed: []usage.Placement{{UID: "a1", Namespace: "tenant-a", From: t0}},
-		Ledger: hostfleetv1alpha1.UsageLedgerStatus{LegacyImported: true},
 		Report: hostfleetv1alpha1.HostUsageStatus{Open: []hostfleetv1alpha1.OpenUsage{open}}}
 	res := usage.Ingest(in)
 	g.Expect(res.Ledger.Open).To(HaveLen(1))

@@ -118,13 +118,6 @@ type HostUsageStatus struct {
 	// +listType=map
 	// +listMapKey=type
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
-	// Closed is what agents of earlier releases reported: their hosts'
-	// closed intervals summed per period, namespace and labels. The hub
-	// takes it over once, as it counted it then, when it first makes the
-	// cluster's UsageLedger; it is read for nothing else.
-	// +optional
-	// +listType=atomic
-	Closed []UsageEntry `json:"closed,omitempty"`
 }
 
 // HostUsage is one infrastructure cluster's report of host use, in the

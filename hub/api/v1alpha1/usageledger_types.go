@@ -65,10 +65,6 @@ type UsageLedgerStatus struct {
 	// the hub has refused, ever.
 	// +optional
 	Refused int64 `json:"refused,omitempty"`
-	// LegacyImported says the closed totals agents of earlier releases
-	// reported (HostUsage status.closed) have been taken into Counted.
-	// +optional
-	LegacyImported bool `json:"legacyImported,omitempty"`
 	// LastUpdated is when the hub last wrote the ledger.
 	// +optional
 	LastUpdated *metav1.Time `json:"lastUpdated,omitempty"`

@@ -42,7 +42,6 @@ func TestLeaseEndsAcrossFailover(t *testing.T) {
 	g.Expect(hub.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "c1"}})).To(Succeed())
 	rec := &hostfleetv1alpha1.UsageLedger{ObjectMeta: metav1.ObjectMeta{Namespace: "c1", Name: "c1"}, Spec: hostfleetv1alpha1.UsageLedgerSpec{ClusterName: "c1"}}
 	g.Expect(hub.Create(ctx, rec)).To(Succeed())
-	rec.Status.LegacyImported = true
 	rec.Status.Counted = []hostfleetv1alpha1.UsageEntry{{Period: time.Now().UTC().Format("2006-01-02"), Namespace: "tenant-a", Seconds: 4242}}
 	g.Expect(hub.Status().Update(ctx, rec)).To(Succeed())
 	const used = `hostfleet_usage_host_seconds_total{class="",cluster="c1",tenant="a"} 4242`
