@@ -66,7 +66,7 @@ func TestBundlesAgree(t *testing.T) {
 	g := NewWithT(t)
 	kustomize, helm := tool(t, "kustomize"), tool(t, "helm")
 	base := render(t, kustomize, "build", "operator")
-	chart := render(t, helm, "template", "hostfleet-operator", "helm/hostfleet-operator", "--namespace", "hostfleet-operator", "--include-crds", "--kube-version", "1.35.4")
+	chart := render(t, helm, "template", "hostfleet-operator", "helm/hostfleet-operator", "--namespace", "hostfleet-operator", "--include-crds", "--kube-version", "1.37.2")
 
 	g.Expect(base).To(HaveKey("Namespace//hostfleet-operator"))
 	delete(base, "Namespace//hostfleet-operator") // Helm makes it: --create-namespace
@@ -104,7 +104,7 @@ func TestBundlesAgree(t *testing.T) {
 	t.Log("the chart's values: image, replicas, namespace, ServiceMonitor")
 	custom := render(t, helm, "template", "hf", "helm/hostfleet-operator", "--namespace", "ops",
 		"--set", "image.repository=mirror.example/hf/hostfleet-operator", "--set", "image.tag=v0.1.0", "--set", "replicas=2",
-		"--set", "serviceMonitor.enabled=true", "--kube-version", "1.35.4")
+		"--set", "serviceMonitor.enabled=true", "--kube-version", "1.37.2")
 	d := custom["Deployment/ops/hostfleet-operator"]
 	g.Expect(d).NotTo(BeNil())
 	containers, _, _ := unstructured.NestedSlice(d.Object, "spec", "template", "spec", "containers")
@@ -118,7 +118,7 @@ func TestBundlesAgree(t *testing.T) {
 	sm := monitoring["ServiceMonitor/hostfleet-operator/hostfleet-operator"]
 	g.Expect(sm).NotTo(BeNil())
 	withMonitor := render(t, helm, "template", "hostfleet-operator", "helm/hostfleet-operator", "--namespace", "hostfleet-operator",
-		"--set", "serviceMonitor.enabled=true", "--kube-version", "1.35.4")
+		"--set", "serviceMonitor.enabled=true", "--kube-version", "1.37.2")
 	g.Expect(withMonitor["ServiceMonitor/hostfleet-operator/hostfleet-operator"].Object).To(Equal(sm.Object))
 	hubSM := monitoring["ServiceMonitor/hostfleet-system/hostfleet-hub"]
 	g.Expect(hubSM).NotTo(BeNil(), "the hub's metrics too")
@@ -126,7 +126,7 @@ func TestBundlesAgree(t *testing.T) {
 	rule := monitoring["PrometheusRule/hostfleet-operator/hostfleet"]
 	g.Expect(rule).NotTo(BeNil(), "the alerts")
 	withRules := render(t, helm, "template", "hostfleet-operator", "helm/hostfleet-operator", "--namespace", "hostfleet-operator",
-		"--set", "prometheusRule.enabled=true", "--kube-version", "1.35.4")
+		"--set", "prometheusRule.enabled=true", "--kube-version", "1.37.2")
 	g.Expect(withRules["PrometheusRule/hostfleet-operator/hostfleet"].Object).To(Equal(rule.Object))
 	g.Expect(len(monitoring)).To(Equal(len(base)+4), "the base (with its namespace), the two ServiceMonitors and the PrometheusRule")
 

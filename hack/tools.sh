@@ -23,11 +23,16 @@
 set -euo pipefail
 
 CACHE="${HOSTFLEET_CACHE:-${HOME}/.cache/hostfleet}"
-KUBE_VERSION="v1.35.4"                          # e2e/tools/kubernetes/go.mod
+# KUBE_VERSION is the control planes' (kube-apiserver, kube-controller-manager):
+# the newest release by default; make test-versions sets the oldest the docs
+# claim. Each version in play has its module, e2e/tools/kubernetes/v<minor>.
+KUBE_VERSION="${KUBE_VERSION:-v1.37.2}"
 # shellcheck disable=SC2034 # read by --print-bin through eval
-KUBECTL_VERSION="${KUBE_VERSION}"
-# shellcheck disable=SC2034 # read by --print-bin through eval
-NODE_VERSION="${KUBE_VERSION}"
+KUBECTL_VERSION="v1.37.2"
+# The nodes stay on 1.35: Debian's containerd 1.6 lacks the CRI RuntimeConfig
+# call that later kubelets need (docs/decisions.md); 1.35 is within the
+# kubelet's skew of three minor releases behind the API server.
+NODE_VERSION="v1.35.4"
 ETCD_VERSION="${ETCD_VERSION:-v3.6.16}"
 BMO_VERSION="${BMO_VERSION:-v0.13.2}"
 BMO_HWUTILS_VERSION="v0.5.1"
@@ -59,42 +64,52 @@ wrapper() {
 	printf 'module %s\n\ngo 1.25\n' "${mod}" >"${dir}/go.mod"
 }
 
-# kube-apiserver and kube-controller-manager come from the module
-# e2e/tools/kubernetes, whose replace block maps every staging module
-# k8s.io/kubernetes replaces locally to its published version.
-build_kube_apiserver() {
-	local bin="${CACHE}/kube-apiserver-${KUBE_VERSION}/bin/kube-apiserver"
-	# Its version is stamped, as a release's: clients such as Helm check it.
-	# One built before that (it says v0.0.0-master) is built again.
-	if [[ -x ${bin} ]] && ! "${bin}" --version | grep -qF "${KUBE_VERSION}"; then rm -f "${bin}"; fi
-	KUBE_LDFLAGS=$(kube_ldflags) build_tools_module kube-apiserver "${KUBE_VERSION}" e2e/tools/kubernetes k8s.io/kubernetes/cmd/kube-apiserver
+# kube_module <version>: the e2e/tools module that builds a Kubernetes
+# version; its replace block maps every staging module k8s.io/kubernetes
+# replaces locally to its published version.
+kube_module() {
+	local minor=${1#v*.}
+	local mod="e2e/tools/kubernetes/${1%%.*}.${minor%%.*}"
+	if ! grep -qF "k8s.io/kubernetes ${1}" "${ROOT}/${mod}/go.mod" 2>/dev/null; then
+		log "Kubernetes ${1}: no ${mod} pinning it; versions here: $(cd "${ROOT}/e2e/tools/kubernetes" && echo v*)"
+		return 1
+	fi
+	echo "${mod}"
 }
 
-# kube_ldflags stamp KUBE_VERSION into a Kubernetes binary, as a release's.
-kube_ldflags() {
-	local minor=${KUBE_VERSION#v*.}
-	echo "-X k8s.io/component-base/version.gitVersion=${KUBE_VERSION} -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=${minor%%.*} -X k8s.io/component-base/version.gitTreeState=clean"
+# build_kube <name> <version> <package>...: Kubernetes binaries with their
+# version stamped, as a release's: clients such as Helm check it. One built
+# before that (it says v0.0.0-master) is built again (kubectl says its
+# version with `version --client`).
+build_kube() {
+	local name=$1 version=$2 mod
+	shift 2
+	mod=$(kube_module "${version}") || exit 1
+	local bin="${CACHE}/${name}-${version}/bin/${1##*/}"
+	if [[ -x ${bin} ]] && ! { "${bin}" --version 2>/dev/null || "${bin}" version --client 2>/dev/null; } | grep -qF "${version}"; then rm -f "${bin}"; fi
+	KUBE_LDFLAGS=$(kube_ldflags "${version}") build_tools_module "${name}" "${version}" "${mod}" "$@"
 }
+
+# kube_ldflags <version> stamp a version into a Kubernetes binary.
+kube_ldflags() {
+	local minor=${1#v*.}
+	echo "-X k8s.io/component-base/version.gitVersion=${1} -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=${minor%%.*} -X k8s.io/component-base/version.gitTreeState=clean"
+}
+
+build_kube_apiserver() { build_kube kube-apiserver "${KUBE_VERSION}" k8s.io/kubernetes/cmd/kube-apiserver; }
 
 # build_kube_controller_manager: the planes run it for garbage collection,
 # namespace deletion, service-account tokens and CSR signing.
-build_kube_controller_manager() {
-	build_tools_module kube-controller-manager "${KUBE_VERSION}" e2e/tools/kubernetes k8s.io/kubernetes/cmd/kube-controller-manager
-}
+build_kube_controller_manager() { build_kube kube-controller-manager "${KUBE_VERSION}" k8s.io/kubernetes/cmd/kube-controller-manager; }
 
 # build_node: kubelet, kube-proxy and kube-scheduler, for the real nodes of
 # the end-to-end planes (e2e/harness/nodes); CGO off, as the others.
 build_node() {
-	local bin="${CACHE}/node-${KUBE_VERSION}/bin/kubelet"
-	if [[ -x ${bin} ]] && ! "${bin}" --version | grep -qF "${KUBE_VERSION}"; then rm -f "${bin}"; fi
-	KUBE_LDFLAGS=$(kube_ldflags) build_tools_module node "${KUBE_VERSION}" e2e/tools/kubernetes \
-		k8s.io/kubernetes/cmd/kubelet k8s.io/kubernetes/cmd/kube-proxy k8s.io/kubernetes/cmd/kube-scheduler
+	build_kube node "${NODE_VERSION}" k8s.io/kubernetes/cmd/kubelet k8s.io/kubernetes/cmd/kube-proxy k8s.io/kubernetes/cmd/kube-scheduler
 }
 
 # build_kubectl: the tests run `kubectl hostfleet` through the real kubectl.
-build_kubectl() {
-	build_tools_module kubectl "${KUBE_VERSION}" e2e/tools/kubernetes k8s.io/kubernetes/cmd/kubectl
-}
+build_kubectl() { build_kube kubectl "${KUBECTL_VERSION}" k8s.io/kubernetes/cmd/kubectl; }
 
 # build_etcd builds etcd, and etcdctl and etcdutl beside it: the restore
 # tests save a plane's etcd and restore it as an operator does.

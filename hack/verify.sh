@@ -55,6 +55,6 @@ echo "verify: generated files are up to date"
 hack/tools.sh kustomize helm 2>/dev/null
 "$(hack/tools.sh --print-bin kustomize)" build deploy/operator >/dev/null
 "$(hack/tools.sh --print-bin kustomize)" build deploy/flowcontrol >/dev/null
-"$(hack/tools.sh --print-bin helm)" template hostfleet-operator deploy/helm/hostfleet-operator --kube-version 1.35.4 --include-crds >/dev/null
-"$(hack/tools.sh --print-bin helm)" lint deploy/helm/hostfleet-operator --kube-version 1.35.4 --quiet >/dev/null
+"$(hack/tools.sh --print-bin helm)" template hostfleet-operator deploy/helm/hostfleet-operator --kube-version 1.37.2 --include-crds >/dev/null
+"$(hack/tools.sh --print-bin helm)" lint deploy/helm/hostfleet-operator --kube-version 1.37.2 --quiet >/dev/null
 echo "verify: the install bundles render (kustomize build deploy/operator and deploy/flowcontrol, helm template and lint)"

@@ -1,8 +1,9 @@
-// Module kubernetes builds kube-apiserver and kube-controller-manager v1.35.4
-// for the test control planes (hack/tools.sh kube-apiserver
-// kube-controller-manager). k8s.io/kubernetes replaces its staging modules
-// with local directories; here each maps to its published v0.35.4.
-module github.com/hostfleet/hostfleet/e2e/tools/kubernetes
+// Module kubernetes/v1.35 builds Kubernetes v1.35.4: the nodes' kubelet,
+// kube-proxy and kube-scheduler (hack/tools.sh node; docs/decisions.md says
+// why the nodes stay on 1.35), and the control planes at that version on
+// request (KUBE_VERSION=v1.35.4). k8s.io/kubernetes replaces its staging
+// modules with local directories; here each maps to its published v0.35.4.
+module github.com/hostfleet/hostfleet/e2e/tools/kubernetes/v1.35
 
 go 1.25.0
 
