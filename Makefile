@@ -78,7 +78,9 @@ test-images: ## The images for this machine's architecture only: what the end-to
 # The slowest packages first: go test starts packages in the order given,
 # TEST_P at a time, so the longest do not start last. The race-detector
 # packages, then every fuzz target for TEST_FUZZTIME, run beside them
-# (their output follows). Test binaries, and the
+# (their output follows). hack/testreport prints go test's lines from its
+# JSON, then the ten slowest tests, and writes every package's and test's
+# seconds to bin/test-times.tsv. Test binaries, and the
 # programs tests build, are linked without a symbol table or DWARF
 # (-ldflags=-s): a third less linking; stack traces and race reports keep
 # their names and lines.
@@ -95,12 +97,32 @@ TEST_P ?= 4
 TEST_FUZZTIME ?= 2000x
 
 .PHONY: test
-test: verify lint tools test-images ## Everything CI runs: verify, lint, unit, integration and end-to-end tests on real control planes (root).
+test: verify lint tools test-images ## Everything CI runs: verify, lint, unit, integration and end-to-end tests on real control planes (root); the slowest ten tests at the end.
+	go build -o $(BIN)/testreport ./hack/testreport
 	export KUBEBUILDER_ASSETS="$$($(TOOLS) --print-assets)" HOSTFLEET_BMO="$$($(TOOLS) --print-bmo)" GOFLAGS="-ldflags=-s $${GOFLAGS:-}"; \
-	race=$$(mktemp); trap 'rm -f "$$race"' EXIT; \
-	(go test $(GO_TEST_FLAGS) -race $(RACE_PKGS) && FUZZTIME=$(TEST_FUZZTIME) FUZZPARALLEL=1 hack/fuzz.sh) >"$$race" 2>&1 & racepid=$$!; \
-	rc=0; go test $(GO_TEST_FLAGS) -p $(TEST_P) $$(go list $(SLOW_PKGS); go list ./... | grep -vxF -f <(go list $(SLOW_PKGS) $(RACE_PKGS))) || rc=$$?; \
-	wait $$racepid || rc=$$?; cat "$$race"; exit $$rc
+	out=$$(mktemp -d); trap 'rm -rf "$$out"' EXIT; \
+	(go test -json $(GO_TEST_FLAGS) -race $(RACE_PKGS) >"$$out/race.json" 2>&1 && \
+		FUZZTIME=$(TEST_FUZZTIME) FUZZPARALLEL=1 hack/fuzz.sh >"$$out/fuzz.log" 2>&1) & racepid=$$!; \
+	rc=0; go test -json $(GO_TEST_FLAGS) -p $(TEST_P) $$(go list $(SLOW_PKGS); go list ./... | grep -vxF -f <(go list $(SLOW_PKGS) $(RACE_PKGS))) 2>&1 | \
+		tee "$$out/main.json" | $(BIN)/testreport -summary=false || rc=$$?; \
+	wait $$racepid || rc=$$?; \
+	echo "with the race detector:"; $(BIN)/testreport -summary=false "$$out/race.json" || rc=$$?; cat "$$out/fuzz.log" 2>/dev/null || true; \
+	$(BIN)/testreport -quiet -times $(BIN)/test-times.tsv "$$out/main.json" "$$out/race.json" || rc=$$?; exit $$rc
+
+# make test-versions: the oldest Kubernetes the docs claim and the newest.
+OLDEST_KUBE ?= v1.30.14
+NEWEST_KUBE ?= v1.37.2
+
+.PHONY: test-versions
+test-versions: tools ## The admission policies and webhook, the isolation suite, the operator's install and a claim bound by the agent's binary, on the control planes of the oldest Kubernetes the docs claim (OLDEST_KUBE) and the newest (NEWEST_KUBE).
+	for v in $(OLDEST_KUBE) $(NEWEST_KUBE); do \
+		KUBE_VERSION=$$v $(TOOLS) envtest kube-controller-manager; \
+		echo "== Kubernetes $$v"; \
+		export KUBE_VERSION=$$v KUBEBUILDER_ASSETS="$$(KUBE_VERSION=$$v $(TOOLS) --print-assets)" HOSTFLEET_BMO="$$($(TOOLS) --print-bmo)"; \
+		go test $(GO_TEST_FLAGS) ./hub/admission/ ./e2e/suites/isolation/; \
+		go test $(GO_TEST_FLAGS) -run '^TestBinaryBindsClaim$$' ./agent/cmd/hostfleet-agent/; \
+		go test $(GO_TEST_FLAGS) -run '^TestDefaultMode$$' ./operator/controller/; \
+	done
 
 .PHONY: fuzz
 FUZZTIME ?= 50000x
