@@ -5,7 +5,8 @@
 # no product package imports the test harness, the emulators or the
 # programs under e2e/; internal/ imports none of the parts but hub/api; and
 # hub/api is only the API and the parsers of the annotations it names:
-# nothing of internal/, no controller-runtime but its scheme builder.
+# nothing of internal/, no controller-runtime but the scheme builder
+# metal3's API types register with.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

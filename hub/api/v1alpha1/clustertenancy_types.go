@@ -135,5 +135,5 @@ type ClusterTenancyList struct {
 }
 
 func init() {
-	SchemeBuilder.Register(&ClusterTenancy{}, &ClusterTenancyList{})
+	objects = append(objects, &ClusterTenancy{}, &ClusterTenancyList{})
 }

@@ -113,5 +113,5 @@ type HostInventoryList struct {
 }
 
 func init() {
-	SchemeBuilder.Register(&HostInventory{}, &HostInventoryList{})
+	objects = append(objects, &HostInventory{}, &HostInventoryList{})
 }

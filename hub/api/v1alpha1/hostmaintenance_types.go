@@ -130,5 +130,5 @@ type HostMaintenanceList struct {
 }
 
 func init() {
-	SchemeBuilder.Register(&HostMaintenance{}, &HostMaintenanceList{})
+	objects = append(objects, &HostMaintenance{}, &HostMaintenanceList{})
 }

@@ -151,5 +151,5 @@ type HostUsageList struct {
 }
 
 func init() {
-	SchemeBuilder.Register(&HostUsage{}, &HostUsageList{})
+	objects = append(objects, &HostUsage{}, &HostUsageList{})
 }

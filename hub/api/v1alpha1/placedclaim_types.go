@@ -52,5 +52,5 @@ type PlacedClaimList struct {
 }
 
 func init() {
-	SchemeBuilder.Register(&PlacedClaim{}, &PlacedClaimList{})
+	objects = append(objects, &PlacedClaim{}, &PlacedClaimList{})
 }

@@ -304,5 +304,5 @@ type TenantList struct {
 }
 
 func init() {
-	SchemeBuilder.Register(&Tenant{}, &TenantList{})
+	objects = append(objects, &Tenant{}, &TenantList{})
 }

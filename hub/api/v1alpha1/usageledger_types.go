@@ -103,5 +103,5 @@ type UsageLedgerList struct {
 }
 
 func init() {
-	SchemeBuilder.Register(&UsageLedger{}, &UsageLedgerList{})
+	objects = append(objects, &UsageLedger{}, &UsageLedgerList{})
 }

@@ -138,7 +138,7 @@ type HostfleetHubList struct {
 }
 
 func init() {
-	SchemeBuilder.Register(&HostfleetHub{}, &HostfleetHubList{})
+	objects = append(objects, &HostfleetHub{}, &HostfleetHubList{})
 }
 
 // Condition types and reasons of a HostfleetHub.
