@@ -189,6 +189,21 @@ func text(b []byte) string {
 	}, string(b)))
 }
 
+// Firmware is the BMC's firmware revision, as Get Device ID says it
+// (major.minor, as ipmitool prints it): IPMI reads no other component's.
+func (d *ipmiClient) Firmware(ctx context.Context) (map[string]string, error) {
+	var out map[string]string
+	err := d.call(ctx, "get device id", func(ctx context.Context) error {
+		r, err := d.c.GetDeviceID(ctx)
+		if err != nil {
+			return err
+		}
+		out = map[string]string{"bmc": fmt.Sprintf("%d.%02d", r.MajorFirmwareRevision, r.MinorFirmwareRevision)}
+		return nil
+	})
+	return out, err
+}
+
 func (d *ipmiClient) Close(ctx context.Context) error {
 	return d.call(ctx, "close IPMI session", d.c.Close)
 }

@@ -80,7 +80,8 @@ func (b *BMC) ipmi15(p []byte) []byte {
 func (b *BMC) command(s *session, m *message) (byte, []byte) {
 	switch int(m.netFn)<<8 | int(m.cmd) {
 	case netFnApp<<8 | cmdGetDeviceID:
-		return ccOK, []byte{0x20, 0x01, 0x01, 0x00, 0x02, 0x80, 0, 0, 0, 0, 0}
+		major, minor := b.firmware[0], b.firmware[1]
+		return ccOK, []byte{0x20, 0x01, byte(major & 0x7f), byte(minor/10<<4 | minor%10), 0x02, 0x80, 0, 0, 0, 0, 0}
 	case netFnApp<<8 | cmdGetAuthCaps:
 		return ccOK, authCaps()
 	case netFnApp<<8 | cmdSetSessionPriv:

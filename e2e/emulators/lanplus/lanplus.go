@@ -4,7 +4,9 @@
 // driver uses (status, control, boot device). Unlike OpenIPMI's ipmi_sim
 // (package ipmisim), its chassis can fault: a power fault, a power control
 // fault, an overload, an interlock, a cooling or drive fault, as Get Chassis
-// Status reports them; and it can stop answering. State is in memory.
+// Status reports them; it can stop answering; and a tenant can flash its
+// firmware in-band (Get Device ID reads the new revision). State is in
+// memory.
 //
 // It is test infrastructure: nothing in the shipped binaries imports it.
 package lanplus
@@ -41,6 +43,9 @@ type BMC struct {
 	log      []Event
 	sessions map[uint32]*session
 	next     uint32
+	// firmware is the BMC's firmware revision: major, and minor as
+	// decimal digits (Get Device ID sends it in BCD).
+	firmware [2]int
 }
 
 // Event is one chassis control the BMC carried out.
@@ -60,9 +65,19 @@ func Start(username, password string) (*BMC, error) {
 	if err != nil {
 		return nil, fmt.Errorf("lanplus: %w", err)
 	}
-	b := &BMC{Username: username, Password: password, conn: conn, done: make(chan struct{}), sessions: map[uint32]*session{}, next: 0x1000}
+	b := &BMC{Username: username, Password: password, conn: conn, done: make(chan struct{}), sessions: map[uint32]*session{}, next: 0x1000,
+		firmware: [2]int{1, 0}}
 	go b.serve()
 	return b, nil
+}
+
+// FlashInBand writes the BMC's firmware from the host's operating system,
+// as a tenant with root and the vendor's tool would: Get Device ID reads
+// major.minor (minor 0 to 99) from then on.
+func (b *BMC) FlashInBand(major, minor int) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.firmware = [2]int{major, minor}
 }
 
 // Address is 127.0.0.1:port.

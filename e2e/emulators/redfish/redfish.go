@@ -1,7 +1,6 @@
 package redfish
 
 import (
-	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
@@ -78,11 +77,16 @@ type BMC struct {
 	Username, Password string
 	Hardware           Hardware
 
-	mu       sync.Mutex
-	power    string // "On" or "Off"
-	boot     bootOverride
-	media    media
-	sessions map[string]bool
+	mu    sync.Mutex
+	power string // "On" or "Off"
+	boot  bootOverride
+	media media
+	// sessions are the open sessions' accounts, by token.
+	sessions map[string]*account
+	// accounts are the BMC's users (AccountService); the first is
+	// Username's.
+	accounts []*account
+	fw       firmware
 	faults   Faults
 	log      []string
 	// repeats are the power commands accepted that found the system
@@ -161,6 +165,10 @@ type Options struct {
 	// EraseHangs it never does.
 	Erase      time.Duration
 	EraseHangs bool
+	// Firmware is the FirmwareInventory (DefaultFirmware when empty);
+	// UpdateTime how long a SimpleUpdate's task runs (zero: 1 s).
+	Firmware   []Component
+	UpdateTime time.Duration
 }
 
 // Latency is how long a BMC takes, as real ones do.
@@ -187,11 +195,13 @@ func Start(o Options) *BMC {
 		o.Hardware = DefaultHardware("EMU0001")
 	}
 	b := &BMC{Username: o.Username, Password: o.Password, Hardware: o.Hardware, power: "Off",
-		boot: bootOverride{Enabled: "Disabled", Target: "None", Mode: "UEFI"}, sessions: map[string]bool{}, ethOnly: o.EthernetInterfacesOnly, noMedia: o.NoVirtualMedia,
+		boot: bootOverride{Enabled: "Disabled", Target: "None", Mode: "UEFI"}, sessions: map[string]*account{}, ethOnly: o.EthernetInterfacesOnly, noMedia: o.NoVirtualMedia,
 		softIgnore: o.GracefulShutdownIgnored, latency: o.Latency, erase: o.Erase, eraseHangs: o.EraseHangs}
 	if b.erase <= 0 {
 		b.erase = time.Second
 	}
+	b.fw = newFirmware(o, o.Hardware.BIOSVersion)
+	b.accounts = []*account{{id: "1", user: o.Username, password: o.Password, role: "Administrator", enabled: true}}
 	if o.PoweredOn {
 		b.power = "On"
 	}
@@ -258,6 +268,7 @@ func (b *BMC) bootNow() {
 	if b.boot.Enabled == "Once" {
 		b.boot.Enabled, b.boot.Target = "Disabled", "None"
 	}
+	b.applyBIOS()
 }
 
 type redfishError struct {
@@ -334,7 +345,8 @@ func (b *BMC) serve(w http.ResponseWriter, r *http.Request) {
 		b.login(w, r)
 		return
 	}
-	if !b.authorized(r) {
+	caller := b.authorized(r)
+	if caller == nil {
 		w.Header().Set("WWW-Authenticate", `Basic realm="redfish"`)
 		writeError(w, http.StatusUnauthorized, "authentication required")
 		return
@@ -349,19 +361,32 @@ func (b *BMC) serve(w http.ResponseWriter, r *http.Request) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.settle()
+	b.settleTasks()
+	if b.serveAccounts(w, r, path, caller) {
+		return
+	}
 	switch r.Method {
 	case http.MethodGet:
-		if v := b.resource(path); v != nil {
-			writeJSON(w, http.StatusOK, v)
-			return
+		for _, get := range []func(string) any{b.resource, b.firmwareResource, b.accountResource} {
+			if v := get(path); v != nil {
+				writeJSON(w, http.StatusOK, v)
+				return
+			}
 		}
 	case http.MethodPatch:
-		if path == SystemPath {
+		switch path {
+		case SystemPath:
 			b.patchSystem(w, r)
+			return
+		case BIOSSettingsPath:
+			b.patchBIOSSettings(w, r)
 			return
 		}
 	case http.MethodPost:
 		switch path {
+		case SimpleUpdatePath:
+			b.simpleUpdate(w, r)
+			return
 		case SystemPath + "/Actions/ComputerSystem.Reset":
 			b.reset(w, r)
 			return
@@ -388,14 +413,17 @@ func (b *BMC) serve(w http.ResponseWriter, r *http.Request) {
 	writeError(w, http.StatusNotFound, fmt.Sprintf("%s %s: no such resource or action", r.Method, r.URL.Path))
 }
 
-func (b *BMC) authorized(r *http.Request) bool {
+// authorized is the account a request is made as, or nil.
+func (b *BMC) authorized(r *http.Request) *account {
+	b.mu.Lock()
+	defer b.mu.Unlock()
 	if tok := r.Header.Get("X-Auth-Token"); tok != "" {
-		b.mu.Lock()
-		defer b.mu.Unlock()
 		return b.sessions[tok]
 	}
-	u, p, ok := r.BasicAuth()
-	return ok && u == b.Username && p == b.Password
+	if u, p, ok := r.BasicAuth(); ok {
+		return b.accountFor(u, p)
+	}
+	return nil
 }
 
 func (b *BMC) login(w http.ResponseWriter, r *http.Request) {
@@ -404,7 +432,10 @@ func (b *BMC) login(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "malformed session request: "+err.Error())
 		return
 	}
-	if in.UserName != b.Username || in.Password != b.Password {
+	b.mu.Lock()
+	a := b.accountFor(in.UserName, in.Password)
+	b.mu.Unlock()
+	if a == nil {
 		writeError(w, http.StatusUnauthorized, "invalid username or password")
 		return
 	}
@@ -412,7 +443,7 @@ func (b *BMC) login(w http.ResponseWriter, r *http.Request) {
 	_, _ = rand.Read(buf)
 	tok := hex.EncodeToString(buf)
 	b.mu.Lock()
-	b.sessions[tok] = true
+	b.sessions[tok] = a
 	b.mu.Unlock()
 	loc := sessionsURI + "/" + tok
 	w.Header().Set("X-Auth-Token", tok)
@@ -546,47 +577,4 @@ func (b *BMC) patchSystem(w http.ResponseWriter, r *http.Request) {
 		b.record("PATCH Boot %s/%s", next.Enabled, next.Target)
 	}
 	w.WriteHeader(http.StatusNoContent)
-}
-
-// insertMedia fetches the image, as a BMC does, and fails as one does
-// when it cannot.
-func (b *BMC) insertMedia(w http.ResponseWriter, r *http.Request) {
-	var in struct {
-		Image          string
-		Inserted       *bool
-		WriteProtected *bool
-	}
-	if err := json.NewDecoder(r.Body).Decode(&in); err != nil || in.Image == "" {
-		writeError(w, http.StatusBadRequest, "InsertMedia needs an Image URL")
-		return
-	}
-	// Fetch without holding the lock: images are slow.
-	b.mu.Unlock()
-	size, err := fetch(r.Context(), in.Image)
-	b.mu.Lock()
-	if err != nil {
-		writeError(w, http.StatusBadRequest, fmt.Sprintf("cannot fetch image %s: %v", in.Image, err))
-		return
-	}
-	b.media = media{Inserted: true, Image: in.Image, Size: size}
-	b.record("InsertMedia %s", in.Image)
-	w.WriteHeader(http.StatusNoContent)
-}
-
-func fetch(ctx context.Context, url string) (int64, error) {
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return 0, err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return 0, err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode/100 != 2 {
-		return 0, fmt.Errorf("HTTP %d", resp.StatusCode)
-	}
-	return io.Copy(io.Discard, resp.Body)
 }

@@ -15,6 +15,8 @@ func (b *BMC) serviceRoot() map[string]any {
 		"Managers":       ref("/redfish/v1/Managers"),
 		"Chassis":        ref("/redfish/v1/Chassis"),
 		"SessionService": ref("/redfish/v1/SessionService"),
+		"UpdateService":  ref(UpdateServicePath),
+		"AccountService": ref(AccountServicePath),
 		"Links":          map[string]any{"Sessions": ref(sessionsURI)},
 	}
 }
@@ -80,7 +82,7 @@ func (b *BMC) resource(path string) any {
 		return collection(path, "#ManagerCollection.ManagerCollection", "Manager Collection", ManagerPath)
 	case ManagerPath:
 		m := map[string]any{"@odata.id": path, "@odata.type": "#Manager.v1_10_0.Manager", "Id": "1", "Name": "Manager",
-			"ManagerType": "BMC", "FirmwareVersion": "1.0.0", "Model": "Emulated BMC",
+			"ManagerType": "BMC", "FirmwareVersion": b.version("BMC"), "Model": "Emulated BMC",
 			"Status":       map[string]string{"State": "Enabled", "Health": "OK"},
 			"VirtualMedia": ref(ManagerPath + "/VirtualMedia"),
 			"Links":        map[string]any{"ManagerForServers": []map[string]string{ref(SystemPath)}},
@@ -118,8 +120,8 @@ func (b *BMC) member(path string) any {
 	hw := b.Hardware
 	if strings.HasPrefix(path, sessionsURI+"/") {
 		id := strings.TrimPrefix(path, sessionsURI+"/")
-		if b.sessions[id] {
-			return map[string]any{"@odata.id": path, "@odata.type": "#Session.v1_3_0.Session", "Id": id, "Name": "User Session", "UserName": b.Username}
+		if a := b.sessions[id]; a != nil {
+			return map[string]any{"@odata.id": path, "@odata.type": "#Session.v1_3_0.Session", "Id": id, "Name": "User Session", "UserName": a.user}
 		}
 		return nil
 	}
@@ -200,7 +202,7 @@ func (b *BMC) system() map[string]any {
 	sys := map[string]any{
 		"@odata.id": SystemPath, "@odata.type": "#ComputerSystem.v1_13_0.ComputerSystem",
 		"Id": "1", "Name": "System", "SystemType": "Physical",
-		"Manufacturer": hw.Manufacturer, "Model": hw.Model, "SerialNumber": hw.SerialNumber, "BiosVersion": hw.BIOSVersion,
+		"Manufacturer": hw.Manufacturer, "Model": hw.Model, "SerialNumber": hw.SerialNumber, "BiosVersion": b.version("BIOS"), "Bios": ref(BIOSPath),
 		"UUID":       "00000000-0000-0000-0000-" + fmt.Sprintf("%012x", len(hw.SerialNumber)),
 		"PowerState": b.power, "HostName": hw.HostName,
 		"Status": map[string]string{"State": "Enabled", "Health": cmp.Or(b.health, "OK"), "HealthRollup": cmp.Or(b.rollup, "OK")},

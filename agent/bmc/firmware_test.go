@@ -1,0 +1,82 @@
+package bmc_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+
+	"github.com/hostfleet/hostfleet/agent/bmc"
+	"github.com/hostfleet/hostfleet/e2e/emulators/ipmisim"
+	"github.com/hostfleet/hostfleet/e2e/emulators/lanplus"
+	"github.com/hostfleet/hostfleet/e2e/emulators/redfish"
+)
+
+// TestFirmware: the driver reads a host's firmware out of band, named as
+// baremetal-operator's HostFirmwareComponents: on Redfish the BIOS, the
+// BMC and the NIC from the system, its manager and the FirmwareInventory,
+// and what a tenant flashed in-band is read back; on IPMI the BMC's
+// revision from Get Device ID, of OpenIPMI's simulator and of the
+// project's IPMI 2.0 emulator alike.
+func TestFirmware(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	read := func(d bmc.Driver) map[string]string {
+		fr, ok := d.(bmc.FirmwareReader)
+		g.ExpectWithOffset(1, ok).To(BeTrue())
+		fw, err := fr.Firmware(ctx)
+		g.ExpectWithOffset(1, err).NotTo(HaveOccurred())
+		return fw
+	}
+
+	b := redfish.Start(redfish.Options{})
+	defer b.Close()
+	d, err := bmc.Open(ctx, address(b), b.Username, b.Password, bmc.Options{Timeout: 10 * time.Second})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(read(d)).To(Equal(map[string]string{"bios": "1.2.3", "bmc": "1.0.0", "nic:NIC.1": "22.31.6"}))
+	g.Expect(b.FlashInBand("BIOS", "0.9.0")).To(Succeed())
+	g.Expect(b.FlashInBand("NIC.1", "20.0.0")).To(Succeed())
+	g.Expect(read(d)).To(Equal(map[string]string{"bios": "0.9.0", "bmc": "1.0.0", "nic:NIC.1": "20.0.0"}))
+
+	sim, err := ipmisim.Start(t.TempDir(), "admin", "password")
+	g.Expect(err).NotTo(HaveOccurred())
+	defer sim.Close()
+	a, err := bmc.ParseAddress("ipmi://" + sim.Address())
+	g.Expect(err).NotTo(HaveOccurred())
+	d, err = bmc.Open(ctx, a, "admin", "password", bmc.Options{Timeout: 30 * time.Second})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(read(d)).To(Equal(map[string]string{"bmc": "9.08"}), "the revision OpenIPMI's simulator is configured with")
+	g.Expect(d.Close(ctx)).To(Succeed())
+
+	lp, err := lanplus.Start("admin", "secret")
+	g.Expect(err).NotTo(HaveOccurred())
+	defer lp.Close()
+	a, err = bmc.ParseAddress("ipmi://" + lp.Address())
+	g.Expect(err).NotTo(HaveOccurred())
+	d, err = bmc.Open(ctx, a, "admin", "secret", bmc.Options{Timeout: 10 * time.Second})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(read(d)).To(Equal(map[string]string{"bmc": "1.00"}))
+	lp.FlashInBand(2, 5)
+	g.Expect(read(d)).To(Equal(map[string]string{"bmc": "2.05"}))
+	g.Expect(d.Close(ctx)).To(Succeed())
+}
+
+// TestComponentName: FirmwareInventory members as vendors name them.
+func TestComponentName(t *testing.T) {
+	for _, tc := range []struct{ id, name, want string }{
+		{"BIOS", "BIOS", "bios"},
+		{"Installed-0-2.19.1", "BIOS", "bios"},
+		{"UEFI", "System ROM", "bios"},
+		{"BMC", "BMC Firmware", "bmc"},
+		{"iDRAC.Embedded.1", "Integrated Remote Access Controller", "bmc"},
+		{"NIC.1", "Ethernet Controller eno1", "nic:NIC.1"},
+		{"NIC.Slot.2-1", "Intel(R) Ethernet 25G 2P E810-XXV Adapter", "nic:NIC.Slot.2-1"},
+		{"Disk.Bay.0", "PM893 SSD", ""},
+		{"PSU.Slot.1", "Power Supply", ""},
+	} {
+		if got := bmc.ComponentName(tc.id, tc.name); got != tc.want {
+			t.Errorf("ComponentName(%q, %q) = %q, want %q", tc.id, tc.name, got, tc.want)
+		}
+	}
+}
