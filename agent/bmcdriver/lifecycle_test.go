@@ -119,7 +119,7 @@ func TestLifecycle(t *testing.T) {
 	defer b.Close()
 	h := e.host("a", b, "password")
 
-	t.Log("registering → inspecting → available, with HardwareData (its GPUs in hostfleet.io/gpus)")
+	t.Log("registering → inspecting → available, with HardwareData (its GPUs in hostfleet.io/gpus, its firmware in hostfleet.io/firmware)")
 	e.state(h, metal3api.StateAvailable)
 	g.Expect(h.Status.GoodCredentials.Reference.Name).To(Equal("a-bmc"))
 	g.Expect(h.Status.HardwareDetails).NotTo(BeNil())
@@ -128,6 +128,7 @@ func TestLifecycle(t *testing.T) {
 	g.Expect(e.c.Get(e.ctx, client.ObjectKey{Namespace: "hosts", Name: "a"}, hd)).To(Succeed())
 	g.Expect(hd.Spec.HardwareDetails.NIC).To(ConsistOf(HaveField("MAC", "52:54:00:00:00:01")))
 	g.Expect(hardware.OfData(hd).GPUs).To(Equal([]hostfleetv1alpha1.HardwareGPU{{Vendor: "NVIDIA", Model: "L40S"}}))
+	g.Expect(hardware.OfData(hd).Firmware).To(Equal(map[string]string{"bios": "1.2.3", "bmc": "1.0.0", "nic:NIC.1": "22.31.6"}), "read out of band")
 	g.Expect(hd.OwnerReferences).To(ContainElement(HaveField("Name", "a")))
 	g.Expect(hd.Finalizers).To(ContainElement(hostfleetv1alpha1.BMCDriverFinalizer), "kept until the host goes, as baremetal-operator keeps its own")
 	g.Expect(h.Status.PoweredOn).To(BeFalse())

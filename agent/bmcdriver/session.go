@@ -107,17 +107,23 @@ func errorKind(host *metal3api.BareMetalHost) metal3api.ErrorType {
 // a new object for every inspection (a re-inspection deletes the old one,
 // so it gets a new UID and every copy of it follows), owned by the host and
 // kept by a finalizer until the host itself goes.
-func (r *Reconciler) saveHardware(ctx context.Context, host *metal3api.BareMetalHost, hw *metal3api.HardwareDetails, gpus []hostfleetv1alpha1.HardwareGPU) error {
+func (r *Reconciler) saveHardware(ctx context.Context, host *metal3api.BareMetalHost, hw *metal3api.HardwareDetails,
+	gpus []hostfleetv1alpha1.HardwareGPU, fw map[string]string) error {
 	hd := &metal3api.HardwareData{ObjectMeta: metav1.ObjectMeta{Namespace: host.Namespace, Name: host.Name,
-		Finalizers: []string{hostfleetv1alpha1.BMCDriverFinalizer}},
+		Finalizers: []string{hostfleetv1alpha1.BMCDriverFinalizer}, Annotations: map[string]string{}},
 		Spec: metal3api.HardwareDataSpec{HardwareDetails: hw.DeepCopy()}}
-	if len(gpus) > 0 {
-		// HardwareDetails has no place for GPUs (hardware.OfData reads them).
-		data, err := json.Marshal(gpus)
-		if err != nil {
-			return err
+	// HardwareDetails has no place for GPUs, nor for firmware but the
+	// BIOS's (hardware.OfData reads them).
+	annotate := func(key string, v any, n int) error {
+		if n == 0 {
+			return nil
 		}
-		hd.Annotations = map[string]string{hardware.AnnotationGPUs: string(data)}
+		data, err := json.Marshal(v)
+		hd.Annotations[key] = string(data)
+		return err
+	}
+	if err := errors.Join(annotate(hardware.AnnotationGPUs, gpus, len(gpus)), annotate(hardware.AnnotationFirmware, fw, len(fw))); err != nil {
+		return err
 	}
 	if err := controllerutil.SetControllerReference(host, hd, r.Client.Scheme()); err != nil {
 		return err

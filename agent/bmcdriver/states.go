@@ -50,7 +50,13 @@ func (x *run) inspect(ctx context.Context) outcome {
 				return failed(fail(metal3api.InspectionError, "%v", err))
 			}
 		}
-		if err := x.saveHardware(ctx, host, hw, gpus); err != nil {
+		var fw map[string]string
+		if r, ok := x.d.(bmc.FirmwareReader); ok {
+			if fw, err = r.Firmware(ctx); err != nil {
+				return failed(fail(metal3api.InspectionError, "%v", err))
+			}
+		}
+		if err := x.saveHardware(ctx, host, hw, gpus, fw); err != nil {
 			return failed(fail(metal3api.InspectionError, "save HardwareData: %v", err))
 		}
 		host.Status.HardwareDetails = hw

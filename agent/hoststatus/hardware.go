@@ -15,14 +15,16 @@ import (
 // cluster: in the claim's namespace, named after the claim, owned by it,
 // labelled with the cluster (admission lets an agent write only copies
 // labelled with its own), holding only the hardware details and the GPUs
-// the BMC driver listed (which carry nothing of the host's BMC address or
-// credentials).
+// and firmware the BMC driver listed (which carry nothing of the host's BMC
+// address or credentials).
 func HardwareCopy(c *metal3api.HostClaim, hw *metal3api.HardwareData, cluster string) *metal3api.HardwareData {
 	labels := hostspec.ClaimLabels(c)
 	labels[hostfleetv1alpha1.LabelCluster] = cluster
 	annotations := map[string]string{hostfleetv1alpha1.AnnotationSourceUID: string(hw.UID)}
-	if gpus := hw.Annotations[hardware.AnnotationGPUs]; gpus != "" {
-		annotations[hardware.AnnotationGPUs] = gpus
+	for _, k := range []string{hardware.AnnotationGPUs, hardware.AnnotationFirmware} {
+		if v := hw.Annotations[k]; v != "" {
+			annotations[k] = v
+		}
 	}
 	return &metal3api.HardwareData{
 		ObjectMeta: metav1.ObjectMeta{
@@ -47,5 +49,6 @@ func CopyIsCurrent(copy, hw *metal3api.HardwareData, cluster string) bool {
 	return copy.Annotations[hostfleetv1alpha1.AnnotationSourceUID] == string(hw.UID) &&
 		copy.Labels[hostfleetv1alpha1.LabelCluster] == cluster &&
 		copy.Annotations[hardware.AnnotationGPUs] == hw.Annotations[hardware.AnnotationGPUs] &&
+		copy.Annotations[hardware.AnnotationFirmware] == hw.Annotations[hardware.AnnotationFirmware] &&
 		equality.Semantic.DeepEqual(copy.Spec.HardwareDetails, hw.Spec.HardwareDetails)
 }

@@ -1,17 +1,21 @@
 package hardware
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
 	metal3api "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
 	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // gpuHost is a 64-core host with 512 GiB, two NVMe disks of 1.9 TB and a
-// spinning 8 TB one, a 25 and a 100 Gb/s NIC and an A100.
+// spinning 8 TB one, a 25 and a 100 Gb/s NIC and an A100, its BIOS at
+// 1.4.2 (as inspection reports it) and its BMC at 7.10.
 func gpuHost() *View {
 	v := Of(&metal3api.HardwareDetails{
+		Firmware:     metal3api.Firmware{BIOS: metal3api.BIOS{Vendor: "Dell Inc.", Version: "1.4.2"}},
 		SystemVendor: metal3api.HardwareSystemVendor{Manufacturer: "Dell Inc.", ProductName: "PowerEdge R750", SerialNumber: "ABC123"},
 		RAMMebibytes: 512 * 1024,
 		CPU:          metal3api.CPU{Arch: "x86_64", Model: "Intel Xeon Gold 6338", Count: 64},
@@ -26,6 +30,7 @@ func gpuHost() *View {
 		},
 	})
 	v.GPUs = []GPU{{Vendor: "NVIDIA", Model: "A100-SXM4-80GB"}}
+	v.Firmware["bmc"] = "7.10"
 	return v
 }
 
@@ -44,12 +49,25 @@ func TestOf(t *testing.T) {
 	g.Expect(empty.Disks).NotTo(BeNil())
 	g.Expect(Profile(empty)).To(Equal(Profile(&View{})), "a missing list is an empty one")
 
-	many := &View{}
-	for range MaxNICs + 10 {
+	g.Expect(v.Firmware).To(Equal(map[string]string{"bios": "1.4.2", "bmc": "7.10"}))
+	g.Expect(Profile(&View{Firmware: map[string]string{}})).To(Equal(Profile(&View{})), "a view without firmware keeps the profile it had")
+
+	many := &View{Firmware: map[string]string{}}
+	for i := range MaxNICs + 10 {
 		many.NICs = append(many.NICs, NIC{SpeedGbps: 1})
+		many.Firmware[fmt.Sprintf("nic:%02d", i)] = "1"
 	}
 	Normalize(many)
 	g.Expect(many.NICs).To(HaveLen(MaxNICs))
+	g.Expect(many.Firmware).To(HaveLen(MaxFirmware))
+	g.Expect(many.Firmware).To(HaveKey("nic:00"), "the first by name")
+
+	t.Log("OfData: the firmware the BMC driver read (hostfleet.io/firmware) beside the BIOS inspection reported")
+	hd := &metal3api.HardwareData{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{AnnotationFirmware: `{"bmc":"7.10","nic:NIC.1":"22.31"}`}},
+		Spec: metal3api.HardwareDataSpec{HardwareDetails: &metal3api.HardwareDetails{Firmware: metal3api.Firmware{BIOS: metal3api.BIOS{Version: "2.0"}}}}}
+	g.Expect(OfData(hd).Firmware).To(Equal(map[string]string{"bios": "2.0", "bmc": "7.10", "nic:NIC.1": "22.31"}))
+	hd.Annotations[AnnotationFirmware] = "not json"
+	g.Expect(OfData(hd).Firmware).To(Equal(map[string]string{"bios": "2.0"}), "a firmware list that does not parse is none")
 }
 
 func TestProfile(t *testing.T) {
@@ -66,6 +84,7 @@ func TestProfile(t *testing.T) {
 		"NIC type": func(v *View) { v.NICs[0].Model = "other" },
 		"GPU":      func(v *View) { v.GPUs = nil },
 		"product":  func(v *View) { v.System.Product = "R650" },
+		"firmware": func(v *View) { v.Firmware["bios"] = "1.0.0" },
 	} {
 		c := gpuHost()
 		change(c)
@@ -92,6 +111,9 @@ func TestParseAndMeets(t *testing.T) {
 		{`host.gpus.size() == 0`, false, true},
 		{`host.system.manufacturer.lowerAscii().contains("dell")`, true, false},
 		{`host.cpu.model.matches("Xeon (Gold|Platinum)")`, true, false},
+		{`"bios" in host.firmware && host.firmware["bios"] == "1.4.2"`, true, false},
+		{`host.firmware.exists(c, c == "bmc")`, true, false},
+		{`host.firmware.size() == 0`, false, true},
 		{`true`, true, true},
 	} {
 		t.Run(tc.expr, func(t *testing.T) {

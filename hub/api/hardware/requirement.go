@@ -256,6 +256,8 @@ func (sizes) EstimateSize(n checker.AstNode) *checker.SizeEstimate {
 		return &checker.SizeEstimate{Max: MaxNICs}
 	case "gpus":
 		return &checker.SizeEstimate{Max: MaxGPUs}
+	case "firmware":
+		return &checker.SizeEstimate{Max: MaxFirmware}
 	}
 	return nil
 }

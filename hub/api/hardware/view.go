@@ -9,6 +9,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 
 	metal3api "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
@@ -25,6 +26,9 @@ const (
 	MaxDisks = 64
 	MaxNICs  = 64
 	MaxGPUs  = 16
+	// MaxFirmware is the most firmware components a view holds (the
+	// first, by name).
+	MaxFirmware = 32
 )
 
 // View is a host's hardware as a requirement sees it (the CEL variable
@@ -51,6 +55,9 @@ func Of(d *metal3api.HardwareDetails) *View {
 		MemoryMiB: int64(d.RAMMebibytes),
 		System:    System{Manufacturer: d.SystemVendor.Manufacturer, Product: d.SystemVendor.ProductName},
 	}
+	if bios := d.Firmware.BIOS.Version; bios != "" {
+		v.Firmware = map[string]string{"bios": bios}
+	}
 	for _, s := range d.Storage {
 		v.Disks = append(v.Disks, Disk{SizeGiB: int64(s.SizeBytes / metal3api.GibiByte), Rotational: s.Rotational, Type: string(s.Type)})
 	}
@@ -66,8 +73,15 @@ func Of(d *metal3api.HardwareDetails) *View {
 // from the Redfish inventory, as HardwareDetails has no place for them.
 const AnnotationGPUs = "hostfleet.io/gpus"
 
-// OfData is the view of a HardwareData: its details, and the GPUs its
-// AnnotationGPUs lists (none when it lists none, or does not parse).
+// AnnotationFirmware, on a HardwareData, maps the host's firmware
+// components to their versions as JSON ({"bios":"2.19.1","bmc":"7.10"}):
+// the agent's BMC driver writes it from what the BMC reads out of band, as
+// HardwareDetails has a place for the BIOS's only.
+const AnnotationFirmware = "hostfleet.io/firmware"
+
+// OfData is the view of a HardwareData: its details, the GPUs its
+// AnnotationGPUs lists and the firmware its AnnotationFirmware maps (none
+// when it lists none, or does not parse).
 func OfData(hd *metal3api.HardwareData) *View {
 	v := Of(hd.Spec.HardwareDetails)
 	if v == nil {
@@ -77,9 +91,18 @@ func OfData(hd *metal3api.HardwareData) *View {
 		var gpus []GPU
 		if json.Unmarshal([]byte(s), &gpus) == nil {
 			v.GPUs = gpus
-			Normalize(v)
 		}
 	}
+	if s := hd.Annotations[AnnotationFirmware]; s != "" {
+		var fw map[string]string
+		if json.Unmarshal([]byte(s), &fw) == nil && len(fw) > 0 {
+			if v.Firmware == nil {
+				v.Firmware = map[string]string{}
+			}
+			maps.Copy(v.Firmware, fw)
+		}
+	}
+	Normalize(v)
 	return v
 }
 
@@ -97,6 +120,14 @@ func Normalize(v *View) {
 		return cmp.Or(cmp.Compare(a.Vendor, b.Vendor), cmp.Compare(a.Model, b.Model))
 	})
 	v.Disks, v.NICs, v.GPUs = v.Disks[:min(len(v.Disks), MaxDisks)], v.NICs[:min(len(v.NICs), MaxNICs)], v.GPUs[:min(len(v.GPUs), MaxGPUs)]
+	if len(v.Firmware) == 0 {
+		v.Firmware = nil
+	}
+	if len(v.Firmware) > MaxFirmware {
+		for _, k := range slices.Sorted(maps.Keys(v.Firmware))[MaxFirmware:] {
+			delete(v.Firmware, k)
+		}
+	}
 }
 
 func orEmpty[T any](s []T) []T {
@@ -120,7 +151,7 @@ func cmpBool(a, b bool) int {
 // the version and a hash of the normalized view.
 func Profile(v *View) string {
 	n := *v
-	n.Disks, n.NICs, n.GPUs = slices.Clone(v.Disks), slices.Clone(v.NICs), slices.Clone(v.GPUs)
+	n.Disks, n.NICs, n.GPUs, n.Firmware = slices.Clone(v.Disks), slices.Clone(v.NICs), slices.Clone(v.GPUs), maps.Clone(v.Firmware)
 	Normalize(&n)
 	data, _ := json.Marshal(n) // plain fields: cannot fail
 	sum := sha256.Sum256(data)

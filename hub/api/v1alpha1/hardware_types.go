@@ -21,6 +21,15 @@ type HardwareView struct {
 	// +kubebuilder:validation:MaxItems=16
 	GPUs   []HardwareGPU  `json:"gpus"`
 	System HardwareSystem `json:"system"`
+	// Firmware is the host's firmware versions by component, named as
+	// baremetal-operator's HostFirmwareComponents name them ("bios",
+	// "bmc", "nic:<Id>"): the BIOS version inspection reports, and what
+	// the agent's BMC driver reads out of band. Empty where nothing was
+	// read; a view without firmware has the profile it had before
+	// firmware was read.
+	// +optional
+	// +kubebuilder:validation:MaxProperties=32
+	Firmware map[string]string `json:"firmware,omitempty"`
 }
 
 // HardwareCPU is the host's processors: Count is its logical CPUs.
