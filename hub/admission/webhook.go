@@ -16,6 +16,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
+	"github.com/hostfleet/hostfleet/hub/api/baseline"
 	"github.com/hostfleet/hostfleet/hub/api/hardware"
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
 	"github.com/hostfleet/hostfleet/hub/classes"
@@ -166,6 +167,7 @@ func Configuration(cc admissionregistrationv1.WebhookClientConfig) *admissionreg
 				Expression: fmt.Sprintf("has(object.metadata.annotations) && %q in object.metadata.annotations", hostfleetv1alpha1.AnnotationHardware),
 			}}),
 			hook("hardware.tenants.hostfleet.io", hostfleetv1alpha1.GroupVersion.Group, "tenants", nil),
+			hook("hardware.firmwarebaselines.hostfleet.io", hostfleetv1alpha1.GroupVersion.Group, "firmwarebaselines", nil),
 		},
 	}
 }
@@ -205,6 +207,14 @@ func (h Hardware) Handle(_ context.Context, req admission.Request) admission.Res
 		}
 		if _, err := classes.Of(t); err != nil {
 			return admission.Denied(fmt.Sprintf("spec.quotas: %v: fix the expression (a CEL expression over host, as host.gpus.size() > 0; docs/service.md)", err))
+		}
+	case "FirmwareBaseline":
+		b := &hostfleetv1alpha1.FirmwareBaseline{}
+		if err := h.Decoder.DecodeRaw(req.Object, b); err != nil {
+			return admission.Errored(http.StatusBadRequest, err)
+		}
+		if errs := baseline.Validate(b.Spec); len(errs) > 0 {
+			return admission.Denied("spec." + strings.Join(errs, "; spec.") + " (docs/service.md#firmware-baselines)")
 		}
 	}
 	return admission.Allowed("")

@@ -93,6 +93,13 @@ func TestWebhook(t *testing.T) {
 	tenant.Spec.Quotas[0].HostSelector.Hardware = `host.gpus.size() > 0`
 	g.Expect(admin.Create(ctx, tenant)).To(Succeed())
 
+	fw := &hostfleetv1alpha1.FirmwareBaseline{ObjectMeta: metav1.ObjectMeta{Name: "r750"}, Spec: hostfleetv1alpha1.FirmwareBaselineSpec{
+		Hardware: `host.system.product = "R750"`, BMCAccounts: &hostfleetv1alpha1.BMCAccountPolicy{Allowed: []string{}}}}
+	g.Expect(admin.Create(ctx, fw.DeepCopy())).To(MatchError(And(ContainSubstring(`admission webhook "hardware.firmwarebaselines`),
+		ContainSubstring("spec.hardware: the requirement does not compile"))), "a baseline's expression is checked as a claim's")
+	fw.Spec.Hardware = `host.system.product == "R750"`
+	g.Expect(admin.Create(ctx, fw)).To(Succeed())
+
 	// A second hub (a restart, another replica) serves the same certificate.
 	ca := func() []byte {
 		c := &admissionregistrationv1.ValidatingWebhookConfiguration{}
