@@ -27,7 +27,7 @@ help: ## List the targets.
 
 .PHONY: tools
 tools: ## Build every tool the tests need into $(HOSTFLEET_CACHE) (minutes the first time, seconds after).
-	$(TOOLS) envtest kube-controller-manager kubectl node baremetal-operator controller-gen staticcheck kustomize helm shellcheck ipmi prometheus ocm clusteradm
+	$(TOOLS) envtest kube-controller-manager kubectl node baremetal-operator upstreambind controller-gen staticcheck kustomize helm shellcheck ipmi prometheus ocm clusteradm
 
 .PHONY: build
 build: ## Build the binaries into bin/ (the hub, the agent, the operator and kubectl-hostfleet).
@@ -80,7 +80,8 @@ test-images: ## The images for this machine's architecture only: what the end-to
 # packages, then every fuzz target for TEST_FUZZTIME, run beside them
 # (their output follows). hack/testreport prints go test's lines from its
 # JSON, then the ten slowest tests, and writes every package's and test's
-# seconds to bin/test-times.tsv. Test binaries, and the
+# seconds to bin/test-times.tsv; the JSON itself (every test's log) stays
+# in bin/test-run until the next run. Test binaries, and the
 # programs tests build, are linked without a symbol table or DWARF
 # (-ldflags=-s): a third less linking; stack traces and race reports keep
 # their names and lines.
@@ -100,7 +101,7 @@ TEST_FUZZTIME ?= 2000x
 test: verify lint tools test-images ## Everything CI runs: verify, lint, unit, integration and end-to-end tests on real control planes (root); the slowest ten tests at the end.
 	go build -o $(BIN)/testreport ./hack/testreport
 	export KUBEBUILDER_ASSETS="$$($(TOOLS) --print-assets)" HOSTFLEET_BMO="$$($(TOOLS) --print-bmo)" GOFLAGS="-ldflags=-s $${GOFLAGS:-}"; \
-	out=$$(mktemp -d); trap 'rm -rf "$$out"' EXIT; \
+	out=$(BIN)/test-run; rm -rf "$$out"; mkdir -p "$$out"; \
 	(go test -json $(GO_TEST_FLAGS) -race $(RACE_PKGS) >"$$out/race.json" 2>&1 && \
 		FUZZTIME=$(TEST_FUZZTIME) FUZZPARALLEL=1 hack/fuzz.sh >"$$out/fuzz.log" 2>&1) & racepid=$$!; \
 	rc=0; go test -json $(GO_TEST_FLAGS) -p $(TEST_P) $$(go list $(SLOW_PKGS); go list ./... | grep -vxF -f <(go list $(SLOW_PKGS) $(RACE_PKGS))) 2>&1 | \
@@ -117,8 +118,8 @@ NEWEST_KUBE ?= v1.37.2
 test-versions: tools ## The admission policies and webhook, the isolation suite, the operator's install and a claim bound by the agent's binary, on the control planes of the oldest Kubernetes the docs claim (OLDEST_KUBE) and the newest (NEWEST_KUBE).
 	for v in $(OLDEST_KUBE) $(NEWEST_KUBE); do \
 		KUBE_VERSION=$$v $(TOOLS) envtest kube-controller-manager; \
-		echo "== Kubernetes $$v"; \
 		export KUBE_VERSION=$$v KUBEBUILDER_ASSETS="$$(KUBE_VERSION=$$v $(TOOLS) --print-assets)" HOSTFLEET_BMO="$$($(TOOLS) --print-bmo)"; \
+		echo "== control planes: $$("$$KUBEBUILDER_ASSETS/kube-apiserver" --version)"; \
 		go test $(GO_TEST_FLAGS) ./hub/admission/ ./e2e/suites/isolation/; \
 		go test $(GO_TEST_FLAGS) -run '^TestBinaryBindsClaim$$' ./agent/cmd/hostfleet-agent/; \
 		go test $(GO_TEST_FLAGS) -run '^TestDefaultMode$$' ./operator/controller/; \
@@ -159,7 +160,7 @@ chaos: build ## Churn 2000 claims over 500 BMC-driven hosts while the hub and ag
 .PHONY: bench
 bench: tools ## Benchmarks on real control planes, each printed beside a baseline measured in the same run.
 	go build -o $(BIN)/hostfleet-bench ./e2e/programs/bench
-	cd e2e/tools/upstreambind && GONOSUMDB=github.com/metal3-io/ironic-standalone-operator GOFLAGS=-mod=readonly go build -o $(CURDIR)/$(BIN)/upstreambind .
+	cp "$$($(TOOLS) --print-bin upstreambind)" $(BIN)/upstreambind
 	KUBEBUILDER_ASSETS="$$($(TOOLS) --print-assets)" $(BIN)/hostfleet-bench -n $${BENCH_N:-1000} -hardware
 
 .PHONY: bench-scale

@@ -18,7 +18,7 @@
 # containerd, runc, the CNI plugins, iptables, iproute2 and conntrack beside
 # building kubelet, kube-proxy and kube-scheduler.
 #
-# usage: hack/tools.sh [kube-apiserver|etcd|kube-controller-manager|kubectl|node|baremetal-operator|controller-gen|staticcheck|kustomize|helm|shellcheck|ipmi|prometheus|ocm|clusteradm|all]...
+# usage: hack/tools.sh [kube-apiserver|etcd|kube-controller-manager|kubectl|node|baremetal-operator|upstreambind|controller-gen|staticcheck|kustomize|helm|shellcheck|ipmi|prometheus|ocm|clusteradm|all]...
 #        hack/tools.sh --print-assets   # the KUBEBUILDER_ASSETS directory
 set -euo pipefail
 
@@ -50,6 +50,11 @@ CLUSTERADM_VERSION="v1.3.1"                     # e2e/tools/clusteradm/ocm-*/go.
 # The cache key names the OCM module clusteradm is built with.
 CLUSTERADM_KEY="${CLUSTERADM_VERSION}-ocm-${OCM_VERSION}"
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
+# upstreambind (e2e/tools/upstreambind: baremetal-operator's HostClaim
+# controller, for the forwarding tests and make bench) is the project's own
+# code: its cache key is a hash of its files.
+# shellcheck disable=SC2034 # read by --print-bin through eval
+UPSTREAMBIND_VERSION=$(cat "${ROOT}"/e2e/tools/upstreambind/{go.mod,go.sum,*.go} | sha256sum | cut -c1-12)
 
 log() { printf '[tools] %s\n' "$*" >&2; }
 
@@ -188,7 +193,7 @@ build_tools_module() {
 	(
 		cd "${ROOT}/${mod}"
 		# about-api is a pseudo-version the checksum database does not know.
-		GONOSUMDB="sigs.k8s.io/about-api" GOFLAGS=-mod=readonly CGO_ENABLED=0 go build -trimpath -ldflags "-s -w ${KUBE_LDFLAGS:-}" -o "${dir}/" "$@"
+		GONOSUMDB="${GONOSUMDB:-sigs.k8s.io/about-api}" GOFLAGS=-mod=readonly CGO_ENABLED=0 go build -trimpath -ldflags "-s -w ${KUBE_LDFLAGS:-}" -o "${dir}/" "$@"
 	)
 	log "${name} ${version}: built into ${dir}"
 }
@@ -252,7 +257,7 @@ case "${1:-all}" in
 esac
 
 tools=("$@")
-[[ ${#tools[@]} -eq 0 || ${tools[0]} == all ]] && tools=(etcd kube-apiserver kube-controller-manager kubectl node baremetal-operator controller-gen staticcheck kustomize helm shellcheck ipmi prometheus ocm clusteradm)
+[[ ${#tools[@]} -eq 0 || ${tools[0]} == all ]] && tools=(etcd kube-apiserver kube-controller-manager kubectl node baremetal-operator upstreambind controller-gen staticcheck kustomize helm shellcheck ipmi prometheus ocm clusteradm)
 for t in "${tools[@]}"; do
 	case "${t}" in
 	kube-apiserver) build_kube_apiserver; [[ -x ${CACHE}/etcd-${ETCD_VERSION}/bin/etcd ]] && link_assets ;;
@@ -277,6 +282,9 @@ for t in "${tools[@]}"; do
 	clusteradm)
 		mod=$(ocm_module clusteradm "ocm-${OCM_VERSION}") || exit 1
 		build_tools_module clusteradm "${CLUSTERADM_KEY}" "${mod}" open-cluster-management.io/clusteradm/cmd/clusteradm
+		;;
+	upstreambind)
+		GONOSUMDB="github.com/metal3-io/ironic-standalone-operator" build_tools_module upstreambind "${UPSTREAMBIND_VERSION}" e2e/tools/upstreambind github.com/hostfleet/hostfleet/e2e/tools/upstreambind
 		;;
 	ipmi) apt_install ipmi_sim ipmitool -- openipmi ipmitool ;;
 	shellcheck) apt_install shellcheck -- shellcheck ;;

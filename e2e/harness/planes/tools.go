@@ -26,6 +26,19 @@ func toolPath(flag ...string) string {
 	return string(bytes.TrimSpace(out))
 }
 
+// Tool is the path of a program the tool cache builds (hack/tools.sh
+// name), or an error that says how to build it.
+func Tool(name string) (string, error) {
+	bin := toolPath("--print-bin", name)
+	if bin == "" {
+		return "", fmt.Errorf("the tool cache was not found: run `hack/tools.sh %s`", name)
+	}
+	if _, err := os.Stat(bin); err != nil {
+		return "", fmt.Errorf("%s is not built: run `hack/tools.sh %s` (make test does): %w", name, name, err)
+	}
+	return bin, nil
+}
+
 var repoRoot = sync.OnceValue(func() string {
 	dir, err := os.Getwd()
 	if err != nil {

@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -26,18 +24,15 @@ import (
 	"github.com/hostfleet/hostfleet/hub/forwarder"
 )
 
-// buildStandIn builds e2e/tools/upstreambind, whose -hostclaims mode plays
+// buildStandIn is e2e/tools/upstreambind, whose -hostclaims mode plays
 // baremetal-operator v0.14's HostClaim controller with upstream's own
 // association code (its own module: baremetal-operator's dependencies stay
-// out of Hostfleet's).
+// out of Hostfleet's), built once into the tool cache.
 func buildStandIn(t *testing.T) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "upstreambind")
-	cmd := exec.Command("go", "build", "-o", bin, ".")
-	cmd.Dir = filepath.Join("..", "..", "tools", "upstreambind")
-	cmd.Env = append(os.Environ(), "GONOSUMDB=github.com/metal3-io/ironic-standalone-operator", "GOFLAGS=-mod=readonly")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("build the baremetal-operator stand-in: %v\n%s", err, out)
+	bin, err := planes.Tool("upstreambind")
+	if err != nil {
+		t.Fatalf("the baremetal-operator stand-in: %v", err)
 	}
 	return bin
 }
