@@ -77,7 +77,7 @@ test-images: ## The images for this machine's architecture only: what the end-to
 
 # The slowest packages first: go test starts packages in the order given,
 # TEST_P at a time, so the longest do not start last. The race-detector
-# packages, then every fuzz target for TEST_FUZZTIME, run beside them
+# packages, and every fuzz target for TEST_FUZZTIME, run beside them
 # (their output follows). hack/testreport prints go test's lines from its
 # JSON, then the ten slowest tests, and writes every package's and test's
 # seconds to bin/test-times.tsv; the JSON itself (every test's log) stays
@@ -102,12 +102,12 @@ test: verify lint tools test-images ## Everything CI runs: verify, lint, unit, i
 	go build -o $(BIN)/testreport ./hack/testreport
 	export KUBEBUILDER_ASSETS="$$($(TOOLS) --print-assets)" HOSTFLEET_BMO="$$($(TOOLS) --print-bmo)" GOFLAGS="-ldflags=-s $${GOFLAGS:-}"; \
 	out=$(BIN)/test-run; rm -rf "$$out"; mkdir -p "$$out"; \
-	(go test -json $(GO_TEST_FLAGS) -race $(RACE_PKGS) >"$$out/race.json" 2>&1 && \
-		FUZZTIME=$(TEST_FUZZTIME) FUZZPARALLEL=1 hack/fuzz.sh >"$$out/fuzz.log" 2>&1) & racepid=$$!; \
+	go test -json $(GO_TEST_FLAGS) -race $(RACE_PKGS) >"$$out/race.json" 2>&1 & racepid=$$!; \
+	FUZZTIME=$(TEST_FUZZTIME) FUZZPARALLEL=1 hack/fuzz.sh >"$$out/fuzz.log" 2>&1 & fuzzpid=$$!; \
 	rc=0; go test -json $(GO_TEST_FLAGS) -p $(TEST_P) $$(go list $(SLOW_PKGS); go list ./... | grep -vxF -f <(go list $(SLOW_PKGS) $(RACE_PKGS))) 2>&1 | \
 		tee "$$out/main.json" | $(BIN)/testreport -summary=false || rc=$$?; \
-	wait $$racepid || rc=$$?; \
-	echo "with the race detector:"; $(BIN)/testreport -summary=false "$$out/race.json" || rc=$$?; cat "$$out/fuzz.log" 2>/dev/null || true; \
+	wait $$racepid || rc=$$?; wait $$fuzzpid || rc=$$?; \
+	echo "with the race detector:"; $(BIN)/testreport -summary=false "$$out/race.json" || rc=$$?; cat "$$out/fuzz.log"; \
 	$(BIN)/testreport -quiet -times $(BIN)/test-times.tsv "$$out/main.json" "$$out/race.json" || rc=$$?; exit $$rc
 
 # make test-versions: the oldest Kubernetes the docs claim and the newest.
