@@ -41,15 +41,8 @@ func TestFirmwareBaselineIsTheAdministrators(t *testing.T) {
 	} {
 		g.Expect(hub.Create(ctx, o)).To(Succeed())
 	}
-	as := func(name string, groups ...string) client.Client {
-		cfg, err := f.AddUser("hub", name, groups...)
-		g.Expect(err).NotTo(HaveOccurred())
-		c, err := client.New(cfg, client.Options{Scheme: f.Scheme})
-		g.Expect(err).NotTo(HaveOccurred())
-		return c
-	}
-	alice := as("alice", "system:authenticated")
-	agent := as(hostfleetv1alpha1.AgentHubUser("c1"), hostfleetv1alpha1.AgentHubGroup("c1"), hostfleetv1alpha1.AgentSharedGroup, "system:authenticated")
+	alice := user(g, f, "alice", "system:authenticated")
+	agent := user(g, f, hostfleetv1alpha1.AgentHubUser("c1"), hostfleetv1alpha1.AgentHubGroup("c1"), hostfleetv1alpha1.AgentSharedGroup, "system:authenticated")
 
 	t.Log("each identity holds its own rights: alice creates a claim, c1's agent reads tenant a's claims")
 	g.Eventually(func() error {

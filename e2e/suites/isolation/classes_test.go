@@ -22,6 +22,16 @@ import (
 	"github.com/hostfleet/hostfleet/internal/setup"
 )
 
+// schedulingHub is a hub plane of its own with the hub's controllers and
+// its scheduler running.
+func schedulingHub(t *testing.T) (*planes.Fleet, client.Client) {
+	f := planes.ForTestWith(t, planes.Options{Dir: t.TempDir()}, "hub")
+	f.HubForTest(t, "hub", func(mgr ctrl.Manager) error {
+		return (&scheduler.Reconciler{Client: mgr.GetClient(), Deadline: time.Hour}).SetupWithManager(context.Background(), mgr, setup.Options{})
+	})
+	return f, f.Plane("hub").Client
+}
+
 // TestNoPinGetsAroundAClass: a tenant admin whose host class gpu is full
 // pins a gpu claim to one of her clusters. The scheduler holds it back as
 // it holds back the same claim unpinned (ClassQuotaExceeded): no agent
@@ -30,11 +40,7 @@ import (
 func TestNoPinGetsAroundAClass(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	f := planes.ForTestWith(t, planes.Options{Dir: t.TempDir()}, "hub")
-	hub := f.Plane("hub").Client
-	f.HubForTest(t, "hub", func(mgr ctrl.Manager) error {
-		return (&scheduler.Reconciler{Client: mgr.GetClient(), Deadline: time.Hour}).SetupWithManager(context.Background(), mgr, setup.Options{})
-	})
+	f, hub := schedulingHub(t)
 	gpu := map[string]string{"example.com/gpu": "yes"}
 	for _, o := range []client.Object{
 		&clusterv1beta2.ManagedClusterSet{ObjectMeta: metav1.ObjectMeta{Name: "lab"}},

@@ -60,13 +60,7 @@ func TestWhoMakesAWorkloadCluster(t *testing.T) {
 	bootCfg := f.Plane("hub").TokenConfig(bootToken)
 	bootstrapSA, err := client.New(bootCfg, client.Options{Scheme: f.Scheme})
 	g.Expect(err).NotTo(HaveOccurred())
-	as := func(name string, groups ...string) client.Client {
-		c, err := f.AddUser("hub", name, groups...)
-		g.Expect(err).NotTo(HaveOccurred())
-		cl, err := client.New(c, client.Options{Scheme: f.Scheme})
-		g.Expect(err).NotTo(HaveOccurred())
-		return cl
-	}
+	as := func(name string, groups ...string) client.Client { return user(g, f, name, groups...) }
 	bootstrapToken := as("system:bootstrap:abcdef", "system:bootstrappers", "system:bootstrappers:managedcluster", "system:authenticated")
 	cluster := func(name, tenant string, accepted bool) *clusterv1.ManagedCluster {
 		mc := &clusterv1.ManagedCluster{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{}},

@@ -38,6 +38,15 @@ type refusal struct {
 	says      string
 }
 
+// user is a client of the hub plane as name in groups.
+func user(g Gomega, f *planes.Fleet, name string, groups ...string) client.Client {
+	cfg, err := f.AddUser("hub", name, groups...)
+	g.ExpectWithOffset(1, err).NotTo(HaveOccurred())
+	c, err := client.New(cfg, client.Options{Scheme: f.Scheme})
+	g.ExpectWithOffset(1, err).NotTo(HaveOccurred())
+	return c
+}
+
 func TestIsolation(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
@@ -105,13 +114,7 @@ func TestIsolation(t *testing.T) {
 	g.Expect(bind("c2", addonv1beta1.BaseSubject{User: "mallory"})).To(MatchError(ContainSubstring("may be only")), "and a plain user")
 	g.Expect(bind("c2", csrIdentity("c2"))).To(Succeed())
 
-	as := func(name string, groups ...string) client.Client {
-		cfg, err := f.AddUser("hub", name, groups...)
-		g.Expect(err).NotTo(HaveOccurred())
-		c, err := client.New(cfg, client.Options{Scheme: f.Scheme})
-		g.Expect(err).NotTo(HaveOccurred())
-		return c
-	}
+	as := func(name string, groups ...string) client.Client { return user(g, f, name, groups...) }
 	agent := func(c string) client.Client {
 		return as(hostfleetv1alpha1.AgentHubUser(c), hostfleetv1alpha1.AgentHubGroup(c), hostfleetv1alpha1.AgentSharedGroup, "system:authenticated")
 	}

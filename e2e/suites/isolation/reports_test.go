@@ -12,14 +12,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clusterv1 "open-cluster-management.io/api/cluster/v1"
 	clusterv1beta2 "open-cluster-management.io/api/cluster/v1beta2"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/hostfleet/hostfleet/e2e/harness/planes"
 	"github.com/hostfleet/hostfleet/hub/api/hardware"
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
-	"github.com/hostfleet/hostfleet/hub/scheduler"
-	"github.com/hostfleet/hostfleet/internal/setup"
 )
 
 // TestProfileNameIsEachClustersOwn: cluster evil, serving tenant a,
@@ -31,11 +27,7 @@ import (
 func TestProfileNameIsEachClustersOwn(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	f := planes.ForTestWith(t, planes.Options{Dir: t.TempDir()}, "hub")
-	hub := f.Plane("hub").Client
-	f.HubForTest(t, "hub", func(mgr ctrl.Manager) error {
-		return (&scheduler.Reconciler{Client: mgr.GetClient(), Deadline: time.Hour}).SetupWithManager(context.Background(), mgr, setup.Options{})
-	})
+	_, hub := schedulingHub(t)
 	for _, o := range []client.Object{
 		&clusterv1beta2.ManagedClusterSet{ObjectMeta: metav1.ObjectMeta{Name: "lab-a"}},
 		&clusterv1beta2.ManagedClusterSet{ObjectMeta: metav1.ObjectMeta{Name: "lab-b"}},
