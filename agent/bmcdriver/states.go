@@ -52,7 +52,7 @@ func (x *run) inspect(ctx context.Context) outcome {
 		}
 		var fw map[string]string
 		if r, ok := x.d.(bmc.FirmwareReader); ok {
-			if fw, err = r.Firmware(ctx); err != nil {
+			if fw, err = r.Firmware(ctx); err != nil && !errors.Is(err, bmc.ErrUnsupported) {
 				return failed(fail(metal3api.InspectionError, "%v", err))
 			}
 		}
