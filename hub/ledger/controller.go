@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	metal3api "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
@@ -39,6 +40,18 @@ type Reconciler struct {
 	// Skew, Memory and MaxGone are usage.Input's.
 	Skew, Memory time.Duration
 	MaxGone      int
+
+	mu sync.Mutex
+	// told is what this hub last wrote of each report: a read from a
+	// cache that does not show it yet counts nothing twice.
+	told map[types.NamespacedName]told
+}
+
+// told is the hub's part of a report as last written.
+type told struct {
+	uid     types.UID
+	settled []string
+	refused []usage.Refusal
 }
 
 // MaxGone is how many claims gone from a cluster its ledger remembers at
@@ -82,7 +95,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	in := usage.Input{Ledger: ledger.Status, Now: now, Skew: r.Skew, Memory: r.Memory, MaxGone: r.MaxGone, Ended: map[types.UID]bool{}}
 	if report != nil {
-		in.Report = report.Status
+		in.Report = r.recall(req.NamespacedName, report)
 	}
 	var hold []*metal3api.HostClaim
 	for _, c := range claims {
@@ -105,8 +118,44 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		if err := r.tell(ctx, report, res); err != nil {
 			return requeue.OnConflict(err)
 		}
+		r.remember(req.NamespacedName, told{uid: report.UID, settled: res.Settled, refused: res.Refused})
 	}
 	return ctrl.Result{RequeueAfter: compactEvery}, nil
+}
+
+// recall is the report's status with what this hub last wrote of it
+// added: the cache may not show that write yet, and what was settled or
+// refused is never settled, counted or said again.
+func (r *Reconciler) recall(key types.NamespacedName, report *hostfleetv1alpha1.HostUsage) hostfleetv1alpha1.HostUsageStatus {
+	st := report.Status
+	r.mu.Lock()
+	t, ok := r.told[key]
+	r.mu.Unlock()
+	if !ok || t.uid != report.UID {
+		return st
+	}
+	st.Settled = slices.Clone(st.Settled)
+	for _, k := range t.settled {
+		if !slices.Contains(st.Settled, k) {
+			st.Settled = append(st.Settled, k)
+		}
+	}
+	st.Refused = slices.Clone(st.Refused)
+	for _, f := range t.refused {
+		if !slices.ContainsFunc(st.Refused, func(g usage.Refusal) bool { return g.Key == f.Key }) {
+			st.Refused = append(st.Refused, f)
+		}
+	}
+	return st
+}
+
+func (r *Reconciler) remember(key types.NamespacedName, t told) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.told == nil {
+		r.told = map[types.NamespacedName]told{}
+	}
+	r.told[key] = t
 }
 
 // errCacheLag: the cache does not show a ledger that exists yet.
