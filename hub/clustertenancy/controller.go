@@ -66,7 +66,24 @@ func (r *Reconciler) SetupWithManager(_ context.Context, mgr ctrl.Manager, o set
 		Watches(&corev1.Namespace{}, handler.Funcs{UpdateFunc: r.onLabels, CreateFunc: r.onCreate}).
 		Watches(&hostfleetv1alpha1.ClusterTenancy{}, byNamespace).
 		Watches(&hostfleetv1alpha1.Tenant{}, tenants).
+		// Every cluster carries every baseline; its status changes nothing.
+		Watches(&hostfleetv1alpha1.FirmwareBaseline{}, handler.EnqueueRequestsFromMapFunc(r.allClusters),
+			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Complete(resume.Reconciler(r))
+}
+
+// allClusters are every ManagedCluster, as requests.
+func (r *Reconciler) allClusters(ctx context.Context, _ client.Object) []reconcile.Request {
+	var mcs clusterv1.ManagedClusterList
+	if err := r.Client.List(ctx, &mcs, client.UnsafeDisableDeepCopy); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "list the managed clusters to carry a firmware baseline to")
+		return nil
+	}
+	out := make([]reconcile.Request, 0, len(mcs.Items))
+	for _, mc := range mcs.Items {
+		out = append(out, reconcile.Request{NamespacedName: client.ObjectKey{Name: mc.Name}})
+	}
+	return out
 }
 
 func asTenant(o client.Object) *hostfleetv1alpha1.Tenant {
@@ -98,7 +115,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	want := Desired(mc.Name, tenants.Items, nsLabels)
+	var baselines hostfleetv1alpha1.FirmwareBaselineList
+	if err := r.Client.List(ctx, &baselines, client.UnsafeDisableDeepCopy); err != nil {
+		return ctrl.Result{}, fmt.Errorf("list firmware baselines: %w", err)
+	}
+	want := Desired(mc.Name, tenants.Items, nsLabels, baselines.Items)
 	owner := []metav1.OwnerReference{{APIVersion: clusterv1.GroupVersion.String(), Kind: "ManagedCluster", Name: mc.Name, UID: mc.UID}}
 	cur := &hostfleetv1alpha1.ClusterTenancy{}
 	err = r.Client.Get(ctx, client.ObjectKey{Namespace: mc.Name, Name: hostfleetv1alpha1.TenancyName}, cur)

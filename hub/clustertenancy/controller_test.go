@@ -139,6 +139,21 @@ func TestClusterTenancy(t *testing.T) {
 		g.Expect(tenancy(g, "c1").Spec.Tenants).To(ConsistOf(HaveField("Name", "a")))
 	}).WithTimeout(30 * time.Second).Should(Succeed())
 
+	t.Log("a FirmwareBaseline is carried to every cluster, and follows its changes")
+	fb := &hostfleetv1alpha1.FirmwareBaseline{ObjectMeta: metav1.ObjectMeta{Name: "r750"}, Spec: hostfleetv1alpha1.FirmwareBaselineSpec{
+		BIOSSettings: map[string]string{"SecureBoot": "Enabled"}, BMCAccounts: &hostfleetv1alpha1.BMCAccountPolicy{}}}
+	g.Expect(hub.Create(ctx, fb)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		for _, c := range []string{"c1", "c2", "c3"} {
+			g.Expect(tenancy(g, c).Spec.FirmwareBaselines).To(Equal([]hostfleetv1alpha1.ServedBaseline{{Name: "r750", Spec: fb.Spec}}))
+		}
+	}).WithTimeout(30 * time.Second).Should(Succeed())
+	fb.Spec.BIOSSettings["BootMode"] = "Uefi"
+	g.Expect(hub.Update(ctx, fb)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		g.Expect(tenancy(g, "c1").Baselines()).To(ConsistOf(HaveField("Spec.BIOSSettings", HaveKeyWithValue("BootMode", "Uefi"))))
+	}).WithTimeout(30 * time.Second).Should(Succeed())
+
 	t.Log("b is deleted: c2 and c3 no longer serve it")
 	g.Expect(hub.Delete(ctx, &hostfleetv1alpha1.Tenant{ObjectMeta: metav1.ObjectMeta{Name: "b"}})).To(Succeed())
 	g.Eventually(func(g Gomega) {

@@ -14,9 +14,15 @@ import (
 // status: the tenants whose cluster set holds the cluster, and those whose
 // workload cluster it is, in name order, with their namespaces' labels
 // (nsLabels, by namespace; a namespace missing there has none). It shares
-// no slice or map with its arguments.
-func Desired(cluster string, tenants []hostfleetv1alpha1.Tenant, nsLabels map[string]map[string]string) hostfleetv1alpha1.ClusterTenancySpec {
+// no slice or map with its arguments. It carries every FirmwareBaseline,
+// by name: the agent judges its hosts against those that select them.
+func Desired(cluster string, tenants []hostfleetv1alpha1.Tenant, nsLabels map[string]map[string]string,
+	baselines []hostfleetv1alpha1.FirmwareBaseline) hostfleetv1alpha1.ClusterTenancySpec {
 	spec := hostfleetv1alpha1.ClusterTenancySpec{ClusterName: cluster}
+	for i := range baselines {
+		spec.FirmwareBaselines = append(spec.FirmwareBaselines, hostfleetv1alpha1.ServedBaseline{Name: baselines[i].Name, Spec: *baselines[i].Spec.DeepCopy()})
+	}
+	slices.SortFunc(spec.FirmwareBaselines, func(a, b hostfleetv1alpha1.ServedBaseline) int { return strings.Compare(a.Name, b.Name) })
 	for i := range tenants {
 		t := &tenants[i]
 		if slices.Contains(t.Status.Clusters, cluster) {

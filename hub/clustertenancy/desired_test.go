@@ -19,7 +19,7 @@ func TestDesiredSortsAndCopies(t *testing.T) {
 	g := NewWithT(t)
 	ts := []hostfleetv1alpha1.Tenant{*tenant("b", []string{"c1"}, nil), *tenant("a", []string{"c1", "c2"}, []string{"c1", "c3"})}
 	labels := map[string]map[string]string{"tenant-a": {"hostfleet.io/tenant": "a", "rack": "r1"}}
-	spec := Desired("c1", ts, labels)
+	spec := Desired("c1", ts, labels, nil)
 	g.Expect(spec.ClusterName).To(Equal("c1"))
 	g.Expect(spec.Tenants).To(HaveLen(2))
 	g.Expect(spec.Tenants[0].Name).To(Equal("a"), "in name order")
@@ -32,7 +32,7 @@ func TestDesiredSortsAndCopies(t *testing.T) {
 	spec.Tenants[0].NamespaceLabels[0].Labels["rack"] = "changed"
 	g.Expect(ts[1].Status.Namespaces[0]).To(Equal("tenant-a"), "no slice shared with the Tenants")
 	g.Expect(labels["tenant-a"]["rack"]).To(Equal("r1"), "no map shared with the labels")
-	g.Expect(Desired("c9", ts, labels)).To(Equal(hostfleetv1alpha1.ClusterTenancySpec{ClusterName: "c9"}))
+	g.Expect(Desired("c9", ts, labels, nil)).To(Equal(hostfleetv1alpha1.ClusterTenancySpec{ClusterName: "c9"}))
 }
 
 func TestAffected(t *testing.T) {

@@ -315,6 +315,8 @@ func HubOwn() []rbacv1.PolicyRule {
 		{APIGroups: []string{hostfleet}, Resources: []string{"tenants/status"}, Verbs: []string{"update", "patch"}},
 		{APIGroups: []string{hostfleet}, Resources: []string{"tenants/finalizers"}, Verbs: []string{"update"}},
 		{APIGroups: []string{hostfleet}, Resources: []string{"hostinventories", "hostusages", "hostmaintenances"}, Verbs: view},
+		// Carried to every cluster in its ClusterTenancy.
+		{APIGroups: []string{hostfleet}, Resources: []string{"firmwarebaselines"}, Verbs: view},
 		// The agents' usage reports: what the hub settled of each.
 		{APIGroups: []string{hostfleet}, Resources: []string{"hostusages/status"}, Verbs: []string{"patch"}},
 		{APIGroups: []string{hostfleet}, Resources: []string{"clustertenancies", "placedclaims", "usageledgers"}, Verbs: manage},

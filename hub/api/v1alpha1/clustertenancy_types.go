@@ -82,6 +82,35 @@ type ClusterTenancySpec struct {
 	// +listType=map
 	// +listMapKey=name
 	WorkloadTenants []ServedTenant `json:"workloadTenants,omitempty"`
+
+	// FirmwareBaselines are the hub's FirmwareBaselines: what the agent
+	// holds a released host to before it is free again.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=64
+	FirmwareBaselines []ServedBaseline `json:"firmwareBaselines,omitempty"`
+}
+
+// ServedBaseline is one FirmwareBaseline as its agent reads it.
+type ServedBaseline struct {
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Name string               `json:"name"`
+	Spec FirmwareBaselineSpec `json:"spec"`
+}
+
+// Baselines are the FirmwareBaselines the ClusterTenancy carries.
+// Nil-safe.
+func (c *ClusterTenancy) Baselines() []FirmwareBaseline {
+	if c == nil {
+		return nil
+	}
+	out := make([]FirmwareBaseline, 0, len(c.Spec.FirmwareBaselines))
+	for _, b := range c.Spec.FirmwareBaselines {
+		out = append(out, FirmwareBaseline{ObjectMeta: metav1.ObjectMeta{Name: b.Name}, Spec: b.Spec})
+	}
+	return out
 }
 
 // ClusterTenancy is what a cluster's agent needs of the tenants: written
