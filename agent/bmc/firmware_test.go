@@ -80,3 +80,49 @@ func TestComponentName(t *testing.T) {
 		}
 	}
 }
+
+// TestRestore: on Redfish the driver reads the BIOS attributes and the
+// enabled accounts, stages BIOS settings for the next boot, removes an
+// account, and flashes a component through SimpleUpdate, following its
+// task to the end: done, or failed with the BMC's message.
+func TestRestore(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	images := redfish.ImageServer()
+	defer images.Close()
+	b := redfish.Start(redfish.Options{UpdateTime: time.Hour})
+	defer b.Close()
+	d, err := bmc.Open(ctx, address(b), b.Username, b.Password, bmc.Options{Timeout: 10 * time.Second})
+	g.Expect(err).NotTo(HaveOccurred())
+	defer d.Close(ctx)
+	r, ok := d.(bmc.Restorer)
+	g.Expect(ok).To(BeTrue())
+
+	b.SetBIOSInBand("SecureBoot", "Disabled")
+	b.AddAccountInBand("ghost", "boo")
+	bios, err := r.BIOS(ctx)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(bios).To(HaveKeyWithValue("SecureBoot", "Disabled"))
+	g.Expect(r.Accounts(ctx)).To(ConsistOf("admin", "ghost"))
+
+	g.Expect(r.StageBIOS(ctx, map[string]string{"SecureBoot": "Enabled"})).To(Succeed())
+	_, pending := b.BIOS()
+	g.Expect(pending).To(Equal(map[string]string{"SecureBoot": "Enabled"}), "staged for the next boot")
+	g.Expect(r.RemoveAccount(ctx, "ghost")).To(Succeed())
+	g.Expect(r.RemoveAccount(ctx, "ghost")).To(Succeed(), "already gone")
+	g.Expect(b.Accounts()).To(Equal([]string{"admin"}))
+
+	task, err := r.Flash(ctx, "bios", images.URL+"/firmware/bios-2.0.0")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(r.Task(ctx, task)).To(HaveField("Done", false))
+	b.FinishUpdates()
+	g.Expect(r.Task(ctx, task)).To(Equal(bmc.TaskState{Done: true, Message: "BIOS updated to 2.0.0"}))
+	g.Expect(r.Firmware(ctx)).To(HaveKeyWithValue("bios", "2.0.0"))
+
+	task, err = r.Flash(ctx, "nic:NIC.1", images.URL+"/live.iso")
+	g.Expect(err).NotTo(HaveOccurred())
+	b.FinishUpdates()
+	g.Expect(r.Task(ctx, task)).To(Equal(bmc.TaskState{Done: true, Failed: true, Message: "the image is not firmware for NIC.1"}))
+	_, err = r.Flash(ctx, "nic:NIC.9", images.URL+"/firmware/x")
+	g.Expect(err).To(MatchError(ContainSubstring("no member for nic:NIC.9")))
+}

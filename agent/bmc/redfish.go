@@ -10,6 +10,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"sort"
 	"strings"
 	"sync"
@@ -112,14 +113,28 @@ func (r *redfishSystem) post(ctx context.Context, path string, body any) error {
 // send sends body as JSON to path with method (and If-Match: etag, when
 // set): a command changes what was read, which is read again.
 func (r *redfishSystem) send(ctx context.Context, method, path, etag string, body any) error {
+	_, err := r.sendWith(ctx, method, path, etag, body)
+	return err
+}
+
+// sendFor sends as send does and returns the answer's Location: the task
+// an action started.
+func (r *redfishSystem) sendFor(ctx context.Context, method, path string, body any) (string, error) {
+	return r.sendWith(ctx, method, path, "", body)
+}
+
+func (r *redfishSystem) sendWith(ctx context.Context, method, path, etag string, body any) (string, error) {
 	r.last = nil
-	data, err := json.Marshal(body)
-	if err != nil {
-		return err
+	var data []byte
+	if body != nil {
+		var err error
+		if data, err = json.Marshal(body); err != nil {
+			return "", err
+		}
 	}
 	req, err := http.NewRequestWithContext(ctx, method, r.base+path, bytes.NewReader(data))
 	if err != nil {
-		return err
+		return "", err
 	}
 	if etag != "" {
 		req.Header.Set("If-Match", etag)
@@ -129,11 +144,15 @@ func (r *redfishSystem) send(ctx context.Context, method, path, etag string, bod
 	req.Header.Set("Accept", "application/json")
 	resp, err := r.http.Do(req)
 	if err != nil {
-		return err
+		return "", err
 	}
 	defer drain(resp)
 	if resp.StatusCode/100 == 2 {
-		return nil
+		loc := resp.Header.Get("Location")
+		if u, err := url.Parse(loc); err == nil && u.IsAbs() {
+			loc = u.Path // the same BMC
+		}
+		return loc, nil
 	}
 	var e struct {
 		Error struct {
@@ -142,9 +161,9 @@ func (r *redfishSystem) send(ctx context.Context, method, path, etag string, bod
 	}
 	_ = json.NewDecoder(io.LimitReader(resp.Body, 64<<10)).Decode(&e)
 	if e.Error.Message != "" {
-		return fmt.Errorf("%s %s: %s: %s", method, path, resp.Status, e.Error.Message)
+		return "", fmt.Errorf("%s %s: %s: %s", method, path, resp.Status, e.Error.Message)
 	}
-	return fmt.Errorf("%s %s: %s", method, path, resp.Status)
+	return "", fmt.Errorf("%s %s: %s", method, path, resp.Status)
 }
 
 // drain reads what is left of a response (a JSON document's last newline)

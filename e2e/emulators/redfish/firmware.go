@@ -1,10 +1,10 @@
 package redfish
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"maps"
 	"net/http"
 	"slices"
@@ -248,13 +248,17 @@ func imageVersion(ctx context.Context, url string) (string, error) {
 	if resp.StatusCode/100 != 2 {
 		return "", fmt.Errorf("HTTP %d", resp.StatusCode)
 	}
-	sc := bufio.NewScanner(resp.Body)
-	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), "version="); ok {
+	// The header is in the first KiB; anything else is no firmware.
+	head, err := io.ReadAll(io.LimitReader(resp.Body, 1<<10))
+	if err != nil {
+		return "", err
+	}
+	for line := range strings.Lines(string(head)) {
+		if v, ok := strings.CutPrefix(line, "version="); ok {
 			return strings.TrimSpace(v), nil
 		}
 	}
-	return "", sc.Err()
+	return "", nil
 }
 
 // FirmwareImage is the body of a firmware image of version for the

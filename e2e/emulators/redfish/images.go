@@ -20,6 +20,13 @@ const ImageSize = 64 << 10
 // image URL that does not exist). Close it when done.
 func ImageServer() *httptest.Server {
 	return httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if name, ok := strings.CutPrefix(r.URL.Path, "/firmware/"); ok {
+			// <component>-<version>: firmware of that version.
+			if i := strings.LastIndex(name, "-"); i > 0 {
+				_, _ = w.Write(FirmwareImage(name[i+1:]))
+				return
+			}
+		}
 		if !strings.HasSuffix(r.URL.Path, "live.iso") && !strings.HasSuffix(r.URL.Path, "erase.iso") {
 			http.NotFound(w, r)
 			return
