@@ -184,8 +184,8 @@ func DetachAllowed(in Input, h *metal3api.BareMetalHost) bool {
 
 // Free reports whether a host can be bound now: no consumer, not deleting,
 // no error, not paused, not kept for reuse, not unhealthy, not under a
-// HostMaintenance, not quarantined after a failure, no erase pending (or
-// failed), and available or ready.
+// HostMaintenance, not quarantined after a failure, no erase or restore
+// to its firmware baselines pending (or failed), and available or ready.
 func Free(h *metal3api.BareMetalHost) bool {
 	if h.Spec.ConsumerRef != nil || h.DeletionTimestamp != nil || h.Status.ErrorMessage != "" {
 		return false
@@ -196,7 +196,8 @@ func Free(h *metal3api.BareMetalHost) bool {
 	if erase.Level(erase.Of(h.Annotations)) > 0 {
 		return false
 	}
-	for _, a := range []string{metal3api.PausedAnnotation, UnhealthyAnnotation, hostfleetv1alpha1.AnnotationMaintenance, hostfleetv1alpha1.AnnotationQuarantined} {
+	for _, a := range []string{metal3api.PausedAnnotation, UnhealthyAnnotation, hostfleetv1alpha1.AnnotationMaintenance, hostfleetv1alpha1.AnnotationQuarantined,
+		hostfleetv1alpha1.AnnotationRestore} {
 		if _, ok := h.Annotations[a]; ok {
 			return false
 		}

@@ -52,6 +52,10 @@ type Reconciler struct {
 	Power Timing
 	// Eraser erases released hosts that require it (hostfleet.io/erase).
 	Eraser Eraser
+	// Baselines are the fleet's FirmwareBaselines (the cluster's
+	// ClusterTenancy carries them): a released host is free again only
+	// once it matches those that select it. Nil: no release gate.
+	Baselines func(context.Context) ([]hostfleetv1alpha1.FirmwareBaseline, error)
 	// Recorder, when set, receives Events on the hosts: power changes,
 	// inspection, provisioning, errors.
 	Recorder events.EventRecorder
@@ -235,6 +239,8 @@ type run struct {
 	host   *metal3api.BareMetalHost
 	stored *metal3api.BareMetalHost
 	d      bmc.Driver
+	// user is the BMC account the session logged in as: the host's own.
+	user string
 	// After drivePower: the power read, the change under way, the change
 	// that landed at this read.
 	read           bmc.PowerState

@@ -21,18 +21,20 @@ import (
 
 // open opens the host's BMC session.
 func (x *run) open(ctx context.Context, kind metal3api.ErrorType) *hostError {
-	d, err := x.Reconciler.open(ctx, x.host, kind)
-	x.d = d
+	d, user, err := x.Reconciler.open(ctx, x.host, kind)
+	x.d, x.user = d, user
 	return err
 }
 
-func (r *Reconciler) open(ctx context.Context, host *metal3api.BareMetalHost, kind metal3api.ErrorType) (bmc.Driver, *hostError) {
+// open opens a session with the host's BMC, as the user its credentials
+// Secret names.
+func (r *Reconciler) open(ctx context.Context, host *metal3api.BareMetalHost, kind metal3api.ErrorType) (bmc.Driver, string, *hostError) {
 	addr, err := bmc.ParseAddress(host.Spec.BMC.Address)
 	if err != nil {
-		return nil, fail(metal3api.RegistrationError, "%v", err)
+		return nil, "", fail(metal3api.RegistrationError, "%v", err)
 	}
 	if host.Spec.BMC.CredentialsName == "" {
-		return nil, fail(metal3api.RegistrationError, "spec.bmc.credentialsName is empty: name a Secret with username and password in namespace %s", host.Namespace)
+		return nil, "", fail(metal3api.RegistrationError, "spec.bmc.credentialsName is empty: name a Secret with username and password in namespace %s", host.Namespace)
 	}
 	secret := &corev1.Secret{}
 	secrets := r.Secrets
@@ -41,13 +43,13 @@ func (r *Reconciler) open(ctx context.Context, host *metal3api.BareMetalHost, ki
 	}
 	if err := secrets.Get(ctx, client.ObjectKey{Namespace: host.Namespace, Name: host.Spec.BMC.CredentialsName}, secret); err != nil {
 		if apierrors.IsNotFound(err) {
-			return nil, fail(metal3api.RegistrationError, "BMC credentials Secret %s/%s does not exist", host.Namespace, host.Spec.BMC.CredentialsName)
+			return nil, "", fail(metal3api.RegistrationError, "BMC credentials Secret %s/%s does not exist", host.Namespace, host.Spec.BMC.CredentialsName)
 		}
-		return nil, fail(kind, "read BMC credentials: %v", err)
+		return nil, "", fail(kind, "read BMC credentials: %v", err)
 	}
 	user, pass := string(secret.Data["username"]), string(secret.Data["password"])
 	if user == "" || pass == "" {
-		return nil, fail(metal3api.RegistrationError, "BMC credentials Secret %s/%s needs both username and password", host.Namespace, secret.Name)
+		return nil, "", fail(metal3api.RegistrationError, "BMC credentials Secret %s/%s needs both username and password", host.Namespace, secret.Name)
 	}
 	o := r.BMC
 	o.InsecureSkipVerify = host.Spec.BMC.DisableCertificateVerification
@@ -59,15 +61,15 @@ func (r *Reconciler) open(ctx context.Context, host *metal3api.BareMetalHost, ki
 	switch {
 	case errors.Is(err, bmc.ErrCredentials):
 		host.Status.TriedCredentials = credentials(secret)
-		return nil, fail(metal3api.RegistrationError, "the BMC at %s refused the username and password in Secret %s/%s: fix them", addr.HostPort(), host.Namespace, secret.Name)
+		return nil, "", fail(metal3api.RegistrationError, "the BMC at %s refused the username and password in Secret %s/%s: fix them", addr.HostPort(), host.Namespace, secret.Name)
 	case errors.Is(err, bmc.ErrUnreachable):
-		return nil, fail(bmcFault(host, kind), "the BMC at %s does not answer: check its address and network (%v)", addr.HostPort(), err)
+		return nil, "", fail(bmcFault(host, kind), "the BMC at %s does not answer: check its address and network (%v)", addr.HostPort(), err)
 	case err != nil:
-		return nil, fail(bmcFault(host, kind), "%v", err)
+		return nil, "", fail(bmcFault(host, kind), "%v", err)
 	}
 	host.Status.TriedCredentials = credentials(secret)
 	host.Status.GoodCredentials = credentials(secret)
-	return d, nil
+	return d, user, nil
 }
 
 func credentials(s *corev1.Secret) metal3api.CredentialsStatus {

@@ -169,7 +169,13 @@ func (x *run) deprovision(ctx context.Context) outcome {
 		// Its administrator erased it by hand (the annotation is gone).
 		meta.RemoveStatusCondition(&x.host.Status.Conditions, ConditionErasing)
 	}
+	if restoring(x.host) {
+		return x.restoreBoot(ctx)
+	}
 	if off, o := x.offAndEjected(ctx, "deprovision"); !off || o.err != nil {
+		return o
+	}
+	if free, o := x.gate(ctx); !free {
 		return o
 	}
 	x.host.Status.Provisioning.Image = metal3api.Image{}

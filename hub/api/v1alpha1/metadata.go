@@ -100,6 +100,19 @@ const (
 // bound.
 const AnnotationErase = "hostfleet.io/erase"
 
+// The release gate, on a BareMetalHost the agent's BMC driver drives:
+// AnnotationRestore is the restore to its FirmwareBaselines under way
+// after its release (JSON: phase, update tasks, what was found), written
+// and removed by the driver; a host carrying it is never bound. A held
+// host keeps it (phase "held") until its administrator removes it: the
+// host is then judged again. AnnotationBaselineObserved is what its BMC
+// read when it was last freed (JSON): what a tenant changed since shows
+// as drifted.
+const (
+	AnnotationRestore          = "hostfleet.io/restore"
+	AnnotationBaselineObserved = "hostfleet.io/baseline-observed"
+)
+
 // Maintenance: a BareMetalHost's AnnotationMaintenance names the
 // HostMaintenance (on the hub, in the cluster's namespace) that holds it
 // out of the pool, written by the agent; a tenant approves a maintenance

@@ -1,0 +1,155 @@
+package bmcdriver_test
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	metal3api "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/hostfleet/hostfleet/agent/binder"
+	"github.com/hostfleet/hostfleet/agent/bmc"
+	"github.com/hostfleet/hostfleet/agent/bmcdriver"
+	"github.com/hostfleet/hostfleet/e2e/emulators/redfish"
+	"github.com/hostfleet/hostfleet/e2e/harness/planes"
+	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
+	"github.com/hostfleet/hostfleet/internal/setup"
+)
+
+// TestReleaseGate: while a claim holds a host, its tenant, root on the
+// host, adds a BMC account in-band, turns Secure Boot off and flashes an
+// older BIOS. On release each is found, and restored out of band (the
+// account removed, the setting staged and applied at a boot, the BIOS
+// flashed through SimpleUpdate and its task followed) before the host is
+// free again; until then it is never free. A second tenant does it again,
+// drifted from what the host had when freed; the baseline's image is no
+// firmware, so the flash fails and the host is held with the reason,
+// until its administrator fixes the baseline and removes the annotation.
+func TestReleaseGate(t *testing.T) {
+	f := planes.ForTest(t, "infra")
+	c := f.Plane("infra").Client
+	img := images(t)
+	var mu sync.Mutex
+	fb := hostfleetv1alpha1.FirmwareBaseline{ObjectMeta: metav1.ObjectMeta{Name: "emu"}, Spec: hostfleetv1alpha1.FirmwareBaselineSpec{
+		Hardware:     `host.system.manufacturer == "Hostfleet"`,
+		Components:   map[string]hostfleetv1alpha1.FirmwareImage{"bios": {Version: "1.2.3", URL: img.URL + "/firmware/bios-1.2.3", Checksum: "sha256:" + strings.Repeat("0", 64)}},
+		BIOSSettings: map[string]string{"SecureBoot": "Enabled"},
+		BMCAccounts:  &hostfleetv1alpha1.BMCAccountPolicy{}}}
+	baselines := func(context.Context) ([]hostfleetv1alpha1.FirmwareBaseline, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		return []hostfleetv1alpha1.FirmwareBaseline{*fb.DeepCopy()}, nil
+	}
+	f.ManagerForTest(t, "infra", func(mgr ctrl.Manager) error {
+		return (&bmcdriver.Reconciler{Client: mgr.GetClient(), Poll: 2 * time.Second, Power: fastPower, Baselines: baselines,
+			Recorder: mgr.GetEventRecorder("hostfleet-agent"), BMC: bmc.Options{Timeout: 5 * time.Second}}).
+			SetupWithManager(context.Background(), mgr, setup.Options{Managed: mgr})
+	})
+	e := env{t: t, g: NewWithT(t), ctx: context.Background(), c: c}
+	g := e.g
+	g.Expect(c.Create(e.ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "hosts"}})).To(Succeed())
+	b := redfish.Start(redfish.Options{TLS: true, UpdateTime: time.Hour})
+	defer b.Close()
+	h := e.host("a", b, "password")
+	e.state(h, metal3api.StateAvailable)
+	g.Expect(meta.FindStatusCondition(h.Status.Conditions, bmcdriver.ConditionBaseline)).To(BeNil(), "never released: never judged")
+
+	claimAndRelease := func(tenant func()) {
+		t.Helper()
+		e.update(h, func(h *metal3api.BareMetalHost) {
+			h.Spec.ConsumerRef = &corev1.ObjectReference{Kind: "HostClaim", Namespace: "tenant-a", Name: "c"}
+			h.Spec.Image, h.Spec.Online = liveISO(img.URL+"/live.iso"), true
+		})
+		e.state(h, metal3api.StateProvisioned)
+		tenant()
+		e.update(h, func(h *metal3api.BareMetalHost) { h.Spec.Image, h.Spec.ConsumerRef, h.Spec.Online = nil, nil, false })
+	}
+	baseline := func(g Gomega) *metav1.Condition {
+		c := meta.FindStatusCondition(e.get(g, h).Status.Conditions, bmcdriver.ConditionBaseline)
+		g.Expect(c).NotTo(BeNil())
+		return c
+	}
+	event := func(g Gomega, reason, says string) {
+		var events eventsv1.EventList
+		g.Expect(c.List(e.ctx, &events, client.InNamespace("hosts"))).To(Succeed())
+		g.Expect(events.Items).To(ContainElement(And(HaveField("Regarding.Name", "a"), HaveField("Reason", reason), HaveField("Note", ContainSubstring(says)))))
+	}
+
+	t.Log("the tenant adds a BMC account, turns Secure Boot off and flashes BIOS 0.9.0; released, each is found and restored")
+	claimAndRelease(func() {
+		b.AddAccountInBand("ghost", "boo")
+		b.SetBIOSInBand("SecureBoot", "Disabled")
+		g.Expect(b.FlashInBand("BIOS", "0.9.0")).To(Succeed())
+	})
+	g.Eventually(func(g Gomega) {
+		g.Expect(baseline(g).Reason).To(Equal(bmcdriver.ReasonRestoring))
+		g.Expect(b.Accounts()).To(Equal([]string{"admin"}), "removed at once")
+		_, pending := b.BIOS()
+		g.Expect(pending).To(Equal(map[string]string{"SecureBoot": "Enabled"}), "staged for its next boot")
+	}).WithTimeout(30 * time.Second).Should(Succeed())
+	g.Consistently(func(g Gomega) {
+		g.Expect(binder.Free(e.get(g, h))).To(BeFalse(), "never free while its BIOS is flashed")
+		g.Expect(h.Status.Provisioning.State).To(Equal(metal3api.StateDeprovisioning))
+	}).WithTimeout(2 * time.Second).Should(Succeed())
+	b.FinishUpdates()
+	e.state(h, metal3api.StateAvailable)
+	g.Expect(binder.Free(h)).To(BeTrue())
+	g.Expect(b.Firmware()).To(HaveKeyWithValue("BIOS", "1.2.3"))
+	current, _ := b.BIOS()
+	g.Expect(current).To(HaveKeyWithValue("SecureBoot", "Enabled"), "applied at the boot the driver gave it")
+	c1 := baseline(g)
+	g.Expect(c1.Status).To(Equal(metav1.ConditionTrue))
+	g.Expect(c1.Message).To(And(ContainSubstring("restored to baselines emu"), ContainSubstring("BMC account ghost behind: enabled"),
+		ContainSubstring("BIOS setting SecureBoot behind: Disabled, baseline Enabled"), ContainSubstring("firmware bios drifted: 0.9.0, baseline 1.2.3, 1.2.3 when bound")))
+	g.Expect(h.Annotations).NotTo(HaveKey(hostfleetv1alpha1.AnnotationRestore))
+	g.Eventually(func(g Gomega) { event(g, "BaselineRestored", "firmware bios drifted") }).WithTimeout(10 * time.Second).Should(Succeed())
+	g.Expect(strings.Join(b.Actions(), "\n")).NotTo(ContainSubstring("password"))
+
+	t.Log("the next tenant does it again, the baseline's image is no firmware: the flash fails and the host is held, saying why")
+	mu.Lock()
+	bios := fb.Spec.Components["bios"]
+	bios.URL = img.URL + "/live.iso"
+	fb.Spec.Components["bios"] = bios
+	mu.Unlock()
+	claimAndRelease(func() {
+		b.AddAccountInBand("ghost", "boo")
+		g.Expect(b.FlashInBand("BIOS", "0.9.0")).To(Succeed())
+	})
+	g.Eventually(func(g Gomega) { g.Expect(baseline(g).Reason).To(Equal(bmcdriver.ReasonRestoring)) }).WithTimeout(30 * time.Second).Should(Succeed())
+	b.FinishUpdates()
+	g.Eventually(func(g Gomega) {
+		c := baseline(g)
+		g.Expect(c.Reason).To(Equal(bmcdriver.ReasonRestoreFailed))
+		g.Expect(c.Message).To(ContainSubstring("the update of bios failed: the image is not firmware for BIOS"))
+		g.Expect(h.Status.ErrorMessage).To(ContainSubstring("held out of the pool"))
+		reason, held := bmcdriver.Held(h)
+		g.Expect([]any{reason, held}).To(Equal([]any{bmcdriver.ReasonRestoreFailed, true}))
+		event(g, bmcdriver.ReasonRestoreFailed, "the update of bios failed")
+	}).WithTimeout(30 * time.Second).Should(Succeed())
+	g.Expect(b.Accounts()).To(Equal([]string{"admin"}), "the account it added was drifted from what the host had when freed, and is gone")
+	g.Consistently(func(g Gomega) {
+		g.Expect(binder.Free(e.get(g, h))).To(BeFalse())
+		g.Expect(h.Status.Provisioning.State).To(Equal(metal3api.StateDeprovisioning))
+	}).WithTimeout(2 * time.Second).Should(Succeed(), "held, never free")
+
+	t.Log("the administrator fixes the baseline and removes hostfleet.io/restore: judged again, restored, free")
+	mu.Lock()
+	bios.URL = img.URL + "/firmware/bios-1.2.3"
+	fb.Spec.Components["bios"] = bios
+	mu.Unlock()
+	e.update(h, func(h *metal3api.BareMetalHost) { delete(h.Annotations, hostfleetv1alpha1.AnnotationRestore) })
+	g.Eventually(func(g Gomega) { g.Expect(baseline(g).Reason).To(Equal(bmcdriver.ReasonRestoring)) }).WithTimeout(30 * time.Second).Should(Succeed())
+	b.FinishUpdates()
+	e.state(h, metal3api.StateAvailable)
+	g.Expect(baseline(g).Message).To(ContainSubstring("firmware bios drifted: 0.9.0, baseline 1.2.3, 1.2.3 when bound"))
+	g.Expect(b.Firmware()).To(HaveKeyWithValue("BIOS", "1.2.3"))
+}
