@@ -22,6 +22,7 @@ import (
 	"github.com/hostfleet/hostfleet/agent/maintenance"
 	"github.com/hostfleet/hostfleet/agent/metrics"
 	"github.com/hostfleet/hostfleet/agent/placedcache"
+	"github.com/hostfleet/hostfleet/agent/servedtenants"
 	"github.com/hostfleet/hostfleet/hub/api/erase"
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
 	"github.com/hostfleet/hostfleet/internal/fence"
@@ -84,6 +85,10 @@ func setupControllers(ctx context.Context, mgr ctrl.Manager, managed cluster.Clu
 	if o.BMHDriver != "none" {
 		if err := (&bmcdriver.Reconciler{Client: managed.GetClient(), Secrets: managed.GetAPIReader(), All: o.BMHDriver == "all", Namespaces: o.BMCNamespaces,
 			Poll: o.BMCPoll, Recorder: hostEvents, Eraser: eraser, Fence: writes,
+			Baselines: func(ctx context.Context) ([]hostfleetv1alpha1.FirmwareBaseline, error) {
+				ct, err := servedtenants.Get(ctx, mgr.GetClient(), o.ClusterName)
+				return ct.Baselines(), err
+			},
 			Power: bmcdriver.Timing{Wait: o.BMCPowerWait, SoftOff: o.BMCSoftPowerOff},
 			BMC: bmc.Options{Timeout: o.BMCTimeout, IpmitoolPath: o.Ipmitool, Logger: ctrl.Log.WithName("bmc"),
 				Observe: metrics.ObserveBMC(o.ClusterName)},

@@ -9,6 +9,7 @@ import (
 
 	metal3api "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
 	. "github.com/onsi/gomega"
+	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -19,6 +20,7 @@ import (
 	"github.com/hostfleet/hostfleet/agent/binder"
 	"github.com/hostfleet/hostfleet/agent/bmc"
 	"github.com/hostfleet/hostfleet/agent/bmcdriver"
+	"github.com/hostfleet/hostfleet/agent/metrics"
 	"github.com/hostfleet/hostfleet/e2e/emulators/redfish"
 	"github.com/hostfleet/hostfleet/e2e/harness/planes"
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
@@ -134,12 +136,13 @@ func TestReleaseGate(t *testing.T) {
 		reason, held := bmcdriver.Held(h)
 		g.Expect([]any{reason, held}).To(Equal([]any{bmcdriver.ReasonRestoreFailed, true}))
 		event(g, bmcdriver.ReasonRestoreFailed, "the update of bios failed")
+		g.Expect(heldMetric(g, e.c)).To(Equal(map[string]float64{bmcdriver.ReasonRestoreFailed: 1}))
 	}).WithTimeout(30 * time.Second).Should(Succeed())
 	g.Expect(b.Accounts()).To(Equal([]string{"admin"}), "the account it added was drifted from what the host had when freed, and is gone")
 	g.Consistently(func(g Gomega) {
 		g.Expect(binder.Free(e.get(g, h))).To(BeFalse())
 		g.Expect(h.Status.Provisioning.State).To(Equal(metal3api.StateDeprovisioning))
-	}).WithTimeout(2 * time.Second).Should(Succeed(), "held, never free")
+	}).WithTimeout(2*time.Second).Should(Succeed(), "held, never free")
 
 	t.Log("the administrator fixes the baseline and removes hostfleet.io/restore: judged again, restored, free")
 	mu.Lock()
@@ -152,4 +155,28 @@ func TestReleaseGate(t *testing.T) {
 	e.state(h, metal3api.StateAvailable)
 	g.Expect(baseline(g).Message).To(ContainSubstring("firmware bios drifted: 0.9.0, baseline 1.2.3, 1.2.3 when bound"))
 	g.Expect(b.Firmware()).To(HaveKeyWithValue("BIOS", "1.2.3"))
+	g.Expect(heldMetric(g, c)).To(BeEmpty())
+}
+
+// heldMetric is hostfleet_agent_held_hosts by reason, as the agent's
+// host collector reports it from the hosts.
+func heldMetric(g Gomega, c client.Client) map[string]float64 {
+	reg := prometheus.NewPedanticRegistry()
+	g.Expect(reg.Register(metrics.NewHostCollector(c, "c1"))).To(Succeed())
+	mfs, err := reg.Gather()
+	g.Expect(err).NotTo(HaveOccurred())
+	out := map[string]float64{}
+	for _, mf := range mfs {
+		if mf.GetName() != "hostfleet_agent_held_hosts" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "reason" {
+					out[l.GetValue()] = m.GetGauge().GetValue()
+				}
+			}
+		}
+	}
+	return out
 }

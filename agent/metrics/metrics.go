@@ -14,6 +14,7 @@ import (
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/hostfleet/hostfleet/agent/bmcdriver"
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
 
 	"github.com/hostfleet/hostfleet/internal/metrics"
@@ -124,11 +125,12 @@ var Heartbeat = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 
 // HostCollector reports the cluster's BareMetalHosts by state
 // (hostfleet_agent_hosts{state}: the provisioning state, or "error") and
-// those whose claim is gone (hostfleet_agent_orphaned_hosts), from the
+// those whose claim is gone (hostfleet_agent_orphaned_hosts) and those the
+// release gate holds, by reason (hostfleet_agent_held_hosts), from the
 // agent's cache at scrape time.
 type HostCollector struct {
-	Hosts          client.Reader
-	hosts, orphans *prometheus.Desc
+	Hosts                client.Reader
+	hosts, orphans, held *prometheus.Desc
 }
 
 // NewHostCollector returns a collector over the cached hosts.
@@ -138,11 +140,17 @@ func NewHostCollector(hosts client.Reader, cluster string) *HostCollector {
 		hosts: prometheus.NewDesc("hostfleet_agent_hosts", "BareMetalHosts the agent sees, by state (provisioning state, or error).",
 			[]string{"state"}, l),
 		orphans: prometheus.NewDesc("hostfleet_agent_orphaned_hosts",
-			"BareMetalHosts whose claim is gone, waiting for --orphan-grace before they are released.", nil, l)}
+			"BareMetalHosts whose claim is gone, waiting for --orphan-grace before they are released.", nil, l),
+		held: prometheus.NewDesc("hostfleet_agent_held_hosts",
+			"Released BareMetalHosts held out of the pool by the release gate (their firmware baselines), by reason.", []string{"reason"}, l)}
 }
 
 // Describe implements prometheus.Collector.
-func (c *HostCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.hosts; ch <- c.orphans }
+func (c *HostCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- c.hosts
+	ch <- c.orphans
+	ch <- c.held
+}
 
 // Collect implements prometheus.Collector.
 func (c *HostCollector) Collect(ch chan<- prometheus.Metric) {
@@ -152,7 +160,7 @@ func (c *HostCollector) Collect(ch chan<- prometheus.Metric) {
 	if err := c.Hosts.List(ctx, &list); err != nil {
 		return
 	}
-	states, orphans := map[string]int{}, 0
+	states, orphans, held := map[string]int{}, 0, map[string]int{}
 	for _, h := range list.Items {
 		state := string(h.Status.Provisioning.State)
 		if h.Status.OperationalStatus == metal3api.OperationalStatusError {
@@ -164,6 +172,12 @@ func (c *HostCollector) Collect(ch chan<- prometheus.Metric) {
 		if _, ok := h.Annotations[hostfleetv1alpha1.AnnotationOrphanedSince]; ok {
 			orphans++
 		}
+		if reason, ok := bmcdriver.Held(&h); ok {
+			held[reason]++
+		}
+	}
+	for reason, n := range held {
+		ch <- prometheus.MustNewConstMetric(c.held, prometheus.GaugeValue, float64(n), reason)
 	}
 	for state, n := range states {
 		ch <- prometheus.MustNewConstMetric(c.hosts, prometheus.GaugeValue, float64(n), state)
