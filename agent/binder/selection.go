@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	metal3api "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/apimachinery/pkg/util/sets"
@@ -184,8 +185,9 @@ func DetachAllowed(in Input, h *metal3api.BareMetalHost) bool {
 
 // Free reports whether a host can be bound now: no consumer, not deleting,
 // no error, not paused, not kept for reuse, not unhealthy, not under a
-// HostMaintenance, not quarantined after a failure, no erase or restore
-// to its firmware baselines pending (or failed), and available or ready.
+// HostMaintenance, not quarantined after a failure, no erase or judgement
+// or restore against its firmware baselines pending (or failed), and
+// available or ready.
 func Free(h *metal3api.BareMetalHost) bool {
 	if h.Spec.ConsumerRef != nil || h.DeletionTimestamp != nil || h.Status.ErrorMessage != "" {
 		return false
@@ -201,6 +203,9 @@ func Free(h *metal3api.BareMetalHost) bool {
 		if _, ok := h.Annotations[a]; ok {
 			return false
 		}
+	}
+	if c := meta.FindStatusCondition(h.Status.Conditions, hostfleetv1alpha1.ConditionFirmwareBaseline); c != nil && c.Reason == hostfleetv1alpha1.ReasonBaselineInUse {
+		return false // released, not judged yet
 	}
 	switch h.Status.Provisioning.State {
 	case metal3api.StateAvailable, metal3api.StateReady:

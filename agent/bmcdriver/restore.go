@@ -21,18 +21,15 @@ import (
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
 )
 
-// The Baseline condition on a driven host: True Current once the host,
-// released, matches every FirmwareBaseline that selects it; False
-// Restoring while the driver puts back what differs; False RestoreFailed,
-// Unverifiable or BaselineConflict while the host is held out of the pool
-// (never offered, never bound) until its administrator acts.
+// The FirmwareBaseline condition and its reasons (hub/api/v1alpha1).
 const (
-	ConditionBaseline      = "FirmwareBaseline"
-	ReasonBaselineCurrent  = "Current"
-	ReasonRestoring        = "Restoring"
-	ReasonRestoreFailed    = "RestoreFailed"
-	ReasonUnverifiable     = "Unverifiable"
-	ReasonBaselineConflict = "BaselineConflict"
+	ConditionBaseline      = hostfleetv1alpha1.ConditionFirmwareBaseline
+	ReasonBaselineInUse    = hostfleetv1alpha1.ReasonBaselineInUse
+	ReasonBaselineCurrent  = hostfleetv1alpha1.ReasonBaselineCurrent
+	ReasonRestoring        = hostfleetv1alpha1.ReasonRestoring
+	ReasonRestoreFailed    = hostfleetv1alpha1.ReasonRestoreFailed
+	ReasonUnverifiable     = hostfleetv1alpha1.ReasonUnverifiable
+	ReasonBaselineConflict = hostfleetv1alpha1.ReasonBaselineConflict
 )
 
 // Phases of a restore under way (hostfleet.io/restore).
@@ -84,6 +81,30 @@ func Held(h *metal3api.BareMetalHost) (string, bool) {
 	}
 	st := restoreOf(h)
 	return st.Reason, st.Phase == phaseHeld
+}
+
+// RestorePending: a claim held the host while the fleet had baselines
+// (InUse), and let it go: it is judged before it is free.
+func RestorePending(h *metal3api.BareMetalHost) bool {
+	c := meta.FindStatusCondition(h.Status.Conditions, ConditionBaseline)
+	return h.Spec.ConsumerRef == nil && c != nil && c.Reason == ReasonBaselineInUse
+}
+
+// markInUse records, on a host a claim holds, that it is to be judged at
+// its release: only while the fleet has baselines, so that a fleet with
+// none pays nothing. A host bound and released between two reconciles
+// never ran anything of its tenant's.
+func (x *run) markInUse(ctx context.Context) error {
+	c := meta.FindStatusCondition(x.host.Status.Conditions, ConditionBaseline)
+	if x.Baselines == nil || (c != nil && c.Reason == ReasonBaselineInUse) {
+		return nil
+	}
+	baselines, err := x.Baselines(ctx)
+	if err != nil || len(baselines) == 0 {
+		return err
+	}
+	x.setBaseline(metav1.ConditionFalse, ReasonBaselineInUse, "a claim holds the host: judged against its firmware baselines when released")
+	return nil
 }
 
 // restoring reports whether the host boots for its restore now: the step

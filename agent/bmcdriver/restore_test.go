@@ -156,6 +156,25 @@ func TestReleaseGate(t *testing.T) {
 	g.Expect(baseline(g).Message).To(ContainSubstring("firmware bios drifted: 0.9.0, baseline 1.2.3, 1.2.3 when bound"))
 	g.Expect(b.Firmware()).To(HaveKeyWithValue("BIOS", "1.2.3"))
 	g.Expect(heldMetric(g, c)).To(BeEmpty())
+
+	t.Log("a claim that only powers its host on (no image) is judged too: the host ran what its tenant booted")
+	e.update(h, func(h *metal3api.BareMetalHost) {
+		h.Spec.ConsumerRef = &corev1.ObjectReference{Kind: "HostClaim", Namespace: "tenant-a", Name: "d"}
+		h.Spec.Online = true
+	})
+	g.Eventually(func(g Gomega) {
+		g.Expect(baseline(g).Reason).To(Equal(bmcdriver.ReasonBaselineInUse))
+		g.Expect(b.Power()).To(Equal("On"))
+	}).WithTimeout(30 * time.Second).Should(Succeed())
+	b.AddAccountInBand("ghost2", "boo")
+	e.update(h, func(h *metal3api.BareMetalHost) { h.Spec.ConsumerRef, h.Spec.Online = nil, false })
+	g.Eventually(func(g Gomega) {
+		c := baseline(g)
+		g.Expect(c.Reason).To(Equal(bmcdriver.ReasonBaselineCurrent))
+		g.Expect(c.Message).To(ContainSubstring("BMC account ghost2 drifted: enabled, baseline removed, absent when bound"))
+		g.Expect(binder.Free(h)).To(BeTrue())
+	}).WithTimeout(30 * time.Second).Should(Succeed())
+	g.Expect(b.Accounts()).To(Equal([]string{"admin"}))
 }
 
 // heldMetric is hostfleet_agent_held_hosts by reason, as the agent's

@@ -74,9 +74,14 @@ func (x *run) inspect(ctx context.Context) outcome {
 // keeps its power as spec.online says.
 func (x *run) available(ctx context.Context) outcome {
 	host := x.host
-	if ErasePending(host) {
-		host.Status.Provisioning.State = metal3api.StateDeprovisioning // released: erased before it is free
+	if ErasePending(host) || RestorePending(host) {
+		host.Status.Provisioning.State = metal3api.StateDeprovisioning // released: erased and judged before it is free
 		return next()
+	}
+	if host.Spec.ConsumerRef != nil {
+		if err := x.markInUse(ctx); err != nil {
+			return failed(fail(metal3api.ProvisioningError, "read the firmware baselines: %v", err))
+		}
 	}
 	if img := host.Spec.Image; img != nil && img.URL != "" && host.Spec.ConsumerRef != nil {
 		if err := ValidateImage(img); err != nil {

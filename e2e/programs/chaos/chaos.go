@@ -143,7 +143,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 
 	rep := &Report{}
 	hub := f.Plane("hub").Client
-	ch := &churn{hub: hub, rng: rand.New(rand.NewPCG(rng.Uint64(), rng.Uint64())), o: o, liveISO: images.URL + "/live.iso"}
+	ch := &churn{hub: hub, bmcs: bmcs, rng: rand.New(rand.NewPCG(rng.Uint64(), rng.Uint64())), o: o, liveISO: images.URL + "/live.iso"}
 	ops := ch.plannedOps()
 	duration := time.Duration(float64(ops) / o.Rate * float64(time.Second))
 	say("churn: %d claims created, updated and deleted at random (about %d operations, %.0f/s), %d kills, the hub API server stopped for %s, %d agents cut from an API server for %s, %d hosts failing",
@@ -195,7 +195,7 @@ func watchAll(ctx context.Context, f *planes.Fleet, infras []string, bmcs []*red
 	var watches []*hostWatch
 	qs := newQuarantines()
 	for _, name := range infras {
-		w, err := watchHosts(ctx, name, f.Plane(name).Config, power(bmcs), qs)
+		w, err := watchHosts(ctx, name, f.Plane(name).Config, power(bmcs), qs, extraAccounts(bmcs))
 		if err != nil {
 			return watches, err
 		}

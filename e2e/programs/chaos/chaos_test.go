@@ -22,9 +22,11 @@ import (
 // infrastructure planes, the hub and the agents killed 4 times, the hub's
 // API server stopped for 15 s, agents cut off 3 times, and two bound hosts
 // failing (their BMCs answer 500) under a tenant that replaces failed
-// hosts; then every invariant must hold, and must have held at every
-// change of the hosts: no claim held by two hosts, no host quarantined
-// before it was confirmed off.
+// hosts and adds a BMC account in-band on each host it lets go, which a
+// fleet baseline allows none of; then every invariant must hold, and must
+// have held at every change of the hosts: no claim held by two hosts, no
+// host quarantined before it was confirmed off, no host bound while its
+// restore is pending or failed or with another tenant's BMC account.
 func TestChaos(t *testing.T) {
 	g := NewWithT(t)
 	bin := build(t)

@@ -10,15 +10,22 @@ import (
 
 	metal3api "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/hostfleet/hostfleet/e2e/emulators/redfish"
+	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
 )
 
 // churn creates, updates and deletes claims at random, at a steady rate,
 // as a busy tenant would; every write is retried until it lands.
 type churn struct {
-	hub     client.Client
+	hub client.Client
+	// bmcs are the hosts' BMCs (host-N's is bmcs[N]): a tenant adds a BMC
+	// account in-band on its host before it deletes its claim.
+	bmcs    []*redfish.BMC
 	rng     *rand.Rand
 	o       Options
 	liveISO string
@@ -192,6 +199,7 @@ func (c *churn) delete(ctx context.Context) error {
 	if name == "" {
 		return nil
 	}
+	c.tenantLeaves(ctx, name)
 	err := c.write(ctx, "delete claim "+name, func(ctx context.Context) error {
 		return c.hub.Delete(ctx, &metal3api.HostClaim{ObjectMeta: metav1.ObjectMeta{Namespace: tenantNS, Name: name}})
 	})
@@ -199,4 +207,20 @@ func (c *churn) delete(ctx context.Context) error {
 		c.deleted++
 	}
 	return err
+}
+
+// tenantLeaves plays the tenant of a bound claim, root on its host, which
+// adds a BMC account in-band (tenantAccount) before it lets the host go:
+// the release gate must remove it before another claim binds the host.
+func (c *churn) tenantLeaves(ctx context.Context, name string) {
+	cl := &metal3api.HostClaim{}
+	// Only a Ready claim's host ran the tenant's operating system.
+	if err := c.hub.Get(ctx, client.ObjectKey{Namespace: tenantNS, Name: name}, cl); err != nil || cl.Status.BareMetalHost == nil ||
+		!meta.IsStatusConditionTrue(cl.Status.Conditions, hostfleetv1alpha1.ConditionReady) {
+		return
+	}
+	var n int
+	if _, err := fmt.Sscanf(cl.Status.BareMetalHost.Name, "host-%d", &n); err == nil && n < len(c.bmcs) {
+		c.bmcs[n].AddAccountInBand(tenantAccount(string(cl.UID)), "tenant-was-here")
+	}
 }

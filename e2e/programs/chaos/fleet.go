@@ -36,6 +36,10 @@ func setUp(ctx context.Context, f *planes.Fleet, infras []string, bmcs []*redfis
 				Spec: clusterv1.ManagedClusterSpec{HubAcceptsClient: true}},
 			&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}})
 	}
+	// No BMC account but the agent's: the release gate removes the one
+	// each tenant adds (churn.tenantLeaves).
+	objs = append(objs, &hostfleetv1alpha1.FirmwareBaseline{ObjectMeta: metav1.ObjectMeta{Name: "chaos"},
+		Spec: hostfleetv1alpha1.FirmwareBaselineSpec{BMCAccounts: &hostfleetv1alpha1.BMCAccountPolicy{}}})
 	objs = append(objs, &hostfleetv1alpha1.Tenant{ObjectMeta: metav1.ObjectMeta{Name: "acme"},
 		Spec: hostfleetv1alpha1.TenantSpec{Namespaces: []string{tenantNS}, ClusterSet: "chaos", LabelSyncPrefixes: []string{"example.com"}}})
 	if err := create(ctx, hub, objs...); err != nil {

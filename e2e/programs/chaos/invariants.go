@@ -65,7 +65,8 @@ func (c Check) String() string {
 //   - every live claim is Ready or says why not;
 //
 // and, from the BMCs (host-N's is bmcs[N]), that no free or quarantined
-// host is powered on and no BMC got a power command twice.
+// host is powered on, no free host keeps a BMC account a tenant added, and
+// no BMC got a power command twice.
 func check(ctx context.Context, f *planes.Fleet, infras []string, bmcs []*redfish.BMC) (Check, error) {
 	clusters := map[string]client.Client{}
 	for _, name := range infras {
@@ -87,6 +88,9 @@ func check(ctx context.Context, f *planes.Fleet, infras []string, bmcs []*redfis
 			k.violate("host %s/%s is free while its BMC has it %s", plane, h.Name, power)
 		case quarantined && power != "Off":
 			k.violate("host %s/%s is quarantined while its BMC has it %s", plane, h.Name, power)
+		}
+		if extra := extraAccounts(bmcs)(h.Name); free(h) && len(extra) > 0 {
+			k.violate("host %s/%s is free with BMC accounts %v its tenants left", plane, h.Name, extra)
 		}
 		for _, r := range bmcs[n].Repeats() {
 			k.Repeats = append(k.Repeats, fmt.Sprintf("host %s/%s: %s", plane, h.Name, r))

@@ -209,7 +209,7 @@ func (r *restoreRun) change(ctx context.Context) error {
 // in Default mode), restores the plane's etcd; the process starts again.
 func (r *restoreRun) restore(ctx context.Context) error {
 	var err error
-	if r.hosts, err = watchHosts(ctx, "infra-1", r.f.Plane("infra-1").Config, power(r.bmcs), newQuarantines()); err != nil {
+	if r.hosts, err = watchHosts(ctx, "infra-1", r.f.Plane("infra-1").Config, power(r.bmcs), newQuarantines(), nil); err != nil {
 		return err
 	}
 	process, what := r.o.Plane, "hostfleet-hub"

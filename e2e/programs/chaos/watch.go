@@ -26,7 +26,9 @@ import (
 //   - a claim held by two hosts;
 //   - a host quarantined unfenced, or while its BMC has it on;
 //   - a claim bound to another host, on any plane watched with the same
-//     quarantines, while the host quarantined for it is on.
+//     quarantines, while the host quarantined for it is on;
+//   - a host bound while its restore to its firmware baselines is pending
+//     or failed, or with a BMC account another claim's tenant added.
 //
 // A watch that ends (as one does when etcd is restored) lists again, and
 // judges from there.
@@ -43,6 +45,9 @@ type hostWatch struct {
 	power func(host string) string
 	// quarantines are those seen on every plane watched together.
 	quarantines *quarantines
+	// accounts, if set, are a host's BMC accounts as its BMC has them now,
+	// but the agent's own.
+	accounts func(host string) []string
 
 	mu    sync.Mutex
 	found []string
@@ -79,13 +84,15 @@ func (q *quarantines) get(uid string) []quarantined {
 	return slices.Clone(q.of[uid])
 }
 
-func watchHosts(ctx context.Context, plane string, cfg *rest.Config, power func(host string) string, qs *quarantines) (*hostWatch, error) {
+func watchHosts(ctx context.Context, plane string, cfg *rest.Config, power func(host string) string, qs *quarantines,
+	accounts func(host string) []string) (*hostWatch, error) {
 	c, err := client.NewWithWatch(cfg, client.Options{Scheme: planes.Scheme()})
 	if err != nil {
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(ctx)
-	w := &hostWatch{plane: plane, cancel: cancel, done: make(chan struct{}), following: make(chan struct{}), power: power, quarantines: qs, seen: map[string]bool{}}
+	w := &hostWatch{plane: plane, cancel: cancel, done: make(chan struct{}), following: make(chan struct{}), power: power, quarantines: qs, accounts: accounts,
+		seen: map[string]bool{}}
 	go func() {
 		defer close(w.done)
 		for ctx.Err() == nil {
@@ -163,6 +170,17 @@ func (w *hostWatch) judge(hosts map[string]*metal3api.BareMetalHost, prev, h *me
 	if uid == "" || uid == was {
 		return
 	}
+	if _, ok := h.Annotations[hostfleetv1alpha1.AnnotationRestore]; ok {
+		w.find("%s/%s bound to claim %s while its restore to its firmware baselines is pending or held (%s)", w.plane, h.Name, uid,
+			h.Annotations[hostfleetv1alpha1.AnnotationRestore])
+	}
+	if w.accounts != nil {
+		for _, a := range w.accounts(h.Name) {
+			if a != tenantAccount(uid) {
+				w.find("%s/%s bound to claim %s with BMC account %s, which another claim's tenant added", w.plane, h.Name, uid, a)
+			}
+		}
+	}
 	for name, o := range hosts {
 		if name == h.Name {
 			continue
@@ -237,4 +255,22 @@ func power(bmcs []*redfish.BMC) func(host string) string {
 		}
 		return p
 	}
+}
+
+// extraAccounts are a host's BMC accounts (host-N's is bmcs[N]) but the
+// agent's own (admin).
+func extraAccounts(bmcs []*redfish.BMC) func(host string) []string {
+	return func(host string) []string {
+		var n int
+		if _, err := fmt.Sscanf(host, "host-%d", &n); err != nil || n >= len(bmcs) {
+			return nil
+		}
+		return slices.DeleteFunc(bmcs[n].Accounts(), func(a string) bool { return a == "admin" })
+	}
+}
+
+// tenantAccount is the BMC account the tenant of claim uid adds in-band
+// on its host before it lets it go.
+func tenantAccount(uid string) string {
+	return "t-" + uid[:min(len(uid), 8)]
 }

@@ -23,7 +23,8 @@ import (
 // held by two hosts, a host passing from one claim to another, a host
 // quarantined unfenced or while its BMC has it on, and a claim bound to
 // another host, on this plane or another, while the one quarantined for it
-// is on.
+// is on; a host bound while the release gate holds it, or with another
+// claim's tenant's BMC account on it.
 func TestWatchFindsViolations(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
@@ -51,7 +52,7 @@ func TestWatchFindsViolations(t *testing.T) {
 		patch(host, hold(""))
 		patch(host, `{"metadata":{"annotations":{"`+hostfleetv1alpha1.AnnotationQuarantined+`":`+string(value)+`}}}`)
 	}
-	for _, h := range []string{"h1", "h2", "h3", "h4", "h5", "h6", "h7"} {
+	for _, h := range []string{"h1", "h2", "h3", "h4", "h5", "h6", "h7", "h8", "h9", "h10"} {
 		g.Expect(infra.Create(ctx, &metal3api.BareMetalHost{ObjectMeta: metav1.ObjectMeta{Namespace: "hosts", Name: h}})).To(Succeed())
 	}
 	patch("h1", hold("a"))
@@ -67,10 +68,12 @@ func TestWatchFindsViolations(t *testing.T) {
 			return "On"
 		}
 		return "Off"
-	}, qs)
+	}, qs, func(host string) []string {
+		return map[string][]string{"h9": {"t-zz"}, "h10": {tenantAccount("i")}}[host]
+	})
 	g.Expect(err).NotTo(HaveOccurred())
 	defer w.stop()
-	w2, err := watchHosts(ctx, "infra-2", f.Plane("infra-2").Config, func(string) string { return "Off" }, qs)
+	w2, err := watchHosts(ctx, "infra-2", f.Plane("infra-2").Config, func(string) string { return "Off" }, qs, nil)
 	g.Expect(err).NotTo(HaveOccurred())
 	defer w2.stop()
 	<-w.following
@@ -82,6 +85,10 @@ func TestWatchFindsViolations(t *testing.T) {
 	patch("h5", hold("c"))       // c bound again while h4 is on
 	patch("h6", hold("e"))       // d's host handed to e
 	quarantine("h7", "f", true)  // as it should be: off
+	patch("h8", `{"metadata":{"annotations":{"`+hostfleetv1alpha1.AnnotationRestore+`":"{\"phase\":\"held\"}"}}}`)
+	patch("h8", hold("g"))  // bound while held by the release gate
+	patch("h9", hold("h"))  // bound with another tenant's BMC account on it
+	patch("h10", hold("i")) // its own tenant's account: as it may be
 	g.Eventually(func(g Gomega) {
 		q, b := w.counts()
 		g.Expect(q).To(Equal(3), "h3, h4 and h7 quarantined")
@@ -101,5 +108,7 @@ func TestWatchFindsViolations(t *testing.T) {
 		Equal("infra-1/h4 quarantined for claim tenant-acme/c while its BMC has it On"),
 		Equal("claim tenant-acme/c bound to infra-1/h5 while infra-1/h4, quarantined for it, is On"),
 		HavePrefix("h6 passed from claim d to claim e"),
+		Equal(`infra-1/h8 bound to claim g while its restore to its firmware baselines is pending or held ({"phase":"held"})`),
+		Equal("infra-1/h9 bound to claim h with BMC account t-zz, which another claim's tenant added"),
 	))
 }

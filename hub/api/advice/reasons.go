@@ -122,6 +122,16 @@ var Sections = []Section{
 			{Reason: "WrongNamespace", Cause: "the interval names another namespace than the one the hub placed its claim from", Fix: "the cluster's agent is not to be trusted"},
 			{Reason: "InvalidInterval", Cause: "the interval ends before it starts, or in the future", Fix: "set the cluster's clock right (NTP)"},
 		}},
+	{Title: "FirmwareBaseline (a BareMetalHost the agent's BMC driver drives: the release gate)", Condition: "FirmwareBaseline",
+		Intro: "`kubectl get bmh -A` on the cluster, then the host's conditions and Events ([firmware baselines](service.md#firmware-baselines)); `hostfleet_agent_held_hosts` counts the held ones.",
+		Reasons: []Reason{
+			{Reason: "InUse", Cause: "a claim holds the host: it is judged against its baselines when released", Fix: "nothing"},
+			{Reason: "Current", Cause: "released, it matches every FirmwareBaseline that selects it (restored where it did not: the message says what was found)", Fix: "nothing"},
+			{Reason: "Restoring", Cause: "released, it differed from its baselines: extra BMC accounts are removed, BIOS settings staged and applied at a boot, firmware flashed; it is never bound meanwhile", Fix: "nothing; a flash takes minutes"},
+			{Reason: "RestoreFailed", Cause: "a restore step failed (a flash task, a BMC call), or the host still differs after it: it is held out of the pool", Fix: "fix what the message names (the baseline's image, the BMC), then remove the host's `hostfleet.io/restore` annotation: it is judged again"},
+			{Reason: "Unverifiable", Cause: "its BMC cannot read or restore what a baseline checks (an IPMI BMC has no BIOS settings or account list out of band here): it is held", Fix: "narrow the baseline's `hardware` so that it does not select such hosts, or check the host by hand; then remove `hostfleet.io/restore`"},
+			{Reason: "BaselineConflict", Cause: "two baselines that select the host want different versions of a component or values of a setting: it is held", Fix: "make the baselines agree (their `hardware` must not overlap there), then remove `hostfleet.io/restore`"},
+		}},
 	{Title: "Tenants", Condition: "Tenant",
 		Intro: "`kubectl get tenant acme -o yaml`: `Ready` and `WorkloadClusters`.",
 		Reasons: []Reason{

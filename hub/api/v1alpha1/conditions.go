@@ -17,6 +17,21 @@ const (
 	ReasonPowerSettled = "PowerSettled"
 )
 
+// ConditionFirmwareBaseline on a driven BareMetalHost is the release gate's
+// record: InUse while a claim holds the host (it is judged when released),
+// Current once it matches the FirmwareBaselines that select it, Restoring
+// while the driver puts back what a tenant changed, and RestoreFailed,
+// Unverifiable or BaselineConflict while the host is held out of the pool.
+const (
+	ConditionFirmwareBaseline = "FirmwareBaseline"
+	ReasonBaselineInUse       = "InUse"
+	ReasonBaselineCurrent     = "Current"
+	ReasonRestoring           = "Restoring"
+	ReasonRestoreFailed       = "RestoreFailed"
+	ReasonUnverifiable        = "Unverifiable"
+	ReasonBaselineConflict    = "BaselineConflict"
+)
+
 // ConditionHardwareHealthy on a driven BareMetalHost is the system's health
 // as its BMC reports it with each power read (Redfish's Status.Health and
 // HealthRollup, IPMI's chassis faults): True (ReasonHealthOK), or False
