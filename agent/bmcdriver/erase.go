@@ -127,8 +127,8 @@ func (x *run) eraseSource() string {
 	return "network boot"
 }
 
-// awaitErase frees the host once the BMC reports it off (the erase image
-// powered it off), and fails the erase past its timeout.
+// awaitErase ends the erase once the BMC reports the host off (the erase
+// image powered it off), and fails it past its timeout.
 func (x *run) awaitErase(ctx context.Context, ec *metav1.Condition) outcome {
 	host := x.host
 	s, err := x.d.Power(ctx)
@@ -144,11 +144,10 @@ func (x *run) awaitErase(ctx context.Context, ec *metav1.Condition) outcome {
 		delete(host.Annotations, hostfleetv1alpha1.AnnotationErase)
 		host.Status.PoweredOn = false
 		host.Status.Provisioning.Image = metal3api.Image{}
-		host.Status.Provisioning.State = metal3api.StateAvailable
 		meta.SetStatusCondition(&host.Status.Conditions, metav1.Condition{Type: ConditionErasing, Status: metav1.ConditionFalse, Reason: ReasonErased,
 			ObservedGeneration: host.Generation, Message: fmt.Sprintf("erased: the host powered itself off %s after booting the erase image", took)})
-		x.event(corev1.EventTypeNormal, "EraseComplete", "Erase", "the host powered itself off %s after booting the erase image: it is free again", took)
-		return next()
+		x.event(corev1.EventTypeNormal, "EraseComplete", "Erase", "the host powered itself off %s after booting the erase image", took)
+		return next() // deprovisioning goes on: the release gate, then free
 	}
 	timeout := x.Eraser.Timeout
 	if timeout <= 0 {

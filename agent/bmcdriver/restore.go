@@ -311,6 +311,31 @@ func (x *run) observe(ctx context.Context) (baseline.Observed, error) {
 	return o, errors.Join(errs...)
 }
 
+// observeFirst keeps, at inspection, what a tenant could change and the
+// release gate checks (firmware fw as inspected, BIOS settings,
+// accounts): what a first claim changes is then judged drifted, not
+// behind. The BMC that cannot read a part leaves it unknown.
+func (x *run) observeFirst(ctx context.Context, fw map[string]string) error {
+	r, ok := x.d.(bmc.Restorer)
+	if x.Baselines == nil || !ok {
+		return nil
+	}
+	o := baseline.Observed{Firmware: fw, Own: x.user}
+	var err error
+	if o.BIOS, err = r.BIOS(ctx); err != nil && !errors.Is(err, bmc.ErrUnsupported) {
+		return err
+	}
+	if o.Accounts, err = r.Accounts(ctx); err != nil && !errors.Is(err, bmc.ErrUnsupported) {
+		return err
+	}
+	data, err := json.Marshal(o)
+	if err != nil {
+		return err
+	}
+	x.host.Annotations[hostfleetv1alpha1.AnnotationBaselineObserved] = string(data)
+	return nil
+}
+
 // view is the host's hardware as baselines select it: its HardwareData
 // (with the GPUs and firmware the driver read), else its status.
 func (x *run) view(ctx context.Context) *hardware.View {

@@ -27,9 +27,10 @@ import (
 	"github.com/hostfleet/hostfleet/internal/setup"
 )
 
-// TestReleaseGate: while a claim holds a host, its tenant, root on the
-// host, adds a BMC account in-band, turns Secure Boot off and flashes an
-// older BIOS. On release each is found, and restored out of band (the
+// TestReleaseGate: while a claim holds a host (bound before the fleet had
+// a baseline), its tenant, root on the host, adds a BMC account in-band, turns Secure Boot off and flashes an
+// older BIOS. On release each is found drifted from what inspection read,
+// and restored out of band (the
 // account removed, the setting staged and applied at a boot, the BIOS
 // flashed through SimpleUpdate and its task followed) before the host is
 // free again; until then it is never free. A second tenant does it again,
@@ -46,28 +47,40 @@ func TestReleaseGate(t *testing.T) {
 		Components:   map[string]hostfleetv1alpha1.FirmwareImage{"bios": {Version: "1.2.3", URL: img.URL + "/firmware/bios-1.2.3", Checksum: "sha256:" + strings.Repeat("0", 64)}},
 		BIOSSettings: map[string]string{"SecureBoot": "Enabled"},
 		BMCAccounts:  &hostfleetv1alpha1.BMCAccountPolicy{}}}
+	// The administrator writes the baseline once the first claim holds
+	// the host.
+	written := false
 	baselines := func(context.Context) ([]hostfleetv1alpha1.FirmwareBaseline, error) {
 		mu.Lock()
 		defer mu.Unlock()
+		if !written {
+			return nil, nil
+		}
 		return []hostfleetv1alpha1.FirmwareBaseline{*fb.DeepCopy()}, nil
 	}
 	f.ManagerForTest(t, "infra", func(mgr ctrl.Manager) error {
 		return (&bmcdriver.Reconciler{Client: mgr.GetClient(), Poll: 2 * time.Second, Power: fastPower, Baselines: baselines,
+			Eraser:   bmcdriver.Eraser{Image: img.URL + "/erase.iso"},
 			Recorder: mgr.GetEventRecorder("hostfleet-agent"), BMC: bmc.Options{Timeout: 5 * time.Second}}).
 			SetupWithManager(context.Background(), mgr, setup.Options{Managed: mgr})
 	})
 	e := env{t: t, g: NewWithT(t), ctx: context.Background(), c: c}
 	g := e.g
 	g.Expect(c.Create(e.ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "hosts"}})).To(Succeed())
-	b := redfish.Start(redfish.Options{TLS: true, UpdateTime: time.Hour})
+	b := redfish.Start(redfish.Options{TLS: true, UpdateTime: time.Hour, Erase: 100 * time.Millisecond})
 	defer b.Close()
 	h := e.host("a", b, "password")
 	e.state(h, metal3api.StateAvailable)
 	g.Expect(meta.FindStatusCondition(h.Status.Conditions, bmcdriver.ConditionBaseline)).To(BeNil(), "never released: never judged")
+	g.Expect(h.Annotations).To(HaveKeyWithValue(hostfleetv1alpha1.AnnotationBaselineObserved, ContainSubstring(`"Accounts":["admin"]`)),
+		"what a tenant could change, as inspected: what the first claim changes is drifted")
 
-	claimAndRelease := func(tenant func()) {
+	claimAndRelease := func(erase hostfleetv1alpha1.EraseMode, tenant func()) {
 		t.Helper()
 		e.update(h, func(h *metal3api.BareMetalHost) {
+			if erase != "" {
+				h.Annotations[hostfleetv1alpha1.AnnotationErase] = string(erase)
+			}
 			h.Spec.ConsumerRef = &corev1.ObjectReference{Kind: "HostClaim", Namespace: "tenant-a", Name: "c"}
 			h.Spec.Image, h.Spec.Online = liveISO(img.URL+"/live.iso"), true
 		})
@@ -86,14 +99,25 @@ func TestReleaseGate(t *testing.T) {
 		g.Expect(events.Items).To(ContainElement(And(HaveField("Regarding.Name", "a"), HaveField("Reason", reason), HaveField("Note", ContainSubstring(says)))))
 	}
 
-	t.Log("the tenant adds a BMC account, turns Secure Boot off and flashes BIOS 0.9.0; released, each is found and restored")
-	claimAndRelease(func() {
+	t.Log("the tenant adds a BMC account, turns Secure Boot off and flashes BIOS 0.9.0; released, the host is erased, then each is found and restored")
+	claimAndRelease(hostfleetv1alpha1.EraseFull, func() {
+		mu.Lock()
+		written = true
+		mu.Unlock()
 		b.AddAccountInBand("ghost", "boo")
 		b.SetBIOSInBand("SecureBoot", "Disabled")
 		g.Expect(b.FlashInBand("BIOS", "0.9.0")).To(Succeed())
+		t.Log("its claim drops the image first: deprovisioned, still bound, the host is not judged (it is still the tenant's)")
+		e.update(h, func(h *metal3api.BareMetalHost) { h.Spec.Image = nil })
+		g.Eventually(func(g Gomega) {
+			g.Expect(e.get(g, h).Status.Provisioning.State).To(Equal(metal3api.StateAvailable))
+			g.Expect(baseline(g).Reason).To(Equal(bmcdriver.ReasonBaselineInUse))
+		}).WithTimeout(30 * time.Second).Should(Succeed())
+		g.Expect(b.Accounts()).To(ContainElement("ghost"))
 	})
 	g.Eventually(func(g Gomega) {
 		g.Expect(baseline(g).Reason).To(Equal(bmcdriver.ReasonRestoring))
+		g.Expect(meta.FindStatusCondition(h.Status.Conditions, bmcdriver.ConditionErasing)).To(HaveField("Reason", bmcdriver.ReasonErased), "erased first")
 		g.Expect(b.Accounts()).To(Equal([]string{"admin"}), "removed at once")
 		_, pending := b.BIOS()
 		g.Expect(pending).To(Equal(map[string]string{"SecureBoot": "Enabled"}), "staged for its next boot")
@@ -110,8 +134,8 @@ func TestReleaseGate(t *testing.T) {
 	g.Expect(current).To(HaveKeyWithValue("SecureBoot", "Enabled"), "applied at the boot the driver gave it")
 	c1 := baseline(g)
 	g.Expect(c1.Status).To(Equal(metav1.ConditionTrue))
-	g.Expect(c1.Message).To(And(ContainSubstring("restored to baselines emu"), ContainSubstring("BMC account ghost behind: enabled"),
-		ContainSubstring("BIOS setting SecureBoot behind: Disabled, baseline Enabled"), ContainSubstring("firmware bios drifted: 0.9.0, baseline 1.2.3, 1.2.3 when bound")))
+	g.Expect(c1.Message).To(And(ContainSubstring("restored to baselines emu"), ContainSubstring("BMC account ghost drifted: enabled, baseline removed, absent when bound"),
+		ContainSubstring("BIOS setting SecureBoot drifted: Disabled, baseline Enabled, Enabled when bound"), ContainSubstring("firmware bios drifted: 0.9.0, baseline 1.2.3, 1.2.3 when bound")))
 	g.Expect(h.Annotations).NotTo(HaveKey(hostfleetv1alpha1.AnnotationRestore))
 	g.Eventually(func(g Gomega) { event(g, "BaselineRestored", "firmware bios drifted") }).WithTimeout(10 * time.Second).Should(Succeed())
 	g.Expect(strings.Join(b.Actions(), "\n")).NotTo(ContainSubstring("password"))
@@ -122,7 +146,7 @@ func TestReleaseGate(t *testing.T) {
 	bios.URL = img.URL + "/live.iso"
 	fb.Spec.Components["bios"] = bios
 	mu.Unlock()
-	claimAndRelease(func() {
+	claimAndRelease("", func() {
 		b.AddAccountInBand("ghost", "boo")
 		g.Expect(b.FlashInBand("BIOS", "0.9.0")).To(Succeed())
 	})

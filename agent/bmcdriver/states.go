@@ -59,6 +59,9 @@ func (x *run) inspect(ctx context.Context) outcome {
 		if err := x.saveHardware(ctx, host, hw, gpus, fw); err != nil {
 			return failed(fail(metal3api.InspectionError, "save HardwareData: %v", err))
 		}
+		if err := x.observeFirst(ctx, fw); err != nil {
+			return failed(fail(metal3api.InspectionError, "%v", err))
+		}
 		host.Status.HardwareDetails = hw
 		host.Status.HardwareProfile = "unknown"
 		x.event(corev1.EventTypeNormal, "InspectionComplete", "Inspect", "HardwareData from the BMC: %d CPUs, %d MiB, %d disks, %d NICs, %d GPUs",
@@ -180,8 +183,12 @@ func (x *run) deprovision(ctx context.Context) outcome {
 	if off, o := x.offAndEjected(ctx, "deprovision"); !off || o.err != nil {
 		return o
 	}
-	if free, o := x.gate(ctx); !free {
-		return o
+	// Released (no consumer: an image removed from a bound host is not a
+	// release), the host is judged against its baselines before it is free.
+	if x.host.Spec.ConsumerRef == nil {
+		if free, o := x.gate(ctx); !free {
+			return o
+		}
 	}
 	x.host.Status.Provisioning.Image = metal3api.Image{}
 	x.host.Status.Provisioning.State = metal3api.StateAvailable

@@ -142,7 +142,7 @@ func init() {
 	row(Annotation(hostfleetv1alpha1.AnnotationRestore), Write{BMCDriver, Sets, Locked,
 		"the restore to the firmware baselines after a release, or why the host is held (its administrator removes it to judge it again)"})
 	row(Annotation(hostfleetv1alpha1.AnnotationBaselineObserved), Write{BMCDriver, Sets, Locked,
-		"what the BMC read when the host was last freed: what a tenant changes since is drifted"})
+		"what the BMC read at inspection and when the host was last freed: what a tenant changes since is drifted"})
 	row(Annotation(hostfleetv1alpha1.AnnotationMaintenance), Write{Maintenance, Sets, Locked, "the HostMaintenance that holds the host out of the pool"})
 	row(DriverFinalizer, Write{BMCDriver, Sets, Locked, "kept until a driven host is off and its media ejected"})
 	row(StatusField, Write{BMCDriver, Sets, Status, "what the BMC reports, for hosts no baremetal-operator serves"})

@@ -30,6 +30,9 @@ func (r *run) care(ctx context.Context) error {
 	}
 	r.say("")
 	r.say("HostMaintenance %s/%s (Enforced, deadline in 12 s, %q) takes infra-3's medium host, server-0, out of service:", edge, m.Name, m.Spec.Reason)
+	if err := r.tenantLeavesSomething(ctx); err != nil {
+		return err
+	}
 	c := &metal3api.HostClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant-acme", Name: "edge-1"}}
 	if err := r.waitClaim(ctx, c, func(c *metal3api.HostClaim) bool {
 		return c != nil && meta.IsStatusConditionTrue(c.Status.Conditions, hostfleetv1alpha1.ConditionMaintenanceRequested)
@@ -44,7 +47,7 @@ func (r *run) care(ctx context.Context) error {
 	r.say("  at the deadline the hub released edge-1 (hostfleet.io/released-by: %s); deprovisioned, it was gone %s later",
 		c.Annotations[hostfleetv1alpha1.AnnotationReleasedBy], time.Since(deadline).Round(100*time.Millisecond))
 	infra := r.f.Plane(edge).Client
-	var erased *metav1.Condition
+	var erased, restored *metav1.Condition
 	if err := poll(ctx, r.o.Timeout, func() (bool, error) {
 		if err := r.hub.Get(ctx, client.ObjectKeyFromObject(m), m); err != nil {
 			return false, err
@@ -54,9 +57,11 @@ func (r *run) care(ctx context.Context) error {
 			return false, err
 		}
 		erased = meta.FindStatusCondition(h.Status.Conditions, bmcdriver.ConditionErasing)
-		return m.Status.InMaintenance == 1 && erased != nil && erased.Reason == bmcdriver.ReasonErased, nil
+		restored = meta.FindStatusCondition(h.Status.Conditions, bmcdriver.ConditionBaseline)
+		return m.Status.InMaintenance == 1 && erased != nil && erased.Reason == bmcdriver.ReasonErased &&
+			restored != nil && restored.Reason == bmcdriver.ReasonBaselineCurrent, nil
 	}); err != nil {
-		return fmt.Errorf("server-0 not erased and in maintenance: %w", err)
+		return fmt.Errorf("server-0 not erased, restored and in maintenance: %w", err)
 	}
 	var media []string
 	for _, a := range r.rf.Actions() {
@@ -65,6 +70,15 @@ func (r *run) care(ctx context.Context) error {
 		}
 	}
 	r.say("  server-0 erased itself first (tenant acme erases Metadata): %s; its BMC: %v", erased.Message, media)
+	var restore []string
+	for _, a := range r.rf.Actions() {
+		if strings.HasPrefix(a, "Account ghost") || strings.Contains(a, "BIOS") {
+			restore = append(restore, a)
+		}
+	}
+	current, _ := r.rf.BIOS()
+	r.say("  then the release gate found and undid what the tenant left (FirmwareBaseline=True %s):\n  %q", restored.Reason, restored.Message)
+	r.say("  its BMC: %v; accounts now %v, SecureBoot %s", restore, r.rf.Accounts(), current["SecureBoot"])
 	r.say("  the maintenance lists it %s: free, and out of the pool", m.Status.Hosts[0].State)
 	if err := r.hub.Patch(ctx, m, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"complete":true}}`))); err != nil {
 		return fmt.Errorf("complete the maintenance: %w", err)
@@ -81,4 +95,22 @@ func (r *run) care(ctx context.Context) error {
 	}
 	r.say("  complete: server-0 is Done and back in the pool")
 	return r.hardwareAsked(ctx)
+}
+
+// tenantLeavesSomething gives the fleet a FirmwareBaseline for the
+// emulated servers, then plays edge-1's tenant, root on server-0: it adds
+// a BMC account and turns Secure Boot off, in-band, before its host is
+// taken away.
+func (r *run) tenantLeavesSomething(ctx context.Context) error {
+	fb := &hostfleetv1alpha1.FirmwareBaseline{ObjectMeta: metav1.ObjectMeta{Name: "emulated-r1"},
+		Spec: hostfleetv1alpha1.FirmwareBaselineSpec{Hardware: `host.system.product == "Emulated R1"`,
+			BIOSSettings: map[string]string{"SecureBoot": "Enabled"}, BMCAccounts: &hostfleetv1alpha1.BMCAccountPolicy{}}}
+	if err := r.hub.Create(ctx, fb); err != nil {
+		return fmt.Errorf("create FirmwareBaseline: %w", err)
+	}
+	r.rf.AddAccountInBand("ghost", "tenant-was-here")
+	r.rf.SetBIOSInBand("SecureBoot", "Disabled")
+	r.say("  FirmwareBaseline %s (the administrator's): %s hosts keep Secure Boot on and no BMC account but the agent's.", fb.Name, fb.Spec.Hardware)
+	r.say("  Meanwhile edge-1's tenant, root on server-0, adds BMC account ghost and turns Secure Boot off, in-band.")
+	return nil
 }

@@ -85,6 +85,8 @@ func TestDemo(t *testing.T) {
 	g.Expect(output()).To(ContainSubstring("at the deadline the hub released edge-1 (hostfleet.io/released-by: maintenance/infra-3/firmware-edge)"))
 	g.Expect(output()).To(MatchRegexp(`server-0 erased itself first \(tenant acme erases Metadata\): erased: the host powered itself off \d+s after booting the erase image; its BMC: \[InsertMedia \S+/erase.iso Erased: the erase image powered the system off\]`),
 		"the released host booted the erase image and powered itself off")
+	g.Expect(output()).To(MatchRegexp(`then the release gate found and undid what the tenant left \(FirmwareBaseline=True Current\):\n  "restored to baselines emulated-r1: BIOS setting SecureBoot drifted: Disabled, baseline Enabled, Enabled when bound; BMC account ghost drifted: enabled, baseline removed, absent when bound"\n  its BMC: \[.*Account ghost deleted.*PATCH BIOS SecureBoot.*BIOS settings applied: SecureBoot.*\]; accounts now \[admin\], SecureBoot Enabled`),
+		"the tenant's BMC account and BIOS change found and undone on release")
 	g.Expect(output()).To(ContainSubstring("the maintenance lists it InMaintenance: free, and out of the pool"))
 	g.Expect(output()).To(ContainSubstring("complete: server-0 is Done and back in the pool"))
 	g.Expect(output()).To(MatchRegexp(`heal-1 is Ready on hosts/(server-[23])\n(.*\n)*  [0-9.]+m?s later, past the grace: HostHealthy=False Fencing, Ready=False ReplacingHost:\n  "host hosts/server-[23] reports power management error; powering`),

@@ -106,8 +106,8 @@ const AnnotationErase = "hostfleet.io/erase"
 // and removed by the driver; a host carrying it is never bound. A held
 // host keeps it (phase "held") until its administrator removes it: the
 // host is then judged again. AnnotationBaselineObserved is what its BMC
-// read when it was last freed (JSON): what a tenant changed since shows
-// as drifted.
+// read at inspection and when the host was last freed (JSON): what a
+// tenant changed since shows as drifted.
 const (
 	AnnotationRestore          = "hostfleet.io/restore"
 	AnnotationBaselineObserved = "hostfleet.io/baseline-observed"
