@@ -70,7 +70,7 @@ func (w *Webhook) Server() (webhook.Server, error) {
 			return nil, errors.New("no serving certificate yet")
 		}
 	}}})
-	s.Register(WebhookPath, &webhook.Admission{Handler: Hardware{Decoder: admission.NewDecoder(w.Client.Scheme())}})
+	s.Register(WebhookPath, &webhook.Admission{Handler: Hardware{Decoder: admission.NewDecoder(w.Client.Scheme()), Reader: w.Client}})
 	return s, nil
 }
 

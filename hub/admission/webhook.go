@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/hostfleet/hostfleet/hub/api/baseline"
@@ -173,14 +174,22 @@ func Configuration(cc admissionregistrationv1.WebhookClientConfig) *admissionreg
 }
 
 // Hardware refuses a requirement that does not compile or costs too much:
-// a claim's hostfleet.io/hardware, a Tenant's quotas[].hostSelector.hardware.
+// a claim's hostfleet.io/hardware, a Tenant's quotas[].hostSelector.hardware,
+// a FirmwareBaseline's hardware (and a baseline that conflicts with another).
 // An update that leaves a claim's requirement as it was is let through, so
 // that a claim admitted while the hub was away can still lose its
 // finalizers.
-type Hardware struct{ Decoder admission.Decoder }
+type Hardware struct {
+	Decoder admission.Decoder
+	// Reader reads the other FirmwareBaselines and the clusters'
+	// HostInventories: a baseline that would want another version than
+	// one of them for a kind of host the fleet has is refused (nil: not
+	// checked).
+	Reader client.Reader
+}
 
 // Handle implements admission.Handler.
-func (h Hardware) Handle(_ context.Context, req admission.Request) admission.Response {
+func (h Hardware) Handle(ctx context.Context, req admission.Request) admission.Response {
 	switch req.Kind.Kind {
 	case "HostClaim":
 		var now, old metav1.PartialObjectMetadata
@@ -216,6 +225,37 @@ func (h Hardware) Handle(_ context.Context, req admission.Request) admission.Res
 		if errs := baseline.Validate(b.Spec); len(errs) > 0 {
 			return admission.Denied("spec." + strings.Join(errs, "; spec.") + " (docs/service.md#firmware-baselines)")
 		}
+		return h.conflict(ctx, b)
+	}
+	return admission.Allowed("")
+}
+
+// conflict refuses a baseline that wants another version or value than an
+// existing one for a kind of host some cluster's HostInventory lists.
+func (h Hardware) conflict(ctx context.Context, b *hostfleetv1alpha1.FirmwareBaseline) admission.Response {
+	if h.Reader == nil {
+		return admission.Allowed("")
+	}
+	var others hostfleetv1alpha1.FirmwareBaselineList
+	if err := h.Reader.List(ctx, &others); err != nil {
+		return admission.Errored(http.StatusInternalServerError, fmt.Errorf("list firmware baselines: %w", err))
+	}
+	if len(others.Items) == 0 {
+		return admission.Allowed("")
+	}
+	var invs hostfleetv1alpha1.HostInventoryList
+	if err := h.Reader.List(ctx, &invs); err != nil {
+		return admission.Errored(http.StatusInternalServerError, fmt.Errorf("list host inventories: %w", err))
+	}
+	var fleet []baseline.Known
+	for _, inv := range invs.Items {
+		for i := range inv.Status.Profiles {
+			p := &inv.Status.Profiles[i]
+			fleet = append(fleet, baseline.Known{Where: fmt.Sprintf("cluster %s, profile %s", inv.Namespace, p.Name), View: &p.Hardware})
+		}
+	}
+	if err := baseline.Conflict(*b, others.Items, fleet); err != nil {
+		return admission.Denied(err.Error() + ": make the baselines agree, or narrow their spec.hardware (docs/service.md#firmware-baselines)")
 	}
 	return admission.Allowed("")
 }

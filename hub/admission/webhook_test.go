@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -18,6 +19,7 @@ import (
 
 	"github.com/hostfleet/hostfleet/e2e/harness/planes"
 	"github.com/hostfleet/hostfleet/hub/admission"
+	"github.com/hostfleet/hostfleet/hub/api/hardware"
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
 )
 
@@ -98,7 +100,25 @@ func TestWebhook(t *testing.T) {
 	g.Expect(admin.Create(ctx, fw.DeepCopy())).To(MatchError(And(ContainSubstring(`admission webhook "hardware.firmwarebaselines`),
 		ContainSubstring("spec.hardware: the requirement does not compile"))), "a baseline's expression is checked as a claim's")
 	fw.Spec.Hardware = `host.system.product == "R750"`
+	fw.Spec.Components = map[string]hostfleetv1alpha1.FirmwareImage{"bios": {Version: "1.2.3", URL: "https://images.example/bios-1.2.3", Checksum: "sha256:" + strings.Repeat("0", 64)}}
 	g.Expect(admin.Create(ctx, fw)).To(Succeed())
+
+	// Cluster c1 has R750s: a baseline for every host that wants another
+	// BIOS would want two of them.
+	r750 := hostfleetv1alpha1.HardwareView{System: hostfleetv1alpha1.HardwareSystem{Product: "R750"}}
+	hardware.Normalize(&r750)
+	inv := &hostfleetv1alpha1.HostInventory{ObjectMeta: metav1.ObjectMeta{Namespace: "c1", Name: "c1"}, Spec: hostfleetv1alpha1.HostInventorySpec{ClusterName: "c1"}}
+	g.Expect(admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "c1"}})).To(Succeed())
+	g.Expect(admin.Create(ctx, inv)).To(Succeed())
+	inv.Status.Profiles = []hostfleetv1alpha1.HardwareProfile{{Name: hardware.Profile(&r750), Hardware: r750}}
+	g.Expect(admin.Status().Update(ctx, inv)).To(Succeed())
+	all := &hostfleetv1alpha1.FirmwareBaseline{ObjectMeta: metav1.ObjectMeta{Name: "all"}, Spec: hostfleetv1alpha1.FirmwareBaselineSpec{
+		Components: map[string]hostfleetv1alpha1.FirmwareImage{"bios": {Version: "2.0.0", URL: "https://images.example/bios-2.0.0", Checksum: "sha256:" + strings.Repeat("0", 64)}}}}
+	g.Eventually(func() error { return admin.Create(ctx, all.DeepCopy(), client.DryRunAll) }).WithTimeout(10*time.Second).Should(MatchError(And(
+		ContainSubstring("baselines r750 and all want bios at 1.2.3 and 2.0.0"), ContainSubstring("both select the hosts of cluster c1, profile "),
+		ContainSubstring("narrow their spec.hardware"))), "two baselines that select the same hosts with different versions")
+	all.Spec.Hardware = `host.system.product != "R750"`
+	g.Expect(admin.Create(ctx, all)).To(Succeed(), "not the R750s: no conflict")
 
 	// A second hub (a restart, another replica) serves the same certificate.
 	ca := func() []byte {

@@ -89,6 +89,34 @@ func Merge(baselines []hostfleetv1alpha1.FirmwareBaseline, v *hardware.View) (Wa
 	return w, nil
 }
 
+// Known is a kind of host the fleet has, by where it is known (its
+// cluster and profile, as the clusters' HostInventories publish them).
+type Known struct {
+	Where string
+	View  *hardware.View
+}
+
+// Conflict says whether baseline b, beside the others, would want two
+// things of one kind of host the fleet has: the first such host, by where
+// it is known, and the baselines that disagree; nil when none does. A host
+// the fleet does not have yet is judged when it comes (Merge).
+func Conflict(b hostfleetv1alpha1.FirmwareBaseline, others []hostfleetv1alpha1.FirmwareBaseline, fleet []Known) error {
+	for _, k := range fleet {
+		if !Selects(b.Spec.Hardware, k.View) {
+			continue
+		}
+		for _, o := range others {
+			if o.Name == b.Name {
+				continue
+			}
+			if _, err := Merge([]hostfleetv1alpha1.FirmwareBaseline{o, b}, k.View); err != nil {
+				return fmt.Errorf("%w; both select the hosts of %s", err, k.Where)
+			}
+		}
+	}
+	return nil
+}
+
 // Selects reports whether a baseline's hardware expression selects a host
 // of view v: an empty one selects every host; one that does not parse, or
 // a host not inspected, none.

@@ -61,6 +61,45 @@ func TestMerge(t *testing.T) {
 	g.Expect(w.From).To(BeEmpty(), "a host not inspected is selected by no expression")
 }
 
+// TestConflict: a baseline that would want another version than an
+// existing one for a kind of host the fleet has is a conflict, named with
+// where the hosts are; one whose hardware does not meet theirs, or a kind
+// of host the fleet does not have, is none.
+func TestConflict(t *testing.T) {
+	r650 := &hardware.View{System: hardware.System{Manufacturer: "Dell Inc.", Product: "PowerEdge R650"}}
+	hardware.Normalize(r650)
+	fleet := []baseline.Known{{Where: "cluster c2, profile v1-650", View: r650}, {Where: "cluster c1, profile v1-750", View: r750()}}
+	dell := fwBaseline("r750", `host.system.product == "PowerEdge R750"`, hostfleetv1alpha1.FirmwareBaselineSpec{
+		Components: map[string]hostfleetv1alpha1.FirmwareImage{"bios": image("1.2.3")}})
+	for _, tt := range []struct {
+		name string
+		b    hostfleetv1alpha1.FirmwareBaseline
+		want string
+	}{
+		{"every host, another BIOS", fwBaseline("all", "", hostfleetv1alpha1.FirmwareBaselineSpec{
+			Components: map[string]hostfleetv1alpha1.FirmwareImage{"bios": image("2.0.0")}}),
+			"baselines r750 and all want bios at 1.2.3 and 2.0.0: one host cannot meet both; both select the hosts of cluster c1, profile v1-750"},
+		{"the same BIOS", fwBaseline("all", "", hostfleetv1alpha1.FirmwareBaselineSpec{
+			Components: map[string]hostfleetv1alpha1.FirmwareImage{"bios": image("1.2.3")}}), ""},
+		{"other hosts", fwBaseline("r650", `host.system.product == "PowerEdge R650"`, hostfleetv1alpha1.FirmwareBaselineSpec{
+			Components: map[string]hostfleetv1alpha1.FirmwareImage{"bios": image("2.0.0")}}), ""},
+		{"hosts the fleet lacks", fwBaseline("r760", `host.system.product == "PowerEdge R760"`, hostfleetv1alpha1.FirmwareBaselineSpec{
+			Components: map[string]hostfleetv1alpha1.FirmwareImage{"bios": image("2.0.0")}}), ""},
+		{"itself, changed", fwBaseline("r750", "", hostfleetv1alpha1.FirmwareBaselineSpec{
+			Components: map[string]hostfleetv1alpha1.FirmwareImage{"bios": image("2.0.0")}}), ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			err := baseline.Conflict(tt.b, []hostfleetv1alpha1.FirmwareBaseline{dell}, fleet)
+			if tt.want == "" {
+				g.Expect(err).NotTo(HaveOccurred())
+				return
+			}
+			g.Expect(err).To(MatchError(tt.want))
+		})
+	}
+}
+
 // TestJudgeAndPlan: what the BMC read against what the baselines want and
 // what the host had when its claim bound it.
 func TestJudgeAndPlan(t *testing.T) {
