@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/hostfleet/hostfleet/agent/binder"
+	"github.com/hostfleet/hostfleet/agent/bmcdriver"
 	"github.com/hostfleet/hostfleet/agent/labelsync"
 	"github.com/hostfleet/hostfleet/hub/api/taints"
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
@@ -84,6 +85,10 @@ func Build(in Input) hostfleetv1alpha1.HostInventoryStatus {
 		if binder.Free(h) {
 			p.Available++
 			out.Available++
+		}
+		if _, held := bmcdriver.Held(h); held {
+			p.Held++
+			out.Held++
 		}
 	}
 	keys := make([]string, 0, len(pools))

@@ -27,6 +27,8 @@ func TestBuild(t *testing.T) {
 	taken.Spec.ConsumerRef = &corev1.ObjectReference{Name: "x"}
 	reserved := host("plain", "p2", metal3api.StateAvailable, nil)
 	reserved.Annotations = map[string]string{hostfleetv1alpha1.AnnotationTaints: "reserved"}
+	held := host("plain", "p3", metal3api.StateDeprovisioning, nil)
+	held.Annotations = map[string]string{hostfleetv1alpha1.AnnotationRestore: `{"phase":"held","reason":"RestoreFailed"}`}
 	in := Input{
 		Hosts: []metal3api.BareMetalHost{
 			host("gold", "g1", metal3api.StateAvailable, map[string]string{"example.com/gpu": "yes", "secret.org/x": "1"}),
@@ -35,6 +37,7 @@ func TestBuild(t *testing.T) {
 			host("gold", "g4", metal3api.StateReady, map[string]string{"example.com/gpu": "yes", binder.FailureDomainLabel: "rack-1"}),
 			host("plain", "p1", metal3api.StateAvailable, nil),
 			reserved,
+			held,
 		},
 		Policies: []metal3api.HostDeployPolicy{
 			{ObjectMeta: metav1.ObjectMeta{Namespace: "gold", Name: "p"}, Spec: metal3api.HostDeployPolicySpec{
@@ -49,12 +52,13 @@ func TestBuild(t *testing.T) {
 		Prefixes: []string{"example.com"},
 	}
 	got := Build(in)
-	g.Expect(got.Total).To(Equal(int32(6)))
+	g.Expect(got.Total).To(Equal(int32(7)))
 	g.Expect(got.Available).To(Equal(int32(4)))
+	g.Expect(got.Held).To(Equal(int32(1)), "held by the release gate")
 	g.Expect(got.Pools).To(Equal([]hostfleetv1alpha1.HostPool{
 		{Labels: map[string]string{"example.com/gpu": "yes"}, FailureDomain: "rack-1", Namespaces: []string{"tenant-a"}, Total: 1, Available: 1},
 		{Labels: map[string]string{"example.com/gpu": "yes"}, Namespaces: []string{"tenant-a"}, Total: 3, Available: 1},
-		{Namespaces: []string{"tenant-a", "tenant-b"}, Total: 1, Available: 1},
+		{Namespaces: []string{"tenant-a", "tenant-b"}, Total: 2, Available: 1, Held: 1},
 		{Namespaces: []string{"tenant-a", "tenant-b"}, Taints: []string{"reserved"}, Total: 1, Available: 1},
 	}))
 	g.Expect(Build(in)).To(Equal(got), "deterministic")

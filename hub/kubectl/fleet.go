@@ -100,7 +100,11 @@ func Clusters(invs []hostfleetv1alpha1.HostInventory, tenancies []hostfleetv1alp
 		l := line(inv.Spec.ClusterName)
 		l.Available, l.Total = inv.Status.Available, inv.Status.Total
 		for _, p := range inv.Status.Pools {
-			l.Pools = append(l.Pools, fmt.Sprintf("%s: %d/%d", poolName(p), p.Available, p.Total))
+			pool := fmt.Sprintf("%s: %d/%d", poolName(p), p.Available, p.Total)
+			if p.Held > 0 {
+				pool += fmt.Sprintf(", %d held", p.Held)
+			}
+			l.Pools = append(l.Pools, pool)
 		}
 	}
 	for _, t := range tenancies {

@@ -52,6 +52,12 @@ type HostPool struct {
 	// Available is the number of hosts in the pool that a claim could bind
 	// now: available or ready, no consumer, not paused, not in error.
 	Available int32 `json:"available"`
+
+	// Held is the number of hosts in the pool the release gate holds out
+	// of it: released, they could not be restored to, or verified
+	// against, their FirmwareBaselines.
+	// +optional
+	Held int32 `json:"held,omitempty"`
 }
 
 // HostInventoryStatus is the agent's summary of its cluster's hosts.
@@ -78,6 +84,10 @@ type HostInventoryStatus struct {
 	// Always written, so that kubectl prints 0.
 	// +optional
 	Available int32 `json:"available"`
+
+	// Held is the number of hosts the release gate holds out of the pool.
+	// +optional
+	Held int32 `json:"held,omitempty"`
 
 	// LastUpdated is when the agent last wrote this inventory. The agent
 	// writes at a bounded rate, never once per host event.
