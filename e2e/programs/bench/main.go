@@ -29,7 +29,7 @@
 // infrastructure agent's hop, the baseline) and on the Node of a workload
 // plane (the workload agent's hop after it): median and p99 of each.
 //
-// usage: go run ./e2e/programs/bench [-n 1000] [-clusters 50] [-bmcs 200] [-bmcs-slow 500] [-label-changes 100] [-only binding|scheduling|bmc|labels]   (make bench)
+// usage: go run ./e2e/programs/bench [-n 1000] [-clusters 50] [-bmcs 200] [-bmcs-slow 500] [-label-changes 100] [-only binding|scheduling|bmc|labels|fanout|release]   (make bench)
 package main
 
 import (
@@ -64,10 +64,11 @@ func main() {
 	workers := flag.Int("workers", 4, "agent workers, and baseline writers")
 	clusters := flag.Int("clusters", 50, "clusters the scheduler chooses from")
 	schedHW := flag.Bool("hardware", false, "scheduling: run again with a hardware profile per cluster (4 kinds) and a requirement on every claim, beside the run without")
-	only := flag.String("only", "", "run one benchmark: binding, scheduling, bmc, labels or fanout; or scale or storm, which only run when asked (make bench-scale, make bench-storm)")
+	only := flag.String("only", "", "run one benchmark: binding, scheduling, bmc, labels, fanout or release; or scale or storm, which only run when asked (make bench-scale, make bench-storm)")
 	labelHosts := flag.Int("label-hosts", 20, "hosts, claims and Nodes of the label sync benchmark")
 	labelChanges := flag.Int("label-changes", 100, "host label changes the label sync benchmark times")
 	bmcs := flag.Int("bmcs", 200, "emulated Redfish BMCs the agent drives")
+	releaseHosts := flag.Int("release-hosts", 40, "BMC-driven hosts the release gate benchmark releases, half with a baseline")
 	bmcWorkers := flag.Int("bmc-workers", app.NewOptions().BMCWorkers, "the agent's --bmc-workers (default: the agent's default)")
 	bmcsSlow := flag.Int("bmcs-slow", 500, "emulated Redfish BMCs as slow as hardware (power change 2–10 s, media insert 1–3 s, inventory 1–5 s) the agent drives after the instant ones (0: none)")
 	agentKubeconfig := flag.String("bmc-agent", "", "internal: run only the BMC driver against this kubeconfig")
@@ -128,6 +129,9 @@ func main() {
 	}
 	if err == nil && (*only == "" || *only == "fanout") {
 		err = runFanout()
+	}
+	if err == nil && (*only == "" || *only == "release") {
+		err = runRelease(*releaseHosts)
 	}
 	if err == nil && (*only == "scale" || *only == "storm") {
 		err = runFleetBench(*only, *scaleClusters, *scaleHosts, *scaleInfra, *scaleRate, beside(*hubBin, "hostfleet-hub"))
