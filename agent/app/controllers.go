@@ -18,6 +18,7 @@ import (
 	"github.com/hostfleet/hostfleet/agent/bmc"
 	"github.com/hostfleet/hostfleet/agent/bmcdriver"
 	"github.com/hostfleet/hostfleet/agent/claim"
+	"github.com/hostfleet/hostfleet/agent/firmwaregate"
 	"github.com/hostfleet/hostfleet/agent/heal"
 	"github.com/hostfleet/hostfleet/agent/maintenance"
 	"github.com/hostfleet/hostfleet/agent/metrics"
@@ -82,13 +83,18 @@ func setupControllers(ctx context.Context, mgr ctrl.Manager, managed cluster.Clu
 		SetupWithManager(ctx, mgr, setup.Options{Managed: managed}); err != nil {
 		return nil, fmt.Errorf("maintenance controller: %w", err)
 	}
+	baselines := func(ctx context.Context) ([]hostfleetv1alpha1.FirmwareBaseline, error) {
+		ct, err := servedtenants.Get(ctx, mgr.GetClient(), o.ClusterName)
+		return ct.Baselines(), err
+	}
+	if err := (&firmwaregate.Reconciler{Client: managed.GetClient(), Baselines: baselines, Driven: erases.Driven, Recorder: hostEvents, Fence: writes}).
+		SetupWithManager(ctx, mgr, setup.Options{Managed: managed}); err != nil {
+		return nil, fmt.Errorf("release gate: %w", err)
+	}
 	if o.BMHDriver != "none" {
 		if err := (&bmcdriver.Reconciler{Client: managed.GetClient(), Secrets: managed.GetAPIReader(), All: o.BMHDriver == "all", Namespaces: o.BMCNamespaces,
 			Poll: o.BMCPoll, Recorder: hostEvents, Eraser: eraser, Fence: writes,
-			Baselines: func(ctx context.Context) ([]hostfleetv1alpha1.FirmwareBaseline, error) {
-				ct, err := servedtenants.Get(ctx, mgr.GetClient(), o.ClusterName)
-				return ct.Baselines(), err
-			},
+			Baselines: baselines,
 			Power: bmcdriver.Timing{Wait: o.BMCPowerWait, SoftOff: o.BMCSoftPowerOff},
 			BMC: bmc.Options{Timeout: o.BMCTimeout, IpmitoolPath: o.Ipmitool, Logger: ctrl.Log.WithName("bmc"),
 				Observe: metrics.ObserveBMC(o.ClusterName)},

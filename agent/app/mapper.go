@@ -35,6 +35,8 @@ var MappedKinds = []Mapped{
 	{Kind: metal3api.GroupVersion.WithKind("BareMetalHost"), Resource: "baremetalhosts"},
 	{Kind: metal3api.GroupVersion.WithKind("HardwareData"), Resource: "hardwaredata"},
 	{Kind: metal3api.GroupVersion.WithKind("HostDeployPolicy"), Resource: "hostdeploypolicies"},
+	{Kind: metal3api.GroupVersion.WithKind("HostFirmwareComponents"), Resource: "hostfirmwarecomponents"},
+	{Kind: metal3api.GroupVersion.WithKind("HostFirmwareSettings"), Resource: "hostfirmwaresettings"},
 	{Kind: hostfleetv1alpha1.GroupVersion.WithKind("ClusterTenancy"), Resource: "clustertenancies"},
 	{Kind: hostfleetv1alpha1.GroupVersion.WithKind("HostInventory"), Resource: "hostinventories"},
 	{Kind: hostfleetv1alpha1.GroupVersion.WithKind("HostUsage"), Resource: "hostusages"},

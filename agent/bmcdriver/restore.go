@@ -32,46 +32,18 @@ const (
 	ReasonBaselineConflict = hostfleetv1alpha1.ReasonBaselineConflict
 )
 
-// Phases of a restore under way (hostfleet.io/restore).
-const (
-	// phaseFlash: updates started; their tasks are followed.
-	phaseFlash = "flash"
-	// phaseBoot: the host boots once, so that staged BIOS settings and
-	// flashed firmware take effect; it is powered off again after.
-	phaseBoot = "boot"
-	// phaseVerify: read again; anything still not as the baselines want
-	// holds the host.
-	phaseVerify = "verify"
-	// phaseHeld: held until its administrator removes the annotation.
-	phaseHeld = "held"
-)
-
-// restoreState is what hostfleet.io/restore holds.
-type restoreState struct {
-	Phase string `json:"phase"`
-	// Tasks are the update tasks started, by component.
-	Tasks map[string]string `json:"tasks,omitempty"`
-	// Found are the findings that started the restore, as said.
-	Found []string `json:"found,omitempty"`
-	// Reason is why a held host is held (a condition reason).
-	Reason string `json:"reason,omitempty"`
+// restoreOf is the host's progress through the gate.
+func restoreOf(h *metal3api.BareMetalHost) baseline.Progress {
+	v, ok := h.Annotations[hostfleetv1alpha1.AnnotationRestore]
+	return baseline.ProgressOf(v, ok)
 }
 
-func restoreOf(h *metal3api.BareMetalHost) restoreState {
-	var st restoreState
-	if v, ok := h.Annotations[hostfleetv1alpha1.AnnotationRestore]; ok && json.Unmarshal([]byte(v), &st) != nil {
-		st = restoreState{Phase: phaseHeld, Reason: ReasonUnverifiable} // not ours to read: judge it again only when removed
-	}
-	return st
-}
-
-func (x *run) setRestore(st restoreState) {
+func (x *run) setRestore(st baseline.Progress) {
 	if st.Phase == "" {
 		delete(x.host.Annotations, hostfleetv1alpha1.AnnotationRestore)
 		return
 	}
-	data, _ := json.Marshal(st)
-	x.host.Annotations[hostfleetv1alpha1.AnnotationRestore] = string(data)
+	x.host.Annotations[hostfleetv1alpha1.AnnotationRestore] = st.String()
 }
 
 // Held reports whether a host is held by the release gate, and why.
@@ -80,7 +52,7 @@ func Held(h *metal3api.BareMetalHost) (string, bool) {
 		return "", false
 	}
 	st := restoreOf(h)
-	return st.Reason, st.Phase == phaseHeld
+	return st.Reason, st.Phase == baseline.PhaseHeld
 }
 
 // RestorePending: a claim held the host while the fleet had baselines
@@ -110,7 +82,7 @@ func (x *run) markInUse(ctx context.Context) error {
 // restoring reports whether the host boots for its restore now: the step
 // powers it on, not off.
 func restoring(h *metal3api.BareMetalHost) bool {
-	return restoreOf(h).Phase == phaseBoot
+	return restoreOf(h).Phase == baseline.PhaseBoot
 }
 
 // restoreBoot powers a host on once, so that what was staged and flashed
@@ -122,7 +94,7 @@ func (x *run) restoreBoot(ctx context.Context) outcome {
 		return o
 	}
 	st := restoreOf(x.host)
-	st.Phase = phaseVerify
+	st.Phase = baseline.PhaseVerify
 	x.setRestore(st)
 	return next()
 }
@@ -140,7 +112,7 @@ func (x *run) gate(ctx context.Context) (bool, outcome) {
 	}
 	host := x.host
 	st := restoreOf(host)
-	if st.Phase == phaseHeld {
+	if st.Phase == baseline.PhaseHeld {
 		c := meta.FindStatusCondition(host.Status.Conditions, ConditionBaseline)
 		msg := "held by the release gate: remove its " + hostfleetv1alpha1.AnnotationRestore + " annotation to judge it again"
 		if c != nil && c.Status == metav1.ConditionFalse {
@@ -159,11 +131,11 @@ func (x *run) gate(ctx context.Context) (bool, outcome) {
 	}
 	if len(want.From) == 0 {
 		meta.RemoveStatusCondition(&host.Status.Conditions, ConditionBaseline)
-		x.setRestore(restoreState{})
+		x.setRestore(baseline.Progress{})
 		return true, outcome{}
 	}
 	r, _ := x.d.(bmc.Restorer)
-	if st.Phase == phaseFlash {
+	if st.Phase == baseline.PhaseFlash {
 		if o, done := x.followTasks(ctx, r, &st); !done {
 			return false, o
 		}
@@ -179,7 +151,7 @@ func (x *run) gate(ctx context.Context) (bool, outcome) {
 		return true, outcome{}
 	}
 	findings := said(j.Findings)
-	if st.Phase == phaseVerify {
+	if st.Phase == baseline.PhaseVerify {
 		return false, x.hold(ReasonRestoreFailed, st.Found, "still not as baselines %s want after the restore: %s; find out why on the BMC, then remove the host's %s annotation",
 			strings.Join(want.From, ", "), strings.Join(findings, "; "), hostfleetv1alpha1.AnnotationRestore)
 	}
@@ -194,7 +166,7 @@ func (x *run) gate(ctx context.Context) (bool, outcome) {
 // restore applies the plan: extra accounts removed, BIOS settings staged,
 // updates started; the host is then booted once and verified.
 func (x *run) restore(ctx context.Context, r bmc.Restorer, plan baseline.Restore, found []string) outcome {
-	st := restoreState{Phase: phaseVerify, Found: found, Tasks: map[string]string{}}
+	st := baseline.Progress{Phase: baseline.PhaseVerify, Found: found, Tasks: map[string]string{}}
 	for _, a := range plan.RemoveAccounts {
 		if err := r.RemoveAccount(ctx, a); err != nil {
 			return x.hold(ReasonRestoreFailed, found, "remove BMC account %s: %v", a, err)
@@ -204,7 +176,7 @@ func (x *run) restore(ctx context.Context, r bmc.Restorer, plan baseline.Restore
 		if err := r.StageBIOS(ctx, plan.BIOS); err != nil {
 			return x.hold(ReasonRestoreFailed, found, "stage BIOS settings %s: %v", strings.Join(slices.Sorted(maps.Keys(plan.BIOS)), ", "), err)
 		}
-		st.Phase = phaseBoot
+		st.Phase = baseline.PhaseBoot
 	}
 	for _, c := range slices.Sorted(maps.Keys(plan.Flash)) {
 		task, err := r.Flash(ctx, c, plan.Flash[c].URL)
@@ -212,12 +184,12 @@ func (x *run) restore(ctx context.Context, r bmc.Restorer, plan baseline.Restore
 			return x.hold(ReasonRestoreFailed, found, "flash %s %s: %v", c, plan.Flash[c].Version, err)
 		}
 		st.Tasks[c] = task
-		st.Phase = phaseFlash
+		st.Phase = baseline.PhaseFlash
 	}
 	x.setRestore(st)
 	x.setBaseline(metav1.ConditionFalse, ReasonRestoring, "released; restoring to its firmware baselines: %s", strings.Join(found, "; "))
 	x.event(corev1.EventTypeNormal, "BaselineRestoring", "Restore", "found on release: %s", strings.Join(found, "; "))
-	if st.Phase == phaseFlash {
+	if st.Phase == baseline.PhaseFlash {
 		return outcome{after: x.Power.Poll}
 	}
 	return next()
@@ -225,7 +197,7 @@ func (x *run) restore(ctx context.Context, r bmc.Restorer, plan baseline.Restore
 
 // followTasks reads the update tasks: all done, the host boots next; one
 // failed holds the host.
-func (x *run) followTasks(ctx context.Context, r bmc.Restorer, st *restoreState) (outcome, bool) {
+func (x *run) followTasks(ctx context.Context, r bmc.Restorer, st *baseline.Progress) (outcome, bool) {
 	if r == nil {
 		return x.hold(ReasonRestoreFailed, st.Found, "the BMC can no longer follow its update tasks"), false
 	}
@@ -241,7 +213,7 @@ func (x *run) followTasks(ctx context.Context, r bmc.Restorer, st *restoreState)
 			return outcome{after: x.Power.Poll}, false
 		}
 	}
-	st.Phase, st.Tasks = phaseBoot, nil
+	st.Phase, st.Tasks = baseline.PhaseBoot, nil
 	x.setRestore(*st)
 	return outcome{}, true
 }
@@ -249,11 +221,11 @@ func (x *run) followTasks(ctx context.Context, r bmc.Restorer, st *restoreState)
 // pass frees a host that matches its baselines: what was found and
 // restored is said once (an Event, the condition), and what its BMC read
 // is kept for its next release.
-func (x *run) pass(want baseline.Want, have baseline.Observed, st restoreState) {
+func (x *run) pass(want baseline.Want, have baseline.Observed, st baseline.Progress) {
 	if data, err := json.Marshal(have); err == nil {
 		x.host.Annotations[hostfleetv1alpha1.AnnotationBaselineObserved] = string(data)
 	}
-	x.setRestore(restoreState{})
+	x.setRestore(baseline.Progress{})
 	msg := "matches baselines " + strings.Join(want.From, ", ")
 	if len(st.Found) > 0 {
 		msg = fmt.Sprintf("restored to baselines %s: %s", strings.Join(want.From, ", "), strings.Join(st.Found, "; "))
@@ -266,7 +238,7 @@ func (x *run) pass(want baseline.Want, have baseline.Observed, st restoreState) 
 // Warning Event, and an error on the host until its administrator acts.
 func (x *run) hold(reason string, found []string, format string, args ...any) outcome {
 	msg := fmt.Sprintf(format, args...)
-	x.setRestore(restoreState{Phase: phaseHeld, Reason: reason, Found: found})
+	x.setRestore(baseline.Progress{Phase: baseline.PhaseHeld, Reason: reason, Found: found})
 	x.setBaseline(metav1.ConditionFalse, reason, "held out of the pool: %s", msg)
 	x.event(corev1.EventTypeWarning, reason, "Restore", "held out of the pool: %s", msg)
 	return failed(fail(metal3api.ProvisioningError, "held out of the pool: %s", msg))

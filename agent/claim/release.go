@@ -17,6 +17,8 @@ import (
 	"github.com/hostfleet/hostfleet/agent/binder"
 	"github.com/hostfleet/hostfleet/agent/hostspec"
 	"github.com/hostfleet/hostfleet/agent/hoststatus"
+	"github.com/hostfleet/hostfleet/agent/servedtenants"
+	"github.com/hostfleet/hostfleet/hub/api/baseline"
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
 	"github.com/hostfleet/hostfleet/internal/claimstatus"
 	"github.com/hostfleet/hostfleet/internal/fence"
@@ -204,8 +206,30 @@ func (r *Reconciler) releaseHost(ctx context.Context, w hostwrites.Writer, c *me
 // binding annotations, its usage interval closed.
 func (r *Reconciler) unbind(ctx context.Context, h *metal3api.BareMetalHost) {
 	r.closeUsage(ctx, h)
+	r.toJudge(ctx, h)
 	h.Spec.ConsumerRef = nil
 	delete(h.Annotations, hostfleetv1alpha1.AnnotationHub)
 	delete(h.Annotations, hostfleetv1alpha1.AnnotationClaimUID)
 	delete(h.Annotations, hostfleetv1alpha1.AnnotationOrphanedSince)
+}
+
+// toJudge marks a host baremetal-operator serves, released while the fleet
+// has FirmwareBaselines, to be judged against them before it is free
+// (agent/firmwaregate): in the write that releases it, so that no claim
+// binds it before. The BMC driver judges the hosts it drives itself.
+func (r *Reconciler) toJudge(ctx context.Context, h *metal3api.BareMetalHost) {
+	if r.Erase.Driven != nil && r.Erase.Driven(h) {
+		return
+	}
+	if _, ok := h.Annotations[hostfleetv1alpha1.AnnotationRestore]; ok {
+		return
+	}
+	ct, err := servedtenants.Get(ctx, r.Claims, r.ClusterName)
+	if err != nil || len(ct.Baselines()) == 0 {
+		return
+	}
+	if h.Annotations == nil {
+		h.Annotations = map[string]string{}
+	}
+	h.Annotations[hostfleetv1alpha1.AnnotationRestore] = baseline.Progress{Phase: baseline.PhaseJudge}.String()
 }

@@ -45,10 +45,13 @@ const (
 	Maintenance Owner = "hostfleet-agent-maintenance"
 	// BMCDriver drives hosts through their BMCs (agent/bmcdriver).
 	BMCDriver Owner = "hostfleet-bmc-driver"
+	// FirmwareGate judges and restores released hosts baremetal-operator
+	// serves against their FirmwareBaselines (agent/firmwaregate).
+	FirmwareGate Owner = "hostfleet-agent-firmware-gate"
 )
 
 // Owners are every owner, in the table's order.
-var Owners = []Owner{Claims, Orphans, Usage, Maintenance, BMCDriver}
+var Owners = []Owner{Claims, Orphans, Usage, Maintenance, BMCDriver, FirmwareGate}
 
 // Method is how a write is made.
 type Method string
@@ -140,7 +143,10 @@ func init() {
 		Write{Claims, Removes, Locked, "cleared when released"})
 	row(Annotation(hostfleetv1alpha1.AnnotationQuarantined), bind("a failed host replaced behind its claim, kept out of the pool until an administrator returns it"))
 	row(Annotation(hostfleetv1alpha1.AnnotationRestore), Write{BMCDriver, Sets, Locked,
-		"the restore to the firmware baselines after a release, or why the host is held (its administrator removes it to judge it again)"})
+		"the restore to the firmware baselines after a release, or why the host is held (its administrator removes it to judge it again)"},
+		Write{Claims, Sets, Locked, "a host baremetal-operator serves, released while the fleet has baselines: judged before it is free"},
+		Write{Orphans, Sets, Locked, "the same, for a host whose claim is gone"},
+		Write{FirmwareGate, Sets, Locked, "the judgement and restore of a host baremetal-operator serves, or why it is held"})
 	row(Annotation(hostfleetv1alpha1.AnnotationBaselineObserved), Write{BMCDriver, Sets, Locked,
 		"what the BMC read at inspection and when the host was last freed: what a tenant changes since is drifted"})
 	row(Annotation(hostfleetv1alpha1.AnnotationMaintenance), Write{Maintenance, Sets, Locked, "the HostMaintenance that holds the host out of the pool"})
@@ -350,5 +356,5 @@ func short(op Op) string {
 // name is what the docs call an owner.
 func name(o Owner) string {
 	return map[Owner]string{Claims: "claim controller", Orphans: "orphaned-host controller", Usage: "usage reporter",
-		Maintenance: "maintenance controller", BMCDriver: "BMC driver"}[o]
+		Maintenance: "maintenance controller", BMCDriver: "BMC driver", FirmwareGate: "release gate"}[o]
 }

@@ -52,6 +52,9 @@ func AgentManagedCluster(f Features) []rbacv1.PolicyRule {
 	rules := []rbacv1.PolicyRule{
 		{APIGroups: []string{metal3Group}, Resources: []string{"baremetalhosts"}, Verbs: []string{"get", "list", "watch", "patch"}},
 		{APIGroups: []string{metal3Group}, Resources: []string{"hardwaredata", "hostdeploypolicies"}, Verbs: view},
+		// The release gate of the hosts baremetal-operator serves: their
+		// firmware read, and a restore asked for.
+		{APIGroups: []string{metal3Group}, Resources: []string{"hostfirmwarecomponents", "hostfirmwaresettings"}, Verbs: []string{"get", "list", "watch", "patch"}},
 		{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"create", "patch", "delete"}},
 		// Events on hosts (an orphaned host found and released).
 		{APIGroups: []string{"events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},
