@@ -95,7 +95,7 @@ func setupControllers(ctx context.Context, mgr ctrl.Manager, managed cluster.Clu
 		if err := (&bmcdriver.Reconciler{Client: managed.GetClient(), Secrets: managed.GetAPIReader(), All: o.BMHDriver == "all", Namespaces: o.BMCNamespaces,
 			Poll: o.BMCPoll, Recorder: hostEvents, Eraser: eraser, Fence: writes,
 			Baselines: baselines,
-			Power: bmcdriver.Timing{Wait: o.BMCPowerWait, SoftOff: o.BMCSoftPowerOff},
+			Power:     bmcdriver.Timing{Wait: o.BMCPowerWait, SoftOff: o.BMCSoftPowerOff},
 			BMC: bmc.Options{Timeout: o.BMCTimeout, IpmitoolPath: o.Ipmitool, Logger: ctrl.Log.WithName("bmc"),
 				Observe: metrics.ObserveBMC(o.ClusterName)},
 		}).SetupWithManager(ctx, mgr, setup.Options{Managed: managed, Concurrency: o.BMCWorkers}); err != nil {
