@@ -68,7 +68,6 @@ func main() {
 	labelHosts := flag.Int("label-hosts", 20, "hosts, claims and Nodes of the label sync benchmark")
 	labelChanges := flag.Int("label-changes", 100, "host label changes the label sync benchmark times")
 	bmcs := flag.Int("bmcs", 200, "emulated Redfish BMCs the agent drives")
-	releaseHosts := flag.Int("release-hosts", 40, "BMC-driven hosts the release gate benchmark releases, half with a baseline")
 	bmcWorkers := flag.Int("bmc-workers", app.NewOptions().BMCWorkers, "the agent's --bmc-workers (default: the agent's default)")
 	bmcsSlow := flag.Int("bmcs-slow", 500, "emulated Redfish BMCs as slow as hardware (power change 2–10 s, media insert 1–3 s, inventory 1–5 s) the agent drives after the instant ones (0: none)")
 	agentKubeconfig := flag.String("bmc-agent", "", "internal: run only the BMC driver against this kubeconfig")
@@ -153,6 +152,8 @@ func servePprof(addr string) {
 }
 
 // keepLogs keeps the planes' logs: their directory is not removed.
+var releaseHosts = flag.Int("release-hosts", 40, "BMC-driven hosts the release gate benchmark releases, half with a baseline")
+
 var keepLogs = flag.Bool("keep-logs", false, "keep the planes' API server and etcd logs (the API server logs the steps of requests slower than 500 ms) in the directory printed at the end")
 
 // startPlanes starts the named planes in a temporary directory; stop stops
