@@ -224,7 +224,16 @@ func (r *Reconciler) toJudge(ctx context.Context, h *metal3api.BareMetalHost) {
 	if _, ok := h.Annotations[hostfleetv1alpha1.AnnotationRestore]; ok {
 		return
 	}
-	ct, err := servedtenants.Get(ctx, r.Claims, r.ClusterName)
+	// The hub's ClusterTenancy, never the managed cluster's: local claims'
+	// reconcilers read it through Hub.
+	hub := r.Claims
+	if r.local() {
+		hub = r.Hub
+	}
+	if hub == nil {
+		return
+	}
+	ct, err := servedtenants.Get(ctx, hub, r.ClusterName)
 	if err != nil || len(ct.Baselines()) == 0 {
 		return
 	}
