@@ -46,14 +46,8 @@ func (x *run) setRestore(st baseline.Progress) {
 	x.host.Annotations[hostfleetv1alpha1.AnnotationRestore] = st.String()
 }
 
-// Held reports whether a host is held by the release gate, and why.
-func Held(h *metal3api.BareMetalHost) (string, bool) {
-	if _, ok := h.Annotations[hostfleetv1alpha1.AnnotationRestore]; !ok {
-		return "", false
-	}
-	st := restoreOf(h)
-	return st.Reason, st.Phase == baseline.PhaseHeld
-}
+// Held reports whether the release gate holds a host, and why.
+func Held(h *metal3api.BareMetalHost) (string, bool) { return baseline.Held(h.Annotations) }
 
 // RestorePending: a claim held the host while the fleet had baselines
 // (InUse), and let it go: it is judged before it is free.
@@ -150,7 +144,7 @@ func (x *run) gate(ctx context.Context) (bool, outcome) {
 		x.pass(want, have, st)
 		return true, outcome{}
 	}
-	findings := said(j.Findings)
+	findings := j.Said()
 	if st.Phase == baseline.PhaseVerify {
 		return false, x.hold(ReasonRestoreFailed, st.Found, "still not as baselines %s want after the restore: %s; find out why on the BMC, then remove the host's %s annotation",
 			strings.Join(want.From, ", "), strings.Join(findings, "; "), hostfleetv1alpha1.AnnotationRestore)
@@ -329,12 +323,4 @@ func before(h *metal3api.BareMetalHost, v *hardware.View) *baseline.Observed {
 		return nil
 	}
 	return &baseline.Observed{Firmware: v.Firmware}
-}
-
-func said(fs []baseline.Finding) []string {
-	out := make([]string, 0, len(fs))
-	for _, f := range fs {
-		out = append(out, f.String())
-	}
-	return out
 }

@@ -124,10 +124,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	have := Observed(hfc, hfs)
 	j := baseline.Judge(want, have, nil)
-	found := make([]string, 0, len(j.Findings))
-	for _, f := range j.Findings {
-		found = append(found, f.String())
-	}
+	found := j.Said()
 	switch {
 	case j.State == baseline.Current:
 		if len(p.Found) > 0 {
@@ -147,7 +144,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			strings.Join(want.From, ", "), strings.Join(found, "; "), hostfleetv1alpha1.AnnotationRestore)
 	}
 	plan, ok := baseline.Plan(want, j)
-	if !ok || hfc == nil && len(plan.Flash) > 0 || hfs == nil && len(plan.BIOS) > 0 || len(plan.RemoveAccounts) > 0 {
+	if !ok || len(plan.RemoveAccounts) > 0 { // a part it has no object for is Unknown: !ok
 		return r.hold(ctx, h, p, hostfleetv1alpha1.ReasonUnverifiable, "cannot be verified or restored through baremetal-operator against baselines %s: %s (it serves no BMC accounts, and firmware only with HostFirmwareComponents and HostFirmwareSettings)",
 			strings.Join(want.From, ", "), strings.Join(found, "; "))
 	}

@@ -11,8 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/hostfleet/hostfleet/agent/binder"
-	"github.com/hostfleet/hostfleet/agent/bmcdriver"
 	"github.com/hostfleet/hostfleet/agent/labelsync"
+	"github.com/hostfleet/hostfleet/hub/api/baseline"
 	"github.com/hostfleet/hostfleet/hub/api/taints"
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
 )
@@ -86,7 +86,7 @@ func Build(in Input) hostfleetv1alpha1.HostInventoryStatus {
 			p.Available++
 			out.Available++
 		}
-		if _, held := bmcdriver.Held(h); held {
+		if _, held := baseline.Held(h.Annotations); held {
 			p.Held++
 			out.Held++
 		}

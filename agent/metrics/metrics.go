@@ -14,7 +14,7 @@ import (
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/hostfleet/hostfleet/agent/bmcdriver"
+	"github.com/hostfleet/hostfleet/hub/api/baseline"
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
 
 	"github.com/hostfleet/hostfleet/internal/metrics"
@@ -172,7 +172,7 @@ func (c *HostCollector) Collect(ch chan<- prometheus.Metric) {
 		if _, ok := h.Annotations[hostfleetv1alpha1.AnnotationOrphanedSince]; ok {
 			orphans++
 		}
-		if reason, ok := bmcdriver.Held(&h); ok {
+		if reason, ok := baseline.Held(h.Annotations); ok {
 			held[reason]++
 		}
 	}

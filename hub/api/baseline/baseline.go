@@ -178,6 +178,15 @@ type Judgement struct {
 	Findings []Finding
 }
 
+// Said is each finding in its line, for a condition or an Event.
+func (j Judgement) Said() []string {
+	out := make([]string, 0, len(j.Findings))
+	for _, f := range j.Findings {
+		out = append(out, f.String())
+	}
+	return out
+}
+
 // Judge compares what a host's BMC read (have) with what its baselines
 // want, and with what it read when its last claim bound it (before; nil:
 // no record): a difference the host did not have when bound is Drifted,

@@ -1,6 +1,10 @@
 package baseline
 
-import "encoding/json"
+import (
+	"encoding/json"
+
+	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
+)
 
 // Progress is a host's way through the release gate, as its
 // hostfleet.io/restore annotation holds it (JSON).
@@ -47,4 +51,12 @@ func ProgressOf(v string, ok bool) Progress {
 func (p Progress) String() string {
 	data, _ := json.Marshal(p)
 	return string(data)
+}
+
+// Held reports whether the release gate holds a host with these
+// annotations (its hostfleet.io/restore), and why.
+func Held(annotations map[string]string) (string, bool) {
+	v, ok := annotations[hostfleetv1alpha1.AnnotationRestore]
+	p := ProgressOf(v, ok)
+	return p.Reason, ok && p.Phase == PhaseHeld
 }
