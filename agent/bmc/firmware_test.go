@@ -126,3 +126,52 @@ func TestRestore(t *testing.T) {
 	_, err = r.Flash(ctx, "nic:NIC.9", images.URL+"/firmware/x")
 	g.Expect(err).To(MatchError(ContainSubstring("no member for nic:NIC.9")))
 }
+
+// TestRestoreIPMI: on IPMI the driver lists the BMC's enabled users and
+// disables those a tenant added in-band (IPMI deletes none), never its own;
+// BIOS settings and updates are not IPMI's to read or make. OpenIPMI's
+// simulator answers the same user commands.
+func TestRestoreIPMI(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	lp, err := lanplus.Start("admin", "secret")
+	g.Expect(err).NotTo(HaveOccurred())
+	defer lp.Close()
+	a, err := bmc.ParseAddress("ipmi://" + lp.Address())
+	g.Expect(err).NotTo(HaveOccurred())
+	d, err := bmc.Open(ctx, a, "admin", "secret", bmc.Options{Timeout: 10 * time.Second})
+	g.Expect(err).NotTo(HaveOccurred())
+	defer d.Close(ctx)
+	r, ok := d.(bmc.Restorer)
+	g.Expect(ok).To(BeTrue())
+	g.Expect(r.Accounts(ctx)).To(Equal([]string{"admin"}))
+
+	lp.SetUserInBand(lanplus.User{ID: 5, Name: "ghost", Password: "boo", Enabled: true, Privilege: 4})
+	lp.SetUserInBand(lanplus.User{ID: 7, Password: "nameless", Enabled: true, Privilege: 4})
+	lp.SetUserInBand(lanplus.User{ID: 8, Name: "old", Enabled: false, Privilege: 4})
+	g.Expect(r.Accounts(ctx)).To(Equal([]string{"admin", "ghost", "#7"}), "a disabled user is no account; one without a name is named by its ID")
+	g.Expect(r.RemoveAccount(ctx, "ghost")).To(Succeed())
+	g.Expect(r.RemoveAccount(ctx, "#7")).To(Succeed())
+	g.Expect(r.RemoveAccount(ctx, "ghost")).To(Succeed(), "already disabled")
+	g.Expect(r.RemoveAccount(ctx, "admin")).To(MatchError(ContainSubstring("the one the agent logs in with")))
+	g.Expect(r.Accounts(ctx)).To(Equal([]string{"admin"}))
+	g.Expect(lp.Users()).To(ContainElement(lanplus.User{ID: 5, Name: "ghost", Password: "boo", Enabled: false, Privilege: 4}))
+	_, err = bmc.Open(ctx, a, "ghost", "boo", bmc.Options{Timeout: 5 * time.Second})
+	g.Expect(err).To(MatchError(bmc.ErrCredentials), "a disabled user no longer logs in")
+
+	_, err = r.BIOS(ctx)
+	g.Expect(err).To(MatchError(bmc.ErrUnsupported))
+	g.Expect(r.StageBIOS(ctx, map[string]string{"SecureBoot": "Enabled"})).To(MatchError(bmc.ErrUnsupported))
+	_, err = r.Flash(ctx, "bmc", "http://images/bmc-2.0")
+	g.Expect(err).To(MatchError(bmc.ErrUnsupported))
+
+	sim, err := ipmisim.Start(t.TempDir(), "admin", "password")
+	g.Expect(err).NotTo(HaveOccurred())
+	defer sim.Close()
+	a, err = bmc.ParseAddress("ipmi://" + sim.Address())
+	g.Expect(err).NotTo(HaveOccurred())
+	d, err = bmc.Open(ctx, a, "admin", "password", bmc.Options{Timeout: 30 * time.Second})
+	g.Expect(err).NotTo(HaveOccurred())
+	defer d.Close(ctx)
+	g.Expect(d.(bmc.Restorer).Accounts(ctx)).To(ContainElement("admin"))
+}

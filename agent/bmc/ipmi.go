@@ -16,6 +16,8 @@ import (
 // agent's image drives ipmi:// hosts from its own files.
 type ipmiClient struct {
 	c *ipmi.Client
+	// user is the account the session logs in with.
+	user string
 	bmcCall
 	// health is what the last chassis status said.
 	health   Health
@@ -43,7 +45,7 @@ func openIPMI(ctx context.Context, addr Address, user, pass string, call bmcCall
 	// most BMCs speak, and what the ipmitool path asks for.
 	c.WithTimeout(min(timeout, packetTimeout)).WithCipherSuiteID(ipmi.CipherSuiteID3).WithMaxPrivilegeLevel(ipmi.PrivilegeLevelAdministrator)
 	// Open observes the session as a whole; its calls, once open.
-	d := &ipmiClient{c: c, bmcCall: bmcCall{addr: call.addr, timeout: call.timeout}}
+	d := &ipmiClient{c: c, user: user, bmcCall: bmcCall{addr: call.addr, timeout: call.timeout}}
 	if err := d.call(ctx, "open IPMI session", d.connect); err != nil {
 		if errors.Is(err, ErrUnreachable) || errors.Is(err, ErrCredentials) {
 			return nil, err
@@ -206,4 +208,111 @@ func (d *ipmiClient) Firmware(ctx context.Context) (map[string]string, error) {
 
 func (d *ipmiClient) Close(ctx context.Context) error {
 	return d.call(ctx, "close IPMI session", d.c.Close)
+}
+
+// userChannel is "the channel this request came on" (IPMI 2.0 table
+// 6-1): the LAN channel the agent's session uses.
+const userChannel = 0x0e
+
+// privNoAccess is a user's privilege limit "no access".
+const privNoAccess ipmi.PrivilegeLevel = 0x0f
+
+// ipmiUser is one user ID of the BMC and whether it is enabled.
+type ipmiUser struct {
+	id      uint8
+	name    string
+	enabled bool
+}
+
+// label is how an account is named to baselines: its user name, else
+// "#<id>" (the null user, or an ID enabled without a name).
+func (u ipmiUser) label() string {
+	if u.name == "" {
+		return fmt.Sprintf("#%d", u.id)
+	}
+	return u.name
+}
+
+// users reads the BMC's user table: Get User Access and Get User Name for
+// each user ID. Enabled is what Set User Password last made it (IPMI 2.0
+// errata 3); a BMC older than that says so by allowing IPMI messaging.
+func (d *ipmiClient) users(ctx context.Context) ([]ipmiUser, error) {
+	var out []ipmiUser
+	err := d.call(ctx, "read BMC users", func(ctx context.Context) error {
+		out = nil
+		for id, last := uint8(1), uint8(1); id <= last; id++ {
+			a, err := d.c.GetUserAccess(ctx, userChannel, id)
+			if err != nil {
+				return fmt.Errorf("user %d: %w", id, err)
+			}
+			last = a.MaxUsersIDCount
+			u := ipmiUser{id: id, enabled: a.EnableStatus == 1 ||
+				a.EnableStatus == 0 && a.IPMIMessagingEnabled && a.MaxPrivLevel != privNoAccess}
+			if n, err := d.c.GetUsername(ctx, id); err == nil {
+				u.name = strings.TrimRight(n.Username, "\x00")
+			} else if _, answered := errors.AsType[*ipmi.ResponseError](err); !answered {
+				return fmt.Errorf("user %d: %w", id, err)
+			}
+			out = append(out, u)
+		}
+		return nil
+	})
+	return out, err
+}
+
+// Accounts are the enabled user IDs' names.
+func (d *ipmiClient) Accounts(ctx context.Context) ([]string, error) {
+	users, err := d.users(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := []string{}
+	for _, u := range users {
+		if u.enabled {
+			out = append(out, u.label())
+		}
+	}
+	return out, nil
+}
+
+// RemoveAccount disables every enabled user ID named user (Set User
+// Password, operation "disable user"): IPMI cannot delete one. The
+// session's own is never disabled.
+func (d *ipmiClient) RemoveAccount(ctx context.Context, user string) error {
+	if user == d.user {
+		return fmt.Errorf("BMC account %s is the one the agent logs in with", user)
+	}
+	users, err := d.users(ctx)
+	if err != nil {
+		return err
+	}
+	for _, u := range users {
+		if u.enabled && u.label() == user {
+			if err := d.call(ctx, "disable BMC user "+user, func(ctx context.Context) error { return d.c.DisableUser(ctx, u.id) }); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// errLanOnly: what IPMI cannot do out of band.
+func (d *ipmiClient) errLanOnly(what string) error {
+	return fmt.Errorf("%w: %s needs Redfish; %s speaks IPMI", ErrUnsupported, what, d.addr.HostPort())
+}
+
+func (d *ipmiClient) BIOS(context.Context) (map[string]string, error) {
+	return nil, d.errLanOnly("reading BIOS settings")
+}
+
+func (d *ipmiClient) StageBIOS(context.Context, map[string]string) error {
+	return d.errLanOnly("staging BIOS settings")
+}
+
+func (d *ipmiClient) Flash(context.Context, string, string) (string, error) {
+	return "", d.errLanOnly("a firmware update")
+}
+
+func (d *ipmiClient) Task(context.Context, string) (TaskState, error) {
+	return TaskState{}, d.errLanOnly("an update task")
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/hostfleet/hostfleet/agent/bmc"
 	"github.com/hostfleet/hostfleet/agent/bmcdriver"
 	"github.com/hostfleet/hostfleet/agent/metrics"
+	"github.com/hostfleet/hostfleet/e2e/emulators/lanplus"
 	"github.com/hostfleet/hostfleet/e2e/emulators/redfish"
 	"github.com/hostfleet/hostfleet/e2e/harness/planes"
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
@@ -222,4 +223,85 @@ func heldMetric(g Gomega, c client.Client) map[string]float64 {
 		}
 	}
 	return out
+}
+
+// TestReleaseGateOnIPMI: an IPMI host's tenant adds an administrator to its
+// BMC in-band (ipmitool user set name/password, user enable); on release
+// the user is disabled before the host is free, the driver's own account
+// untouched. A baseline that also wants a BIOS setting holds the host:
+// IPMI cannot read BIOS settings, so the host cannot be verified.
+func TestReleaseGateOnIPMI(t *testing.T) {
+	f := planes.ForTest(t, "infra")
+	c := f.Plane("infra").Client
+	var mu sync.Mutex
+	fb := hostfleetv1alpha1.FirmwareBaseline{ObjectMeta: metav1.ObjectMeta{Name: "accounts"}, Spec: hostfleetv1alpha1.FirmwareBaselineSpec{
+		BMCAccounts: &hostfleetv1alpha1.BMCAccountPolicy{}}}
+	baselines := func(context.Context) ([]hostfleetv1alpha1.FirmwareBaseline, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		return []hostfleetv1alpha1.FirmwareBaseline{*fb.DeepCopy()}, nil
+	}
+	f.ManagerForTest(t, "infra", func(mgr ctrl.Manager) error {
+		return (&bmcdriver.Reconciler{Client: mgr.GetClient(), Poll: 2 * time.Second, Power: fastPower, Baselines: baselines,
+			Recorder: mgr.GetEventRecorder("hostfleet-agent"), BMC: bmc.Options{Timeout: 5 * time.Second}}).
+			SetupWithManager(context.Background(), mgr, setup.Options{Managed: mgr})
+	})
+	e := env{t: t, g: NewWithT(t), ctx: context.Background(), c: c}
+	g := e.g
+	g.Expect(c.Create(e.ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "hosts"}})).To(Succeed())
+	b, err := lanplus.Start("admin", "secret")
+	g.Expect(err).NotTo(HaveOccurred())
+	defer b.Close()
+	g.Expect(c.Create(e.ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "hosts", Name: "i-bmc"},
+		Data: map[string][]byte{"username": []byte("admin"), "password": []byte("secret")}})).To(Succeed())
+	h := &metal3api.BareMetalHost{ObjectMeta: metav1.ObjectMeta{Namespace: "hosts", Name: "i",
+		Annotations: map[string]string{hostfleetv1alpha1.AnnotationDriver: hostfleetv1alpha1.DriverBMCLib}},
+		Spec: metal3api.BareMetalHostSpec{BMC: metal3api.BMCDetails{Address: "ipmi://" + b.Address(), CredentialsName: "i-bmc"}}}
+	g.Expect(c.Create(e.ctx, h)).To(Succeed())
+	e.state(h, metal3api.StateAvailable)
+	g.Expect(h.Annotations).To(HaveKeyWithValue(hostfleetv1alpha1.AnnotationBaselineObserved, ContainSubstring(`"Accounts":["admin"]`)))
+	baseline := func(g Gomega) *metav1.Condition {
+		c := meta.FindStatusCondition(e.get(g, h).Status.Conditions, bmcdriver.ConditionBaseline)
+		g.Expect(c).NotTo(BeNil())
+		return c
+	}
+	useAndRelease := func(tenant func()) {
+		t.Helper()
+		e.update(h, func(h *metal3api.BareMetalHost) {
+			h.Spec.ConsumerRef = &corev1.ObjectReference{Kind: "HostClaim", Namespace: "tenant-a", Name: "c"}
+			h.Spec.Online = true
+		})
+		g.Eventually(func(g Gomega) {
+			g.Expect(baseline(g).Reason).To(Equal(bmcdriver.ReasonBaselineInUse))
+			g.Expect(b.Power()).To(BeTrue())
+		}).WithTimeout(30 * time.Second).Should(Succeed())
+		tenant()
+		e.update(h, func(h *metal3api.BareMetalHost) { h.Spec.ConsumerRef, h.Spec.Online = nil, false })
+	}
+
+	t.Log("the tenant adds user ghost in-band; released, ghost is disabled and the host is free")
+	useAndRelease(func() {
+		b.SetUserInBand(lanplus.User{ID: 5, Name: "ghost", Password: "boo", Enabled: true, Privilege: 4})
+	})
+	g.Eventually(func(g Gomega) {
+		c := baseline(g)
+		g.Expect(c.Reason).To(Equal(bmcdriver.ReasonBaselineCurrent))
+		g.Expect(c.Message).To(ContainSubstring("BMC account ghost drifted: enabled, baseline removed, absent when bound"))
+		g.Expect(binder.Free(h)).To(BeTrue())
+	}).WithTimeout(30 * time.Second).Should(Succeed())
+	g.Expect(b.Users()).To(ConsistOf(
+		lanplus.User{ID: 2, Name: "admin", Password: "secret", Enabled: true, Privilege: 4},
+		lanplus.User{ID: 5, Name: "ghost", Password: "boo", Enabled: false, Privilege: 4}), "disabled; the driver's own account as it was")
+
+	t.Log("a baseline that wants a BIOS setting: IPMI cannot read it, the host is held as unverifiable")
+	mu.Lock()
+	fb.Spec.BIOSSettings = map[string]string{"SecureBoot": "Enabled"}
+	mu.Unlock()
+	useAndRelease(func() {})
+	g.Eventually(func(g Gomega) {
+		c := baseline(g)
+		g.Expect(c.Reason).To(Equal(bmcdriver.ReasonUnverifiable))
+		g.Expect(c.Message).To(ContainSubstring("BIOS setting SecureBoot"))
+		g.Expect(binder.Free(h)).To(BeFalse())
+	}).WithTimeout(30 * time.Second).Should(Succeed())
 }

@@ -40,7 +40,15 @@ func (x *run) inspect(ctx context.Context) outcome {
 	switch {
 	case errors.Is(err, bmc.ErrUnsupported):
 		// IPMI reports no inventory: the host is available without
-		// HardwareData, as with inspection disabled.
+		// HardwareData, as with inspection disabled; what a tenant could
+		// change is still kept for the release gate.
+		fw, err := x.firmware(ctx)
+		if err == nil {
+			err = x.observeFirst(ctx, fw)
+		}
+		if err != nil {
+			return failed(fail(metal3api.InspectionError, "%v", err))
+		}
 	case err != nil:
 		return failed(fail(metal3api.InspectionError, "%v", err))
 	default:
@@ -50,11 +58,9 @@ func (x *run) inspect(ctx context.Context) outcome {
 				return failed(fail(metal3api.InspectionError, "%v", err))
 			}
 		}
-		var fw map[string]string
-		if r, ok := x.d.(bmc.FirmwareReader); ok {
-			if fw, err = r.Firmware(ctx); err != nil && !errors.Is(err, bmc.ErrUnsupported) {
-				return failed(fail(metal3api.InspectionError, "%v", err))
-			}
+		fw, err := x.firmware(ctx)
+		if err != nil {
+			return failed(fail(metal3api.InspectionError, "%v", err))
 		}
 		if err := x.saveHardware(ctx, host, hw, gpus, fw); err != nil {
 			return failed(fail(metal3api.InspectionError, "save HardwareData: %v", err))
@@ -348,4 +354,18 @@ func (x *run) bmcAddress() string {
 		return a.HostPort()
 	}
 	return x.host.Spec.BMC.Address
+}
+
+// firmware is what the BMC reads of the host's firmware; nil when it
+// reads none.
+func (x *run) firmware(ctx context.Context) (map[string]string, error) {
+	r, ok := x.d.(bmc.FirmwareReader)
+	if !ok {
+		return nil, nil
+	}
+	fw, err := r.Firmware(ctx)
+	if errors.Is(err, bmc.ErrUnsupported) {
+		return nil, nil
+	}
+	return fw, err
 }

@@ -2,12 +2,14 @@ package claim_test
 
 import (
 	"context"
+	"encoding/json"
 	"testing"
 	"time"
 
 	metal3api "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -23,7 +25,8 @@ import (
 // judged in the write that releases it; the agent's release gate asks
 // baremetal-operator to put Secure Boot back on (HostFirmwareSettings), and
 // the next claim binds the host only once it has (this test writes the
-// status as baremetal-operator does).
+// status as baremetal-operator does). What the first tenant left is told on the
+// host only: the next tenant's claim and Events say nothing of it.
 func TestServedHostJudgedOnRelease(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
@@ -78,4 +81,19 @@ func TestServedHostJudgedOnRelease(t *testing.T) {
 		return infra.Status().Update(ctx, hfs)
 	}).WithTimeout(10 * time.Second).Should(Succeed())
 	boundHostNamed(g, hub, next, "served")
+
+	t.Log("what the first tenant left is said on the host, on the infrastructure cluster; the next tenant's claim and Events say nothing of it")
+	var infraEvents, hubEvents eventsv1.EventList
+	g.Eventually(func(g Gomega) {
+		g.Expect(infra.List(ctx, &infraEvents, client.InNamespace(hostsNS))).To(Succeed())
+		g.Expect(infraEvents.Items).To(ContainElement(And(HaveField("Reason", "BaselineRestored"), HaveField("Note", ContainSubstring("BIOS setting SecureBoot behind")))))
+	}).WithTimeout(10 * time.Second).Should(Succeed())
+	g.Expect(hub.Get(ctx, client.ObjectKeyFromObject(next), next)).To(Succeed())
+	data, err := json.Marshal(next)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(string(data)).NotTo(Or(ContainSubstring("SecureBoot"), ContainSubstring("drifted"), ContainSubstring("restor")))
+	g.Expect(hub.List(ctx, &hubEvents, client.InNamespace(tenantNS))).To(Succeed())
+	for _, e := range hubEvents.Items {
+		g.Expect(e.Note).NotTo(Or(ContainSubstring("SecureBoot"), ContainSubstring("drifted")), "Event %s on %s", e.Reason, e.Regarding.Name)
+	}
 }

@@ -78,6 +78,9 @@ func (b *BMC) ipmi15(p []byte) []byte {
 // command carries out one request in a session: its completion code and
 // response data.
 func (b *BMC) command(s *session, m *message) (byte, []byte) {
+	if cc, data, ok := b.userCommand(s, m); ok {
+		return cc, data
+	}
 	switch int(m.netFn)<<8 | int(m.cmd) {
 	case netFnApp<<8 | cmdGetDeviceID:
 		major, minor := b.firmware[0], b.firmware[1]
@@ -85,7 +88,7 @@ func (b *BMC) command(s *session, m *message) (byte, []byte) {
 	case netFnApp<<8 | cmdGetAuthCaps:
 		return ccOK, authCaps()
 	case netFnApp<<8 | cmdSetSessionPriv:
-		return s.setPrivilege(m.data)
+		return s.setPrivilege(m.data, b.users[s.uid].Privilege)
 	case netFnApp<<8 | cmdCloseSession:
 		if len(m.data) < 4 || b.sessions[le32(m.data)] == nil {
 			return 0x87, nil // invalid session ID
@@ -110,7 +113,9 @@ func (b *BMC) command(s *session, m *message) (byte, []byte) {
 	return ccInvalidCommand, nil
 }
 
-func (s *session) setPrivilege(d []byte) (byte, []byte) {
+// setPrivilege raises the session to what it asks, within its RAKP role
+// and its user's limit.
+func (s *session) setPrivilege(d []byte, limit byte) (byte, []byte) {
 	if len(d) < 1 {
 		return ccInvalidField, nil
 	}
@@ -118,7 +123,7 @@ func (s *session) setPrivilege(d []byte) (byte, []byte) {
 	case want == 0:
 	case want > privAdministrator || want < 2:
 		return ccInvalidField, nil
-	case want > s.role&0x0f && s.role&0x0f != 0:
+	case want > s.role&0x0f && s.role&0x0f != 0, want > limit:
 		return ccPrivilegeNotAllowed, nil
 	default:
 		s.priv = want

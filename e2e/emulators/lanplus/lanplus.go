@@ -4,8 +4,9 @@
 // driver uses (status, control, boot device). Unlike OpenIPMI's ipmi_sim
 // (package ipmisim), its chassis can fault: a power fault, a power control
 // fault, an overload, an interlock, a cooling or drive fault, as Get Chassis
-// Status reports them; it can stop answering; and a tenant can flash its
-// firmware in-band (Get Device ID reads the new revision). State is in
+// Status reports them; it can stop answering; a tenant can flash its
+// firmware in-band (Get Device ID reads the new revision) and add users to
+// its user table (Get and Set User Access, Name and Password). State is in
 // memory.
 //
 // It is test infrastructure: nothing in the shipped binaries imports it.
@@ -29,7 +30,8 @@ type Faults struct {
 
 // BMC is one emulated BMC and the UDP socket it answers on.
 type BMC struct {
-	// Username and Password are the credentials it accepts.
+	// Username and Password are user 2, the administrator it starts with;
+	// a tenant may add others in-band (SetUserInBand).
 	Username, Password string
 
 	conn *net.UDPConn
@@ -46,6 +48,8 @@ type BMC struct {
 	// firmware is the BMC's firmware revision: major, and minor as
 	// decimal digits (Get Device ID sends it in BCD).
 	firmware [2]int
+	// users are its user IDs, 1 to maxUsers (0 unused).
+	users [maxUsers + 1]User
 }
 
 // Event is one chassis control the BMC carried out.
@@ -67,6 +71,8 @@ func Start(username, password string) (*BMC, error) {
 	}
 	b := &BMC{Username: username, Password: password, conn: conn, done: make(chan struct{}), sessions: map[uint32]*session{}, next: 0x1000,
 		firmware: [2]int{1, 0}}
+	b.users[1] = User{ID: 1}
+	b.users[2] = User{ID: 2, Name: username, Password: password, Enabled: true, Privilege: privAdministrator}
 	go b.serve()
 	return b, nil
 }

@@ -121,3 +121,42 @@ func TestIpmitoolDrivesTheEmulator(t *testing.T) {
 	out, err = ipmitool("wrong", "chassis", "power", "status")
 	g.Expect(err).To(HaveOccurred(), out)
 }
+
+// TestIpmitoolSetsUsers: the user table as ipmitool reads and writes it; a
+// user added (as a tenant does in-band) logs in, one disabled no longer
+// does.
+func TestIpmitoolSetsUsers(t *testing.T) {
+	g := NewWithT(t)
+	b, err := lanplus.Start("admin", "secret")
+	g.Expect(err).NotTo(HaveOccurred())
+	defer b.Close()
+	host, port, _ := strings.Cut(b.Address(), ":")
+	ipmitool := func(user, pass string, args ...string) (string, error) {
+		out, err := exec.Command("ipmitool", append([]string{"-I", "lanplus", "-C", "3", "-N", "1", "-R", "1",
+			"-H", host, "-p", port, "-U", user, "-P", pass}, args...)...).CombinedOutput()
+		return string(out), err
+	}
+	for _, args := range [][]string{
+		{"user", "set", "name", "5", "ghost"}, {"user", "set", "password", "5", "boo"},
+		{"user", "priv", "5", "4", "1"}, {"user", "enable", "5"},
+	} {
+		out, err := ipmitool("admin", "secret", args...)
+		g.Expect(err).NotTo(HaveOccurred(), "%v: %s", args, out)
+	}
+	g.Expect(b.Users()).To(ContainElement(lanplus.User{ID: 5, Name: "ghost", Password: "boo", Enabled: true, Privilege: 4}))
+	out, err := ipmitool("admin", "secret", "user", "list", "1")
+	g.Expect(err).NotTo(HaveOccurred(), out)
+	g.Expect(out).To(MatchRegexp(`(?m)^2\s+admin\s+true\s+false\s+true\s+ADMINISTRATOR`))
+	g.Expect(out).To(MatchRegexp(`(?m)^5\s+ghost\s+true\s+false\s+true\s+ADMINISTRATOR`))
+	out, err = ipmitool("ghost", "boo", "chassis", "power", "on")
+	g.Expect(err).NotTo(HaveOccurred(), out)
+	g.Expect(b.Power()).To(BeTrue())
+
+	out, err = ipmitool("admin", "secret", "user", "disable", "5")
+	g.Expect(err).NotTo(HaveOccurred(), out)
+	out, err = ipmitool("ghost", "boo", "chassis", "power", "status")
+	g.Expect(err).To(HaveOccurred(), "a disabled user cannot log in: %s", out)
+	b.SetUserInBand(lanplus.User{ID: 6, Name: "oper", Password: "op", Enabled: true, Privilege: 3})
+	out, err = ipmitool("oper", "op", "-L", "OPERATOR", "user", "disable", "2")
+	g.Expect(err).To(HaveOccurred(), "an operator cannot change users: %s", out)
+}

@@ -44,6 +44,7 @@ type session struct {
 	console, id uint32
 	role        byte // RAKP 1's requested role, the whole byte
 	user        []byte
+	uid         int // the user ID it logged in as
 	rc, rm      [16]byte
 	guid        [16]byte
 	k1, k2      []byte
@@ -65,10 +66,10 @@ func mac(key []byte, parts ...[]byte) []byte {
 	return h.Sum(nil)
 }
 
-// kuid is the user's key: the password, zero-padded to 20 bytes.
-func (b *BMC) kuid() []byte {
+// kuid is the session user's key: its password, zero-padded to 20 bytes.
+func (b *BMC) kuid(s *session) []byte {
 	k := make([]byte, 20)
-	copy(k, b.Password)
+	copy(k, b.users[s.uid].Password)
 	return k
 }
 
@@ -156,17 +157,19 @@ func (b *BMC) rakp1(q []byte) []byte {
 	copy(s.rc[:], q[8:24])
 	s.role, s.user = q[24], append([]byte(nil), q[28:28+int(q[27])]...)
 	head := append([]byte{tag, 0, 0, 0}, put32(s.console)...)
-	if string(s.user) != b.Username {
+	u := b.login(s.user)
+	if u == nil {
 		head[1] = statusUnauthorizedName
 		return setup(payloadRAKP2, head)
 	}
+	s.uid = u.ID
 	if s.role&0x0f > 4 {
 		head[1] = statusIllegalParameters
 		return setup(payloadRAKP2, head)
 	}
 	_, _ = rand.Read(s.rm[:])
 	_, _ = rand.Read(s.guid[:])
-	code := mac(b.kuid(), put32(s.console), put32(s.id), s.rc[:], s.rm[:], s.guid[:], []byte{s.role, byte(len(s.user))}, s.user)
+	code := mac(b.kuid(s), put32(s.console), put32(s.id), s.rc[:], s.rm[:], s.guid[:], []byte{s.role, byte(len(s.user))}, s.user)
 	return setup(payloadRAKP2, bytes.Join([][]byte{head, s.rm[:], s.guid[:], code}, nil))
 }
 
@@ -181,13 +184,13 @@ func (b *BMC) rakp3(q []byte) []byte {
 		return setup(payloadRAKP4, []byte{tag, statusInvalidSession, 0, 0, 0, 0, 0, 0})
 	}
 	head := append([]byte{tag, 0, 0, 0}, put32(s.console)...)
-	want := mac(b.kuid(), s.rm[:], put32(s.console), []byte{s.role, byte(len(s.user))}, s.user)
+	want := mac(b.kuid(s), s.rm[:], put32(s.console), []byte{s.role, byte(len(s.user))}, s.user)
 	if q[1] != statusOK || len(q) < 28 || !hmac.Equal(q[8:28], want) {
 		delete(b.sessions, s.id)
 		head[1] = statusInvalidICV
 		return setup(payloadRAKP4, head)
 	}
-	sik := mac(b.kuid(), s.rc[:], s.rm[:], []byte{s.role, byte(len(s.user))}, s.user)
+	sik := mac(b.kuid(s), s.rc[:], s.rm[:], []byte{s.role, byte(len(s.user))}, s.user)
 	s.k1, s.k2 = mac(sik, bytes.Repeat([]byte{1}, 20)), mac(sik, bytes.Repeat([]byte{2}, 20))
 	s.active, s.priv = true, 2
 	return setup(payloadRAKP4, append(head, mac(sik, s.rc[:], put32(s.id), s.guid[:])[:12]...))
