@@ -29,6 +29,9 @@ type Input struct {
 	// Hardware is each inspected host's hardware and profile, by host;
 	// a host without one is pooled without a profile.
 	Hardware map[types.NamespacedName]Profiled
+	// Baselines are the FirmwareBaselines the cluster's ClusterTenancy
+	// carries: each pool counts how its hosts stand against them.
+	Baselines []hostfleetv1alpha1.FirmwareBaseline
 }
 
 // Profiled is a host's hardware view and its profile's name.
@@ -90,6 +93,9 @@ func Build(in Input) hostfleetv1alpha1.HostInventoryStatus {
 			p.Held++
 			out.Held++
 		}
+		if s, ok := baseline.Standing(in.Baselines, hw.View, h.Annotations); ok {
+			count(p, s)
+		}
 	}
 	keys := make([]string, 0, len(pools))
 	for k := range pools {
@@ -132,4 +138,21 @@ func dedupe(s []string) []string {
 		}
 	}
 	return out
+}
+
+// count adds a host that stands s against its baselines to its pool.
+func count(p *hostfleetv1alpha1.HostPool, s baseline.State) {
+	if p.Firmware == nil {
+		p.Firmware = &hostfleetv1alpha1.FirmwareStanding{}
+	}
+	switch s {
+	case baseline.Current:
+		p.Firmware.Current++
+	case baseline.Behind:
+		p.Firmware.Behind++
+	case baseline.Drifted:
+		p.Firmware.Drifted++
+	default:
+		p.Firmware.Unknown++
+	}
 }

@@ -62,6 +62,18 @@ func TestBuild(t *testing.T) {
 		{Namespaces: []string{"tenant-a", "tenant-b"}, Taints: []string{"reserved"}, Total: 1, Available: 1},
 	}))
 	g.Expect(Build(in)).To(Equal(got), "deterministic")
+
+	t.Log("with a baseline that allows no extra BMC account, each pool counts its hosts by how they stand, as their BMCs last read them")
+	in.Baselines = []hostfleetv1alpha1.FirmwareBaseline{{ObjectMeta: metav1.ObjectMeta{Name: "accounts"},
+		Spec: hostfleetv1alpha1.FirmwareBaselineSpec{BMCAccounts: &hostfleetv1alpha1.BMCAccountPolicy{}}}}
+	in.Hosts[4].Annotations = map[string]string{hostfleetv1alpha1.AnnotationBaselineObserved: `{"Accounts":["admin"],"Own":"admin"}`}
+	in.Hosts[5].Annotations[hostfleetv1alpha1.AnnotationBaselineObserved] = `{"Accounts":["admin","ghost"],"Own":"admin"}`
+	firmware := func(p hostfleetv1alpha1.HostPool) *hostfleetv1alpha1.FirmwareStanding { return p.Firmware }
+	g.Expect(Build(in).Pools).To(HaveExactElements(
+		WithTransform(firmware, Equal(&hostfleetv1alpha1.FirmwareStanding{Unknown: 1})),
+		WithTransform(firmware, Equal(&hostfleetv1alpha1.FirmwareStanding{Unknown: 3})),
+		WithTransform(firmware, Equal(&hostfleetv1alpha1.FirmwareStanding{Current: 1})),
+		WithTransform(firmware, Equal(&hostfleetv1alpha1.FirmwareStanding{Behind: 1}))), "never read: unknown; the held host: held only")
 }
 
 // TestBuildProfiles: hosts of one hardware share a pool and the profile is

@@ -148,7 +148,7 @@ func (w *Writer) Once(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	st := Build(Input{Hosts: hosts.Items, Policies: policies.Items, Namespaces: servedtenants.Namespaces(ct), Prefixes: prefixes, Hardware: hw})
+	st := Build(Input{Hosts: hosts.Items, Policies: policies.Items, Namespaces: servedtenants.Namespaces(ct), Prefixes: prefixes, Hardware: hw, Baselines: ct.Baselines()})
 	metrics.Heartbeat.WithLabelValues(w.ClusterName).SetToCurrentTime()
 	if w.written != nil {
 		last := w.written.Status

@@ -128,6 +128,22 @@ func TestWriter(t *testing.T) {
 		g.Expect(hub.Get(ctx, client.ObjectKeyFromObject(inv), inv)).To(Succeed())
 		g.Expect(inv.Status.Available).To(Equal(int32(n/2 - 1)))
 	}).WithTimeout(10 * time.Second).Should(Succeed())
+
+	t.Log("a FirmwareBaseline reaches the ClusterTenancy: each pool counts its hosts by how they stand against it, as last read")
+	ct := &hostfleetv1alpha1.ClusterTenancy{}
+	g.Expect(hub.Get(ctx, client.ObjectKey{Namespace: "infra-1", Name: hostfleetv1alpha1.TenancyName}, ct)).To(Succeed())
+	ct.Spec.FirmwareBaselines = []hostfleetv1alpha1.ServedBaseline{{Name: "accounts",
+		Spec: hostfleetv1alpha1.FirmwareBaselineSpec{BMCAccounts: &hostfleetv1alpha1.BMCAccountPolicy{}}}}
+	g.Expect(hub.Update(ctx, ct)).To(Succeed())
+	g.Expect(infra.Get(ctx, client.ObjectKey{Namespace: "hosts", Name: "h0"}, h)).To(Succeed())
+	h.Annotations = map[string]string{hostfleetv1alpha1.AnnotationBaselineObserved: `{"Accounts":["admin"],"Own":"admin"}`}
+	g.Expect(infra.Update(ctx, h)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		g.Expect(hub.Get(ctx, client.ObjectKeyFromObject(inv), inv)).To(Succeed())
+		g.Expect(inv.Status.Pools).To(HaveLen(2))
+		g.Expect(inv.Status.Pools[0].Firmware).To(Equal(&hostfleetv1alpha1.FirmwareStanding{Unknown: 3}), "never read")
+		g.Expect(inv.Status.Pools[1].Firmware).To(Equal(&hostfleetv1alpha1.FirmwareStanding{Current: 1, Unknown: 2}))
+	}).WithTimeout(10 * time.Second).Should(Succeed())
 }
 
 // TestWriterProfiles: the hosts' HardwareData (inspection's, or the BMC

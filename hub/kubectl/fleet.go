@@ -104,6 +104,7 @@ func Clusters(invs []hostfleetv1alpha1.HostInventory, tenancies []hostfleetv1alp
 			if p.Held > 0 {
 				pool += fmt.Sprintf(", %d held", p.Held)
 			}
+			pool += standing(p.Firmware)
 			l.Pools = append(l.Pools, pool)
 		}
 	}
@@ -145,4 +146,22 @@ func poolName(p hostfleetv1alpha1.HostPool) string {
 		name += " [" + p.Profile + "]"
 	}
 	return name
+}
+
+// standing says a pool's hosts that are not as their FirmwareBaselines
+// want, as last read: nothing when all are.
+func standing(s *hostfleetv1alpha1.FirmwareStanding) string {
+	if s == nil {
+		return ""
+	}
+	out := ""
+	for _, c := range []struct {
+		n    int32
+		what string
+	}{{s.Behind, "behind"}, {s.Drifted, "drifted"}, {s.Unknown, "firmware unknown"}} {
+		if c.n > 0 {
+			out += fmt.Sprintf(", %d %s", c.n, c.what)
+		}
+	}
+	return out
 }

@@ -58,9 +58,36 @@ type HostPool struct {
 	// against, their FirmwareBaselines.
 	// +optional
 	Held int32 `json:"held,omitempty"`
+
+	// Firmware counts the pool's hosts that FirmwareBaselines select by how
+	// they stand against them, as their BMCs last read them (at inspection
+	// or release; nothing is read for it). Held hosts are counted in held
+	// only. Absent when no baseline selects a host of the pool.
+	// +optional
+	Firmware *FirmwareStanding `json:"firmware,omitempty"`
 }
 
-// HostInventoryStatus is the agent's summary of its cluster's hosts.
+// FirmwareStanding counts hosts by how they stand against their
+// FirmwareBaselines.
+type FirmwareStanding struct {
+	// Current hosts hold what their baselines want.
+	// +optional
+	Current int32 `json:"current,omitempty"`
+	// Behind hosts hold older firmware or other settings than their
+	// baselines want; a free one is restored at its next release.
+	// +optional
+	Behind int32 `json:"behind,omitempty"`
+	// Drifted hosts were changed while a claim held them, and are being
+	// restored.
+	// +optional
+	Drifted int32 `json:"drifted,omitempty"`
+	// Unknown hosts were never read for what their baselines check, or
+	// their BMC cannot read it.
+	// +optional
+	Unknown int32 `json:"unknown,omitempty"`
+}
+
+// HostInventoryStatus) is the agent's summary of its cluster's hosts.
 type HostInventoryStatus struct {
 	// Pools group the cluster's hosts for scheduling.
 	// +optional
