@@ -4,8 +4,8 @@ import (
 	"encoding/json"
 	"strings"
 
-	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
 	"github.com/hostfleet/hostfleet/hub/api/hardware"
+	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
 )
 
 // Standing is how a host stands against the baselines that select it, as

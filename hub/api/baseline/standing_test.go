@@ -3,9 +3,9 @@ package baseline_test
 import (
 	"testing"
 
-	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
 	"github.com/hostfleet/hostfleet/hub/api/baseline"
 	"github.com/hostfleet/hostfleet/hub/api/hardware"
+	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
 )
 
 // TestStanding: a host is counted by what its BMC last read (or, without
