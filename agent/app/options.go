@@ -45,6 +45,9 @@ type Options struct {
 	// forwarder's hf- namespaces) and those of LocalClaimNamespaces. Never
 	// one another HostClaim controller (baremetal-operator's) serves.
 	LocalClaims bool
+	// VerifyFirmwareImages fetches each firmware image a restore flashes
+	// and checks it against its baseline's checksum first.
+	VerifyFirmwareImages bool
 	// LocalClaimNamespaces are namespaces of the managed cluster whose own
 	// HostClaims the agent serves too, with LocalClaims; it reads their
 	// data secrets there and nowhere else.
@@ -162,40 +165,41 @@ type Options struct {
 // NewOptions returns the defaults, which work on a laptop.
 func NewOptions() *Options {
 	return &Options{
-		HubName:           "hub",
-		Role:              hostfleetv1alpha1.RoleInfrastructure,
-		LabelSyncInterval: time.Minute,
-		Concurrency:       4,
-		RetryAfter:        30 * time.Second,
-		Resync:            time.Minute,
-		InventoryInterval: 10 * time.Second,
-		QPS:               50,
-		Burst:             100,
-		ManagedQPS:        200,
-		ManagedBurst:      400,
-		MetricsAddr:       "0",
-		MetricsSecure:     true,
-		HealthAddr:        "0",
-		LeaderElect:       true,
-		Election:          election.Default(),
-		HealthLease:       true,
-		BMHDriver:         "annotated",
-		ClaimScope:        "tenants",
-		ClaimWatch:        defaultClaimWatch(),
-		OrphanGrace:       5 * time.Minute,
-		FenceTimeout:      2 * time.Minute,
-		BreakerMaxPercent: 40,
-		BreakerWindow:     time.Hour,
-		BMCWorkers:        500,
-		BMCTimeout:        30 * time.Second,
-		Erase:             string(hostfleetv1alpha1.EraseNone),
-		EraseTimeout:      time.Hour,
-		BMCPoll:           time.Minute,
-		BMCPowerWait:      bmcdriver.DefaultTiming.Wait,
-		BMCSoftPowerOff:   bmcdriver.DefaultTiming.SoftOff,
-		AgentNamespace:    defaultNamespace(),
-		HostingNamespace:  os.Getenv("POD_NAMESPACE"),
-		TokenTTL:          time.Hour,
+		HubName:              "hub",
+		Role:                 hostfleetv1alpha1.RoleInfrastructure,
+		LabelSyncInterval:    time.Minute,
+		Concurrency:          4,
+		RetryAfter:           30 * time.Second,
+		Resync:               time.Minute,
+		InventoryInterval:    10 * time.Second,
+		QPS:                  50,
+		Burst:                100,
+		ManagedQPS:           200,
+		ManagedBurst:         400,
+		MetricsAddr:          "0",
+		MetricsSecure:        true,
+		HealthAddr:           "0",
+		LeaderElect:          true,
+		Election:             election.Default(),
+		HealthLease:          true,
+		BMHDriver:            "annotated",
+		ClaimScope:           "tenants",
+		ClaimWatch:           defaultClaimWatch(),
+		OrphanGrace:          5 * time.Minute,
+		FenceTimeout:         2 * time.Minute,
+		BreakerMaxPercent:    40,
+		BreakerWindow:        time.Hour,
+		BMCWorkers:           500,
+		BMCTimeout:           30 * time.Second,
+		Erase:                string(hostfleetv1alpha1.EraseNone),
+		EraseTimeout:         time.Hour,
+		BMCPoll:              time.Minute,
+		BMCPowerWait:         bmcdriver.DefaultTiming.Wait,
+		BMCSoftPowerOff:      bmcdriver.DefaultTiming.SoftOff,
+		AgentNamespace:       defaultNamespace(),
+		HostingNamespace:     os.Getenv("POD_NAMESPACE"),
+		TokenTTL:             time.Hour,
+		VerifyFirmwareImages: true,
 	}
 }
 
@@ -216,6 +220,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.LocalClaims, "local-claims", o.LocalClaims,
 		"also bind the upstream HostClaims the hub forwards to this cluster (and those of --local-claim-namespaces); "+
 			"a claim baremetal-operator's HostClaim controller serves is left to it")
+	fs.BoolVar(&o.VerifyFirmwareImages, "verify-firmware-images", o.VerifyFirmwareImages,
+		"fetch each firmware image the release gate flashes and check it against its FirmwareBaseline's checksum first (the agent must reach the image URLs); a mismatch holds the host")
 	fs.StringSliceVar(&o.LocalClaimNamespaces, "local-claim-namespaces", o.LocalClaimNamespaces,
 		"with --local-claims: namespaces of this cluster whose own HostClaims the agent serves too (it reads their secrets there; default: none, only forwarded claims)")
 	fs.DurationVar(&o.InventoryInterval, "inventory-interval", o.InventoryInterval,

@@ -25,6 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/hostfleet/hostfleet/agent/bmc"
+	"github.com/hostfleet/hostfleet/agent/firmwareimage"
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
 	"github.com/hostfleet/hostfleet/internal/fence"
 	"github.com/hostfleet/hostfleet/internal/hostwrites"
@@ -56,6 +57,9 @@ type Reconciler struct {
 	// ClusterTenancy carries them): a released host is free again only
 	// once it matches those that select it. Nil: no release gate.
 	Baselines func(context.Context) ([]hostfleetv1alpha1.FirmwareBaseline, error)
+	// Images verifies a firmware image against its baseline's checksum
+	// before the BMC is asked to flash it; nil verifies nothing.
+	Images *firmwareimage.Checker
 	// Recorder, when set, receives Events on the hosts: power changes,
 	// inspection, provisioning, errors.
 	Recorder events.EventRecorder

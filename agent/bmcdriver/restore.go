@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/hostfleet/hostfleet/agent/bmc"
+	"github.com/hostfleet/hostfleet/agent/firmwareimage"
 	"github.com/hostfleet/hostfleet/hub/api/baseline"
 	"github.com/hostfleet/hostfleet/hub/api/hardware"
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
@@ -161,6 +162,14 @@ func (x *run) gate(ctx context.Context) (bool, outcome) {
 // updates started; the host is then booted once and verified.
 func (x *run) restore(ctx context.Context, r bmc.Restorer, plan baseline.Restore, found []string) outcome {
 	st := baseline.Progress{Phase: baseline.PhaseVerify, Found: found, Tasks: map[string]string{}}
+	for _, c := range slices.Sorted(maps.Keys(plan.Flash)) {
+		if err := x.Images.Verify(ctx, plan.Flash[c]); errors.Is(err, firmwareimage.ErrMismatch) {
+			return x.hold(ReasonRestoreFailed, found, "the image of %s %s: %v; fix the baseline's url or checksum, then remove the host's %s annotation",
+				c, plan.Flash[c].Version, err, hostfleetv1alpha1.AnnotationRestore)
+		} else if err != nil {
+			return failed(fail(metal3api.ProvisioningError, "verify the image of %s %s: %v", c, plan.Flash[c].Version, err))
+		}
+	}
 	for _, a := range plan.RemoveAccounts {
 		if err := r.RemoveAccount(ctx, a); err != nil {
 			return x.hold(ReasonRestoreFailed, found, "remove BMC account %s: %v", a, err)

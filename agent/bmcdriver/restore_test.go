@@ -2,6 +2,8 @@ package bmcdriver_test
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"strings"
 	"sync"
 	"testing"
@@ -20,6 +22,7 @@ import (
 	"github.com/hostfleet/hostfleet/agent/binder"
 	"github.com/hostfleet/hostfleet/agent/bmc"
 	"github.com/hostfleet/hostfleet/agent/bmcdriver"
+	"github.com/hostfleet/hostfleet/agent/firmwareimage"
 	"github.com/hostfleet/hostfleet/agent/metrics"
 	"github.com/hostfleet/hostfleet/e2e/emulators/lanplus"
 	"github.com/hostfleet/hostfleet/e2e/emulators/redfish"
@@ -37,7 +40,8 @@ import (
 // free again; until then it is never free. A second tenant does it again,
 // drifted from what the host had when freed; the baseline's image is no
 // firmware, so the flash fails and the host is held with the reason,
-// until its administrator fixes the baseline and removes the annotation.
+// until its administrator fixes the baseline (an image that does not match
+// its checksum is never flashed) and removes the annotation.
 func TestReleaseGate(t *testing.T) {
 	f := planes.ForTest(t, "infra")
 	c := f.Plane("infra").Client
@@ -45,7 +49,7 @@ func TestReleaseGate(t *testing.T) {
 	var mu sync.Mutex
 	fb := hostfleetv1alpha1.FirmwareBaseline{ObjectMeta: metav1.ObjectMeta{Name: "emu"}, Spec: hostfleetv1alpha1.FirmwareBaselineSpec{
 		Hardware:     `host.system.manufacturer == "Hostfleet"`,
-		Components:   map[string]hostfleetv1alpha1.FirmwareImage{"bios": {Version: "1.2.3", URL: img.URL + "/firmware/bios-1.2.3", Checksum: "sha256:" + strings.Repeat("0", 64)}},
+		Components:   map[string]hostfleetv1alpha1.FirmwareImage{"bios": {Version: "1.2.3", URL: img.URL + "/firmware/bios-1.2.3", Checksum: digest(redfish.FirmwareImage("1.2.3"))}},
 		BIOSSettings: map[string]string{"SecureBoot": "Enabled"},
 		BMCAccounts:  &hostfleetv1alpha1.BMCAccountPolicy{}}}
 	// The administrator writes the baseline once the first claim holds
@@ -61,7 +65,7 @@ func TestReleaseGate(t *testing.T) {
 	}
 	f.ManagerForTest(t, "infra", func(mgr ctrl.Manager) error {
 		return (&bmcdriver.Reconciler{Client: mgr.GetClient(), Poll: 2 * time.Second, Power: fastPower, Baselines: baselines,
-			Eraser:   bmcdriver.Eraser{Image: img.URL + "/erase.iso"},
+			Images: &firmwareimage.Checker{}, Eraser: bmcdriver.Eraser{Image: img.URL + "/erase.iso"},
 			Recorder: mgr.GetEventRecorder("hostfleet-agent"), BMC: bmc.Options{Timeout: 5 * time.Second}}).
 			SetupWithManager(context.Background(), mgr, setup.Options{Managed: mgr})
 	})
@@ -144,7 +148,7 @@ func TestReleaseGate(t *testing.T) {
 	t.Log("the next tenant does it again, the baseline's image is no firmware: the flash fails and the host is held, saying why")
 	mu.Lock()
 	bios := fb.Spec.Components["bios"]
-	bios.URL = img.URL + "/live.iso"
+	bios.URL, bios.Checksum = img.URL+"/live.iso", digest(make([]byte, redfish.ImageSize))
 	fb.Spec.Components["bios"] = bios
 	mu.Unlock()
 	claimAndRelease("", func() {
@@ -169,9 +173,22 @@ func TestReleaseGate(t *testing.T) {
 		g.Expect(h.Status.Provisioning.State).To(Equal(metal3api.StateDeprovisioning))
 	}).WithTimeout(2*time.Second).Should(Succeed(), "held, never free")
 
-	t.Log("the administrator fixes the baseline and removes hostfleet.io/restore: judged again, restored, free")
+	t.Log("the administrator fixes the image's URL but not its checksum: the agent verifies the image before any flash, and holds the host")
 	mu.Lock()
 	bios.URL = img.URL + "/firmware/bios-1.2.3"
+	fb.Spec.Components["bios"] = bios
+	mu.Unlock()
+	e.update(h, func(h *metal3api.BareMetalHost) { delete(h.Annotations, hostfleetv1alpha1.AnnotationRestore) })
+	g.Eventually(func(g Gomega) {
+		c := baseline(g)
+		g.Expect(c.Reason).To(Equal(bmcdriver.ReasonRestoreFailed))
+		g.Expect(c.Message).To(ContainSubstring("the image of bios 1.2.3: the image does not match its checksum: " + bios.URL + " has sha256 " + strings.TrimPrefix(digest(redfish.FirmwareImage("1.2.3")), "sha256:")))
+	}).WithTimeout(30 * time.Second).Should(Succeed())
+	g.Expect(b.Firmware()).To(HaveKeyWithValue("BIOS", "0.9.0"), "nothing flashed")
+
+	t.Log("then the checksum too, and removes hostfleet.io/restore: judged again, restored, free")
+	mu.Lock()
+	bios.Checksum = digest(redfish.FirmwareImage("1.2.3"))
 	fb.Spec.Components["bios"] = bios
 	mu.Unlock()
 	e.update(h, func(h *metal3api.BareMetalHost) { delete(h.Annotations, hostfleetv1alpha1.AnnotationRestore) })
@@ -200,6 +217,12 @@ func TestReleaseGate(t *testing.T) {
 		g.Expect(binder.Free(h)).To(BeTrue())
 	}).WithTimeout(30 * time.Second).Should(Succeed())
 	g.Expect(b.Accounts()).To(Equal([]string{"admin"}))
+}
+
+// digest is a baseline's checksum of an image.
+func digest(image []byte) string {
+	sum := sha256.Sum256(image)
+	return "sha256:" + hex.EncodeToString(sum[:])
 }
 
 // heldMetric is hostfleet_agent_held_hosts by reason, as the agent's

@@ -3,6 +3,7 @@ package firmwaregate
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -22,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
+	"github.com/hostfleet/hostfleet/agent/firmwareimage"
 	"github.com/hostfleet/hostfleet/hub/api/baseline"
 	"github.com/hostfleet/hostfleet/hub/api/hardware"
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
@@ -39,6 +41,9 @@ type Reconciler struct {
 	// Baselines are the fleet's FirmwareBaselines (the cluster's
 	// ClusterTenancy carries them).
 	Baselines func(context.Context) ([]hostfleetv1alpha1.FirmwareBaseline, error)
+	// Images verifies a firmware image against its baseline's checksum
+	// before baremetal-operator is asked to flash it; nil verifies nothing.
+	Images *firmwareimage.Checker
 	// Driven says whether the agent's BMC driver drives a host: those it
 	// gates itself.
 	Driven func(*metal3api.BareMetalHost) bool
@@ -147,6 +152,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if !ok || len(plan.RemoveAccounts) > 0 { // a part it has no object for is Unknown: !ok
 		return r.hold(ctx, h, p, hostfleetv1alpha1.ReasonUnverifiable, "cannot be verified or restored through baremetal-operator against baselines %s: %s (it serves no BMC accounts, and firmware only with HostFirmwareComponents and HostFirmwareSettings)",
 			strings.Join(want.From, ", "), strings.Join(found, "; "))
+	}
+	for _, c := range slices.Sorted(maps.Keys(plan.Flash)) {
+		if err := r.Images.Verify(ctx, plan.Flash[c]); errors.Is(err, firmwareimage.ErrMismatch) {
+			return r.hold(ctx, h, p, hostfleetv1alpha1.ReasonRestoreFailed, "the image of %s %s: %v; fix the baseline's url or checksum, then remove the host's %s annotation",
+				c, plan.Flash[c].Version, err, hostfleetv1alpha1.AnnotationRestore)
+		} else if err != nil {
+			return ctrl.Result{}, fmt.Errorf("verify the image of %s %s: %w", c, plan.Flash[c].Version, err)
+		}
 	}
 	if err := r.restore(ctx, hfc, hfs, plan); err != nil {
 		return ctrl.Result{}, err

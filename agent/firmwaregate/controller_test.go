@@ -2,7 +2,8 @@ package firmwaregate_test
 
 import (
 	"context"
-	"strings"
+	"crypto/sha256"
+	"encoding/hex"
 	"testing"
 	"time"
 
@@ -19,6 +20,8 @@ import (
 	"github.com/hostfleet/hostfleet/agent/binder"
 	"github.com/hostfleet/hostfleet/agent/bmcdriver"
 	"github.com/hostfleet/hostfleet/agent/firmwaregate"
+	"github.com/hostfleet/hostfleet/agent/firmwareimage"
+	"github.com/hostfleet/hostfleet/e2e/emulators/redfish"
 	"github.com/hostfleet/hostfleet/e2e/harness/planes"
 	"github.com/hostfleet/hostfleet/hub/api/baseline"
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
@@ -40,12 +43,15 @@ func TestReleaseGateThroughBareMetalOperator(t *testing.T) {
 	ctx := context.Background()
 	f := planes.ForTest(t, "infra")
 	c := f.Plane("infra").Client
+	images := redfish.ImageServer()
+	defer images.Close()
+	sum := sha256.Sum256(redfish.FirmwareImage("1.2.3"))
 	fb := hostfleetv1alpha1.FirmwareBaseline{ObjectMeta: metav1.ObjectMeta{Name: "r1"}, Spec: hostfleetv1alpha1.FirmwareBaselineSpec{
 		Hardware:     `host.system.product == "R1"`,
-		Components:   map[string]hostfleetv1alpha1.FirmwareImage{"bios": {Version: "1.2.3", URL: "https://images.example/bios-1.2.3", Checksum: "sha256:" + strings.Repeat("0", 64)}},
+		Components:   map[string]hostfleetv1alpha1.FirmwareImage{"bios": {Version: "1.2.3", URL: images.URL + "/firmware/bios-1.2.3", Checksum: "sha256:" + hex.EncodeToString(sum[:])}},
 		BIOSSettings: map[string]string{"SecureBoot": "Enabled"}}}
 	f.ManagerForTest(t, "infra", func(mgr ctrl.Manager) error {
-		return (&firmwaregate.Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("hostfleet-agent"),
+		return (&firmwaregate.Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("hostfleet-agent"), Images: &firmwareimage.Checker{},
 			Baselines: func(context.Context) ([]hostfleetv1alpha1.FirmwareBaseline, error) {
 				return []hostfleetv1alpha1.FirmwareBaseline{fb}, nil
 			}}).SetupWithManager(ctx, mgr, setup.Options{Managed: mgr})
@@ -111,7 +117,7 @@ func TestReleaseGateThroughBareMetalOperator(t *testing.T) {
 		g.Eventually(func(g Gomega) {
 			g.Expect(progress(g, h).Phase).To(Equal(baseline.PhaseVerify))
 			hfc := get(g, &metal3api.HostFirmwareComponents{ObjectMeta: h.ObjectMeta}).(*metal3api.HostFirmwareComponents)
-			g.Expect(hfc.Spec.Updates).To(Equal([]metal3api.FirmwareUpdate{{Component: "bios", URL: "https://images.example/bios-1.2.3"}}))
+			g.Expect(hfc.Spec.Updates).To(Equal([]metal3api.FirmwareUpdate{{Component: "bios", URL: images.URL + "/firmware/bios-1.2.3"}}), "its image verified first")
 			hfs := get(g, &metal3api.HostFirmwareSettings{ObjectMeta: h.ObjectMeta}).(*metal3api.HostFirmwareSettings)
 			g.Expect(hfs.Spec.Settings).To(Equal(metal3api.DesiredSettingsMap{"SecureBoot": intstr.FromString("Enabled")}))
 			event(g, h.Name, "BaselineRestoring", "firmware bios behind: 0.9.0, baseline 1.2.3; BIOS setting SecureBoot behind: Disabled, baseline Enabled")
