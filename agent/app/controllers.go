@@ -19,7 +19,6 @@ import (
 	"github.com/hostfleet/hostfleet/agent/bmcdriver"
 	"github.com/hostfleet/hostfleet/agent/claim"
 	"github.com/hostfleet/hostfleet/agent/firmwaregate"
-	"github.com/hostfleet/hostfleet/agent/firmwareimage"
 	"github.com/hostfleet/hostfleet/agent/heal"
 	"github.com/hostfleet/hostfleet/agent/maintenance"
 	"github.com/hostfleet/hostfleet/agent/metrics"
@@ -88,11 +87,7 @@ func setupControllers(ctx context.Context, mgr ctrl.Manager, managed cluster.Clu
 		ct, err := servedtenants.Get(ctx, mgr.GetClient(), o.ClusterName)
 		return ct.Baselines(), err
 	}
-	var images *firmwareimage.Checker
-	if o.VerifyFirmwareImages {
-		images = &firmwareimage.Checker{}
-	}
-	if err := (&firmwaregate.Reconciler{Client: managed.GetClient(), Baselines: baselines, Images: images, Driven: erases.Driven, Recorder: hostEvents, Fence: writes}).
+	if err := (&firmwaregate.Reconciler{Client: managed.GetClient(), Baselines: baselines, Images: o.firmwareImages(), Driven: erases.Driven, Recorder: hostEvents, Fence: writes}).
 		SetupWithManager(ctx, mgr, setup.Options{Managed: managed}); err != nil {
 		return nil, fmt.Errorf("release gate: %w", err)
 	}
@@ -100,7 +95,7 @@ func setupControllers(ctx context.Context, mgr ctrl.Manager, managed cluster.Clu
 		if err := (&bmcdriver.Reconciler{Client: managed.GetClient(), Secrets: managed.GetAPIReader(), All: o.BMHDriver == "all", Namespaces: o.BMCNamespaces,
 			Poll: o.BMCPoll, Recorder: hostEvents, Eraser: eraser, Fence: writes,
 			Baselines: baselines,
-			Images:    images,
+			Images:    o.firmwareImages(),
 			Power:     bmcdriver.Timing{Wait: o.BMCPowerWait, SoftOff: o.BMCSoftPowerOff},
 			BMC: bmc.Options{Timeout: o.BMCTimeout, IpmitoolPath: o.Ipmitool, Logger: ctrl.Log.WithName("bmc"),
 				Observe: metrics.ObserveBMC(o.ClusterName)},

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/hostfleet/hostfleet/agent/bmcdriver"
+	"github.com/hostfleet/hostfleet/agent/firmwareimage"
 	"github.com/hostfleet/hostfleet/hub/api/erase"
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
 	"github.com/hostfleet/hostfleet/internal/election"
@@ -411,4 +412,13 @@ func defaultNamespace() string {
 		return ns
 	}
 	return "hostfleet-agent"
+}
+
+// firmwareImages verifies the images the release gate flashes; nil when
+// --verify-firmware-images is off.
+func (o *Options) firmwareImages() *firmwareimage.Checker {
+	if !o.VerifyFirmwareImages {
+		return nil
+	}
+	return &firmwareimage.Checker{}
 }

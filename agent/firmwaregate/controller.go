@@ -153,15 +153,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return r.hold(ctx, h, p, hostfleetv1alpha1.ReasonUnverifiable, "cannot be verified or restored through baremetal-operator against baselines %s: %s (it serves no BMC accounts, and firmware only with HostFirmwareComponents and HostFirmwareSettings)",
 			strings.Join(want.From, ", "), strings.Join(found, "; "))
 	}
-	for _, c := range slices.Sorted(maps.Keys(plan.Flash)) {
-		if err := r.Images.Verify(ctx, plan.Flash[c]); errors.Is(err, firmwareimage.ErrMismatch) {
-			return r.hold(ctx, h, p, hostfleetv1alpha1.ReasonRestoreFailed, "the image of %s %s: %v; fix the baseline's url or checksum, then remove the host's %s annotation",
-				c, plan.Flash[c].Version, err, hostfleetv1alpha1.AnnotationRestore)
-		} else if err != nil {
-			return ctrl.Result{}, fmt.Errorf("verify the image of %s %s: %w", c, plan.Flash[c].Version, err)
-		}
-	}
-	if err := r.restore(ctx, hfc, hfs, plan); err != nil {
+	if err := r.restore(ctx, hfc, hfs, plan); errors.Is(err, firmwareimage.ErrMismatch) {
+		return r.hold(ctx, h, p, hostfleetv1alpha1.ReasonRestoreFailed, "%v; fix the baseline's url or checksum, then remove the host's %s annotation",
+			err, hostfleetv1alpha1.AnnotationRestore)
+	} else if err != nil {
 		return ctrl.Result{}, err
 	}
 	r.event(h, corev1.EventTypeNormal, "BaselineRestoring", "found on release: %s; baremetal-operator applies the restore", strings.Join(found, "; "))
@@ -237,9 +232,15 @@ func hasCondition(conds []metav1.Condition, t string) bool {
 	return meta.FindStatusCondition(conds, t) != nil
 }
 
-// restore writes what the plan asks into the spec of the host's
+// restore verifies the images the plan flashes (ErrMismatch), then writes
+// what it asks into the spec of the host's
 // HostFirmwareComponents (updates) and HostFirmwareSettings (settings).
 func (r *Reconciler) restore(ctx context.Context, hfc *metal3api.HostFirmwareComponents, hfs *metal3api.HostFirmwareSettings, plan baseline.Restore) error {
+	for _, c := range slices.Sorted(maps.Keys(plan.Flash)) {
+		if err := r.Images.Verify(ctx, plan.Flash[c]); err != nil {
+			return fmt.Errorf("the image of %s %s: %w", c, plan.Flash[c].Version, err)
+		}
+	}
 	if len(plan.Flash) > 0 {
 		orig := hfc.DeepCopy()
 		hfc.Spec.Updates = nil
