@@ -260,7 +260,7 @@ func (r *Reconciler) keep(ctx context.Context, c *metal3api.HostClaim, h *metal3
 	if hl.d.Step == heal.Quarantine {
 		return r.quarantine(ctx, o, hl)
 	}
-	o.fence = hl.d.Step == heal.Fence || hl.d.Step == heal.AwaitFence
+	o.fence, o.health = hl.d.Step == heal.Fence || hl.d.Step == heal.AwaitFence, hl
 	p := planFor(o, r.Consumer)
 	sync, hw, err := r.execute(ctx, o, p)
 	if err != nil {
@@ -320,9 +320,9 @@ func (r *Reconciler) execute(ctx context.Context, o observed, p plan) (hoststatu
 		return hoststatus.Sync{}, nil, err
 	}
 	if p.confirm {
-		// The confirmation carries every condition: with nothing to
-		// write on the host, the claim's last write.
-		if err := r.setStatus(ctx, c, h, hw, r.boundCondition(c, h), hoststatus.Conditions(c, h, p.pending)); err != nil {
+		// The confirmation carries every condition, its health too: with
+		// nothing to write on the host, the claim's last write.
+		if err := r.setStatus(ctx, c, h, hw, r.boundCondition(c, h), withHealth(c, hoststatus.Conditions(c, h, p.pending), o.health)); err != nil {
 			return hoststatus.Sync{}, nil, err
 		}
 		metrics.BindLatency.Observe(time.Since(c.CreationTimestamp.Time).Seconds())

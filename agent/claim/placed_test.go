@@ -23,7 +23,8 @@ import (
 // TestClaimWatchPlaced: an agent with --claim-watch=placed reads its claims
 // from the PlacedClaims the hub keeps in its cluster's namespace, and never
 // lists or watches the claims themselves; it binds, reports and releases
-// as with the label watch, and another cluster's claim stays untouched.
+// as with the label watch, and another cluster's claim stays untouched. A
+// bind writes the claim's status once, and its metadata once.
 func TestClaimWatchPlaced(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
@@ -55,6 +56,8 @@ func TestClaimWatchPlaced(t *testing.T) {
 		g.Expect(associated(first)).To(HaveField("Status", metav1.ConditionTrue))
 		g.Expect(first.Finalizers).To(ContainElement(hostfleetv1alpha1.AgentFinalizer))
 	}).WithTimeout(30*time.Second).Should(Succeed(), "bound through the PlacedClaim, written to the claim")
+	g.Consistently(func() []int { return []int{rc.written("PATCH hostclaims/status"), rc.written("PATCH hostclaims")} }).
+		WithTimeout(2*time.Second).Should(Equal([]int{1, 1}), "one status write per bind, its conditions (health too) in it; one metadata write")
 	host := &metal3api.BareMetalHost{}
 	g.Expect(infra.Get(ctx, client.ObjectKey{Namespace: hostsNS, Name: "gpu-0"}, host)).To(Succeed())
 	g.Expect(host.Annotations).To(HaveKeyWithValue(hostfleetv1alpha1.AnnotationClaimUID, string(first.UID)))

@@ -41,6 +41,9 @@ type observed struct {
 	// fence: the host failed and is powered off before it is replaced
 	// (agent/heal), whatever the claim asks.
 	fence bool
+	// health is the host's health as judged: the confirmation of a binding
+	// carries its condition, so that the report writes nothing more.
+	health health
 }
 
 // plan is what a claim that holds a host, the host and their copies should

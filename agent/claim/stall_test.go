@@ -5,6 +5,7 @@ import (
 	"maps"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -21,10 +22,11 @@ import (
 
 // requestCounter counts an agent's hub requests: lists (a GET that is not
 // a watch, or a watch that begins with every object) and watches, by the
-// last element of their path (a resource, or an object's name).
+// last element of their path (a resource, or an object's name); writes by
+// method and resource ("PATCH hostclaims/status").
 type requestCounter struct {
-	mu             sync.Mutex
-	lists, watches map[string]int
+	mu                     sync.Mutex
+	lists, watches, writes map[string]int
 }
 
 func (rc *requestCounter) wrap(cfg *rest.Config) *rest.Config {
@@ -32,9 +34,14 @@ func (rc *requestCounter) wrap(cfg *rest.Config) *rest.Config {
 	// A dialer of its own: a transport of its own, made after the test
 	// set the HTTP/2 health check's timeouts, not client-go's cached one.
 	cfg.Dial = (&net.Dialer{}).DialContext
-	rc.lists, rc.watches = map[string]int{}, map[string]int{}
+	rc.lists, rc.watches, rc.writes = map[string]int{}, map[string]int{}, map[string]int{}
 	cfg.Wrap(func(next http.RoundTripper) http.RoundTripper {
 		return roundTripperFunc(func(r *http.Request) (*http.Response, error) {
+			if r.Method != http.MethodGet {
+				rc.mu.Lock()
+				rc.writes[r.Method+" "+writtenResource(r.URL.Path)]++
+				rc.mu.Unlock()
+			}
 			if r.Method == http.MethodGet {
 				parts := strings.Split(r.URL.Path, "/")
 				resource := parts[len(parts)-1]
@@ -57,6 +64,27 @@ func (rc *requestCounter) counts() (lists, watches map[string]int) {
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
 	return maps.Clone(rc.lists), maps.Clone(rc.watches)
+}
+
+// written is how many writes of this method and resource the agent made.
+func (rc *requestCounter) written(key string) int {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	return rc.writes[key]
+}
+
+// writtenResource is a namespaced write's resource, and its subresource
+// ("hostclaims/status"); the path itself for another.
+func writtenResource(path string) string {
+	parts := strings.Split(strings.Trim(path, "/"), "/")
+	i := slices.Index(parts, "namespaces")
+	switch {
+	case i < 0 || len(parts) < i+3:
+		return path
+	case len(parts) > i+4:
+		return parts[i+2] + "/" + parts[i+4]
+	}
+	return parts[i+2]
 }
 
 type roundTripperFunc func(*http.Request) (*http.Response, error)
