@@ -207,7 +207,7 @@ func TestForward(t *testing.T) {
 		g.Expect(src.Status.LastUpdated).NotTo(BeNil())
 	}).WithTimeout(30 * time.Second).Should(Succeed())
 	g.Expect(puts()-before).To(BeZero(), "the claim's status changed, not its spec: its work is not written again")
-	g.Expect(planes.Events(ctx, hub, src)).To(ConsistOf(HavePrefix("Normal/Placed: "), HavePrefix("Normal/Forwarding: "),
+	g.Expect(planes.Events(ctx, hub, src)).To(ConsistOf(HavePrefix("Normal/Forwarding: "),
 		HavePrefix("Normal/TargetNotBound: "), HavePrefix("Normal/TargetBound: ")),
 		"forwarded and bound without trouble: no Warning, no Event for the steps every claim passes")
 

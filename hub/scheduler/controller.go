@@ -63,6 +63,9 @@ type Reconciler struct {
 	// event has not arrived yet; recorded before the write, so that a
 	// decision taken while it is in flight counts it too.
 	expect expectations
+	// said are the Placed conditions written that the cache may not show
+	// yet.
+	said said
 	// deciding serializes decisions.
 	deciding sync.Mutex
 
@@ -155,8 +158,7 @@ func not(reason, msg string) verdict {
 	return verdict{set: true, reason: reason, message: msg, record: true}
 }
 
-// placedOn is the verdict of a claim the scheduler placed on cluster; its
-// Event was recorded with the placement.
+// placedOn is the verdict of a claim the scheduler placed on cluster.
 func placedOn(cluster string) verdict {
 	return verdict{set: true, ok: true, reason: hostfleetv1alpha1.ReasonPlaced, message: conditions.PlacedMessage(cluster)}
 }
@@ -206,7 +208,7 @@ func (r *Reconciler) schedule(ctx context.Context, c *metal3api.HostClaim, v *ve
 }
 
 // place writes a decided placement: the cluster label (which the agent
-// acts on) and an Event; the Scheduled condition follows (Reconcile), and
+// acts on); the Scheduled condition follows (Reconcile), saying why, and
 // with it the Deadline.
 func (r *Reconciler) place(ctx context.Context, c *metal3api.HostClaim, res Result, excluded []hostfleetv1alpha1.ClassSelector, candidates int, v *verdict) (ctrl.Result, error) {
 	orig := c.DeepCopy()
@@ -233,9 +235,11 @@ func (r *Reconciler) place(ctx context.Context, c *metal3api.HostClaim, res Resu
 		r.expect.remove(c, res.Cluster)
 		return requeue.OnConflict(fmt.Errorf("place claim %s on %s: %w", klog.KObj(c), res.Cluster, err))
 	}
-	r.Recorder.Eventf(c, nil, corev1.EventTypeNormal, hostfleetv1alpha1.ReasonPlaced, "Schedule", "%s", conditions.EventNote(res.Message))
 	ctrl.LoggerFrom(ctx).V(1).Info("claim placed", "cluster", res.Cluster, "free", res.Free, "candidates", candidates)
+	// Why it went there rides the Scheduled condition: no Event, two
+	// writes per placement.
 	*v = placedOn(res.Cluster)
+	v.message = res.Message
 	return ctrl.Result{RequeueAfter: r.Deadline}, nil
 }
 
@@ -271,12 +275,16 @@ func (r *Reconciler) placed(ctx context.Context, c *metal3api.HostClaim, t *host
 	// bound or not, and a paused claim waits where it is: none is moved by
 	// the deadline.
 	if !conditions.SaysPlaced(c.Status.Conditions) {
+		if r.said.pending(c.UID) {
+			return ctrl.Result{RequeueAfter: requeue.CacheLag}, nil // written a moment ago: the cache is behind
+		}
 		*v = placedOn(cluster)
 		if served {
 			return ctrl.Result{RequeueAfter: max(waits, 0)}, nil
 		}
 		return ctrl.Result{RequeueAfter: r.Deadline}, nil
 	}
+	r.said.forget(c.UID)
 	if served {
 		return ctrl.Result{RequeueAfter: max(waits, 0)}, nil
 	}
@@ -417,6 +425,9 @@ func (r *Reconciler) writeScheduled(ctx context.Context, c *metal3api.HostClaim,
 	})
 	if err != nil {
 		return fmt.Errorf("write the Scheduled condition of claim %s: %w", klog.KObj(c), err)
+	}
+	if written && v.ok && v.reason == hostfleetv1alpha1.ReasonPlaced {
+		r.said.add(c.UID)
 	}
 	if written && changed && v.record {
 		kind := corev1.EventTypeWarning

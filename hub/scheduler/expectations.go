@@ -72,3 +72,48 @@ func (e *expectations) missing(placed func(*metal3api.HostClaim) bool) map[strin
 	}
 	return out
 }
+
+// said are the claims whose Scheduled condition this scheduler wrote
+// Placed and the cache may not show yet: a reconcile of the label's own
+// event, which can come first, does not write the condition again (two
+// writes per placement, not three).
+type said struct {
+	mu sync.Mutex
+	m  map[types.UID]time.Time
+}
+
+// saidFor is how long a written condition is waited for in the cache; a
+// claim whose cache never shows it gets it written again.
+const saidFor = time.Minute
+
+func (s *said) add(uid types.UID) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.m == nil {
+		s.m = map[types.UID]time.Time{}
+	}
+	if len(s.m) >= 1024 {
+		// Claims deleted before the cache showed their condition.
+		for u, at := range s.m {
+			if time.Since(at) > saidFor {
+				delete(s.m, u)
+			}
+		}
+	}
+	s.m[uid] = time.Now()
+}
+
+// pending reports whether the condition of the claim was written a moment
+// ago; false once the cache shows it (forget) or after saidFor.
+func (s *said) pending(uid types.UID) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	at, ok := s.m[uid]
+	return ok && time.Since(at) < saidFor
+}
+
+func (s *said) forget(uid types.UID) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.m, uid)
+}

@@ -27,7 +27,9 @@ type schedResult struct {
 	list, elapsed  time.Duration
 	p50, p99       time.Duration
 	reads, writes  int64
-	over           int
+	// writesBy is the writes by method and resource, per decision.
+	writesBy string
+	over     int
 }
 
 // runScheduling runs the scheduling benchmark, and with hw runs it again
@@ -47,7 +49,7 @@ func runScheduling(n, clusters int, hw bool) error {
 	fmt.Printf("  ratio:    %.2f decisions per baseline decision write\n", plain.rate/plain.baseRate)
 	fmt.Printf("  reads:    %.3f API reads per decision (%d GET/LIST in all, watches excluded; the rest come from the cache and its indexes)\n",
 		float64(plain.reads)/float64(n), plain.reads)
-	fmt.Printf("  writes:   %.2f API writes per decision\n", float64(plain.writes)/float64(n))
+	fmt.Printf("  writes:   %.2f API writes per decision: %s\n", float64(plain.writes)/float64(n), plain.writesBy)
 	fmt.Printf("  correct:  %d claims placed beyond a cluster's free hosts (capacity is exactly %d)\n", plain.over, n)
 	if !hw {
 		return nil
@@ -111,7 +113,7 @@ func scheduleOnce(n, clusters int, hw bool) (schedResult, error) {
 		return res, err
 	}
 	res.elapsed = time.Since(start)
-	res.reads, res.writes = counter.reads.Load(), counter.writes.Load()
+	res.reads, res.writes, res.writesBy = counter.reads.Load(), counter.writes.Load(), counter.breakdown(n)
 	cancel()
 	<-done
 	res.rate = float64(n) / res.elapsed.Seconds()
