@@ -296,7 +296,7 @@ func (x *run) record(ctx context.Context, o outcome) (ctrl.Result, error) {
 	}
 	switch {
 	case o.err != nil:
-		wait := Backoff(host.Status.ErrorCount)
+		wait := Retry(host)
 		if o.after > 0 {
 			wait = min(wait, o.after) // a change under way is read again sooner
 		}

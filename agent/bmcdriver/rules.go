@@ -43,6 +43,23 @@ func Backoff(n int) time.Duration {
 	return min(d, 5*time.Minute)
 }
 
+// FenceRetry bounds the wait before trying again a host asked to be off
+// that may still be on: a claim's fence (agent/heal) waits on it, and a BMC
+// that answers again after an outage is obeyed within it, whatever the
+// errors before.
+const FenceRetry = 10 * time.Second
+
+// Retry is the wait before trying the host again after an error: Backoff
+// of its consecutive errors, at most FenceRetry while it is asked to be off
+// and was last seen on.
+func Retry(h *metal3api.BareMetalHost) time.Duration {
+	d := Backoff(h.Status.ErrorCount)
+	if !h.Spec.Online && h.Status.PoweredOn {
+		d = min(d, FenceRetry)
+	}
+	return d
+}
+
 // Reboot is what the reboot annotations ask for.
 type Reboot struct {
 	// Requested: at least one reboot annotation is present.

@@ -44,6 +44,33 @@ func TestBackoff(t *testing.T) {
 	g.Expect(Backoff(100)).To(Equal(5 * time.Minute))
 }
 
+// TestRetry: a host's errors back off, but a host asked to be off that was
+// last seen on (a fence) is tried at least every FenceRetry: its BMC, back
+// after two minutes down, is obeyed within seconds, not minutes.
+func TestRetry(t *testing.T) {
+	host := func(online, poweredOn bool, errors int) *metal3api.BareMetalHost {
+		h := &metal3api.BareMetalHost{Spec: metal3api.BareMetalHostSpec{Online: online}}
+		h.Status.PoweredOn, h.Status.ErrorCount = poweredOn, errors
+		return h
+	}
+	for _, tc := range []struct {
+		name string
+		h    *metal3api.BareMetalHost
+		want time.Duration
+	}{
+		{"first error", host(true, true, 1), 2 * time.Second},
+		{"errors for two minutes, on as asked", host(true, true, 7), 128 * time.Second},
+		{"errors for two minutes, off as asked", host(false, false, 7), 128 * time.Second},
+		{"errors for two minutes, asked off, still on: a fence", host(false, true, 7), FenceRetry},
+		{"a fence's first error", host(false, true, 1), 2 * time.Second},
+		{"asked on, still off", host(true, false, 7), 128 * time.Second},
+	} {
+		if got := Retry(tc.h); got != tc.want {
+			t.Errorf("%s: Retry = %s, want %s", tc.name, got, tc.want)
+		}
+	}
+}
+
 func TestRebootRequest(t *testing.T) {
 	g := NewWithT(t)
 	g.Expect(RebootRequest(nil)).To(Equal(Reboot{}))
