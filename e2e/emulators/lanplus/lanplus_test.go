@@ -89,6 +89,15 @@ func TestAgentClientDrivesTheEmulator(t *testing.T) {
 	g.Expect(d.Close(ctx)).To(Succeed())
 }
 
+// ipmitoolAs runs ipmitool against b over lanplus as user, once (no
+// retries): its output and whether it failed.
+func ipmitoolAs(b *lanplus.BMC, user, pass string, args ...string) (string, error) {
+	host, port, _ := strings.Cut(b.Address(), ":")
+	out, err := exec.Command("ipmitool", append([]string{"-I", "lanplus", "-C", "3", "-N", "1", "-R", "1",
+		"-H", host, "-p", port, "-U", user, "-P", pass}, args...)...).CombinedOutput()
+	return string(out), err
+}
+
 // TestIpmitoolDrivesTheEmulator: ipmitool, another implementation of the
 // same protocol, reads the faults the emulator reports.
 func TestIpmitoolDrivesTheEmulator(t *testing.T) {
@@ -96,12 +105,7 @@ func TestIpmitoolDrivesTheEmulator(t *testing.T) {
 	b, err := lanplus.Start("admin", "secret")
 	g.Expect(err).NotTo(HaveOccurred())
 	defer b.Close()
-	host, port, _ := strings.Cut(b.Address(), ":")
-	ipmitool := func(pass string, args ...string) (string, error) {
-		out, err := exec.Command("ipmitool", append([]string{"-I", "lanplus", "-C", "3", "-N", "1", "-R", "1",
-			"-H", host, "-p", port, "-U", "admin", "-P", pass}, args...)...).CombinedOutput()
-		return string(out), err
-	}
+	ipmitool := func(pass string, args ...string) (string, error) { return ipmitoolAs(b, "admin", pass, args...) }
 	out, err := ipmitool("secret", "chassis", "power", "on")
 	g.Expect(err).NotTo(HaveOccurred(), out)
 	g.Expect(b.Power()).To(BeTrue())
@@ -130,12 +134,7 @@ func TestIpmitoolSetsUsers(t *testing.T) {
 	b, err := lanplus.Start("admin", "secret")
 	g.Expect(err).NotTo(HaveOccurred())
 	defer b.Close()
-	host, port, _ := strings.Cut(b.Address(), ":")
-	ipmitool := func(user, pass string, args ...string) (string, error) {
-		out, err := exec.Command("ipmitool", append([]string{"-I", "lanplus", "-C", "3", "-N", "1", "-R", "1",
-			"-H", host, "-p", port, "-U", user, "-P", pass}, args...)...).CombinedOutput()
-		return string(out), err
-	}
+	ipmitool := func(user, pass string, args ...string) (string, error) { return ipmitoolAs(b, user, pass, args...) }
 	for _, args := range [][]string{
 		{"user", "set", "name", "5", "ghost"}, {"user", "set", "password", "5", "boo"},
 		{"user", "priv", "5", "4", "1"}, {"user", "enable", "5"},
