@@ -87,7 +87,8 @@ func setupControllers(ctx context.Context, mgr ctrl.Manager, managed cluster.Clu
 		ct, err := servedtenants.Get(ctx, mgr.GetClient(), o.ClusterName)
 		return ct.Baselines(), err
 	}
-	if err := (&firmwaregate.Reconciler{Client: managed.GetClient(), Baselines: baselines, Images: o.firmwareImages(), Driven: erases.Driven, Recorder: hostEvents, Fence: writes}).
+	images := o.firmwareImages() // one cache of verified images for both gates
+	if err := (&firmwaregate.Reconciler{Client: managed.GetClient(), Baselines: baselines, Images: images, Driven: erases.Driven, Recorder: hostEvents, Fence: writes}).
 		SetupWithManager(ctx, mgr, setup.Options{Managed: managed}); err != nil {
 		return nil, fmt.Errorf("release gate: %w", err)
 	}
@@ -95,7 +96,7 @@ func setupControllers(ctx context.Context, mgr ctrl.Manager, managed cluster.Clu
 		if err := (&bmcdriver.Reconciler{Client: managed.GetClient(), Secrets: managed.GetAPIReader(), All: o.BMHDriver == "all", Namespaces: o.BMCNamespaces,
 			Poll: o.BMCPoll, Recorder: hostEvents, Eraser: eraser, Fence: writes,
 			Baselines: baselines,
-			Images:    o.firmwareImages(),
+			Images:    images,
 			Power:     bmcdriver.Timing{Wait: o.BMCPowerWait, SoftOff: o.BMCSoftPowerOff},
 			BMC: bmc.Options{Timeout: o.BMCTimeout, IpmitoolPath: o.Ipmitool, Logger: ctrl.Log.WithName("bmc"),
 				Observe: metrics.ObserveBMC(o.ClusterName)},

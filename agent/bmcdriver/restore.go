@@ -256,34 +256,29 @@ func (x *run) setBaseline(status metav1.ConditionStatus, reason, format string, 
 // settings, enabled accounts. A part the BMC does not serve is nil
 // (unknown); another error fails the read.
 func (x *run) observe(ctx context.Context) (baseline.Observed, error) {
-	o := baseline.Observed{Own: x.user}
-	part := func(err error) error {
-		if errors.Is(err, bmc.ErrUnsupported) {
-			return nil
-		}
-		return err
+	fw, err := x.firmware(ctx)
+	if err != nil {
+		return baseline.Observed{}, err
 	}
-	var errs []error
-	if f, ok := x.d.(bmc.FirmwareReader); ok {
-		fw, err := f.Firmware(ctx)
-		errs = append(errs, part(err))
-		if err == nil {
-			o.Firmware = fw
-		}
+	return x.observeWith(ctx, fw)
+}
+
+// observeWith reads, beside the firmware fw already read, the BIOS
+// settings and the enabled accounts; a part the BMC does not serve is nil.
+func (x *run) observeWith(ctx context.Context, fw map[string]string) (baseline.Observed, error) {
+	o := baseline.Observed{Firmware: fw, Own: x.user}
+	r, ok := x.d.(bmc.Restorer)
+	if !ok {
+		return o, nil
 	}
-	if r, ok := x.d.(bmc.Restorer); ok {
-		bios, err := r.BIOS(ctx)
-		errs = append(errs, part(err))
-		if err == nil {
-			o.BIOS = bios
-		}
-		accounts, err := r.Accounts(ctx)
-		errs = append(errs, part(err))
-		if err == nil {
-			o.Accounts = accounts
-		}
+	var err error
+	if o.BIOS, err = r.BIOS(ctx); err != nil && !errors.Is(err, bmc.ErrUnsupported) {
+		return o, err
 	}
-	return o, errors.Join(errs...)
+	if o.Accounts, err = r.Accounts(ctx); err != nil && !errors.Is(err, bmc.ErrUnsupported) {
+		return o, err
+	}
+	return o, nil
 }
 
 // observeFirst keeps, at inspection, what a tenant could change and the
@@ -291,16 +286,11 @@ func (x *run) observe(ctx context.Context) (baseline.Observed, error) {
 // accounts): what a first claim changes is then judged drifted, not
 // behind. The BMC that cannot read a part leaves it unknown.
 func (x *run) observeFirst(ctx context.Context, fw map[string]string) error {
-	r, ok := x.d.(bmc.Restorer)
-	if x.Baselines == nil || !ok {
+	if _, ok := x.d.(bmc.Restorer); x.Baselines == nil || !ok {
 		return nil
 	}
-	o := baseline.Observed{Firmware: fw, Own: x.user}
-	var err error
-	if o.BIOS, err = r.BIOS(ctx); err != nil && !errors.Is(err, bmc.ErrUnsupported) {
-		return err
-	}
-	if o.Accounts, err = r.Accounts(ctx); err != nil && !errors.Is(err, bmc.ErrUnsupported) {
+	o, err := x.observeWith(ctx, fw)
+	if err != nil {
 		return err
 	}
 	data, err := json.Marshal(o)
