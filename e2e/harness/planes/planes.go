@@ -52,6 +52,9 @@ type Fleet struct {
 
 	planes map[string]*Plane
 	order  []string
+	// asked are the names the test holding a pooled fleet asked for (the
+	// fleet may hold more): what Names says.
+	asked []string
 
 	mu      sync.Mutex
 	procs   []*Process
@@ -93,17 +96,27 @@ func Start(ctx context.Context, opts Options, names ...string) (*Fleet, error) {
 	if len(names) == 0 {
 		return nil, errors.New("start planes: no plane names given")
 	}
+	f := &Fleet{Dir: opts.Dir, Scheme: Scheme(), planes: map[string]*Plane{}}
+	if err := f.startPlanes(ctx, opts, names); err != nil {
+		return nil, errors.Join(err, f.Stop())
+	}
+	return f, ctx.Err()
+}
+
+// startPlanes starts a plane per name, concurrently, and adds them to the
+// fleet, in the order given.
+func (f *Fleet) startPlanes(ctx context.Context, opts Options, names []string) error {
 	assets := opts.Assets
 	if assets == "" {
 		assets = envOrTool("KUBEBUILDER_ASSETS", "--print-assets")
 	}
 	if assets == "" {
-		return nil, errors.New("start planes: KUBEBUILDER_ASSETS is not set and the tool cache was not found; run `make test`, " +
+		return errors.New("start planes: KUBEBUILDER_ASSETS is not set and the tool cache was not found; run `make test`, " +
 			"or `hack/tools.sh envtest` first")
 	}
 	for _, bin := range []string{"kube-apiserver", "etcd"} {
 		if _, err := os.Stat(filepath.Join(assets, bin)); err != nil {
-			return nil, fmt.Errorf("start planes: %s missing from %s (build it with `hack/tools.sh envtest`): %w", bin, assets, err)
+			return fmt.Errorf("start planes: %s missing from %s (build it with `hack/tools.sh envtest`): %w", bin, assets, err)
 		}
 	}
 	sets := opts.CRDSets
@@ -114,11 +127,9 @@ func Start(ctx context.Context, opts Options, names ...string) (*Fleet, error) {
 	if timeout == 0 {
 		timeout = time.Minute
 	}
-
-	f := &Fleet{Dir: opts.Dir, Scheme: Scheme(), planes: map[string]*Plane{}, order: names}
 	errs := make([]error, len(names))
+	started := make([]*Plane, len(names))
 	var wg sync.WaitGroup
-	var mu sync.Mutex
 	for i, name := range names {
 		wg.Add(1)
 		go func() {
@@ -128,16 +139,17 @@ func Start(ctx context.Context, opts Options, names ...string) (*Fleet, error) {
 				errs[i] = fmt.Errorf("plane %s: %w", name, err)
 				return
 			}
-			mu.Lock()
-			f.planes[name] = p
-			mu.Unlock()
+			started[i] = p
 		}()
 	}
 	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
-		return nil, errors.Join(err, f.Stop())
+	for i, p := range started {
+		if p != nil {
+			f.planes[names[i]] = p
+			f.order = append(f.order, names[i])
+		}
 	}
-	return f, ctx.Err()
+	return errors.Join(errs...)
 }
 
 // startEnv starts a control plane that newEnv describes. A start that
@@ -289,8 +301,13 @@ func (f *Fleet) keepLogs(name string, env *envtest.Environment) error {
 // Plane returns the named plane, or nil.
 func (f *Fleet) Plane(name string) *Plane { return f.planes[name] }
 
-// Names are the planes' names in the order given to Start.
-func (f *Fleet) Names() []string { return append([]string(nil), f.order...) }
+// Names are the planes' names in the order given to Start (or ForTest).
+func (f *Fleet) Names() []string {
+	if f.asked != nil {
+		return append([]string(nil), f.asked...)
+	}
+	return append([]string(nil), f.order...)
+}
 
 // Stop stops the processes, then the planes. It is safe to call more than once.
 func (f *Fleet) Stop() error {

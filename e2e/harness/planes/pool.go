@@ -30,9 +30,33 @@ var pool = struct {
 	all     []*Fleet
 }{idle: map[string][]*Fleet{}}
 
-// poolKey is what makes two fleets interchangeable.
-func poolKey(opts Options, names []string) string {
-	return fmt.Sprintf("%v|%v|%s", names, opts.CRDSets, opts.Assets)
+// poolKey is what makes two fleets' planes interchangeable.
+func poolKey(opts Options) string {
+	return fmt.Sprintf("%v|%s", opts.CRDSets, opts.Assets)
+}
+
+// takeIdle takes, from the idle fleets of key, the one that already holds
+// most of names (the pool locked), or nil.
+func takeIdle(key string, names []string) *Fleet {
+	idle := pool.idle[key]
+	best, most := -1, -1
+	for i, f := range idle {
+		n := 0
+		for _, name := range names {
+			if f.planes[name] != nil {
+				n++
+			}
+		}
+		if n > most {
+			best, most = i, n
+		}
+	}
+	if best < 0 {
+		return nil
+	}
+	f := idle[best]
+	pool.idle[key] = slices.Delete(idle, best, best+1)
+	return f
 }
 
 // pooled says whether a fleet for opts can come from the pool: Main ran,
@@ -48,19 +72,20 @@ func pooled(opts Options) bool {
 // and gives it back, reset, when the test ends.
 func acquire(t testing.TB, opts Options, names []string) *Fleet {
 	t.Helper()
-	key := poolKey(opts, names)
+	key := poolKey(opts)
 	pool.Lock()
-	var f *Fleet
-	if idle := pool.idle[key]; len(idle) > 0 {
-		f, pool.idle[key] = idle[len(idle)-1], idle[:len(idle)-1]
-	}
+	f := takeIdle(key, names)
 	pool.Unlock()
+	var err error
 	if f == nil {
-		var err error
-		if f, err = startPooled(opts, names); err != nil {
-			t.Fatalf("start planes %v: %v", names, err)
-		}
+		f, err = startPooled(opts, names)
+	} else {
+		err = f.extend(opts, names)
 	}
+	if err != nil {
+		t.Fatalf("start planes %v: %v", names, err)
+	}
+	f.asked = slices.Clone(names)
 	f.mu.Lock()
 	procs, closers := len(f.procs), len(f.closers)
 	f.mu.Unlock()
@@ -108,24 +133,60 @@ func startPooled(opts Options, names []string) (*Fleet, error) {
 	if err != nil {
 		return nil, err
 	}
-	for _, name := range f.order {
+	if err := f.snapshot(ctx, names); err != nil {
+		return nil, errors.Join(err, f.Stop())
+	}
+	pool.Lock()
+	pool.all = append(pool.all, f)
+	pool.Unlock()
+	return f, nil
+}
+
+// extend starts the planes of names an idle fleet lacks, into it: a
+// package's tests start each plane name once, whatever sets of them they
+// ask for (a reset of a plane a test did not touch costs one etcd read).
+func (f *Fleet) extend(opts Options, names []string) error {
+	var missing []string
+	for _, name := range names {
+		if f.planes[name] == nil {
+			missing = append(missing, name)
+		}
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	opts.Dir = f.Dir
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	err := f.startPlanes(ctx, opts, missing)
+	if err == nil {
+		err = f.snapshot(ctx, missing)
+	}
+	if err != nil {
+		// Its planes are in no known state: the fleet goes.
+		return errors.Join(err, f.Stop())
+	}
+	return nil
+}
+
+// snapshot waits for each named plane's own namespaces, then records its
+// etcd as started: what a reset brings it back to.
+func (f *Fleet) snapshot(ctx context.Context, names []string) error {
+	for _, name := range names {
 		p := f.planes[name]
 		// The API server's own namespaces are there before the snapshot.
 		for _, ns := range []string{"default", "kube-system", "kube-public", "kube-node-lease"} {
 			if err := wait.PollUntilContextCancel(ctx, 50*time.Millisecond, true, func(ctx context.Context) (bool, error) {
 				return p.Client.Get(ctx, client.ObjectKey{Name: ns}, &corev1.Namespace{}) == nil, nil
 			}); err != nil {
-				return nil, errors.Join(fmt.Errorf("plane %s: namespace %s: %w", name, ns, err), f.Stop())
+				return fmt.Errorf("plane %s: namespace %s: %w", name, ns, err)
 			}
 		}
 		if err := p.takeSnapshot(ctx); err != nil {
-			return nil, errors.Join(err, f.Stop())
+			return err
 		}
 	}
-	pool.Lock()
-	pool.all = append(pool.all, f)
-	pool.Unlock()
-	return f, nil
+	return nil
 }
 
 // errStopped: the test stopped the fleet itself; it goes, not back.
