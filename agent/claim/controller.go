@@ -10,7 +10,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -19,9 +18,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	"github.com/hostfleet/hostfleet/agent/binder"
-	"github.com/hostfleet/hostfleet/agent/heal"
-	"github.com/hostfleet/hostfleet/agent/hoststatus"
-	"github.com/hostfleet/hostfleet/agent/metrics"
 	"github.com/hostfleet/hostfleet/agent/servedtenants"
 	"github.com/hostfleet/hostfleet/hub/api/hardware"
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
@@ -241,104 +237,6 @@ func (r *Reconciler) wait(ctx context.Context, c *metal3api.HostClaim, d binder.
 		return requeue.OnConflict(err)
 	}
 	return ctrl.Result{RequeueAfter: r.RetryAfter}, nil
-}
-
-// keep serves a claim bound to h in four steps: read what the claim, the
-// host and their copies are (observe), decide what they should be
-// (planFor, pure), apply that at the safety fences in order (execute),
-// then report in one status write. A paused claim takes the same steps,
-// its plan writing nothing on the host.
-func (r *Reconciler) keep(ctx context.Context, c *metal3api.HostClaim, h *metal3api.BareMetalHost, in binder.Input, prefixes []string) (ctrl.Result, error) {
-	o, err := r.observe(ctx, c, h, in, prefixes)
-	if err != nil {
-		return ctrl.Result{}, err
-	}
-	hl, err := r.judge(ctx, c, h, in)
-	if err != nil {
-		return ctrl.Result{}, err
-	}
-	if hl.d.Step == heal.Quarantine {
-		return r.quarantine(ctx, o, hl)
-	}
-	o.fence, o.health = hl.d.Step == heal.Fence || hl.d.Step == heal.AwaitFence, hl
-	p := planFor(o, r.Consumer)
-	sync, hw, err := r.execute(ctx, o, p)
-	if err != nil {
-		return requeue.OnConflict(err)
-	}
-	r.tell(c, hl)
-	if err := r.setStatus(ctx, c, h, hw, r.boundCondition(c, h), withHealth(c, hoststatus.Conditions(c, h, sync), hl)); err != nil {
-		return requeue.OnConflict(err)
-	}
-	// Hub secrets are read, not watched: look again now and then, or when
-	// the host's health is due to be judged again.
-	after := r.Resync
-	if hl.d.After > 0 && hl.d.After < after {
-		after = hl.d.After
-	}
-	return ctrl.Result{RequeueAfter: after}, nil
-}
-
-// observe reads what a plan of a claim bound to h is made from: besides
-// what the binding decision read (in), the claim's data secrets.
-func (r *Reconciler) observe(ctx context.Context, c *metal3api.HostClaim, h *metal3api.BareMetalHost, in binder.Input, prefixes []string) (observed, error) {
-	by, paused := conditions.PausedBy(c.Annotations)
-	o := observed{claim: c, host: h, prefixes: prefixes, pausedBy: by, paused: paused, detach: binder.DetachAllowed(in, h)}
-	ns, uid := r.usageOf(c)
-	o.usageNS, o.usageClaim = ns, string(uid)
-	var err error
-	o.refs, o.secrets, o.failed, err = r.readSpec(ctx, c)
-	return o, err
-}
-
-// execute applies a claim's plan at the safety fences, in order: the
-// claim's metadata (its reservation and the agent's finalizer), the
-// host's consumerRef and usage marks, the claim's HardwareData copy, the
-// confirmation of the binding in the claim's status, and only then the
-// host's secrets and spec, and a reboot. It returns the Synchronized
-// outcome and the HardwareData the claim references, for the report.
-func (r *Reconciler) execute(ctx context.Context, o observed, p plan) (hoststatus.Sync, *metal3api.ObjectReference, error) {
-	c, h := o.claim, o.host
-	if p.meta {
-		if err := r.syncMeta(ctx, c, h, o.prefixes); err != nil {
-			return hoststatus.Sync{}, nil, err
-		}
-	}
-	if p.migrate {
-		if err := r.migrate(ctx, c, h); err != nil {
-			return hoststatus.Sync{}, nil, err
-		}
-	}
-	if p.openUsage {
-		if err := r.openUsage(ctx, c, h, o.usageNS, types.UID(o.usageClaim)); err != nil {
-			return hoststatus.Sync{}, nil, err
-		}
-	}
-	r.warnOtherController(c, h)
-	hw, err := r.syncHardware(ctx, c, h)
-	if err != nil {
-		return hoststatus.Sync{}, nil, err
-	}
-	if p.confirm {
-		// The confirmation carries every condition, its health too: with
-		// nothing to write on the host, the claim's last write.
-		if err := r.setStatus(ctx, c, h, hw, r.boundCondition(c, h), withHealth(c, hoststatus.Conditions(c, h, p.pending), o.health)); err != nil {
-			return hoststatus.Sync{}, nil, err
-		}
-		metrics.BindLatency.Observe(time.Since(c.CreationTimestamp.Time).Seconds())
-	}
-	sync := p.sync
-	if p.spec != nil {
-		if sync, err = r.applyHost(ctx, c, h, p.spec); err != nil {
-			return hoststatus.Sync{}, nil, err
-		}
-	}
-	if p.reboot {
-		if err := r.forwardReboot(ctx, c, h); err != nil {
-			return hoststatus.Sync{}, nil, err
-		}
-	}
-	return sync, hw, nil
 }
 
 func (r *Reconciler) inputs(ctx context.Context, c *metal3api.HostClaim) (binder.Input, error) {

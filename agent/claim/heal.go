@@ -15,7 +15,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
-	"github.com/hostfleet/hostfleet/agent/binder"
 	"github.com/hostfleet/hostfleet/agent/heal"
 	"github.com/hostfleet/hostfleet/agent/hostspec"
 	"github.com/hostfleet/hostfleet/agent/hoststatus"
@@ -25,7 +24,6 @@ import (
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
 	"github.com/hostfleet/hostfleet/internal/conditions"
 	"github.com/hostfleet/hostfleet/internal/fence"
-	"github.com/hostfleet/hostfleet/internal/requeue"
 )
 
 // Healing tunes how the agent heals the claims whose hosts fail
@@ -47,22 +45,18 @@ type health struct {
 	current *metav1.Condition
 }
 
-// judge decides the healing step of a claim bound to h: how the host is
-// (and its Node, if its tenant counts Nodes), the claim's policy (its tenant's, bounded by its annotation), the
-// cluster's breaker and the claim's replacements.
-func (r *Reconciler) judge(ctx context.Context, c *metal3api.HostClaim, h *metal3api.BareMetalHost, in binder.Input) (health, error) {
-	now := time.Now()
-	p, perr, err := r.healingOf(ctx, c, in.NamespaceLabels)
-	if err != nil {
-		return health{}, err
-	}
+// judge decides the healing step of a claim bound to its host: how the
+// host is (and its Node, if its tenant counts Nodes), the claim's policy,
+// its replacements and, before a fence, the cluster's breaker.
+func (r *Reconciler) judge(ctx context.Context, o observed) (health, error) {
+	c, h, now := o.claim, o.host, o.now
 	rec, _ := healing.RecordOf(c.Annotations, now)
 	hl := health{verdict: heal.Judge(h), record: rec, current: meta.FindStatusCondition(c.Status.Conditions, hostfleetv1alpha1.ConditionHostHealthy)}
-	if p.Node {
+	if o.policy.Node {
 		hl.verdict = nodeVerdict(hl.verdict, h, c)
 	}
 	ready := readyOf(hoststatus.Conditions(c, h, hoststatus.Sync{OK: true}))
-	hin := heal.Input{Host: h.Namespace + "/" + h.Name, Verdict: hl.verdict, Policy: p, PolicyErr: perr, Current: hl.current,
+	hin := heal.Input{Host: h.Namespace + "/" + h.Name, Verdict: hl.verdict, Policy: o.policy, PolicyErr: o.policyErr, Current: hl.current,
 		Off: heal.Off(h), Replaced: rec.Within(now, 24*time.Hour), Ready: ready.Status == metav1.ConditionTrue, ReadyMessage: ready.Message,
 		FenceTimeout: r.Healing.FenceTimeout, Now: now}
 	if last, ok := rec.Last(); ok {
@@ -180,26 +174,6 @@ func readyOf(conds []metav1.Condition) metav1.Condition {
 	return metav1.Condition{}
 }
 
-// withHealth adds the HostHealthy condition to a claim's conditions; while
-// its host is fenced or replaced, Ready says so.
-func withHealth(c *metal3api.HostClaim, conds []metav1.Condition, hl health) []metav1.Condition {
-	d := hl.d
-	hc := metav1.Condition{Type: hostfleetv1alpha1.ConditionHostHealthy, Status: d.Status, Reason: d.Reason, Message: d.Message, ObservedGeneration: c.Generation}
-	if d.Restart {
-		hc.LastTransitionTime = metav1.Now()
-	}
-	out := append(conds, hc)
-	switch d.Reason {
-	case hostfleetv1alpha1.ReasonFencing, hostfleetv1alpha1.ReasonFenceUnconfirmed, hostfleetv1alpha1.ReasonReplacing:
-		for i := range out {
-			if out[i].Type == hostfleetv1alpha1.ConditionReady {
-				out[i].Status, out[i].Reason, out[i].Message = metav1.ConditionFalse, hostfleetv1alpha1.ReasonReplacing, d.Message
-			}
-		}
-	}
-	return out
-}
-
 // tell says in an Event what changed in the claim's health: a failure and
 // each step taken about it (Warning), a replacement done (Normal).
 func (r *Reconciler) tell(c *metal3api.HostClaim, hl health) {
@@ -215,68 +189,49 @@ func (r *Reconciler) tell(c *metal3api.HostClaim, hl health) {
 	}
 }
 
-// quarantine replaces a fenced host: the claim records the replacement and
-// says so, then the host is released (no image, off: erased as at any
-// release) in the write that unbinds it, closes its usage interval and
-// quarantines it. The claim is bound to another host on its next
-// reconcile, as any unbound claim is. Each write is safe to repeat: cut
-// short, the next reconcile resumes it (heal.Next).
-func (r *Reconciler) quarantine(ctx context.Context, o observed, hl health) (ctrl.Result, error) {
+// applyQuarantine replaces a fenced host (q, planFor's): the claim
+// records the replacement and says so, then the host is released (no
+// image, off: erased as at any release) in the write that unbinds it,
+// closes its usage interval and quarantines it. The claim is bound to
+// another host on its next reconcile, as any unbound claim is. Each write
+// is safe to repeat: cut short, the next reconcile resumes it (heal.Next).
+func (r *Reconciler) applyQuarantine(ctx context.Context, o observed, q quarantine) (applied, error) {
 	c, h := o.claim, o.host
 	if r.Fence.Behind(r.hosts.Name, fence.Hosts, h) {
-		return ctrl.Result{RequeueAfter: requeue.CacheLag}, nil
+		return applied{wait: true}, nil
 	}
-	now := time.Now()
-	name := h.Namespace + "/" + h.Name
-	// The failure as the fence began: the host may look well once off.
-	evidence, why := hl.verdict.Evidence, hl.verdict.Detail
-	if hl.current != nil {
-		if e := heal.EvidenceIn(hl.current.Message); e != "" {
-			evidence = e
+	if q.record != nil {
+		if err := r.recordReplacement(ctx, c, *q.record); err != nil {
+			return applied{}, err
 		}
 	}
-	if evidence == "" {
-		evidence = "failed"
-	}
-	// The evidence and whether the host was confirmed off are decided once,
-	// as the quarantine begins, and recorded with it: a quarantine cut
-	// short resumes on a released host, which may look well, or have been
-	// powered on by its deprovisioning or erase, since. It is this
-	// failure's record if made since the failure began.
-	fenced := heal.Off(h)
-	if last, ok := hl.record.Last(); ok && last.Failed == name && hl.current != nil && !last.At.Time.Before(hl.current.LastTransitionTime.Time) {
-		evidence, fenced = last.Reason, last.Fenced
-	} else if err := r.recordReplacement(ctx, c, hl.record.Add(healing.Replacement{At: metav1.NewTime(now), Failed: name, Cluster: r.ClusterName,
-		Reason: evidence, Fenced: fenced})); err != nil {
-		return requeue.OnConflict(err)
-	}
-	r.tell(c, hl)
-	conds := withHealth(c, hoststatus.Conditions(c, h, hoststatus.Sync{OK: true}), hl)
-	if err := r.setStatus(ctx, c, h, c.Status.HardwareData, r.boundCondition(c, h), conds); err != nil {
-		return requeue.OnConflict(err)
+	a := applied{sync: hoststatus.Sync{OK: true}, hw: c.Status.HardwareData}
+	// The claim says its host is replaced before the host goes.
+	if err := r.writeStatus(ctx, o, a.sync, a.hw); err != nil {
+		return applied{}, err
 	}
 	if err := r.hosts.Apply(ctx, hostspec.Released(h)); err != nil {
-		return ctrl.Result{}, fmt.Errorf("release failed host %s of %s: %w", klog.KObj(h), klog.KObj(c), err)
+		return applied{}, fmt.Errorf("release failed host %s of %s: %w", klog.KObj(h), klog.KObj(c), err)
 	}
 	fresh := &metal3api.BareMetalHost{}
 	if err := r.ManagedReader.Get(ctx, client.ObjectKeyFromObject(h), fresh); err != nil {
-		return ctrl.Result{}, fmt.Errorf("read failed host %s: %w", klog.KObj(h), err)
+		return applied{}, fmt.Errorf("read failed host %s: %w", klog.KObj(h), err)
 	}
 	if !r.Consumer.Holds(fresh, c) {
-		return ctrl.Result{RequeueAfter: requeue.CacheLag}, nil // quarantined already
+		return a, nil // quarantined already
 	}
 	orig := fresh.DeepCopy()
 	r.unbind(ctx, fresh)
-	fresh.Annotations[hostfleetv1alpha1.AnnotationQuarantined] = healing.Quarantine{Since: metav1.NewTime(now), Claim: c.Namespace + "/" + c.Name,
-		ClaimUID: string(c.UID), Reason: evidence, Message: why, Fenced: fenced}.String()
+	fresh.Annotations[hostfleetv1alpha1.AnnotationQuarantined] = healing.Quarantine{Since: metav1.NewTime(o.now), Claim: c.Namespace + "/" + c.Name,
+		ClaimUID: string(c.UID), Reason: q.evidence, Message: q.why, Fenced: q.fenced}.String()
 	if err := r.hosts.Patch(ctx, fresh, orig); err != nil {
-		return requeue.OnConflict(fmt.Errorf("quarantine host %s of %s: %w", klog.KObj(h), klog.KObj(c), err))
+		return applied{}, fmt.Errorf("quarantine host %s of %s: %w", klog.KObj(h), klog.KObj(c), err)
 	}
-	metrics.HostReplacements.WithLabelValues(strconv.FormatBool(fenced)).Inc()
+	metrics.HostReplacements.WithLabelValues(strconv.FormatBool(q.fenced)).Inc()
 	r.Recorder.Eventf(c, nil, corev1.EventTypeWarning, "HostQuarantined", "Heal",
-		"host %s on cluster %s (%s; confirmed off: %t) is quarantined and released; the claim is bound to another host", name, r.ClusterName, evidence, fenced)
-	ctrl.LoggerFrom(ctx).Info("quarantined a failed host", "host", klog.KObj(h), "evidence", evidence, "fenced", fenced)
-	return ctrl.Result{RequeueAfter: requeue.CacheLag}, nil
+		"host %s/%s on cluster %s (%s; confirmed off: %t) is quarantined and released; the claim is bound to another host", h.Namespace, h.Name, r.ClusterName, q.evidence, q.fenced)
+	ctrl.LoggerFrom(ctx).Info("quarantined a failed host", "host", klog.KObj(h), "evidence", q.evidence, "fenced", q.fenced)
+	return a, nil
 }
 
 // recordReplacement writes the claim's record of replacements, with its

@@ -3,16 +3,20 @@ package claim
 import (
 	"fmt"
 	"maps"
+	"time"
 
 	metal3api "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/hostfleet/hostfleet/agent/binder"
+	"github.com/hostfleet/hostfleet/agent/heal"
 	"github.com/hostfleet/hostfleet/agent/hostspec"
 	"github.com/hostfleet/hostfleet/agent/hoststatus"
 	"github.com/hostfleet/hostfleet/agent/labelsync"
+	"github.com/hostfleet/hostfleet/hub/api/healing"
 	"github.com/hostfleet/hostfleet/hub/api/usage"
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
 	"github.com/hostfleet/hostfleet/internal/conditions"
@@ -38,11 +42,14 @@ type observed struct {
 	// usage names the hub claim the host's use counts for (its namespace
 	// and UID; none for a local claim not forwarded from the hub).
 	usageNS, usageClaim string
-	// fence: the host failed and is powered off before it is replaced
-	// (agent/heal), whatever the claim asks.
-	fence bool
-	// health is the host's health as judged: the confirmation of a binding
-	// carries its condition, so that the report writes nothing more.
+	// policy is the claim's healing policy (its tenant's, bounded by its
+	// annotation); policyErr says why the annotation was ignored.
+	policy    healing.Policy
+	policyErr error
+	// now is when the claim was read: what its health is judged at.
+	now time.Time
+	// health is the host's health as judged (judge): a fence powers the
+	// host off whatever the claim asks, a replacement quarantines it.
 	health health
 }
 
@@ -66,6 +73,19 @@ type plan struct {
 	reboot bool
 	// sync: the Synchronized outcome once the writes are done.
 	sync hoststatus.Sync
+	// quarantine: the host failed and is replaced; nothing above is
+	// written, the quarantine's own steps are.
+	quarantine *quarantine
+}
+
+// quarantine is how a failed host is replaced: the claim records the
+// replacement (record; nil when recorded already), then the host is
+// released and quarantined with its evidence and whether it was confirmed
+// off.
+type quarantine struct {
+	evidence, why string
+	fenced        bool
+	record        *healing.Record
 }
 
 // hostPlan is what is written on the host for its claim: the hub secrets
@@ -81,9 +101,13 @@ type hostPlan struct {
 // planFor is a claim's plan (pure). A paused claim gets the same plan with
 // every host write off: it keeps its metadata and status, and says what
 // waits for the pause to end.
-func planFor(o observed, consumer binder.Consumer) plan {
+func planFor(o observed, consumer binder.Consumer, cluster string) plan {
 	c, h := o.claim, o.host
 	var p plan
+	if o.health.d.Step == heal.Quarantine {
+		return plan{quarantine: quarantineFor(o, cluster)}
+	}
+	fenced := o.health.fenced()
 	_, _, _, p.meta = claimMeta(c, h, o.prefixes)
 	writes := false
 	switch {
@@ -92,9 +116,9 @@ func planFor(o observed, consumer binder.Consumer) plan {
 		// deploys with half of its configuration.
 		p.sync = *o.failed
 	default:
-		want := hostspec.Bound(poweredAs(c, o.fence), h, o.refs, o.detach)
+		want := hostspec.Bound(poweredAs(c, fenced), h, o.refs, o.detach)
 		writes = len(o.refs) > 0 || len(hostspec.ReferencedCopies(h)) > 0 || !hostspec.UpToDate(h, want)
-		p.spec = &hostPlan{refs: o.refs, secrets: o.secrets, allowDetach: o.detach, off: o.fence}
+		p.spec = &hostPlan{refs: o.refs, secrets: o.secrets, allowDetach: o.detach, off: fenced}
 		p.sync = detachSync(c, h, o.detach)
 		if o.paused && !hostspec.UpToDate(h, want) {
 			p.sync = hoststatus.Sync{Reason: hostfleetv1alpha1.ReasonPaused, Message: fmt.Sprintf(
@@ -115,13 +139,44 @@ func planFor(o observed, consumer binder.Consumer) plan {
 			"writing the claim's image, power and data secrets to host %s", klog.KObj(h))}
 	}
 	_, p.reboot = hostspec.OneShotReboot(c)
-	if o.fence {
+	if fenced {
 		p.reboot = false // a fenced host stays off
 	}
 	if request := c.Annotations[hostfleetv1alpha1.AnnotationRebootRequest]; request != "" && c.Annotations[hostfleetv1alpha1.AnnotationRebootHandled] == request {
 		p.reboot = false // carried out already: a re-applied request reboots once
 	}
 	return p
+}
+
+// quarantineFor is the quarantine of a failed host (pure). Its evidence
+// is the failure as the fence began (the host may look well once off),
+// and it is decided once, as the quarantine begins, and recorded with it:
+// a quarantine cut short resumes on a released host, which may look well,
+// or have been powered on by its deprovisioning or erase, since. The
+// claim's last replacement is this failure's record if made since the
+// failure began.
+func quarantineFor(o observed, cluster string) *quarantine {
+	hl, h := o.health, o.host
+	name := h.Namespace + "/" + h.Name
+	q := &quarantine{evidence: hl.verdict.Evidence, why: hl.verdict.Detail, fenced: heal.Off(h)}
+	if hl.current != nil {
+		if e := heal.EvidenceIn(hl.current.Message); e != "" {
+			q.evidence = e
+		}
+		if q.why == "" {
+			q.why = hl.current.Message // what the claim was told as the fence began
+		}
+	}
+	if q.evidence == "" {
+		q.evidence = "failed"
+	}
+	if last, ok := hl.record.Last(); ok && last.Failed == name && hl.current != nil && !last.At.Time.Before(hl.current.LastTransitionTime.Time) {
+		q.evidence, q.fenced = last.Reason, last.Fenced
+		return q
+	}
+	rec := hl.record.Add(healing.Replacement{At: metav1.NewTime(o.now), Failed: name, Cluster: cluster, Reason: q.evidence, Fenced: q.fenced})
+	q.record = &rec
+	return q
 }
 
 // poweredAs is the claim as its host's spec is made from: powered off

@@ -2,14 +2,17 @@ package claim
 
 import (
 	"testing"
+	"time"
 
 	metal3api "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/hostfleet/hostfleet/agent/binder"
+	"github.com/hostfleet/hostfleet/agent/heal"
 	"github.com/hostfleet/hostfleet/agent/hostspec"
 	"github.com/hostfleet/hostfleet/agent/hoststatus"
+	"github.com/hostfleet/hostfleet/hub/api/healing"
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
 )
 
@@ -126,7 +129,7 @@ func TestPlan(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			g := NewWithT(t)
-			got := planFor(tc.o, consumer)
+			got := planFor(tc.o, consumer, "infra-1")
 			if got.spec != nil {
 				got.spec = &hostPlan{} // its content is the observed secrets, passed on
 			}
@@ -146,7 +149,58 @@ func TestPlan(t *testing.T) {
 		})
 	}
 	h := localHost(local.Legacy)
-	g.Expect(planFor(observe(c, h), local).migrate).To(BeTrue())
-	g.Expect(planFor(observe(c, localHost(local.APIVersion)), local).migrate).To(BeFalse())
+	g.Expect(planFor(observe(c, h), local, "infra-1").migrate).To(BeTrue())
+	g.Expect(planFor(observe(c, localHost(local.APIVersion)), local, "infra-1").migrate).To(BeFalse())
 	g.Expect(hostspec.UpToDate(h, hostspec.Bound(c, h, nil, false))).To(BeTrue())
 }
+
+// TestPlanHeals: the healing steps are part of the plan. A fence keeps the
+// host off whatever the claim asks; a replacement writes its quarantine,
+// with the failure as the fence began, and records it once.
+func TestPlanHeals(t *testing.T) {
+	consumer := binder.HubConsumer("hub")
+	now := time.Date(2026, 12, 7, 12, 0, 0, 0, time.UTC)
+	began := metav1.NewTime(now.Add(-3 * time.Minute))
+	c := &metal3api.HostClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant-a", Name: "web", UID: "u1", Annotations: map[string]string{
+		metal3api.RebootAnnotationPrefix: ""}}, Spec: metal3api.HostClaimSpec{PoweredOn: true}}
+	h := &metal3api.BareMetalHost{ObjectMeta: metav1.ObjectMeta{Namespace: "hosts", Name: "h0"},
+		Spec: metal3api.BareMetalHostSpec{ConsumerRef: consumer.Ref(c)}} // asked off, status off: confirmed off
+	fencing := &metav1.Condition{Type: hostfleetv1alpha1.ConditionHostHealthy, Status: metav1.ConditionFalse, Reason: hostfleetv1alpha1.ReasonFencing,
+		LastTransitionTime: began, Message: "host hosts/h0 reports power management error; powering host hosts/h0 off before another host takes its place"}
+	earlier := healing.Replacement{At: metav1.NewTime(now.Add(-48 * time.Hour)), Failed: "hosts/h9", Cluster: "infra-1", Reason: "failed"}
+	for _, tc := range []struct {
+		name   string
+		health health
+		want   plan
+	}{
+		{name: "fenced: the host's spec powers it off, and no reboot is handed on",
+			health: health{d: heal.Decision{Step: heal.Fence}},
+			want:   plan{spec: &hostPlan{off: true}, sync: hoststatus.Sync{OK: true}}},
+		{name: "replaced: the evidence the fence began with, recorded with the replacement",
+			health: health{d: heal.Decision{Step: heal.Quarantine}, current: fencing, record: healing.Record{}.Add(earlier),
+				verdict: heal.Verdict{State: heal.Healthy}}, // the host looks well once off
+			want: plan{quarantine: &quarantine{evidence: "power management error", why: fencing.Message, fenced: true,
+				record: ptr(healing.Record{}.Add(earlier).Add(healing.Replacement{At: metav1.NewTime(now), Failed: "hosts/h0", Cluster: "infra-1",
+					Reason: "power management error", Fenced: true}))}}},
+		{name: "a replacement cut short: resumed as recorded, not recorded again",
+			health: health{d: heal.Decision{Step: heal.Quarantine}, current: fencing, verdict: heal.Verdict{State: heal.Healthy},
+				record: healing.Record{}.Add(healing.Replacement{At: metav1.NewTime(now.Add(-time.Minute)), Failed: "hosts/h0", Reason: "hardware critical"})},
+			want: plan{quarantine: &quarantine{evidence: "hardware critical", why: fencing.Message}}},
+		{name: "no evidence anywhere: said as failed",
+			health: health{d: heal.Decision{Step: heal.Quarantine}},
+			want: plan{quarantine: &quarantine{evidence: "failed", fenced: true, record: ptr(healing.Record{}.Add(healing.Replacement{
+				At: metav1.NewTime(now), Failed: "hosts/h0", Cluster: "infra-1", Reason: "failed", Fenced: true}))}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			got := planFor(observed{claim: c, host: h, now: now, health: tc.health}, consumer, "infra-1")
+			if got.spec != nil {
+				got.spec.refs, got.spec.secrets = nil, nil
+			}
+			got.meta, got.confirm, got.pending = false, false, hoststatus.Sync{} // TestPlan's
+			g.Expect(got).To(Equal(tc.want))
+		})
+	}
+}
+
+func ptr[T any](v T) *T { return &v }

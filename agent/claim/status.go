@@ -24,10 +24,10 @@ func associatedCondition(c *metal3api.HostClaim, status metav1.ConditionStatus, 
 		ObservedGeneration: c.Generation}
 }
 
-// boundCondition is Associated for a claim bound to h.
-func (r *Reconciler) boundCondition(c *metal3api.HostClaim, h *metal3api.BareMetalHost) metav1.Condition {
+// boundCondition is Associated for a claim bound to h on cluster.
+func boundCondition(c *metal3api.HostClaim, h *metal3api.BareMetalHost, cluster string) metav1.Condition {
 	return associatedCondition(c, metav1.ConditionTrue, hostfleetv1alpha1.ReasonHostAssociated,
-		fmt.Sprintf("bound to BareMetalHost %s on cluster %s", klog.KObj(h), r.ClusterName))
+		fmt.Sprintf("bound to BareMetalHost %s on cluster %s", klog.KObj(h), cluster))
 }
 
 // setStatus writes status.bareMetalHost, hardwareData, poweredOn and the
