@@ -323,6 +323,11 @@ func fence(in Input, since time.Time) Decision {
 	seen := in.Verdict.Message
 	if seen == "" {
 		seen = "its status still says powered on"
+		if e := EvidenceIn(in.Current.Message); e != "" {
+			// The failure the fence began with stays said: the quarantine
+			// that may follow records it.
+			seen = fmt.Sprintf("host %s reports %s; %s", in.Host, e, seen)
+		}
 	}
 	return Decision{Step: AwaitFence, Status: metav1.ConditionFalse, Reason: hostfleetv1alpha1.ReasonFenceUnconfirmed, After: 10 * Poll, Message: fmt.Sprintf(
 		"host %s was asked to power off but its BMC has not confirmed it within %s (%s): it is not replaced, so that two machines never run the claim's image; "+

@@ -191,6 +191,12 @@ func TestNext(t *testing.T) {
 			in.Current = cond(metav1.ConditionFalse, hostfleetv1alpha1.ReasonFencing, 2*time.Minute)
 		}),
 			step: AwaitFence, status: metav1.ConditionFalse, reason: hostfleetv1alpha1.ReasonFenceUnconfirmed, after: 10 * Poll, mentioning: "not replaced"},
+		{name: "unconfirmed, the host now reporting nothing: the failure the fence began with still said", in: base(func(in *Input) {
+			in.Current, in.Verdict = cond(metav1.ConditionFalse, hostfleetv1alpha1.ReasonFencing, 2*time.Minute), Verdict{}
+			in.Current.Message = "host hosts/h1 reports power management error; powering host hosts/h1 off before another host takes its place"
+		}),
+			step: AwaitFence, status: metav1.ConditionFalse, reason: hostfleetv1alpha1.ReasonFenceUnconfirmed, after: 10 * Poll,
+			mentioning: "(host hosts/h1 reports power management error; its status still says powered on)"},
 		{name: "unconfirmed under an unfenced policy: quarantined at the tenant's risk", in: base(func(in *Input) {
 			in.Current, in.Policy.Unfenced = cond(metav1.ConditionFalse, hostfleetv1alpha1.ReasonFenceUnconfirmed, 3*time.Minute), true
 		}), step: Quarantine, status: metav1.ConditionFalse, reason: hostfleetv1alpha1.ReasonReplacing, mentioning: "tenant's risk"},
