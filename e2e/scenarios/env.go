@@ -11,11 +11,11 @@
 package scenarios
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"runtime"
 	"strings"
 	"testing"
 
@@ -107,10 +107,22 @@ type fleet struct {
 	last *release
 }
 
-// Root is the repository's root.
+// Root is the repository's root: the nearest directory holding go.mod
+// above the working directory (a test's is its package's). Test binaries
+// are built with -trimpath, so no source path is recorded to start from.
 func Root() string {
-	_, file, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(file), "..", "..")
+	wd, err := os.Getwd()
+	if err != nil {
+		panic(fmt.Sprintf("the working directory: %v", err))
+	}
+	for dir := wd; ; dir = filepath.Dir(dir) {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir
+		}
+		if filepath.Dir(dir) == dir {
+			panic(fmt.Sprintf("no go.mod above %s: run the tests from the repository", wd))
+		}
+	}
 }
 
 // Tool returns a binary from the tool cache (hack/tools.sh).
