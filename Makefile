@@ -81,6 +81,8 @@ images: ## The hub, agent and operator images into bin/images: OCI layouts (linu
 test-images: ## The images for this machine's architecture only: what the end-to-end tests run.
 	$(MAKE) images IMAGE_ARCH=$$(go env GOARCH)
 
+# lint runs beside the tests (its output follows theirs): it only reads
+# the tree. verify runs first: it regenerates files the tests read.
 # The slowest packages first: go test starts packages in the order given,
 # TEST_P at a time, so the longest do not start last. The race-detector
 # packages, and every fuzz target for TEST_FUZZTIME, run beside them
@@ -104,16 +106,18 @@ TEST_P ?= 4
 TEST_FUZZTIME ?= 2000x
 
 .PHONY: test
-test: verify lint tools test-images ## Everything CI runs: verify, lint, unit, integration and end-to-end tests on real control planes (root); the slowest ten tests at the end.
+test: verify tools test-images ## Everything CI runs: verify, lint, unit, integration and end-to-end tests on real control planes (root); the slowest ten tests at the end.
 	go build -o $(BIN)/testreport ./hack/testreport
-	export KUBEBUILDER_ASSETS="$$($(TOOLS) --print-assets)" HOSTFLEET_BMO="$$($(TOOLS) --print-bmo)" GOFLAGS="-ldflags=-s $${GOFLAGS:-}"; \
 	out=$(BIN)/test-run; rm -rf "$$out"; mkdir -p "$$out"; \
+	$(MAKE) --no-print-directory lint >"$$out/lint.log" 2>&1 & lintpid=$$!; \
+	export KUBEBUILDER_ASSETS="$$($(TOOLS) --print-assets)" HOSTFLEET_BMO="$$($(TOOLS) --print-bmo)" GOFLAGS="-ldflags=-s $${GOFLAGS:-}"; \
 	CGO_ENABLED=1 go test -json $(GO_TEST_FLAGS) -race $(RACE_PKGS) >"$$out/race.json" 2>&1 & racepid=$$!; \
 	FUZZTIME=$(TEST_FUZZTIME) FUZZPARALLEL=1 hack/fuzz.sh >"$$out/fuzz.log" 2>&1 & fuzzpid=$$!; \
 	rc=0; go test -json $(GO_TEST_FLAGS) -p $(TEST_P) $$(go list $(SLOW_PKGS); go list ./... | grep -vxF -f <(go list $(SLOW_PKGS) $(RACE_PKGS))) 2>&1 | \
 		tee "$$out/main.json" | $(BIN)/testreport -summary=false || rc=$$?; \
 	wait $$racepid || rc=$$?; wait $$fuzzpid || rc=$$?; \
 	echo "with the race detector:"; $(BIN)/testreport -summary=false "$$out/race.json" || rc=$$?; cat "$$out/fuzz.log"; \
+	if ! wait $$lintpid; then rc=1; echo "make lint failed:"; fi; tail -n 30 "$$out/lint.log"; \
 	$(BIN)/testreport -quiet -times $(BIN)/test-times.tsv "$$out/main.json" "$$out/race.json" || rc=$$?; exit $$rc
 
 # make test-versions: the oldest Kubernetes the docs claim and the newest.
