@@ -76,6 +76,9 @@ type Reconciler struct {
 	// unsent holds, by host UID, the last change whose record's write
 	// failed: its command was not sent.
 	unsent sync.Map
+	// secrets keeps each credentials Secret read, by namespace and name
+	// (session.go).
+	secrets sync.Map
 }
 
 // hosts writes hosts as the BMC driver.
@@ -230,6 +233,7 @@ func (r *Reconciler) delete(ctx context.Context, host *metal3api.BareMetalHost, 
 	if err := r.releaseHardware(ctx, host, false); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
+	r.forgetSecret(host)
 	return ctrl.Result{}, r.setFinalizer(ctx, host, false)
 }
 

@@ -13,6 +13,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -41,6 +42,7 @@ type env struct {
 	g   *WithT
 	ctx context.Context
 	c   client.Client
+	cfg *rest.Config
 }
 
 func (e env) host(name string, b *redfish.BMC, password string) *metal3api.BareMetalHost {
@@ -101,10 +103,10 @@ func start(t *testing.T) env {
 	f := planes.ForTest(t, "infra")
 	c := f.Plane("infra").Client
 	f.ManagerForTest(t, "infra", func(mgr ctrl.Manager) error {
-		return (&bmcdriver.Reconciler{Client: mgr.GetClient(), Poll: 2 * time.Second, Power: fastPower,
+		return (&bmcdriver.Reconciler{Client: mgr.GetClient(), Secrets: mgr.GetAPIReader(), Poll: 2 * time.Second, Power: fastPower,
 			BMC: bmc.Options{Timeout: 3 * time.Second}}).SetupWithManager(context.Background(), mgr, setup.Options{Managed: mgr})
 	})
-	e := env{t: t, g: NewWithT(t), ctx: context.Background(), c: c}
+	e := env{t: t, g: NewWithT(t), ctx: context.Background(), c: c, cfg: f.Plane("infra").Config}
 	e.g.Expect(c.Create(e.ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "hosts"}})).To(Succeed())
 	return e
 }

@@ -27,7 +27,9 @@ func (x *run) open(ctx context.Context, kind metal3api.ErrorType) *hostError {
 }
 
 // open opens a session with the host's BMC, as the user its credentials
-// Secret names.
+// Secret names. The Secret is read once and kept (keptSecret); it is read
+// again only when the BMC refuses what was kept, and used again only if it
+// changed since: a poll of a settled host reads no Secret.
 func (r *Reconciler) open(ctx context.Context, host *metal3api.BareMetalHost, kind metal3api.ErrorType) (bmc.Driver, string, *hostError) {
 	addr, err := bmc.ParseAddress(host.Spec.BMC.Address)
 	if err != nil {
@@ -36,20 +38,13 @@ func (r *Reconciler) open(ctx context.Context, host *metal3api.BareMetalHost, ki
 	if host.Spec.BMC.CredentialsName == "" {
 		return nil, "", fail(metal3api.RegistrationError, "spec.bmc.credentialsName is empty: name a Secret with username and password in namespace %s", host.Namespace)
 	}
-	secret := &corev1.Secret{}
-	secrets := r.Secrets
-	if secrets == nil {
-		secrets = r.Client
-	}
-	if err := secrets.Get(ctx, client.ObjectKey{Namespace: host.Namespace, Name: host.Spec.BMC.CredentialsName}, secret); err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil, "", fail(metal3api.RegistrationError, "BMC credentials Secret %s/%s does not exist", host.Namespace, host.Spec.BMC.CredentialsName)
+	key := client.ObjectKey{Namespace: host.Namespace, Name: host.Spec.BMC.CredentialsName}
+	secret, kept := r.keptSecret(key)
+	if !kept {
+		var herr *hostError
+		if secret, herr = r.readSecret(ctx, key, kind); herr != nil {
+			return nil, "", herr
 		}
-		return nil, "", fail(kind, "read BMC credentials: %v", err)
-	}
-	user, pass := string(secret.Data["username"]), string(secret.Data["password"])
-	if user == "" || pass == "" {
-		return nil, "", fail(metal3api.RegistrationError, "BMC credentials Secret %s/%s needs both username and password", host.Namespace, secret.Name)
 	}
 	o := r.BMC
 	o.InsecureSkipVerify = host.Spec.BMC.DisableCertificateVerification
@@ -57,7 +52,21 @@ func (r *Reconciler) open(ctx context.Context, host *metal3api.BareMetalHost, ki
 	if open == nil {
 		open = bmc.Open
 	}
-	d, err := open(ctx, addr, user, pass, o)
+	login := func(s *corev1.Secret) (bmc.Driver, error) {
+		return open(ctx, addr, string(s.Data["username"]), string(s.Data["password"]), o)
+	}
+	d, err := login(secret)
+	if errors.Is(err, bmc.ErrCredentials) && kept {
+		// Refused what was kept: the Secret may have changed since.
+		fresh, herr := r.readSecret(ctx, key, kind)
+		if herr != nil {
+			return nil, "", herr
+		}
+		if fresh.ResourceVersion != secret.ResourceVersion {
+			secret = fresh
+			d, err = login(secret)
+		}
+	}
 	switch {
 	case errors.Is(err, bmc.ErrCredentials):
 		host.Status.TriedCredentials = credentials(secret)
@@ -69,7 +78,45 @@ func (r *Reconciler) open(ctx context.Context, host *metal3api.BareMetalHost, ki
 	}
 	host.Status.TriedCredentials = credentials(secret)
 	host.Status.GoodCredentials = credentials(secret)
-	return d, user, nil
+	return d, string(secret.Data["username"]), nil
+}
+
+// keptSecret is the credentials Secret of key as last read, if kept.
+func (r *Reconciler) keptSecret(key client.ObjectKey) (*corev1.Secret, bool) {
+	s, ok := r.secrets.Load(key)
+	if !ok {
+		return nil, false
+	}
+	return s.(*corev1.Secret), true
+}
+
+// readSecret reads the credentials Secret of key from the API server (the
+// agent may get a Secret by name, never list or watch them) and keeps it
+// when it holds a username and a password.
+func (r *Reconciler) readSecret(ctx context.Context, key client.ObjectKey, kind metal3api.ErrorType) (*corev1.Secret, *hostError) {
+	secrets := r.Secrets
+	if secrets == nil {
+		secrets = r.Client
+	}
+	secret := &corev1.Secret{}
+	if err := secrets.Get(ctx, key, secret); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.secrets.Delete(key)
+			return nil, fail(metal3api.RegistrationError, "BMC credentials Secret %s/%s does not exist", key.Namespace, key.Name)
+		}
+		return nil, fail(kind, "read BMC credentials: %v", err)
+	}
+	if len(secret.Data["username"]) == 0 || len(secret.Data["password"]) == 0 {
+		r.secrets.Delete(key)
+		return nil, fail(metal3api.RegistrationError, "BMC credentials Secret %s/%s needs both username and password", key.Namespace, key.Name)
+	}
+	r.secrets.Store(key, secret)
+	return secret, nil
+}
+
+// forgetSecret drops the kept credentials of a host that goes.
+func (r *Reconciler) forgetSecret(host *metal3api.BareMetalHost) {
+	r.secrets.Delete(client.ObjectKey{Namespace: host.Namespace, Name: host.Spec.BMC.CredentialsName})
 }
 
 func credentials(s *corev1.Secret) metal3api.CredentialsStatus {

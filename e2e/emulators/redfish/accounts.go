@@ -187,3 +187,16 @@ func (b *BMC) AddAccountInBand(user, password string) {
 	defer b.mu.Unlock()
 	b.addAccount(user, password, "Administrator")
 }
+
+// SetPasswordInBand changes an account's password from the host's
+// operating system, as an administrator rotating it does: the old password
+// is refused from then on.
+func (b *BMC) SetPasswordInBand(user, password string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, a := range b.accounts {
+		if a.user == user {
+			a.password = password
+		}
+	}
+}
