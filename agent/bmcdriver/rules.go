@@ -2,11 +2,13 @@ package bmcdriver
 
 import (
 	"fmt"
+	"hash/fnv"
 	"slices"
 	"strings"
 	"time"
 
 	metal3api "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
+	"k8s.io/apimachinery/pkg/types"
 
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
 )
@@ -125,4 +127,23 @@ const inspectDisabled = "disabled"
 func InspectionDisabled(host *metal3api.BareMetalHost) bool {
 	return host.Spec.InspectionMode == metal3api.InspectionModeDisabled ||
 		host.Annotations[metal3api.InspectAnnotationPrefix] == inspectDisabled
+}
+
+// NextPoll is the wait, from now, until a settled host's next poll: at
+// its own offset within every interval (a hash of its UID), so that the
+// polls of a site spread evenly over the interval whenever they began (at
+// the agent's start every host settles at once), and each host is polled
+// once per interval. The wait is in (0, every].
+func NextPoll(uid types.UID, now time.Time, every time.Duration) time.Duration {
+	if every <= 0 {
+		return every
+	}
+	h := fnv.New64a()
+	_, _ = h.Write([]byte(uid))
+	offset := time.Duration(h.Sum64() % uint64(every))
+	wait := (offset - time.Duration(now.UnixNano()%int64(every)) + every) % every
+	if wait == 0 {
+		wait = every
+	}
+	return wait
 }

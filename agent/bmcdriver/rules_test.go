@@ -1,12 +1,14 @@
 package bmcdriver
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
 	metal3api "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
 	hostfleetv1alpha1 "github.com/hostfleet/hostfleet/hub/api/v1alpha1"
@@ -97,4 +99,30 @@ func TestDeprovision(t *testing.T) {
 	g.Expect(Deprovision(h)).To(BeFalse())
 	h.Spec.Image.URL = "http://x/b.iso"
 	g.Expect(Deprovision(h)).To(BeTrue(), "another image")
+}
+
+// TestNextPoll: the polls of hosts that all settle at one instant (an
+// agent's start) spread evenly over the interval, and each host keeps its
+// offset, polled once per interval.
+func TestNextPoll(t *testing.T) {
+	g := NewWithT(t)
+	const hosts, every = 10000, time.Minute
+	now := time.Date(2026, 12, 7, 10, 0, 0, 123456789, time.UTC)
+	perSecond := make([]int, every/time.Second)
+	for i := range hosts {
+		uid := types.UID(fmt.Sprintf("3f0c9a1e-0000-4000-8000-%012d", i))
+		wait := NextPoll(uid, now, every)
+		g.Expect(wait).To(BeNumerically(">", 0))
+		g.Expect(wait).To(BeNumerically("<=", every))
+		perSecond[int(wait/time.Second)]++
+		next := now.Add(wait)
+		g.Expect(NextPoll(uid, next, every)).To(Equal(every), "polled at its offset: the next poll one interval later")
+		late := next.Add(700 * time.Millisecond) // a poll that took its time
+		g.Expect(late.Add(NextPoll(uid, late, every))).To(Equal(next.Add(every)), "back at its offset")
+	}
+	mean := hosts / len(perSecond)
+	for s, n := range perSecond {
+		g.Expect(n).To(BeNumerically("~", mean, mean/4), "second %d of the interval: %d polls (of %d)", s, n, hosts)
+	}
+	g.Expect(NextPoll("a", now, 0)).To(BeZero())
 }

@@ -230,7 +230,7 @@ func (x *run) power(ctx context.Context) outcome {
 	}
 	o := x.drivePower(ctx, want, metal3api.PowerManagementError)
 	if o.err == nil && x.change == nil {
-		o.after = x.Poll
+		o.after = NextPoll(x.host.UID, time.Now(), x.Poll)
 	}
 	return o
 }
