@@ -2,6 +2,7 @@ package claim_test
 
 import (
 	"context"
+	"encoding/base64"
 	"net/http/httptest"
 	"testing"
 	"time"
@@ -11,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -79,27 +81,17 @@ func TestBMCDriverServesClaims(t *testing.T) {
 	g.Expect(inserted).To(BeTrue())
 	g.Expect(url).To(Equal(iso.URL + "/live.iso"))
 
-	t.Log("the BMC refuses the host's credentials: Ready says HostError, then Ready again once they are fixed")
-	secret := &corev1.Secret{}
-	g.Expect(infra.Get(ctx, client.ObjectKey{Namespace: h.Namespace, Name: h.Spec.BMC.CredentialsName}, secret)).To(Succeed())
-	good := secret.Data["password"]
-	setPassword := func(p []byte) {
-		g.Eventually(func() error {
-			if err := infra.Get(ctx, client.ObjectKeyFromObject(secret), secret); err != nil {
-				return err
-			}
-			secret.Data["password"] = p
-			return infra.Update(ctx, secret)
-		}).WithTimeout(10 * time.Second).Should(Succeed())
-	}
-	setPassword([]byte("wrong"))
+	t.Log("the BMC's password is changed: Ready says HostError, then Ready again once the Secret has it")
+	b.SetPasswordInBand("admin", "rotated")
 	g.Eventually(func(g Gomega) {
 		g.Expect(hub.Get(ctx, key, c)).To(Succeed())
 		ready := condition(c, hostfleetv1alpha1.ConditionReady)
 		g.Expect(ready.Reason).To(Equal(hostfleetv1alpha1.ReasonHostError), ready.Message)
 		g.Expect(ready.Message).To(ContainSubstring("host hosts/rf0 cannot be managed (registration error)"))
 	}).WithTimeout(30 * time.Second).Should(Succeed())
-	setPassword(good)
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: h.Namespace, Name: h.Spec.BMC.CredentialsName}}
+	g.Expect(infra.Patch(ctx, secret, client.RawPatch(types.MergePatchType,
+		[]byte(`{"data":{"password":"`+base64.StdEncoding.EncodeToString([]byte("rotated"))+`"}}`)))).To(Succeed())
 	g.Eventually(func(g Gomega) {
 		g.Expect(hub.Get(ctx, key, c)).To(Succeed())
 		g.Expect(condition(c, hostfleetv1alpha1.ConditionReady).Status).To(Equal(metav1.ConditionTrue))
