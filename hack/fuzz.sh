@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # fuzz.sh runs every Go fuzz target for FUZZTIME (default 50000x: inputs,
-# not seconds; see the Makefile's TEST_FUZZTIME) each: the
+# not seconds: golang/go#75804) each: the
 # pure decisions (binder, placement, the forwarder's render and status, the
 # BMC driver's power decisions) and the parsers of annotations, addresses,
 # conditions and flags. A failing input is written under the package's
@@ -10,8 +10,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 fuzztime=${FUZZTIME:-50000x}
-# Workers per target (default: one per CPU); make test runs one beside its
-# other tests.
+# Workers per target (default: one per CPU).
 parallel=${FUZZPARALLEL:-$(nproc)}
 only=${1:-}
 n=0
